@@ -1,0 +1,107 @@
+// Package codec is the wire format of the Troupe mesh: CBOR envelopes, a
+// registry that maps stable type names to Go types, and length-prefixed
+// frames with hard size limits. Every message between peers passes through
+// it.
+//
+// codec stands alone: it imports neither actor nor libp2p. An actor
+// reference travels as a Ref (peer ID bytes and a name); routing converts.
+//
+// # Frames
+//
+// A stream is a sequence of frames. A frame is an unsigned varint (the
+// multiformats unsigned-varint: little-endian base 128, minimal encoding,
+// at most 9 bytes) giving the payload length in bytes, followed by the
+// payload, which is exactly one envelope:
+//
+//	frame = uvarint(len(envelope)) envelope
+//
+// The receiver rejects a length above its maximum (DefaultMaxFrame, 4 MiB,
+// unless configured) before allocating anything for the payload, and then
+// resets the stream. FrameWriter batches frames and writes them on Flush;
+// FrameReader reads in large chunks into one reused buffer.
+//
+// # Envelope
+//
+// An envelope is a CBOR array (RFC 8949) of definite length with these
+// fields, at these stable indices:
+//
+//	index  field  CBOR type                      Envelope field
+//	0      kind   unsigned int: 1 user, 2 system  Kind
+//	1      to     text string                     To
+//	2      from   array(2) [byte string, text]    FromPeer, FromName
+//	3      type   text string                     Type
+//	4      body   byte string (one CBOR item)     Body
+//	5      corr   unsigned int, 0 = none          Corr
+//
+// For example, a user message to "lobby" from the local actor "alice", of
+// type "chat.Say", whose body is the map {"t": "hi"} (6 bytes: a1 61 74 62
+// 68 69), with no correlation ID, encodes as:
+//
+//	86                      array(6)
+//	   01                   kind 1 (user)
+//	   65 6c6f626279        "lobby"
+//	   82                   array(2)
+//	      40                h'' (empty peer ID: the stream's remote peer)
+//	      65 616c696365     "alice"
+//	   68 636861742e536179  "chat.Say"
+//	   46 a16174626869      h'a16174626869'
+//	   00                   corr 0
+//
+// The encoder always writes the shortest heads and definite lengths; the
+// decoder accepts any valid head for the integers and lengths but rejects
+// indefinite lengths, text that is not valid UTF-8, names longer than
+// MaxNameLen, peer IDs longer than MaxPeerIDLen and trailing bytes. The
+// envelope is valid CBOR: a generic CBOR decoder reads it as an array whose
+// body element is a byte string holding the message's own CBOR encoding.
+// With an empty FromPeer, as routing sends when the sender is the stream's
+// remote peer (which the connection already authenticates), an envelope
+// costs the message body plus about 15 bytes plus the names.
+//
+// # Message bodies and the registry
+//
+// The body is the CBOR encoding of a Go value of a registered type. Each
+// node creates a Registry (NewRegistry, with a few built-in types) and
+// registers its message types under stable names with Register. Encoding
+// an unregistered type fails; decoding a body whose type name is unknown
+// yields a Raw holding the name and the body, which can also be sent as is.
+// Bodies are encoded with one cbor.EncMode and decoded with one cbor.DecMode
+// built per Registry: times as RFC 3339 strings with tag 0, floats in their
+// shortest exact form, structs as maps keyed by field name (or by the key
+// given in a cbor struct tag). Before decoding, a body is checked for well
+// formedness and against the Registry's Limits (nesting depth, array and map
+// sizes, byte and text string lengths) without allocating; the decoder then
+// rejects duplicate map keys and invalid UTF-8.
+//
+// # Schema evolution
+//
+// Envelope: new fields are only ever appended at index 6 and beyond, and
+// are optional. A decoder requires at least the six fields above, checks
+// any extra ones for well formedness and skips them; arrays of up to 32
+// fields are accepted. Field indices and kind values never change meaning.
+//
+// Messages: a struct is encoded as a map whose keys are its field names (or
+// the names or integer keys given in `cbor:"..."` tags). A decoder ignores
+// keys it does not know and leaves fields that are absent at their zero
+// value, so a struct may gain or lose fields and old and new peers still
+// understand each other. The keys are the contract: renaming a field breaks
+// compatibility unless a tag keeps the old key, and a field's type must not
+// change incompatibly. Structs tagged `cbor:",toarray"` (such as Ref) cannot
+// evolve this way and are reserved for fixed layouts. Type names given to
+// Register are likewise part of the wire format.
+//
+// # Errors
+//
+// Every failure caused by input from the network wraps one of
+// ErrMalformed, ErrFrameTooLarge or ErrUnknownKind; no input makes the codec
+// panic. After ErrMalformed or ErrUnknownKind from decoding an envelope, the
+// frame has been consumed and the stream can still be read. After
+// ErrFrameTooLarge, an invalid length prefix, a stream that ends inside a
+// frame or a read error, FrameReader.Err reports the stream as broken and
+// it must be reset. See FrameReader for details.
+//
+// # Concurrency
+//
+// Registry and the functions AppendEnvelope and DecodeEnvelope are safe for
+// concurrent use. FrameReader and FrameWriter are not: each is owned by the
+// one goroutine that reads or writes its stream.
+package codec

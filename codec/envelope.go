@@ -1,0 +1,169 @@
+package codec
+
+import (
+	"fmt"
+	"unicode/utf8"
+)
+
+// Kind says which queue an envelope is for: user messages or system messages
+// (monitor, down, lookup, spawn). Its wire value is stable.
+type Kind uint8
+
+// Envelope kinds. The zero Kind is invalid on the wire.
+const (
+	// KindUser marks an envelope carrying a user message.
+	KindUser Kind = 1
+	// KindSystem marks an envelope carrying a system message.
+	KindSystem Kind = 2
+)
+
+// String returns "user", "system" or "kind(N)".
+func (k Kind) String() string {
+	switch k {
+	case KindUser:
+		return "user"
+	case KindSystem:
+		return "system"
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// Valid reports whether k is KindUser or KindSystem.
+func (k Kind) Valid() bool { return k == KindUser || k == KindSystem }
+
+// Fixed limits on envelope fields, checked by both the encoder and the
+// decoder.
+const (
+	// MaxNameLen is the maximum length in bytes of To, FromName and Type.
+	MaxNameLen = 1024
+	// MaxPeerIDLen is the maximum length in bytes of FromPeer. A libp2p
+	// peer ID is 38 bytes for Ed25519 keys.
+	MaxPeerIDLen = 128
+)
+
+// Envelope field indices in the wire array. They are stable: new fields are
+// only ever appended after fieldCorr.
+const (
+	fieldKind = iota
+	fieldTo
+	fieldFrom
+	fieldType
+	fieldBody
+	fieldCorr
+	envelopeFields // number of fields this version writes and requires
+)
+
+// maxEnvelopeFields bounds the array length a decoder accepts: fields this
+// version does not know (appended by a newer peer) are checked and skipped.
+const maxEnvelopeFields = 32
+
+// extensionLimits bounds the contents of unknown trailing envelope fields.
+var extensionLimits = Limits{
+	MaxDepth:         16,
+	MaxArrayElements: 1024,
+	MaxMapPairs:      1024,
+	MaxStringLen:     MaxFrameLimit,
+}
+
+// Envelope is one message on the wire: who it is for, who sent it, the
+// registered name of its type and its CBOR-encoded body. An Envelope is a
+// plain value; it is not safe for concurrent mutation.
+type Envelope struct {
+	// Kind selects the user or system queue. It must be KindUser or
+	// KindSystem.
+	Kind Kind
+	// To is the name of the target actor on the receiving peer.
+	To string
+	// FromPeer is the sender's peer ID bytes. It may be empty, which
+	// routing reads as "the remote peer of the stream the frame came on";
+	// leaving it empty saves about 40 bytes per message.
+	FromPeer []byte
+	// FromName is the sender actor's name. It may be empty (no sender).
+	FromName string
+	// Type is the registered name of the body's type.
+	Type string
+	// Body is the CBOR encoding of the message, as produced by
+	// Registry.Encode. The envelope codec treats it as opaque bytes;
+	// Registry.Decode validates it.
+	Body []byte
+	// Corr is a correlation ID matching replies to requests; 0 means none.
+	Corr uint64
+}
+
+// From returns the sender as a Ref.
+func (e *Envelope) From() Ref { return Ref{Peer: e.FromPeer, Name: e.FromName} }
+
+// envelopeSize validates e and returns the length of its encoding.
+func envelopeSize(e *Envelope) (int, error) {
+	if !e.Kind.Valid() {
+		return 0, fmt.Errorf("%w: encoding envelope with %v", ErrUnknownKind, e.Kind)
+	}
+	if err := checkName("to", e.To); err != nil {
+		return 0, err
+	}
+	if err := checkName("from name", e.FromName); err != nil {
+		return 0, err
+	}
+	if err := checkName("type", e.Type); err != nil {
+		return 0, err
+	}
+	if len(e.FromPeer) > MaxPeerIDLen {
+		return 0, fmt.Errorf("%w: from peer ID of %d bytes exceeds limit of %d", ErrMalformed, len(e.FromPeer), MaxPeerIDLen)
+	}
+	n := 1 + 1 + // array head, kind
+		headLen(uint64(len(e.To))) + len(e.To) +
+		1 + // from: array(2)
+		headLen(uint64(len(e.FromPeer))) + len(e.FromPeer) +
+		headLen(uint64(len(e.FromName))) + len(e.FromName) +
+		headLen(uint64(len(e.Type))) + len(e.Type) +
+		headLen(uint64(len(e.Body))) + len(e.Body) +
+		headLen(e.Corr)
+	return n, nil
+}
+
+// checkName reports whether s may be used as an envelope name.
+func checkName(field, s string) error {
+	if len(s) > MaxNameLen {
+		return fmt.Errorf("%w: %s of %d bytes exceeds limit of %d", ErrMalformed, field, len(s), MaxNameLen)
+	}
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%w: %s is not valid UTF-8", ErrMalformed, field)
+	}
+	return nil
+}
+
+// appendEnvelope appends the encoding of an envelope already validated by
+// envelopeSize.
+func appendEnvelope(dst []byte, e *Envelope) []byte {
+	dst = append(dst, majorArray<<5|envelopeFields, byte(e.Kind))
+	dst = appendHead(dst, majorText, uint64(len(e.To)))
+	dst = append(dst, e.To...)
+	dst = append(dst, majorArray<<5|2)
+	dst = appendHead(dst, majorBytes, uint64(len(e.FromPeer)))
+	dst = append(dst, e.FromPeer...)
+	dst = appendHead(dst, majorText, uint64(len(e.FromName)))
+	dst = append(dst, e.FromName...)
+	dst = appendHead(dst, majorText, uint64(len(e.Type)))
+	dst = append(dst, e.Type...)
+	dst = appendHead(dst, majorBytes, uint64(len(e.Body)))
+	dst = append(dst, e.Body...)
+	return appendHead(dst, majorUint, e.Corr)
+}
+
+// AppendEnvelope appends the CBOR encoding of e to dst and returns the
+// extended slice. It fails, leaving dst unchanged, if e.Kind is not valid
+// (ErrUnknownKind) or a name or the peer ID is too long or a name is not
+// valid UTF-8 (ErrMalformed). The body is copied as is. Safe for concurrent
+// use as long as e is not being modified.
+func AppendEnvelope(dst []byte, e *Envelope) ([]byte, error) {
+	n, err := envelopeSize(e)
+	if err != nil {
+		return dst, err
+	}
+	if cap(dst)-len(dst) < n {
+		grown := make([]byte, len(dst), len(dst)+n)
+		copy(grown, dst)
+		dst = grown
+	}
+	return appendEnvelope(dst, e), nil
+}

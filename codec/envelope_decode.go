@@ -1,0 +1,169 @@
+package codec
+
+import (
+	"fmt"
+	"unicode/utf8"
+)
+
+// envReader walks an envelope. Its methods return byte ranges into data so
+// that the decoder can copy all strings with a single allocation.
+type envReader struct {
+	data []byte
+	off  int
+}
+
+// head reads a definite-length head of the wanted major type for field.
+func (r *envReader) head(want byte, field string) (uint64, error) {
+	start := r.off
+	major, ai, arg, next, err := readHead(r.data, r.off)
+	if err != nil {
+		return 0, fmt.Errorf("envelope %s: %w", field, err)
+	}
+	if major != want {
+		return 0, fmt.Errorf("%w: envelope %s: want %s, got %s at offset %d",
+			ErrMalformed, field, majorNames[want], majorNames[major], start)
+	}
+	if ai == aiIndefinite {
+		return 0, fmt.Errorf("%w: envelope %s: indefinite length at offset %d", ErrMalformed, field, start)
+	}
+	r.off = next
+	return arg, nil
+}
+
+// str reads a definite-length byte or text string of at most limit bytes and
+// returns its payload's offsets.
+func (r *envReader) str(major byte, field string, limit int) (int, int, error) {
+	start := r.off
+	n, err := r.head(major, field)
+	if err != nil {
+		return 0, 0, err
+	}
+	if n > uint64(limit) {
+		return 0, 0, fmt.Errorf("%w: envelope %s of %d bytes exceeds limit of %d at offset %d",
+			ErrMalformed, field, n, limit, start)
+	}
+	if n > uint64(len(r.data)-r.off) {
+		return 0, 0, fmt.Errorf("%w: envelope %s: truncated at offset %d", ErrMalformed, field, start)
+	}
+	b := r.off
+	r.off += int(n)
+	return b, r.off, nil
+}
+
+// DecodeEnvelope decodes one envelope that must fill data exactly. It checks
+// the array layout, field types, name lengths and UTF-8, and skips (after
+// checking them) fields appended by newer versions. It does not look inside
+// the body: Registry.Decode does.
+//
+// The decoded strings and byte slices are copies; e does not alias data.
+// Decoding costs two allocations: one for the three strings and one for the
+// peer ID and body together.
+//
+// Errors wrap ErrMalformed, except that an envelope that is well formed but
+// has a kind other than KindUser and KindSystem is fully decoded into e and
+// reported with ErrUnknownKind; e.Kind then holds the received value, or 0
+// if it does not fit in a Kind. On ErrMalformed e is left zeroed. Safe for
+// concurrent use on distinct envelopes.
+func DecodeEnvelope(data []byte, e *Envelope) error {
+	*e = Envelope{}
+	r := envReader{data: data}
+	n, err := r.head(majorArray, "array")
+	if err != nil {
+		return err
+	}
+	if n < envelopeFields || n > maxEnvelopeFields {
+		return fmt.Errorf("%w: envelope has %d fields, want %d..%d", ErrMalformed, n, envelopeFields, maxEnvelopeFields)
+	}
+	kind, err := r.head(majorUint, "kind")
+	if err != nil {
+		return err
+	}
+	toB, toE, err := r.str(majorText, "to", MaxNameLen)
+	if err != nil {
+		return err
+	}
+	refLen, err := r.head(majorArray, "from")
+	if err != nil {
+		return err
+	}
+	if refLen != 2 {
+		return fmt.Errorf("%w: envelope from has %d fields, want 2", ErrMalformed, refLen)
+	}
+	peerB, peerE, err := r.str(majorBytes, "from peer", MaxPeerIDLen)
+	if err != nil {
+		return err
+	}
+	nameB, nameE, err := r.str(majorText, "from name", MaxNameLen)
+	if err != nil {
+		return err
+	}
+	typeB, typeE, err := r.str(majorText, "type", MaxNameLen)
+	if err != nil {
+		return err
+	}
+	bodyB, bodyE, err := r.str(majorBytes, "body", MaxFrameLimit)
+	if err != nil {
+		return err
+	}
+	corr, err := r.head(majorUint, "corr")
+	if err != nil {
+		return err
+	}
+	if n > envelopeFields {
+		s := scanner{data: data, off: r.off, lim: &extensionLimits}
+		for i := uint64(envelopeFields); i < n; i++ {
+			if err := s.item(1); err != nil {
+				return fmt.Errorf("envelope field %d: %w", i, err)
+			}
+		}
+		r.off = s.off
+	}
+	if r.off != len(data) {
+		return fmt.Errorf("%w: %d trailing bytes after envelope", ErrMalformed, len(data)-r.off)
+	}
+	to, name, typ := data[toB:toE], data[nameB:nameE], data[typeB:typeE]
+	if !utf8.Valid(to) || !utf8.Valid(name) || !utf8.Valid(typ) {
+		return fmt.Errorf("%w: envelope name is not valid UTF-8", ErrMalformed)
+	}
+
+	e.To, e.FromName, e.Type = joinStrings(to, name, typ)
+	peer, body := data[peerB:peerE], data[bodyB:bodyE]
+	if nb := len(peer) + len(body); nb > 0 {
+		buf := make([]byte, nb)
+		copy(buf, body)
+		copy(buf[len(body):], peer)
+		if len(body) > 0 {
+			e.Body = buf[:len(body):len(body)]
+		}
+		if len(peer) > 0 {
+			e.FromPeer = buf[len(body):nb:nb]
+		}
+	}
+	e.Corr = corr
+	if kind <= 0xff {
+		e.Kind = Kind(kind)
+	}
+	if !e.Kind.Valid() {
+		return fmt.Errorf("%w: %d", ErrUnknownKind, kind)
+	}
+	return nil
+}
+
+// joinStrings converts three byte slices to strings with one allocation.
+func joinStrings(a, b, c []byte) (string, string, string) {
+	total := len(a) + len(b) + len(c)
+	if total == 0 {
+		return "", "", ""
+	}
+	var stack [256]byte
+	tmp := stack[:0]
+	if total > len(stack) {
+		tmp = make([]byte, 0, total)
+	}
+	tmp = append(tmp, a...)
+	tmp = append(tmp, b...)
+	tmp = append(tmp, c...)
+	s := string(tmp)
+	i, j := len(a), len(a)+len(b)
+	return s[:i], s[i:j], s[j:]
+}

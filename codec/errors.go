@@ -1,0 +1,41 @@
+package codec
+
+import "errors"
+
+// Errors returned by the codec. Every failure caused by input that came from
+// the network wraps ErrMalformed, ErrFrameTooLarge or ErrUnknownKind, so a
+// caller can classify it with errors.Is. The other sentinels report mistakes
+// made by the local program (registering or encoding the wrong thing).
+var (
+	// ErrMalformed reports input that is not a valid frame, envelope or
+	// message body: truncated data, invalid CBOR, a field of the wrong type,
+	// invalid UTF-8 in a name, a value over a decode limit, or duplicate map
+	// keys. It is also returned by the encoders when asked to produce such
+	// data (for example a name that is not valid UTF-8).
+	ErrMalformed = errors.New("codec: malformed input")
+
+	// ErrFrameTooLarge reports a frame whose declared length exceeds the
+	// configured maximum. A FrameReader returns it before allocating or
+	// reading the frame's payload; the stream must then be reset.
+	ErrFrameTooLarge = errors.New("codec: frame too large")
+
+	// ErrUnknownKind reports an envelope whose kind is neither KindUser nor
+	// KindSystem. The rest of the envelope is well formed and decoded.
+	ErrUnknownKind = errors.New("codec: unknown envelope kind")
+
+	// ErrUnregistered reports an attempt to encode a value whose Go type has
+	// not been registered in the Registry.
+	ErrUnregistered = errors.New("codec: unregistered type")
+
+	// ErrDuplicate reports a registration whose name or Go type is already
+	// registered.
+	ErrDuplicate = errors.New("codec: duplicate registration")
+
+	// ErrInvalidRegistration reports a registration with an unusable name
+	// (empty, too long, not valid UTF-8) or Go type (interface, pointer,
+	// function, channel, Raw, or a type the CBOR encoder rejects).
+	ErrInvalidRegistration = errors.New("codec: invalid registration")
+
+	// ErrInvalidLimits reports a Limits value outside the accepted ranges.
+	ErrInvalidLimits = errors.New("codec: invalid limits")
+)

@@ -1,0 +1,185 @@
+package codec
+
+import (
+	"errors"
+	"fmt"
+	"io"
+)
+
+// initialReadBuffer is the size of a FrameReader's buffer before any frame
+// forces it to grow.
+const initialReadBuffer = 32 << 10
+
+// maxVarintLen is the longest frame length prefix accepted, in bytes.
+const maxVarintLen = 9
+
+// FrameReader reads length-prefixed frames from an io.Reader. It reads in
+// large chunks into one reused buffer, so that many small frames cost one
+// read call. A frame's declared length is checked against the maximum before
+// any memory is allocated for it, and the buffer then grows only as data
+// actually arrives, so a peer that lies about a length cannot make the
+// reader allocate more than twice what it really sent.
+//
+// Errors come in two classes. A frame whose contents are bad (ErrMalformed
+// or ErrUnknownKind from ReadEnvelope) has been consumed entirely: the
+// stream is still in sync and the next frame can be read. A bad frame
+// header (ErrFrameTooLarge, an invalid length prefix), a stream that ends in
+// the middle of a frame (ErrMalformed wrapping io.ErrUnexpectedEOF) and
+// errors of the underlying reader break the stream: Err returns the error,
+// every later call returns it, and the stream must be reset. A clean end of
+// stream between frames is io.EOF.
+//
+// A FrameReader is not safe for concurrent use; it is meant to be owned by
+// the one goroutine that reads a stream.
+type FrameReader struct {
+	r     io.Reader
+	max   int
+	buf   []byte
+	start int   // first unread byte in buf
+	end   int   // end of valid data in buf
+	rerr  error // error from r held back until buffered data is consumed
+	err   error // sticky error: the stream is broken
+}
+
+// NewFrameReader returns a FrameReader on r that rejects frames larger than
+// maxFrame bytes. maxFrame <= 0 selects DefaultMaxFrame; values above
+// MaxFrameLimit are clamped.
+func NewFrameReader(r io.Reader, maxFrame int) *FrameReader {
+	return &FrameReader{r: r, max: maxFrameOrDefault(maxFrame)}
+}
+
+// Err returns the error that broke the stream, or nil if the stream can
+// still be read.
+func (fr *FrameReader) Err() error { return fr.err }
+
+// ReadEnvelope reads the next frame and decodes it into e with
+// DecodeEnvelope. e does not alias the reader's buffer. See FrameReader for
+// which errors leave the stream usable.
+func (fr *FrameReader) ReadEnvelope(e *Envelope) error {
+	frame, err := fr.Next()
+	if err != nil {
+		return err
+	}
+	return DecodeEnvelope(frame, e)
+}
+
+// Next returns the payload of the next frame. The slice aliases the reader's
+// buffer and is valid only until the next call to Next or ReadEnvelope.
+func (fr *FrameReader) Next() ([]byte, error) {
+	if fr.err != nil {
+		return nil, fr.err
+	}
+	if fr.start == fr.end && len(fr.buf) > shrinkThreshold {
+		fr.buf, fr.start, fr.end = nil, 0, 0
+	}
+	var size uint64
+	var hdr int
+	for {
+		size, hdr = parseUvarint(fr.buf[fr.start:fr.end])
+		if hdr > 0 {
+			break
+		}
+		if hdr < 0 {
+			return nil, fr.fail(fmt.Errorf("%w: frame length is not a minimal unsigned varint of at most %d bytes", ErrMalformed, maxVarintLen))
+		}
+		if err := fr.readMore(fr.end - fr.start + 1); err != nil {
+			if err == io.EOF && fr.start == fr.end {
+				return nil, fr.fail(io.EOF)
+			}
+			return nil, fr.fail(truncated(err))
+		}
+	}
+	if size > uint64(fr.max) {
+		return nil, fr.fail(fmt.Errorf("%w: frame of %d bytes exceeds limit of %d", ErrFrameTooLarge, size, fr.max))
+	}
+	total := hdr + int(size)
+	for fr.end-fr.start < total {
+		if err := fr.readMore(total); err != nil {
+			return nil, fr.fail(truncated(err))
+		}
+	}
+	frame := fr.buf[fr.start+hdr : fr.start+total : fr.start+total]
+	fr.start += total
+	if fr.start == fr.end {
+		fr.start, fr.end = 0, 0
+	}
+	return frame, nil
+}
+
+// truncated maps an end of stream inside a frame to ErrMalformed.
+func truncated(err error) error {
+	if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("%w: stream ended inside a frame: %w", ErrMalformed, io.ErrUnexpectedEOF)
+	}
+	return err
+}
+
+// fail records err as the reason the stream is broken and returns it.
+func (fr *FrameReader) fail(err error) error {
+	fr.err = err
+	return err
+}
+
+// readMore performs one read from the underlying reader, after making room
+// so that want bytes from fr.start can eventually fit. The buffer grows at
+// most to twice its size per call and only when it is full, so its size
+// stays within twice the data received.
+func (fr *FrameReader) readMore(want int) error {
+	if fr.rerr != nil {
+		return fr.rerr
+	}
+	if fr.buf == nil {
+		fr.buf = make([]byte, initialReadBuffer)
+	}
+	if fr.start+want > len(fr.buf) && fr.start > 0 {
+		n := copy(fr.buf, fr.buf[fr.start:fr.end])
+		fr.start, fr.end = 0, n
+	}
+	if fr.end == len(fr.buf) {
+		grown := make([]byte, min(want, 2*len(fr.buf)))
+		copy(grown, fr.buf[fr.start:fr.end])
+		fr.buf = grown
+	}
+	for range 100 {
+		n, err := fr.r.Read(fr.buf[fr.end:])
+		fr.end += n
+		if err != nil {
+			if n > 0 {
+				fr.rerr = err
+				return nil
+			}
+			fr.rerr = err
+			return err
+		}
+		if n > 0 {
+			return nil
+		}
+	}
+	fr.rerr = io.ErrNoProgress
+	return fr.rerr
+}
+
+// parseUvarint decodes an unsigned varint (multiformats unsigned-varint:
+// little-endian base-128, minimal, at most maxVarintLen bytes) from the start
+// of b. It returns the value and its length, 0 if b holds only a prefix, or
+// -1 if the encoding is invalid.
+func parseUvarint(b []byte) (uint64, int) {
+	var v uint64
+	for i := 0; i < len(b); i++ {
+		if i == maxVarintLen {
+			return 0, -1
+		}
+		c := b[i]
+		v |= uint64(c&0x7f) << (7 * i)
+		if c < 0x80 {
+			if c == 0 && i > 0 {
+				return 0, -1 // not minimal
+			}
+			return v, i + 1
+		}
+	}
+	if len(b) >= maxVarintLen {
+		return 0, -1
+	}
+	return 0, 0
+}

@@ -1,0 +1,136 @@
+package codec
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+)
+
+// Frame size limits.
+const (
+	// DefaultMaxFrame is the default maximum frame payload: 4 MiB.
+	DefaultMaxFrame = 4 << 20
+	// MaxFrameLimit is the largest maximum frame size a FrameReader or
+	// FrameWriter accepts: 1 GiB. Larger settings are clamped to it.
+	MaxFrameLimit = 1 << 30
+)
+
+// flushThreshold is the amount of buffered data at which a FrameWriter
+// flushes on its own, bounding its memory when the caller's queue does not
+// drain.
+const flushThreshold = 64 << 10
+
+// shrinkThreshold is the buffer capacity above which a FrameWriter or
+// FrameReader returns to a small buffer once it is empty, so that one large
+// frame does not pin memory for the life of a stream.
+const shrinkThreshold = 256 << 10
+
+// maxFrameOrDefault maps a configured maximum frame size to the one used.
+func maxFrameOrDefault(n int) int {
+	switch {
+	case n <= 0:
+		return DefaultMaxFrame
+	case n > MaxFrameLimit:
+		return MaxFrameLimit
+	}
+	return n
+}
+
+// FrameWriter writes length-prefixed frames to an io.Writer in batches.
+// WriteEnvelope and WriteFrame append to an internal buffer; Flush hands the
+// whole buffer to the underlying writer in one Write call. The caller should
+// call Flush when its outgoing queue drains, so that a burst of messages
+// costs one write. To bound memory, a write that leaves 64 KiB or more
+// buffered also flushes.
+//
+// A FrameWriter is not safe for concurrent use; it is meant to be owned by
+// the one goroutine that drains a stream's outgoing queue.
+type FrameWriter struct {
+	w   io.Writer
+	max int
+	buf []byte
+	err error // sticky write error
+}
+
+// NewFrameWriter returns a FrameWriter on w that refuses frames larger than
+// maxFrame bytes (the limit the remote FrameReader enforces). maxFrame <= 0
+// selects DefaultMaxFrame; values above MaxFrameLimit are clamped.
+func NewFrameWriter(w io.Writer, maxFrame int) *FrameWriter {
+	return &FrameWriter{w: w, max: maxFrameOrDefault(maxFrame)}
+}
+
+// WriteEnvelope encodes e and appends it to the buffer as one frame. An
+// invalid envelope (ErrUnknownKind, ErrMalformed) or one larger than the
+// maximum frame (ErrFrameTooLarge) is rejected and nothing is buffered; the
+// writer stays usable. If the buffer reaches the flush threshold the frame is
+// flushed, and a write error is returned and remembered: every later call
+// returns it.
+func (fw *FrameWriter) WriteEnvelope(e *Envelope) error {
+	if fw.err != nil {
+		return fw.err
+	}
+	n, err := envelopeSize(e)
+	if err != nil {
+		return err
+	}
+	if n > fw.max {
+		return fmt.Errorf("%w: envelope of %d bytes exceeds limit of %d", ErrFrameTooLarge, n, fw.max)
+	}
+	fw.buf = binary.AppendUvarint(fw.buf, uint64(n))
+	fw.buf = appendEnvelope(fw.buf, e)
+	return fw.maybeFlush()
+}
+
+// WriteFrame appends p, which should hold one encoded envelope, to the
+// buffer as one frame. It rejects a frame larger than the maximum with
+// ErrFrameTooLarge and otherwise behaves like WriteEnvelope. p is copied.
+func (fw *FrameWriter) WriteFrame(p []byte) error {
+	if fw.err != nil {
+		return fw.err
+	}
+	if len(p) > fw.max {
+		return fmt.Errorf("%w: frame of %d bytes exceeds limit of %d", ErrFrameTooLarge, len(p), fw.max)
+	}
+	fw.buf = binary.AppendUvarint(fw.buf, uint64(len(p)))
+	fw.buf = append(fw.buf, p...)
+	return fw.maybeFlush()
+}
+
+// maybeFlush flushes once the buffer reaches the flush threshold.
+func (fw *FrameWriter) maybeFlush() error {
+	if len(fw.buf) >= flushThreshold {
+		return fw.Flush()
+	}
+	return nil
+}
+
+// Flush writes all buffered frames to the underlying writer in one call.
+// After a write error (including a short write, reported as
+// io.ErrShortWrite) the writer is broken: the error is returned by this and
+// every later call, and the stream should be reset.
+func (fw *FrameWriter) Flush() error {
+	if fw.err != nil {
+		return fw.err
+	}
+	if len(fw.buf) == 0 {
+		return nil
+	}
+	n, err := fw.w.Write(fw.buf)
+	if err == nil && n < len(fw.buf) {
+		err = io.ErrShortWrite
+	}
+	if err != nil {
+		fw.err = fmt.Errorf("codec: flushing frames: %w", err)
+		return fw.err
+	}
+	if cap(fw.buf) > shrinkThreshold {
+		fw.buf = nil
+	} else {
+		fw.buf = fw.buf[:0]
+	}
+	return nil
+}
+
+// Buffered returns the number of bytes written to the buffer and not yet
+// flushed.
+func (fw *FrameWriter) Buffered() int { return len(fw.buf) }

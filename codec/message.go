@@ -1,0 +1,69 @@
+package codec
+
+import (
+	"fmt"
+	"reflect"
+)
+
+// Encode returns the registered name of v's type and v's CBOR encoding. v
+// must be a value of a registered type (a pointer to one is not accepted, so
+// that remote delivery matches local delivery by type), or a Raw, whose Type
+// and Body are passed through after checking that Type is a valid name and
+// Body one well-formed CBOR data item within r's limits. The returned body of
+// a Raw is its Body, not a copy.
+//
+// Errors wrap ErrUnregistered (naming the type) or ErrMalformed. Safe for
+// concurrent use.
+func (r *Registry) Encode(v any) (typeName string, body []byte, err error) {
+	if raw, ok := v.(Raw); ok {
+		if raw.Type == "" {
+			return "", nil, fmt.Errorf("%w: Raw with an empty type name", ErrMalformed)
+		}
+		if err := checkName("type", raw.Type); err != nil {
+			return "", nil, err
+		}
+		if err := checkWellFormed(raw.Body, &r.lim); err != nil {
+			return "", nil, fmt.Errorf("codec: encoding Raw %q: %w", raw.Type, err)
+		}
+		return raw.Type, raw.Body, nil
+	}
+	t := reflect.TypeOf(v)
+	e, ok := r.tab.Load().byType[t]
+	if !ok {
+		if t == nil {
+			return "", nil, fmt.Errorf("%w: nil", ErrUnregistered)
+		}
+		return "", nil, fmt.Errorf("%w: %v", ErrUnregistered, t)
+	}
+	body, err = r.enc.Marshal(v)
+	if err != nil {
+		return "", nil, fmt.Errorf("%w: encoding %q (%v): %w", ErrMalformed, e.name, t, err)
+	}
+	return e.name, body, nil
+}
+
+// Decode decodes body, the encoding of a message whose type is registered
+// as typeName, and returns it as a value of the registered Go type (not a
+// pointer). If typeName is not registered it returns a Raw holding typeName
+// and body, which aliases the body argument.
+//
+// The body must be exactly one well-formed CBOR data item within r's limits
+// (nesting depth, array and map sizes, string lengths), with no duplicate
+// map keys and only valid UTF-8 in text strings, and for a registered type it
+// must match the type's shape. Unknown struct fields are ignored and missing
+// ones left zero (see the package documentation on schema evolution). Every
+// error wraps ErrMalformed. Safe for concurrent use.
+func (r *Registry) Decode(typeName string, body []byte) (any, error) {
+	if err := checkWellFormed(body, &r.lim); err != nil {
+		return nil, fmt.Errorf("codec: decoding %q: %w", typeName, err)
+	}
+	e, ok := r.tab.Load().byName[typeName]
+	if !ok {
+		return Raw{Type: typeName, Body: body}, nil
+	}
+	v, err := e.decode(r.dec, body)
+	if err != nil {
+		return nil, fmt.Errorf("%w: decoding %q into %v: %w", ErrMalformed, typeName, e.typ, err)
+	}
+	return v, nil
+}
