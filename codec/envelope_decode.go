@@ -17,7 +17,7 @@ func (r *envReader) head(want byte, field string) (uint64, error) {
 	start := r.off
 	major, ai, arg, next, err := readHead(r.data, r.off)
 	if err != nil {
-		return 0, fmt.Errorf("envelope %s: %w", field, err)
+		return 0, fmt.Errorf("%w (envelope %s)", err, field)
 	}
 	if major != want {
 		return 0, fmt.Errorf("%w: envelope %s: want %s, got %s at offset %d",
@@ -113,7 +113,7 @@ func DecodeEnvelope(data []byte, e *Envelope) error {
 		s := scanner{data: data, off: r.off, lim: &extensionLimits}
 		for i := uint64(envelopeFields); i < n; i++ {
 			if err := s.item(1); err != nil {
-				return fmt.Errorf("envelope field %d: %w", i, err)
+				return fmt.Errorf("%w (envelope field %d)", err, i)
 			}
 		}
 		r.off = s.off
@@ -123,7 +123,13 @@ func DecodeEnvelope(data []byte, e *Envelope) error {
 	}
 	to, name, typ := data[toB:toE], data[nameB:nameE], data[typeB:typeE]
 	if !utf8.Valid(to) || !utf8.Valid(name) || !utf8.Valid(typ) {
-		return fmt.Errorf("%w: envelope name is not valid UTF-8", ErrMalformed)
+		field := "type"
+		if !utf8.Valid(to) {
+			field = "to"
+		} else if !utf8.Valid(name) {
+			field = "from name"
+		}
+		return fmt.Errorf("%w: envelope %s is not valid UTF-8", ErrMalformed, field)
 	}
 
 	e.To, e.FromName, e.Type = joinStrings(to, name, typ)

@@ -23,7 +23,7 @@ func (r *Registry) Encode(v any) (typeName string, body []byte, err error) {
 			return "", nil, err
 		}
 		if err := checkWellFormed(raw.Body, &r.lim); err != nil {
-			return "", nil, fmt.Errorf("codec: encoding Raw %q: %w", raw.Type, err)
+			return "", nil, fmt.Errorf("%w (body of Raw %q)", err, raw.Type)
 		}
 		return raw.Type, raw.Body, nil
 	}
@@ -55,7 +55,7 @@ func (r *Registry) Encode(v any) (typeName string, body []byte, err error) {
 // error wraps ErrMalformed. Safe for concurrent use.
 func (r *Registry) Decode(typeName string, body []byte) (any, error) {
 	if err := checkWellFormed(body, &r.lim); err != nil {
-		return nil, fmt.Errorf("codec: decoding %q: %w", typeName, err)
+		return nil, fmt.Errorf("%w (body of %q)", err, typeName)
 	}
 	e, ok := r.tab.Load().byName[typeName]
 	if !ok {

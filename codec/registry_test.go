@@ -1,0 +1,389 @@
+package codec
+
+import (
+	"errors"
+	"math"
+	"math/big"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fxamacker/cbor/v2"
+)
+
+// Message types used by the registry tests.
+type (
+	point struct{ X, Y int }
+	shape struct {
+		Name   string
+		Points []point
+		Center *point
+		Tags   map[string]int
+		Meta   map[int][]string
+	}
+	stamped struct {
+		At   time.Time
+		Opt  *time.Time
+		Data []byte
+	}
+	bigNums struct {
+		U   uint64
+		I   int64
+		Min int64
+		F   float64
+		F32 float32
+		B   big.Int
+	}
+	withRef struct {
+		Owner Ref
+		Peers []Ref
+	}
+	empty     struct{}
+	withChan  struct{ C chan int }
+	namedList []string
+)
+
+// newTestRegistry returns a Registry with the test types registered.
+func newTestRegistry(tb testing.TB, opts ...Option) *Registry {
+	tb.Helper()
+	r, err := NewRegistry(opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	MustRegister[point](r, "test.Point")
+	MustRegister[shape](r, "test.Shape")
+	MustRegister[stamped](r, "test.Stamped")
+	MustRegister[bigNums](r, "test.BigNums")
+	MustRegister[withRef](r, "test.WithRef")
+	MustRegister[empty](r, "test.Empty")
+	MustRegister[namedList](r, "test.List")
+	MustRegister[map[string]any](r, "test.Map")
+	MustRegister[[]point](r, "test.Points")
+	return r
+}
+
+func TestRegistryRoundTrip(t *testing.T) {
+	r := newTestRegistry(t)
+	at := time.Date(2026, 12, 2, 12, 30, 45, 123456789, time.FixedZone("X", 3600))
+	b := new(big.Int).Lsh(big.NewInt(1), 100)
+	tests := []struct {
+		name     string
+		v        any
+		typeName string
+	}{
+		{"struct", point{X: 1, Y: -2}, "test.Point"},
+		{"nested", shape{Name: "tri", Points: []point{{0, 0}, {1, 0}, {0, 1}}, Center: &point{1, 1},
+			Tags: map[string]int{"a": 1, "b": 2}, Meta: map[int][]string{7: {"x", "y"}}}, "test.Shape"},
+		{"nil pointer and containers", shape{Name: "none"}, "test.Shape"},
+		{"empty containers", shape{Points: []point{}, Tags: map[string]int{}, Meta: map[int][]string{}}, "test.Shape"},
+		{"time", stamped{At: at, Opt: &at, Data: []byte{0, 1, 2, 255}}, "test.Stamped"},
+		{"zero time", stamped{}, "test.Stamped"},
+		{"large ints", bigNums{U: math.MaxUint64, I: math.MaxInt64, Min: math.MinInt64,
+			F: math.MaxFloat64, F32: math.SmallestNonzeroFloat32, B: *b}, "test.BigNums"},
+		{"refs", withRef{Owner: Ref{Peer: testPeerID, Name: "alice"}, Peers: []Ref{{Name: "local"}, {Peer: []byte{1}}}}, "test.WithRef"},
+		{"ref", Ref{Peer: testPeerID, Name: "bob"}, "troupe.Ref"},
+		{"empty ref", Ref{}, "troupe.Ref"},
+		{"empty struct", empty{}, "test.Empty"},
+		{"named slice", namedList{"a", "", "c"}, "test.List"},
+		{"nil named slice", namedList(nil), "test.List"},
+		{"map of any", map[string]any{"n": uint64(1), "s": "x", "l": []any{true, nil}}, "test.Map"},
+		{"slice of structs", []point{{1, 2}}, "test.Points"},
+		{"string", "hello", "string"},
+		{"empty string", "", "string"},
+		{"bytes", []byte("raw"), "bytes"},
+		{"bool", true, "bool"},
+		{"int", -42, "int"},
+		{"int64", int64(math.MinInt64), "int64"},
+		{"uint64", uint64(math.MaxUint64), "uint64"},
+		{"float64", 0.1, "float64"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			name, body, err := r.Encode(tt.v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if name != tt.typeName {
+				t.Errorf("type name = %q, want %q", name, tt.typeName)
+			}
+			got, err := r.Decode(name, body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if reflect.TypeOf(got) != reflect.TypeOf(tt.v) {
+				t.Fatalf("decoded a %T, want %T", got, tt.v)
+			}
+			if !equalValues(got, tt.v) {
+				t.Errorf("round trip:\n got %#v\nwant %#v", got, tt.v)
+			}
+		})
+	}
+}
+
+// equalValues compares decoded values, treating times as equal instants and
+// big.Ints by value.
+func equalValues(a, b any) bool {
+	switch a := a.(type) {
+	case stamped:
+		b := b.(stamped)
+		return a.At.Equal(b.At) && (a.Opt == nil) == (b.Opt == nil) &&
+			(a.Opt == nil || a.Opt.Equal(*b.Opt)) && reflect.DeepEqual(a.Data, b.Data)
+	case bigNums:
+		b := b.(bigNums)
+		if a.B.Cmp(&b.B) != 0 {
+			return false
+		}
+		a.B, b.B = big.Int{}, big.Int{}
+		return reflect.DeepEqual(a, b)
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+func TestRegisterErrors(t *testing.T) {
+	r := newTestRegistry(t)
+	tests := []struct {
+		name string
+		reg  func() error
+		want error
+	}{
+		{"duplicate name", func() error { return Register[struct{ A int }](r, "test.Point") }, ErrDuplicate},
+		{"duplicate type", func() error { return Register[point](r, "test.Point2") }, ErrDuplicate},
+		{"duplicate builtin", func() error { return Register[string](r, "text") }, ErrDuplicate},
+		{"empty name", func() error { return Register[struct{ B int }](r, "") }, ErrInvalidRegistration},
+		{"name not UTF-8", func() error { return Register[struct{ B int }](r, "x\xff") }, ErrInvalidRegistration},
+		{"name too long", func() error { return Register[struct{ B int }](r, strings.Repeat("n", MaxNameLen+1)) }, ErrInvalidRegistration},
+		{"pointer", func() error { return Register[*point](r, "test.PointPtr") }, ErrInvalidRegistration},
+		{"interface", func() error { return Register[error](r, "test.Error") }, ErrInvalidRegistration},
+		{"any", func() error { return Register[any](r, "test.Any") }, ErrInvalidRegistration},
+		{"func", func() error { return Register[func()](r, "test.Func") }, ErrInvalidRegistration},
+		{"chan", func() error { return Register[chan int](r, "test.Chan") }, ErrInvalidRegistration},
+		{"Raw", func() error { return Register[Raw](r, "test.Raw") }, ErrInvalidRegistration},
+		{"struct with chan", func() error { return Register[withChan](r, "test.WithChan") }, ErrInvalidRegistration},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := r.Len()
+			err := tt.reg()
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("err = %v, want %v", err, tt.want)
+			}
+			if r.Len() != before {
+				t.Errorf("failed registration changed the registry")
+			}
+		})
+	}
+}
+
+func TestMustRegisterPanics(t *testing.T) {
+	r := newTestRegistry(t)
+	defer func() {
+		if err, ok := recover().(error); !ok || !errors.Is(err, ErrDuplicate) {
+			t.Errorf("recovered %v, want ErrDuplicate", err)
+		}
+	}()
+	MustRegister[point](r, "again")
+}
+
+func TestRegistriesAreIndependent(t *testing.T) {
+	a, b := newTestRegistry(t), newTestRegistry(t, WithoutBuiltins())
+	if err := Register[struct{ Z int }](a, "only.A"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := b.TypeName(reflect.TypeFor[struct{ Z int }]()); ok {
+		t.Error("registration leaked into another registry")
+	}
+	if _, _, err := b.Encode("s"); !errors.Is(err, ErrUnregistered) {
+		t.Errorf("WithoutBuiltins registry encoded a string: %v", err)
+	}
+	if name, ok := a.TypeName(reflect.TypeFor[Ref]()); !ok || name != "troupe.Ref" {
+		t.Errorf("TypeName(Ref) = %q, %v", name, ok)
+	}
+}
+
+func TestEncodeErrors(t *testing.T) {
+	r := newTestRegistry(t)
+	tests := []struct {
+		name    string
+		v       any
+		want    error
+		mention string
+	}{
+		{"unregistered struct", struct{ Q int }{}, ErrUnregistered, "struct { Q int }"},
+		{"unregistered named", withChan{}, ErrUnregistered, "codec.withChan"},
+		{"pointer to registered", &point{}, ErrUnregistered, "*codec.point"},
+		{"nil", nil, ErrUnregistered, "nil"},
+		{"Raw without type", Raw{Body: cbor.RawMessage{0xf6}}, ErrMalformed, "empty type"},
+		{"Raw with bad type", Raw{Type: "\xff", Body: cbor.RawMessage{0xf6}}, ErrMalformed, "UTF-8"},
+		{"Raw with empty body", Raw{Type: "x"}, ErrMalformed, "empty"},
+		{"Raw with bad body", Raw{Type: "x", Body: cbor.RawMessage{0x82, 0x01}}, ErrMalformed, "truncated"},
+		{"Raw with two items", Raw{Type: "x", Body: cbor.RawMessage{0x01, 0x02}}, ErrMalformed, "trailing"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := r.Encode(tt.v)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("err = %v, want %v", err, tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.mention) {
+				t.Errorf("error %q does not mention %q", err, tt.mention)
+			}
+		})
+	}
+}
+
+func TestRawPassesThrough(t *testing.T) {
+	sender := newTestRegistry(t)
+	receiver, err := NewRegistry(WithoutBuiltins())
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, body, err := sender.Encode(point{3, 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Unknown to the receiver: a Raw.
+	v, err := receiver.Decode(name, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, ok := v.(Raw)
+	if !ok || raw.Type != "test.Point" || string(raw.Body) != string(body) {
+		t.Fatalf("Decode of unknown type = %#v", v)
+	}
+	// Forwarded as is, it reaches a peer that knows the type.
+	name2, body2, err := receiver.Encode(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := sender.Decode(name2, body2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back != (point{3, 4}) {
+		t.Errorf("forwarded Raw decoded to %#v", back)
+	}
+	// A CLI can make up a Raw with any name.
+	name3, body3, err := receiver.Encode(Raw{Type: "cli.Anything", Body: cbor.RawMessage{0xa0}})
+	if err != nil || name3 != "cli.Anything" || string(body3) != "\xa0" {
+		t.Errorf("Encode(Raw) = %q, %x, %v", name3, body3, err)
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	lim := Limits{MaxDepth: 4, MaxArrayElements: 16, MaxMapPairs: 16, MaxStringLen: 32}
+	r := newTestRegistry(t, WithLimits(lim))
+	long := strings.Repeat("a", 33)
+	tests := []struct {
+		name     string
+		typeName string
+		body     []byte
+	}{
+		{"empty body", "test.Point", nil},
+		{"truncated", "test.Point", hx("a2 61 58 01")},
+		{"trailing bytes", "test.Point", hx("a0 00")},
+		{"two items", "unknown", hx("01 02")},
+		{"reserved additional info", "unknown", hx("1c")},
+		{"misplaced break", "unknown", hx("ff")},
+		{"break inside map pair", "unknown", hx("bf 01 ff")},
+		{"indefinite integer", "unknown", hx("1f")},
+		{"indefinite tag", "unknown", hx("df 00")},
+		{"bad simple value", "unknown", hx("f8 10")},
+		{"too deep", "test.Map", hx("a1 61 61 81 81 81 81 00")},
+		{"too deep with tags", "unknown", hx("c1 c1 c1 c1 c1 00")},
+		{"array too long", "test.Points", append(hx("91"), make([]byte, 17)...)},
+		{"indefinite array too long", "unknown", append(append(hx("9f"), make([]byte, 17)...), 0xff)},
+		{"map too large", "test.Map", append(hx("b1"), make([]byte, 34)...)},
+		{"array count beyond data", "unknown", hx("9b 7fffffffffffffff 00")},
+		{"map count beyond data", "unknown", hx("bb 7fffffffffffffff 00")},
+		{"byte string too long", "bytes", append(hx("58 21"), make([]byte, 33)...)},
+		{"text too long", "string", append(hx("78 21"), long...)},
+		{"indefinite text too long", "string", append(append(append(hx("7f 70"), long[:16]...), append(hx("71"), long[:17]...)...), 0xff)},
+		{"indefinite chunk of wrong type", "string", hx("7f 41 61 ff")},
+		{"nested indefinite chunk", "string", hx("7f 7f ff ff")},
+		{"unterminated indefinite string", "string", hx("7f 61 61")},
+		{"string length beyond data", "string", hx("7b ffffffffffffffff")},
+		{"invalid UTF-8", "string", hx("62 c3 28")},
+		{"invalid UTF-8 in map key", "test.Point", hx("a1 61 ff 01")},
+		{"invalid UTF-8 in unknown type", "unknown", hx("61 ff")},
+		{"duplicate map keys", "test.Point", hx("a2 61 58 01 61 58 02")},
+		{"duplicate map keys in map", "test.Map", hx("a2 61 61 01 61 61 02")},
+		{"wrong type for field", "test.Point", hx("a1 61 58 61 61")},
+		{"wrong type for message", "test.Point", hx("83 01 02 03")},
+		{"negative into uint64", "uint64", hx("20")},
+		{"overflowing int", "int64", hx("1b ffffffffffffffff")},
+		{"text into bool", "bool", hx("61 61")},
+		{"bad time", "test.Stamped", hx("a1 62 4174 c0 63 616263")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v, err := r.Decode(tt.typeName, tt.body)
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("Decode = %#v, %v; want ErrMalformed", v, err)
+			}
+			t.Logf("%v", err)
+		})
+	}
+}
+
+func TestDefaultLimitsAccept(t *testing.T) {
+	r := newTestRegistry(t)
+	nested := append(append(make([]byte, 0, 64), strings.Repeat("\x81", DefaultMaxDepth-1)...), 0)
+	if _, err := r.Decode("unknown", nested); err != nil {
+		t.Errorf("nesting of %d levels: %v", DefaultMaxDepth-1, err)
+	}
+	tooDeep := append([]byte{0x81}, nested...)
+	if _, err := r.Decode("unknown", append([]byte{0x81}, tooDeep...)); !errors.Is(err, ErrMalformed) {
+		t.Errorf("nesting deeper than the default: %v", err)
+	}
+	if got := r.Limits(); got != DefaultLimits() {
+		t.Errorf("Limits() = %+v", got)
+	}
+}
+
+func TestWithLimitsValidates(t *testing.T) {
+	base := DefaultLimits()
+	for name, mutate := range map[string]func(*Limits){
+		"depth too small":   func(l *Limits) { l.MaxDepth = 3 },
+		"depth too large":   func(l *Limits) { l.MaxDepth = maxMaxDepth + 1 },
+		"array too small":   func(l *Limits) { l.MaxArrayElements = 15 },
+		"map too large":     func(l *Limits) { l.MaxMapPairs = maxMaxContainer + 1 },
+		"string zero":       func(l *Limits) { l.MaxStringLen = 0 },
+		"string over frame": func(l *Limits) { l.MaxStringLen = MaxFrameLimit + 1 },
+		"zero value":        func(l *Limits) { *l = Limits{} },
+	} {
+		l := base
+		mutate(&l)
+		if _, err := NewRegistry(WithLimits(l)); !errors.Is(err, ErrInvalidLimits) {
+			t.Errorf("%s: err = %v, want ErrInvalidLimits", name, err)
+		}
+	}
+}
+
+func TestRegistryConcurrentUse(t *testing.T) {
+	r := newTestRegistry(t)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 200 {
+				name, body, err := r.Encode(point{g, i})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if v, err := r.Decode(name, body); err != nil || v != (point{g, i}) {
+					t.Errorf("Decode = %v, %v", v, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		type late struct{ N int }
+		if err := Register[late](r, "test.Late"); err != nil {
+			t.Error(err)
+		}
+	})
+	wg.Wait()
+}
