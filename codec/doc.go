@@ -65,7 +65,8 @@
 // an unregistered type fails; decoding a body whose type name is unknown
 // yields a Raw holding the name and the body, which can also be sent as is.
 // Bodies are encoded with one cbor.EncMode and decoded with one cbor.DecMode
-// built per Registry: times as RFC 3339 strings with tag 0, floats in their
+// built per Registry: times as RFC 3339 text in UTC with nanoseconds, under
+// tag 0 (the instant is exact; the time zone is not kept), floats in their
 // shortest exact form, structs as maps keyed by field name (or by the key
 // given in a cbor struct tag). Before decoding, a body is checked for well
 // formedness and against the Registry's Limits (nesting depth, array and map

@@ -126,10 +126,19 @@ func checkName(field, s string) error {
 	if len(s) > MaxNameLen {
 		return fmt.Errorf("%w: %s of %d bytes exceeds limit of %d", ErrMalformed, field, len(s), MaxNameLen)
 	}
-	if !utf8.ValidString(s) {
+	if !isASCIIString(s) && !utf8.ValidString(s) {
 		return fmt.Errorf("%w: %s is not valid UTF-8", ErrMalformed, field)
 	}
 	return nil
+}
+
+// isASCIIString reports whether s holds only ASCII bytes.
+func isASCIIString(s string) bool {
+	var or byte
+	for i := 0; i < len(s); i++ {
+		or |= s[i]
+	}
+	return or < 0x80
 }
 
 // appendEnvelope appends the encoding of an envelope already validated by

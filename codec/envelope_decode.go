@@ -14,6 +14,26 @@ type envReader struct {
 
 // head reads a definite-length head of the wanted major type for field.
 func (r *envReader) head(want byte, field string) (uint64, error) {
+	// Fast path: an argument in the initial byte or in one more byte.
+	if r.off+1 < len(r.data) {
+		b := r.data[r.off]
+		if b>>5 == want {
+			switch ai := b & 0x1f; {
+			case ai < aiOneByte:
+				r.off++
+				return uint64(ai), nil
+			case ai == aiOneByte:
+				arg := r.data[r.off+1]
+				r.off += 2
+				return uint64(arg), nil
+			}
+		}
+	}
+	return r.headSlow(want, field)
+}
+
+// headSlow is head for the general case and for errors.
+func (r *envReader) headSlow(want byte, field string) (uint64, error) {
 	start := r.off
 	major, ai, arg, next, err := readHead(r.data, r.off)
 	if err != nil {
@@ -65,6 +85,12 @@ func (r *envReader) str(major byte, field string, limit int) (int, int, error) {
 // if it does not fit in a Kind. On ErrMalformed e is left zeroed. Safe for
 // concurrent use on distinct envelopes.
 func DecodeEnvelope(data []byte, e *Envelope) error {
+	return decodeEnvelope(data, e, nil)
+}
+
+// decodeEnvelope is DecodeEnvelope with an optional cache of recently seen
+// names, which spares the string allocation when all three names hit.
+func decodeEnvelope(data []byte, e *Envelope, names *nameCache) error {
 	*e = Envelope{}
 	r := envReader{data: data}
 	n, err := r.head(majorArray, "array")
@@ -122,17 +148,15 @@ func DecodeEnvelope(data []byte, e *Envelope) error {
 		return fmt.Errorf("%w: %d trailing bytes after envelope", ErrMalformed, len(data)-r.off)
 	}
 	to, name, typ := data[toB:toE], data[nameB:nameE], data[typeB:typeE]
-	if !utf8.Valid(to) || !utf8.Valid(name) || !utf8.Valid(typ) {
-		field := "type"
-		if !utf8.Valid(to) {
-			field = "to"
-		} else if !utf8.Valid(name) {
-			field = "from name"
-		}
-		return fmt.Errorf("%w: envelope %s is not valid UTF-8", ErrMalformed, field)
+	if err := checkUTF8(to, name, typ); err != nil {
+		return err
 	}
 
-	e.To, e.FromName, e.Type = joinStrings(to, name, typ)
+	if names != nil {
+		e.To, e.FromName, e.Type = names.lookup(to, name, typ)
+	} else {
+		e.To, e.FromName, e.Type = joinStrings(to, name, typ)
+	}
 	peer, body := data[peerB:peerE], data[bodyB:bodyE]
 	if nb := len(peer) + len(body); nb > 0 {
 		buf := make([]byte, nb)
@@ -153,6 +177,34 @@ func DecodeEnvelope(data []byte, e *Envelope) error {
 		return fmt.Errorf("%w: %d", ErrUnknownKind, kind)
 	}
 	return nil
+}
+
+// checkUTF8 reports an error unless the three names are valid UTF-8.
+func checkUTF8(to, name, typ []byte) error {
+	if isASCII(to) && isASCII(name) && isASCII(typ) {
+		return nil
+	}
+	field := ""
+	switch {
+	case !utf8.Valid(to):
+		field = "to"
+	case !utf8.Valid(name):
+		field = "from name"
+	case !utf8.Valid(typ):
+		field = "type"
+	default:
+		return nil
+	}
+	return fmt.Errorf("%w: envelope %s is not valid UTF-8", ErrMalformed, field)
+}
+
+// isASCII reports whether b holds only ASCII bytes.
+func isASCII(b []byte) bool {
+	var or byte
+	for _, c := range b {
+		or |= c
+	}
+	return or < 0x80
 }
 
 // joinStrings converts three byte slices to strings with one allocation.

@@ -20,7 +20,8 @@ func hx(s string) []byte {
 // cat concatenates byte slices.
 func cat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 
-// Pieces of a valid envelope: [1, "a", [h'', "b"], "t", h'f6', 0].
+// Pieces of a valid envelope: kind 1, to "a", from (no peer, "b"),
+// type "t", body f6 (null), corr 0.
 var (
 	envKind = hx("01")
 	envTo   = hx("61 61")

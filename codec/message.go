@@ -12,7 +12,9 @@ import (
 // Body one well-formed CBOR data item within r's limits. The returned body of
 // a Raw is its Body, not a copy.
 //
-// Errors wrap ErrUnregistered (naming the type) or ErrMalformed. Safe for
+// The encoding is checked against r's limits and for valid UTF-8, so that
+// Encode fails rather than produce a body the receiver would reject. Errors
+// wrap ErrUnregistered (naming the type) or ErrMalformed. Safe for
 // concurrent use.
 func (r *Registry) Encode(v any) (typeName string, body []byte, err error) {
 	if raw, ok := v.(Raw); ok {
@@ -38,6 +40,11 @@ func (r *Registry) Encode(v any) (typeName string, body []byte, err error) {
 	body, err = r.enc.Marshal(v)
 	if err != nil {
 		return "", nil, fmt.Errorf("%w: encoding %q (%v): %w", ErrMalformed, e.name, t, err)
+	}
+	// Refuse to send what a peer with the same limits would reject, such
+	// as a string that is not valid UTF-8 or one over MaxStringLen.
+	if err := checkWellFormed(body, &r.lim); err != nil {
+		return "", nil, fmt.Errorf("%w (encoding %q from %v)", err, e.name, t)
 	}
 	return e.name, body, nil
 }

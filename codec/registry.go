@@ -95,7 +95,7 @@ func NewRegistry(opts ...Option) (*Registry, error) {
 		}
 	}
 	enc, err := cbor.EncOptions{
-		Time:          cbor.TimeRFC3339Nano,
+		Time:          cbor.TimeRFC3339NanoUTC,
 		TimeTag:       cbor.EncTagRequired,
 		ShortestFloat: cbor.ShortestFloat16,
 		IndefLength:   cbor.IndefLengthForbidden,

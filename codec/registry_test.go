@@ -80,6 +80,7 @@ func TestRegistryRoundTrip(t *testing.T) {
 		{"empty containers", shape{Points: []point{}, Tags: map[string]int{}, Meta: map[int][]string{}}, "test.Shape"},
 		{"time", stamped{At: at, Opt: &at, Data: []byte{0, 1, 2, 255}}, "test.Stamped"},
 		{"zero time", stamped{}, "test.Stamped"},
+		{"time in a zone offset by seconds", stamped{At: time.Date(1900, 1, 1, 0, 0, 0, 1, time.FixedZone("LMT", 1172))}, "test.Stamped"},
 		{"large ints", bigNums{U: math.MaxUint64, I: math.MaxInt64, Min: math.MinInt64,
 			F: math.MaxFloat64, F32: math.SmallestNonzeroFloat32, B: *b}, "test.BigNums"},
 		{"refs", withRef{Owner: Ref{Peer: testPeerID, Name: "alice"}, Peers: []Ref{{Name: "local"}, {Peer: []byte{1}}}}, "test.WithRef"},
@@ -386,4 +387,17 @@ func TestRegistryConcurrentUse(t *testing.T) {
 		}
 	})
 	wg.Wait()
+}
+
+func TestEncodeRefusesWhatDecodeRejects(t *testing.T) {
+	r := newTestRegistry(t, WithLimits(Limits{MaxDepth: 4, MaxArrayElements: 16, MaxMapPairs: 16, MaxStringLen: 8}))
+	for name, v := range map[string]any{
+		"invalid UTF-8":   "\xff",
+		"string too long": "123456789",
+		"too many points": make([]point, 17),
+	} {
+		if _, _, err := r.Encode(v); !errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: err = %v, want ErrMalformed", name, err)
+		}
+	}
 }

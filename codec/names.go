@@ -1,0 +1,62 @@
+package codec
+
+// nameCacheSlots is the number of entries in a nameCache.
+const nameCacheSlots = 64
+
+// nameCacheMaxLen is the longest name a nameCache keeps.
+const nameCacheMaxLen = 64
+
+// nameCache remembers recently decoded envelope names (To, FromName, Type)
+// so that a stream carrying the same names over and over does not allocate
+// them for every frame. It is a small direct-mapped table: fixed memory, no
+// eviction policy beyond overwriting a slot, and a miss costs only what
+// decoding without a cache costs. A FrameReader owns one; it is not safe
+// for concurrent use.
+type nameCache struct {
+	slots [nameCacheSlots]string
+}
+
+// slot returns the table index for b, which is not empty.
+func (c *nameCache) slot(b []byte) *string {
+	n := len(b)
+	h := uint(n)*0x9e37 ^ uint(b[0])<<3 ^ uint(b[n-1])<<7 ^ uint(b[n/2])
+	h ^= h >> 7
+	return &c.slots[h%nameCacheSlots]
+}
+
+// find returns the cached string equal to b.
+func (c *nameCache) find(b []byte) (string, bool) {
+	if len(b) == 0 {
+		return "", true
+	}
+	if len(b) > nameCacheMaxLen {
+		return "", false
+	}
+	if s := *c.slot(b); s == string(b) {
+		return s, true
+	}
+	return "", false
+}
+
+// store remembers s.
+func (c *nameCache) store(s string) {
+	if s != "" && len(s) <= nameCacheMaxLen {
+		*c.slot([]byte(s)) = s
+	}
+}
+
+// lookup returns the three names as strings, from the cache if all three
+// are there, otherwise with one allocation, remembering the results.
+func (c *nameCache) lookup(to, name, typ []byte) (string, string, string) {
+	s1, ok1 := c.find(to)
+	s2, ok2 := c.find(name)
+	s3, ok3 := c.find(typ)
+	if ok1 && ok2 && ok3 {
+		return s1, s2, s3
+	}
+	s1, s2, s3 = joinStrings(to, name, typ)
+	c.store(s1)
+	c.store(s2)
+	c.store(s3)
+	return s1, s2, s3
+}
