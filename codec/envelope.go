@@ -2,6 +2,7 @@ package codec
 
 import (
 	"fmt"
+	"slices"
 	"unicode/utf8"
 )
 
@@ -141,22 +142,28 @@ func isASCIIString(s string) bool {
 	return or < 0x80
 }
 
-// appendEnvelope appends the encoding of an envelope already validated by
-// envelopeSize.
-func appendEnvelope(dst []byte, e *Envelope) []byte {
-	dst = append(dst, majorArray<<5|envelopeFields, byte(e.Kind))
-	dst = appendHead(dst, majorText, uint64(len(e.To)))
-	dst = append(dst, e.To...)
-	dst = append(dst, majorArray<<5|2)
-	dst = appendHead(dst, majorBytes, uint64(len(e.FromPeer)))
-	dst = append(dst, e.FromPeer...)
-	dst = appendHead(dst, majorText, uint64(len(e.FromName)))
-	dst = append(dst, e.FromName...)
-	dst = appendHead(dst, majorText, uint64(len(e.Type)))
-	dst = append(dst, e.Type...)
-	dst = appendHead(dst, majorBytes, uint64(len(e.Body)))
-	dst = append(dst, e.Body...)
-	return appendHead(dst, majorUint, e.Corr)
+// appendEnvelope appends the encoding of e, whose size n was computed and
+// validated by envelopeSize.
+func appendEnvelope(dst []byte, e *Envelope, n int) []byte {
+	off := len(dst)
+	dst = slices.Grow(dst, n)[:off+n]
+	b := dst[off:]
+	b[0], b[1] = majorArray<<5|envelopeFields, byte(e.Kind)
+	i := 2
+	i += putHead(b[i:], majorText, uint64(len(e.To)))
+	i += copy(b[i:], e.To)
+	b[i] = majorArray<<5 | 2
+	i++
+	i += putHead(b[i:], majorBytes, uint64(len(e.FromPeer)))
+	i += copy(b[i:], e.FromPeer)
+	i += putHead(b[i:], majorText, uint64(len(e.FromName)))
+	i += copy(b[i:], e.FromName)
+	i += putHead(b[i:], majorText, uint64(len(e.Type)))
+	i += copy(b[i:], e.Type)
+	i += putHead(b[i:], majorBytes, uint64(len(e.Body)))
+	i += copy(b[i:], e.Body)
+	putHead(b[i:], majorUint, e.Corr)
+	return dst
 }
 
 // AppendEnvelope appends the CBOR encoding of e to dst and returns the
@@ -169,10 +176,5 @@ func AppendEnvelope(dst []byte, e *Envelope) ([]byte, error) {
 	if err != nil {
 		return dst, err
 	}
-	if cap(dst)-len(dst) < n {
-		grown := make([]byte, len(dst), len(dst)+n)
-		copy(grown, dst)
-		dst = grown
-	}
-	return appendEnvelope(dst, e), nil
+	return appendEnvelope(dst, e, n), nil
 }

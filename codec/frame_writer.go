@@ -77,7 +77,7 @@ func (fw *FrameWriter) WriteEnvelope(e *Envelope) error {
 		return fmt.Errorf("%w: envelope of %d bytes exceeds limit of %d", ErrFrameTooLarge, n, fw.max)
 	}
 	fw.buf = binary.AppendUvarint(fw.buf, uint64(n))
-	fw.buf = appendEnvelope(fw.buf, e)
+	fw.buf = appendEnvelope(fw.buf, e, n)
 	return fw.maybeFlush()
 }
 

@@ -32,26 +32,34 @@ var majorNames = [8]string{
 	"array", "map", "tag", "simple value or float",
 }
 
-// appendHead appends the shortest CBOR head for major type major and argument
-// arg.
-func appendHead(dst []byte, major byte, arg uint64) []byte {
+// putHead writes the shortest CBOR head for major type major and argument
+// arg at the start of b, which must have room for it, and returns its
+// length.
+func putHead(b []byte, major byte, arg uint64) int {
 	m := major << 5
 	switch {
 	case arg < aiOneByte:
-		return append(dst, m|byte(arg))
+		b[0] = m | byte(arg)
+		return 1
 	case arg <= 0xff:
-		return append(dst, m|aiOneByte, byte(arg))
+		b[0], b[1] = m|aiOneByte, byte(arg)
+		return 2
 	case arg <= 0xffff:
-		return append(dst, m|aiTwoBytes, byte(arg>>8), byte(arg))
+		b[0] = m | aiTwoBytes
+		binary.BigEndian.PutUint16(b[1:], uint16(arg))
+		return 3
 	case arg <= 0xffffffff:
-		return append(dst, m|aiFourBytes, byte(arg>>24), byte(arg>>16), byte(arg>>8), byte(arg))
+		b[0] = m | aiFourBytes
+		binary.BigEndian.PutUint32(b[1:], uint32(arg))
+		return 5
 	default:
-		dst = append(dst, m|aiEightBytes)
-		return binary.BigEndian.AppendUint64(dst, arg)
+		b[0] = m | aiEightBytes
+		binary.BigEndian.PutUint64(b[1:], arg)
+		return 9
 	}
 }
 
-// headLen returns the number of bytes appendHead writes for arg.
+// headLen returns the number of bytes putHead writes for arg.
 func headLen(arg uint64) int {
 	switch {
 	case arg < aiOneByte:
