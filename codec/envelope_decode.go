@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"errors"
 	"fmt"
 	"unicode/utf8"
 )
@@ -91,7 +92,16 @@ func DecodeEnvelope(data []byte, e *Envelope) error {
 // decodeEnvelope is DecodeEnvelope with an optional cache of recently seen
 // names, which spares the string allocation when all three names hit.
 func decodeEnvelope(data []byte, e *Envelope, names *nameCache) error {
-	*e = Envelope{}
+	err := parseEnvelope(data, e, names)
+	if err != nil && !errors.Is(err, ErrUnknownKind) {
+		*e = Envelope{}
+	}
+	return err
+}
+
+// parseEnvelope does the work of decodeEnvelope; it writes e only on
+// success or ErrUnknownKind.
+func parseEnvelope(data []byte, e *Envelope, names *nameCache) error {
 	r := envReader{data: data}
 	n, err := r.head(majorArray, "array")
 	if err != nil {
@@ -152,10 +162,12 @@ func decodeEnvelope(data []byte, e *Envelope, names *nameCache) error {
 		return err
 	}
 
+	// Fill a local value and store it once: fewer pointer writes into *e.
+	var out Envelope
 	if names != nil {
-		e.To, e.FromName, e.Type = names.lookup(to, name, typ)
+		out.To, out.FromName, out.Type = names.lookup(to, name, typ)
 	} else {
-		e.To, e.FromName, e.Type = joinStrings(to, name, typ)
+		out.To, out.FromName, out.Type = joinStrings(to, name, typ)
 	}
 	peer, body := data[peerB:peerE], data[bodyB:bodyE]
 	if nb := len(peer) + len(body); nb > 0 {
@@ -163,17 +175,18 @@ func decodeEnvelope(data []byte, e *Envelope, names *nameCache) error {
 		copy(buf, body)
 		copy(buf[len(body):], peer)
 		if len(body) > 0 {
-			e.Body = buf[:len(body):len(body)]
+			out.Body = buf[:len(body):len(body)]
 		}
 		if len(peer) > 0 {
-			e.FromPeer = buf[len(body):nb:nb]
+			out.FromPeer = buf[len(body):nb:nb]
 		}
 	}
-	e.Corr = corr
+	out.Corr = corr
 	if kind <= 0xff {
-		e.Kind = Kind(kind)
+		out.Kind = Kind(kind)
 	}
-	if !e.Kind.Valid() {
+	*e = out
+	if !out.Kind.Valid() {
 		return fmt.Errorf("%w: %d", ErrUnknownKind, kind)
 	}
 	return nil
