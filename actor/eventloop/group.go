@@ -64,7 +64,9 @@ func WithSpin(d time.Duration) Option { return func(c *config) error { c.spin = 
 
 // WithMaxBatch sets how long a loop runs tasks before it looks at its
 // timers again (default 1 ms).
-func WithMaxBatch(d time.Duration) Option { return func(c *config) error { c.maxBatch = d; return nil } }
+func WithMaxBatch(d time.Duration) Option {
+	return func(c *config) error { c.maxBatch = d; return nil }
+}
 
 // WithLogger sets the logger (default slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(c *config) error { c.logger = l; return nil } }
