@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"unicode/utf8"
@@ -99,8 +100,8 @@ func decodeEnvelope(data []byte, e *Envelope, names *nameCache) error {
 	return err
 }
 
-// parseEnvelope does the work of decodeEnvelope; it writes e only on
-// success or ErrUnknownKind.
+// parseEnvelope does the work of decodeEnvelope. It writes e only once the
+// envelope has been checked.
 func parseEnvelope(data []byte, e *Envelope, names *nameCache) error {
 	r := envReader{data: data}
 	n, err := r.head(majorArray, "array")
@@ -162,31 +163,31 @@ func parseEnvelope(data []byte, e *Envelope, names *nameCache) error {
 		return err
 	}
 
-	// Fill a local value and store it once: fewer pointer writes into *e.
-	var out Envelope
+	// Assign every field of *e exactly once.
 	if names != nil {
-		out.To, out.FromName, out.Type = names.lookup(to, name, typ)
+		e.To, e.FromName, e.Type = names.lookup(to, name, typ)
 	} else {
-		out.To, out.FromName, out.Type = joinStrings(to, name, typ)
+		e.To, e.FromName, e.Type = joinStrings(to, name, typ)
 	}
 	peer, body := data[peerB:peerE], data[bodyB:bodyE]
+	e.Body, e.FromPeer = nil, nil
 	if nb := len(peer) + len(body); nb > 0 {
 		buf := make([]byte, nb)
 		copy(buf, body)
 		copy(buf[len(body):], peer)
 		if len(body) > 0 {
-			out.Body = buf[:len(body):len(body)]
+			e.Body = buf[:len(body):len(body)]
 		}
 		if len(peer) > 0 {
-			out.FromPeer = buf[len(body):nb:nb]
+			e.FromPeer = buf[len(body):nb:nb]
 		}
 	}
-	out.Corr = corr
+	e.Corr = corr
+	e.Kind = 0
 	if kind <= 0xff {
-		out.Kind = Kind(kind)
+		e.Kind = Kind(kind)
 	}
-	*e = out
-	if !out.Kind.Valid() {
+	if !e.Kind.Valid() {
 		return fmt.Errorf("%w: %d", ErrUnknownKind, kind)
 	}
 	return nil
@@ -213,11 +214,15 @@ func checkUTF8(to, name, typ []byte) error {
 
 // isASCII reports whether b holds only ASCII bytes.
 func isASCII(b []byte) bool {
-	var or byte
-	for _, c := range b {
-		or |= c
+	var or uint64
+	for len(b) >= 8 {
+		or |= binary.LittleEndian.Uint64(b)
+		b = b[8:]
 	}
-	return or < 0x80
+	for _, c := range b {
+		or |= uint64(c)
+	}
+	return or&0x8080808080808080 == 0
 }
 
 // joinStrings converts three byte slices to strings with one allocation.
