@@ -1,0 +1,180 @@
+package actor
+
+import (
+	"fmt"
+)
+
+// Run is the actor's activation, run by its loop: a trampoline that handles
+// up to the system's throughput of messages, one step at a time, and never
+// recurses. It must only be called by the loop.
+func (c *Context) Run() {
+	if c.flags&fStarted == 0 {
+		c.flags |= fStarted
+		b := c.behavior
+		c.behavior = nil
+		b(c)
+		if c.endStep() {
+			return
+		}
+	}
+	for budget := c.sys.cfg.throughput; budget > 0; {
+		if c.flags&fRescan != 0 {
+			c.flags &^= fRescan
+			if n, cs := c.saved.takeFirst(c.cases); n != nil {
+				budget--
+				if c.step(n, cs) {
+					return
+				}
+				continue
+			}
+		}
+		n := c.fresh
+		if n == nil {
+			if n = c.inbox.takeAll(); n == nil {
+				break
+			}
+		}
+		c.fresh = n.next
+		n.next = nil
+		budget--
+		switch n.kind {
+		case kindSignal:
+			if !c.signal(n) {
+				if c.flags&fStopping != 0 && c.endStep() {
+					return
+				}
+				continue
+			}
+			// The signal became a message (Down, or Exit when trapping).
+		case kindTimeout:
+			if c.flags&fWithin != 0 && uint32(n.corr) == c.gen {
+				for _, cs := range c.cases {
+					if _, ok := cs.(timeoutCase); ok {
+						c.timer = nil
+						if c.step(n, cs) {
+							return
+						}
+						break
+					}
+				}
+			}
+			continue
+		}
+		if cs := match(c.cases, n); cs != nil {
+			if c.step(n, cs) {
+				return
+			}
+			continue
+		}
+		if n.kind == kindReply {
+			// Nobody waits for it any more (the Ask timed out).
+			c.sys.deadLetter(DeadLetter{To: c.Self(), From: n.from, Msg: n.msg, Reason: ErrLateReply})
+			continue
+		}
+		c.saved.append(n)
+	}
+	c.yield()
+}
+
+// yield ends an activation: the actor goes idle, or stays scheduled and
+// queues itself again when work remains.
+func (c *Context) yield() {
+	if c.fresh != nil || c.flags&fRescan != 0 || c.inbox.nonEmpty() {
+		if c.loop.Submit(&c.task) == nil {
+			return
+		}
+	}
+	c.state.Store(idle)
+	if c.inbox.nonEmpty() && c.state.CompareAndSwap(idle, scheduled) {
+		if c.loop.Submit(&c.task) != nil {
+			c.state.Store(idle)
+		}
+	}
+}
+
+// step runs case cs for message n. It reports true when the actor
+// terminated.
+func (c *Context) step(n *node, cs Case) bool {
+	c.cases = nil
+	c.gen++
+	if c.flags&fWithin != 0 {
+		c.flags &^= fWithin
+		if c.timer != nil {
+			c.timer.Cancel()
+			c.timer = nil
+		}
+	}
+	c.cur = n
+	cs.run(c, n)
+	return c.endStep()
+}
+
+// endStep is called after the behavior or a handler returned. It reports
+// true when the actor terminated: it called Stop or Exit, or installed no
+// continuation.
+func (c *Context) endStep() bool {
+	c.flags &^= fReceived
+	c.cur = nil
+	if c.flags&fStopping != 0 {
+		c.terminate(c.ext.reason)
+		return true
+	}
+	if c.cases == nil {
+		c.terminate(nil)
+		return true
+	}
+	return false
+}
+
+// Recover is called by the loop when the activation panicked: the actor
+// stops with a *PanicError. It must only be called by the loop.
+func (c *Context) Recover(v any, stack []byte) {
+	if c.flags&fDead != 0 {
+		c.sys.cfg.logger.Error("actor: panic while terminating", "actor", c.String(), "panic", fmt.Sprint(v))
+		return
+	}
+	err := &PanicError{Value: v, Stack: stack}
+	c.sys.cfg.logger.Error("actor: behavior panicked", "actor", c.String(), "panic", fmt.Sprint(v))
+	c.terminate(err)
+}
+
+// terminate stops the actor with reason (nil: normal): its name is freed,
+// its remaining messages become dead letters, and its links and monitors are
+// told.
+func (c *Context) terminate(reason error) {
+	if c.flags&fDead != 0 {
+		return
+	}
+	c.flags |= fDead
+	s := c.sys
+	s.names.CompareAndDelete(c.name, c)
+	if c.timer != nil {
+		c.timer.Cancel()
+		c.timer = nil
+	}
+	self := c.Self()
+	c.cases = nil
+	c.cur = nil
+	for _, list := range []*node{c.fresh, c.saved.takeAll(), c.inbox.close()} {
+		for n := list; n != nil; {
+			next := n.next
+			n.next = nil
+			s.undeliverable(self, n, ErrNoSuchActor)
+			n = next
+		}
+	}
+	c.fresh = nil
+	if e := c.ext; e != nil {
+		for to := range e.links {
+			s.send(to, self, ExitSignal{Reason: reason, Linked: true}, 0, kindSignal)
+		}
+		for id, w := range e.watchers {
+			s.send(w, self, DownSignal{ID: id, Reason: reason}, 0, kindSignal)
+		}
+		for id, target := range e.watching {
+			s.send(target, self, DemonitorSignal{ID: id}, 0, kindSignal)
+		}
+		c.ext = nil
+	}
+	s.actorGone()
+}

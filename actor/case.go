@@ -1,0 +1,98 @@
+package actor
+
+// Case is one alternative of a Receive: it says which messages it accepts
+// and what runs for them. Build cases with On, OnWhen, Any and Timeout.
+type Case interface {
+	accepts(n *node) bool
+	run(c *Context, n *node)
+}
+
+type onCase[T any] struct{ f func(T) }
+
+func (o onCase[T]) accepts(n *node) bool {
+	if n.kind != kindUser {
+		return false
+	}
+	_, ok := n.msg.(T)
+	return ok
+}
+
+func (o onCase[T]) run(_ *Context, n *node) { o.f(n.msg.(T)) }
+
+// On returns a case that accepts every message of type T (by exact dynamic
+// type, or any type implementing T when T is an interface) and calls f with
+// it.
+func On[T any](f func(T)) Case {
+	if f == nil {
+		return nil
+	}
+	return onCase[T]{f}
+}
+
+type onWhenCase[T any] struct {
+	guard func(T) bool
+	f     func(T)
+}
+
+func (o *onWhenCase[T]) accepts(n *node) bool {
+	if n.kind != kindUser {
+		return false
+	}
+	m, ok := n.msg.(T)
+	return ok && o.guard(m)
+}
+
+func (o *onWhenCase[T]) run(_ *Context, n *node) { o.f(n.msg.(T)) }
+
+// OnWhen returns a case that accepts messages of type T for which guard
+// returns true, and calls f with them. The guard runs on the actor's loop,
+// possibly several times for one message, and must not have side effects.
+func OnWhen[T any](guard func(T) bool, f func(T)) Case {
+	if guard == nil || f == nil {
+		return nil
+	}
+	return &onWhenCase[T]{guard, f}
+}
+
+type anyCase struct{ f func(any) }
+
+func (a anyCase) accepts(n *node) bool    { return n.kind == kindUser }
+func (a anyCase) run(_ *Context, n *node) { a.f(n.msg) }
+
+// Any returns a case that accepts every message.
+func Any(f func(msg any)) Case {
+	if f == nil {
+		return nil
+	}
+	return anyCase{f}
+}
+
+type timeoutCase struct{ f func() }
+
+func (timeoutCase) accepts(*node) bool        { return false }
+func (t timeoutCase) run(_ *Context, _ *node) { t.f() }
+
+// Timeout returns the case that ReceiveWithin runs when no message matched
+// within its duration. It accepts no message.
+func Timeout(f func()) Case {
+	if f == nil {
+		return nil
+	}
+	return timeoutCase{f}
+}
+
+// askCase accepts the reply to one Ask.
+type askCase struct {
+	corr uint64
+	then func(reply any, err error)
+}
+
+func (a *askCase) accepts(n *node) bool { return n.kind == kindReply && n.corr == a.corr }
+
+func (a *askCase) run(_ *Context, n *node) {
+	if u, ok := n.msg.(Undeliverable); ok {
+		a.then(nil, u.Reason)
+		return
+	}
+	a.then(n.msg, nil)
+}

@@ -1,0 +1,218 @@
+package actor
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/troupe-mesh/troupe/actor/eventloop"
+)
+
+// Behavior is the code an actor starts with. It ends by installing a
+// Receive (to wait for a message) or by returning without one (the actor then
+// stops normally).
+type Behavior func(c *Context)
+
+// Scheduling states (Context.state).
+const (
+	idle      int32 = iota // no activation queued or running
+	scheduled              // an activation is queued or running
+)
+
+// Flags (Context.flags), owned by the actor's activation.
+const (
+	fStarted  uint32 = 1 << iota // the behavior ran
+	fReceived                    // Receive was called in the current step
+	fRescan                      // the continuation changed: rescan saved messages
+	fTrapExit                    // exit signals become Exit messages
+	fStopping                    // Stop or Exit was called, or a receive was bad
+	fDead                        // terminated
+	fWithin                      // the continuation has a Timeout case
+)
+
+// Context is an actor: its mailbox, its continuation and its API. A behavior
+// receives its *Context and uses it for everything; every method must be
+// called from the actor's own behavior or handlers (its loop), never from
+// another goroutine, unless its comment says otherwise.
+//
+// An idle actor is this struct, its saved messages and its continuation:
+// no goroutine, no queued task.
+type Context struct {
+	task eventloop.Task // the activation; Run is its body
+	sys  *System
+	loop *eventloop.Loop
+	name string
+
+	state atomic.Int32 // idle or scheduled; CAS by senders
+	inbox inbox        // pushed by senders
+
+	// Owned by the activation.
+	flags    uint32
+	gen      uint32 // receive generation, matched against timeout nodes
+	fresh    *node  // taken from the inbox, not yet tested, oldest first
+	saved    savedList
+	cases    []Case
+	timer    *eventloop.Timer
+	cur      *node // the message being handled
+	ext      *ext  // links, monitors, exit reason; nil until needed
+	behavior Behavior
+}
+
+// ext holds what few actors need.
+type ext struct {
+	links    map[Ref]struct{}
+	watchers map[MonitorID]Ref // who monitors this actor
+	watching map[MonitorID]Ref // whom this actor monitors
+	reason   error             // exit reason once fStopping is set
+}
+
+func (c *Context) extra() *ext {
+	if c.ext == nil {
+		c.ext = &ext{}
+	}
+	return c.ext
+}
+
+// Self returns the actor's own Ref.
+func (c *Context) Self() Ref { return Ref{peer: c.sys.peer, name: c.name} }
+
+// String returns the actor's Ref as text. Safe for concurrent use.
+func (c *Context) String() string { return c.sys.peer + "/" + c.name }
+
+// System returns the system the actor lives in.
+func (c *Context) System() *System { return c.sys }
+
+// Sender returns the sender of the message being handled; the zero Ref when
+// it came from plain Go code (System.Send) or in the behavior's first step.
+func (c *Context) Sender() Ref {
+	if c.cur == nil {
+		return Ref{}
+	}
+	return c.cur.from
+}
+
+// Send sends msg to the actor to, with this actor as its sender. It never
+// blocks: a message that cannot be delivered becomes a dead letter.
+func (c *Context) Send(to Ref, msg any) {
+	c.sys.send(to, c.Self(), msg, 0, kindUser)
+}
+
+// Reply answers the message being handled: it sends msg to its sender, as
+// the reply to its Ask when it was asked.
+func (c *Context) Reply(msg any) {
+	n := c.cur
+	if n == nil {
+		c.sys.deadLetter(DeadLetter{From: c.Self(), Msg: msg, Reason: ErrNoSuchActor})
+		return
+	}
+	if n.corr != 0 && n.kind == kindUser {
+		c.sys.send(n.from, c.Self(), msg, n.corr, kindReply)
+		return
+	}
+	c.sys.send(n.from, c.Self(), msg, 0, kindUser)
+}
+
+// Receive installs cases as the actor's continuation and returns at once; it
+// never runs a handler itself. When the current step (behavior or handler)
+// returns, the first saved message that some case accepts runs that case;
+// otherwise the actor waits, holding no goroutine, until a new message that
+// a case accepts arrives. Messages no case accepts stay, in order, for later
+// receives. Receive should be the last statement of its step; calling it
+// twice in one step stops the actor with ErrBadReceive.
+func (c *Context) Receive(cases ...Case) {
+	c.receive(cases, 0, false)
+}
+
+// ReceiveWithin is Receive with a deadline: when no message matched within
+// d, the Timeout case among cases runs, exactly once. A match cancels it.
+func (c *Context) ReceiveWithin(d time.Duration, cases ...Case) {
+	c.receive(cases, d, true)
+}
+
+func (c *Context) receive(cases []Case, d time.Duration, within bool) {
+	if c.flags&fReceived != 0 {
+		c.fail(fmt.Errorf("%w: Receive called twice in one step", ErrBadReceive))
+		return
+	}
+	c.flags |= fReceived
+	if len(cases) == 0 {
+		c.fail(fmt.Errorf("%w: no cases", ErrBadReceive))
+		return
+	}
+	hasTimeout := false
+	for i, cs := range cases {
+		switch cs.(type) {
+		case nil:
+			c.fail(fmt.Errorf("%w: case %d is nil", ErrBadReceive, i))
+			return
+		case timeoutCase:
+			hasTimeout = true
+		}
+	}
+	switch {
+	case within && d < 0:
+		c.fail(fmt.Errorf("%w: negative timeout %v", ErrBadReceive, d))
+		return
+	case within && !hasTimeout:
+		c.fail(fmt.Errorf("%w: ReceiveWithin needs a Timeout case", ErrBadReceive))
+		return
+	case !within && hasTimeout:
+		c.fail(fmt.Errorf("%w: a Timeout case needs ReceiveWithin", ErrBadReceive))
+		return
+	}
+	c.cases = cases
+	if !c.saved.empty() {
+		c.flags |= fRescan
+	}
+	if within {
+		c.flags |= fWithin
+		gen := c.gen
+		c.timer = c.loop.Schedule(d, func() {
+			c.push(&node{kind: kindTimeout, corr: uint64(gen)})
+		})
+	}
+}
+
+// TrapExit sets whether exit signals from linked actors arrive as Exit
+// messages (true) or stop this actor when abnormal (false, the default).
+// ErrKilled cannot be trapped.
+func (c *Context) TrapExit(on bool) {
+	if on {
+		c.flags |= fTrapExit
+	} else {
+		c.flags &^= fTrapExit
+	}
+}
+
+// Stop stops the actor normally once the current step returns, whatever it
+// installed.
+func (c *Context) Stop() { c.Exit(nil) }
+
+// Exit stops the actor with reason once the current step returns; nil is a
+// normal exit, which links do not propagate.
+func (c *Context) Exit(reason error) {
+	if c.flags&fStopping == 0 {
+		c.flags |= fStopping
+		c.extra().reason = reason
+	}
+}
+
+// fail stops the actor with reason err after the current step.
+func (c *Context) fail(err error) {
+	c.Exit(err)
+	c.sys.cfg.logger.Warn("actor: stopping on a programming error", "actor", c.String(), "err", err)
+}
+
+// push appends n to the inbox and schedules the actor when it was idle. Safe
+// for concurrent use. It reports false when the actor is dead.
+func (c *Context) push(n *node) bool {
+	if !c.inbox.push(n) {
+		return false
+	}
+	if c.state.Load() == idle && c.state.CompareAndSwap(idle, scheduled) {
+		if c.loop.Submit(&c.task) != nil {
+			c.state.Store(idle) // the loop is gone: the system is shutting down
+		}
+	}
+	return true
+}

@@ -1,0 +1,75 @@
+package actor
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Test for them with errors.Is.
+var (
+	// ErrNameTaken: a Spawn named an actor whose name is registered already.
+	ErrNameTaken = errors.New("actor: name taken")
+	// ErrInvalidName: a name is empty, too long, not UTF-8, holds '/', a space
+	// or a control character, or starts with the reserved '$'.
+	ErrInvalidName = errors.New("actor: invalid name")
+	// ErrInvalidRef: text that is not "<peer>/<name>" nor "/p2p/<peer>/actor/<name>".
+	ErrInvalidRef = errors.New("actor: invalid ref")
+	// ErrNilBehavior: Spawn was given a nil behavior.
+	ErrNilBehavior = errors.New("actor: nil behavior")
+	// ErrNoSuchActor: no actor of that name lives on its peer (never did, or
+	// stopped). It is the reason of dead letters, of a Down for a monitor set
+	// on a dead actor, and of an Ask whose target is gone.
+	ErrNoSuchActor = errors.New("actor: no such actor")
+	// ErrNoRoute: the Ref names another peer and the system has no Remote
+	// that reaches it.
+	ErrNoRoute = errors.New("actor: no route")
+	// ErrClosed: the system is shut down or shutting down.
+	ErrClosed = errors.New("actor: system closed")
+	// ErrBlockingCall: a blocking API (System.Ask) was called on an event
+	// loop, where it would deadlock; inside an actor use Context.Ask.
+	ErrBlockingCall = errors.New("actor: blocking call on an event loop")
+	// ErrBadReceive: Receive or ReceiveWithin was called with no cases, a nil
+	// case, a negative timeout, a Timeout case without ReceiveWithin (or
+	// ReceiveWithin without one), or twice in one step. The actor stops with
+	// this reason.
+	ErrBadReceive = errors.New("actor: bad receive")
+	// ErrKilled is the reason of an actor killed by an untrappable exit signal.
+	ErrKilled = errors.New("actor: killed")
+	// ErrShutdown is the reason of actors stopped by System.Shutdown or by
+	// their supervisor.
+	ErrShutdown = errors.New("actor: shutdown")
+	// ErrNodeDown is the reason in Down and Exit when the peer that hosted the
+	// watched or linked actor went away.
+	ErrNodeDown = errors.New("actor: node down")
+	// ErrRestartIntensity is the reason of a supervisor that gave up because
+	// its children failed more often than its restart intensity allows.
+	ErrRestartIntensity = errors.New("actor: restart intensity exceeded")
+)
+
+// PanicError is the exit reason of an actor whose behavior panicked.
+type PanicError struct {
+	Value any    // what was passed to panic
+	Stack []byte // the stack of the panicking goroutine
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("actor: panic: %v", e.Value) }
+
+// Unwrap returns the panic value when it is an error.
+func (e *PanicError) Unwrap() error {
+	if err, ok := e.Value.(error); ok {
+		return err
+	}
+	return nil
+}
+
+// DeadLetter describes a message that reached no actor.
+type DeadLetter struct {
+	To     Ref
+	From   Ref
+	Msg    any
+	Reason error // ErrNoSuchActor, ErrNoRoute, or what the Remote reported
+}
+
+// ErrLateReply is the dead-letter reason of a reply that arrived after its
+// Ask had timed out or been cancelled.
+var ErrLateReply = errors.New("actor: late reply")

@@ -1,0 +1,86 @@
+package actor
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"time"
+)
+
+// Option configures a System.
+type Option func(*config) error
+
+type config struct {
+	loops      int
+	throughput int
+	watchdog   time.Duration
+	spin       time.Duration
+	logger     *slog.Logger
+	deadLetter func(DeadLetter)
+	peer       string
+	remote     Remote
+}
+
+func defaultConfig() config {
+	return config{
+		loops:      runtime.GOMAXPROCS(0),
+		throughput: 64,
+		watchdog:   100 * time.Millisecond,
+		spin:       20 * time.Microsecond,
+		logger:     slog.Default(),
+		peer:       "local",
+	}
+}
+
+func (c *config) validate() error {
+	switch {
+	case c.loops < 1:
+		return fmt.Errorf("actor: loops must be at least 1, got %d", c.loops)
+	case c.throughput < 1:
+		return fmt.Errorf("actor: throughput must be at least 1, got %d", c.throughput)
+	case c.watchdog < 0:
+		return fmt.Errorf("actor: watchdog threshold must not be negative, got %v", c.watchdog)
+	case c.spin < 0:
+		return fmt.Errorf("actor: spin must not be negative, got %v", c.spin)
+	case c.logger == nil:
+		return errors.New("actor: logger must not be nil")
+	}
+	if _, err := NewRef(c.peer, "x"); err != nil {
+		return fmt.Errorf("actor: peer ID: %w", err)
+	}
+	return nil
+}
+
+// WithLoops sets the number of event loops (default GOMAXPROCS).
+func WithLoops(n int) Option { return func(c *config) error { c.loops = n; return nil } }
+
+// WithThroughput sets how many messages an actor handles per activation
+// before it yields its loop to other actors (default 64).
+func WithThroughput(n int) Option { return func(c *config) error { c.throughput = n; return nil } }
+
+// WithWatchdog sets how long an actor may block its loop before the loop's
+// other actors move to a fresh carrier goroutine (default 100 ms; 0 turns the
+// watchdog off).
+func WithWatchdog(d time.Duration) Option { return func(c *config) error { c.watchdog = d; return nil } }
+
+// WithSpin sets how long an idle loop spins before it parks (default 20 µs).
+func WithSpin(d time.Duration) Option { return func(c *config) error { c.spin = d; return nil } }
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(c *config) error { c.logger = l; return nil } }
+
+// WithDeadLetterHook sets a function called with every dead letter. It runs
+// on the goroutine that found the message undeliverable, often an event
+// loop: it must be quick and must not block.
+func WithDeadLetterHook(f func(DeadLetter)) Option {
+	return func(c *config) error { c.deadLetter = f; return nil }
+}
+
+// WithPeer sets the ID of the peer this system is (default "local"): Refs
+// with this peer are local, all others go to the Remote.
+func WithPeer(id string) Option { return func(c *config) error { c.peer = id; return nil } }
+
+// WithRemote sets the transport for Refs of other peers. Without one,
+// messages to them are dead letters with ErrNoRoute.
+func WithRemote(r Remote) Option { return func(c *config) error { c.remote = r; return nil } }

@@ -1,0 +1,19 @@
+package actor
+
+// Envelope is a message in transit between systems: what a Remote carries
+// and what System.Deliver accepts.
+type Envelope struct {
+	To    Ref
+	From  Ref    // zero when sent from plain Go code
+	Msg   any    // a user message, a Signal, or Undeliverable in a reply
+	Corr  uint64 // correlation ID of an Ask; 0 for none
+	Reply bool   // Msg answers the Ask with correlation ID Corr
+}
+
+// Remote carries messages to actors of other peers; routing implements it.
+type Remote interface {
+	// Deliver queues e for its peer. It is called on event loops and must
+	// never block; an error makes the message a dead letter with that reason
+	// (and fails the Ask that sent it).
+	Deliver(e Envelope) error
+}

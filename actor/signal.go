@@ -1,0 +1,176 @@
+package actor
+
+// MonitorID identifies one monitor; Down carries it.
+type MonitorID uint64
+
+// Down is the message a monitoring actor receives when the actor it watches
+// stops. Reason is nil for a normal exit, ErrNoSuchActor when the actor did
+// not exist, ErrNodeDown when its peer went away.
+type Down struct {
+	Ref    Ref
+	ID     MonitorID
+	Reason error
+}
+
+// Exit is the message an actor that traps exits receives when a linked actor
+// stops (or an exit signal is sent to it). Reason is nil for a normal exit.
+type Exit struct {
+	From   Ref
+	Reason error
+}
+
+// Undeliverable answers an Ask whose request reached no actor; the asker
+// sees Reason as its error.
+type Undeliverable struct {
+	To     Ref
+	Reason error
+}
+
+// Signal is a system message between actors: links, monitors and exit
+// signals. Signals are handled by the runtime, never by cases; they are
+// exported so that a Remote can carry them between peers.
+type Signal interface{ signal() }
+
+// LinkSignal asks its receiver to link to the sender.
+type LinkSignal struct{}
+
+// UnlinkSignal removes the link between sender and receiver.
+type UnlinkSignal struct{}
+
+// ExitSignal tells its receiver that the sender stopped with Reason (when
+// Linked) or asks it to stop. Kill makes it untrappable.
+type ExitSignal struct {
+	Reason error
+	Linked bool
+	Kill   bool
+}
+
+// MonitorSignal asks its receiver to report its exit to the sender.
+type MonitorSignal struct{ ID MonitorID }
+
+// DemonitorSignal cancels a MonitorSignal.
+type DemonitorSignal struct{ ID MonitorID }
+
+// DownSignal reports to a watcher that the sender stopped.
+type DownSignal struct {
+	ID     MonitorID
+	Reason error
+}
+
+func (LinkSignal) signal()      {}
+func (UnlinkSignal) signal()    {}
+func (ExitSignal) signal()      {}
+func (MonitorSignal) signal()   {}
+func (DemonitorSignal) signal() {}
+func (DownSignal) signal()      {}
+
+// Link links this actor to ref: when either stops abnormally, the other
+// gets an exit signal (and stops too unless it traps exits). Linking to an
+// actor that does not exist sends this actor an exit signal with
+// ErrNoSuchActor.
+func (c *Context) Link(ref Ref) {
+	e := c.extra()
+	if e.links == nil {
+		e.links = make(map[Ref]struct{})
+	}
+	e.links[ref] = struct{}{}
+	c.sys.send(ref, c.Self(), LinkSignal{}, 0, kindSignal)
+}
+
+// Unlink removes the link to ref, in both directions.
+func (c *Context) Unlink(ref Ref) {
+	if c.ext != nil {
+		delete(c.ext.links, ref)
+	}
+	c.sys.send(ref, c.Self(), UnlinkSignal{}, 0, kindSignal)
+}
+
+// Monitor makes this actor receive Down when ref stops (at once, with
+// ErrNoSuchActor, when it does not exist).
+func (c *Context) Monitor(ref Ref) MonitorID {
+	id := MonitorID(c.sys.ids.Add(1))
+	e := c.extra()
+	if e.watching == nil {
+		e.watching = make(map[MonitorID]Ref)
+	}
+	e.watching[id] = ref
+	c.sys.send(ref, c.Self(), MonitorSignal{ID: id}, 0, kindSignal)
+	return id
+}
+
+// Demonitor cancels a monitor. A Down for it that is already on its way is
+// dropped.
+func (c *Context) Demonitor(id MonitorID) {
+	if c.ext == nil {
+		return
+	}
+	ref, ok := c.ext.watching[id]
+	if !ok {
+		return
+	}
+	delete(c.ext.watching, id)
+	c.sys.send(ref, c.Self(), DemonitorSignal{ID: id}, 0, kindSignal)
+}
+
+// signal handles a signal node. It reports true when the node became a
+// message for the cases (Down, or Exit while trapping exits).
+func (c *Context) signal(n *node) bool {
+	switch s := n.msg.(type) {
+	case LinkSignal:
+		e := c.extra()
+		if e.links == nil {
+			e.links = make(map[Ref]struct{})
+		}
+		e.links[n.from] = struct{}{}
+	case UnlinkSignal:
+		if c.ext != nil {
+			delete(c.ext.links, n.from)
+		}
+	case MonitorSignal:
+		e := c.extra()
+		if e.watchers == nil {
+			e.watchers = make(map[MonitorID]Ref)
+		}
+		e.watchers[s.ID] = n.from
+	case DemonitorSignal:
+		if c.ext != nil {
+			delete(c.ext.watchers, s.ID)
+		}
+	case DownSignal:
+		if c.ext == nil {
+			return false
+		}
+		if _, ok := c.ext.watching[s.ID]; !ok {
+			return false // demonitored
+		}
+		delete(c.ext.watching, s.ID)
+		n.msg, n.kind = Down{Ref: n.from, ID: s.ID, Reason: s.Reason}, kindUser
+		return true
+	case ExitSignal:
+		if s.Kill {
+			reason := s.Reason
+			if reason == nil {
+				reason = ErrKilled
+			}
+			c.Exit(reason)
+			return false
+		}
+		if s.Linked {
+			if c.ext == nil {
+				return false
+			}
+			if _, ok := c.ext.links[n.from]; !ok {
+				return false // unlinked meanwhile
+			}
+			delete(c.ext.links, n.from)
+		}
+		if c.flags&fTrapExit != 0 {
+			n.msg, n.kind = Exit{From: n.from, Reason: s.Reason}, kindUser
+			return true
+		}
+		if s.Reason != nil {
+			c.Exit(s.Reason)
+		}
+	}
+	return false
+}

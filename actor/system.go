@@ -1,0 +1,278 @@
+package actor
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/troupe-mesh/troupe/actor/eventloop"
+)
+
+// System hosts actors on a group of event loops. All its methods are safe
+// for concurrent use.
+type System struct {
+	cfg   config
+	peer  string
+	group *eventloop.Group
+
+	names sync.Map // name -> *Context
+
+	ids         atomic.Uint64 // monitor IDs, correlation IDs, generated names
+	live        atomic.Int64
+	deadLetters atomic.Uint64
+
+	closing  atomic.Bool
+	drained  chan struct{}
+	drainOne sync.Once
+}
+
+// New starts a system.
+func New(opts ...Option) (*System, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	s := &System{cfg: cfg, peer: cfg.peer, drained: make(chan struct{})}
+	g, err := eventloop.New(
+		eventloop.WithLoops(cfg.loops),
+		eventloop.WithWatchdog(cfg.watchdog),
+		eventloop.WithSpin(cfg.spin),
+		eventloop.WithLogger(cfg.logger),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("actor: %w", err)
+	}
+	s.group = g
+	return s, nil
+}
+
+// Peer returns the ID of the peer this system is.
+func (s *System) Peer() string { return s.peer }
+
+// Group returns the system's event loops.
+func (s *System) Group() *eventloop.Group { return s.group }
+
+// SpawnOption configures one Spawn.
+type SpawnOption func(*spawnConfig)
+
+type spawnConfig struct {
+	colocate bool
+}
+
+// Colocated places the new actor on its parent's event loop instead of the
+// next loop round-robin, so that talk between the two never crosses cores.
+// It only has an effect on Context.Spawn and Context.SpawnLink.
+func Colocated() SpawnOption { return func(c *spawnConfig) { c.colocate = true } }
+
+// Spawn starts an actor running b from plain Go code. name registers it on
+// this peer ("" for a generated name); it fails with ErrNameTaken when the
+// name is in use, ErrInvalidName when malformed. The behavior runs later,
+// on the actor's loop.
+func (s *System) Spawn(name string, b Behavior, opts ...SpawnOption) (Ref, error) {
+	c, err := s.spawn(name, b, nil, opts)
+	if err != nil {
+		return Ref{}, err
+	}
+	return c.start(), nil
+}
+
+// Spawn starts a child actor; see System.Spawn.
+func (c *Context) Spawn(name string, b Behavior, opts ...SpawnOption) (Ref, error) {
+	child, err := c.sys.spawn(name, b, c, opts)
+	if err != nil {
+		return Ref{}, err
+	}
+	return child.start(), nil
+}
+
+// SpawnLink starts a child actor linked to this one; the link exists before
+// the child runs.
+func (c *Context) SpawnLink(name string, b Behavior, opts ...SpawnOption) (Ref, error) {
+	child, err := c.sys.spawn(name, b, c, opts)
+	if err != nil {
+		return Ref{}, err
+	}
+	e := c.extra()
+	if e.links == nil {
+		e.links = make(map[Ref]struct{})
+	}
+	ref := child.Self()
+	e.links[ref] = struct{}{}
+	child.ext = &ext{links: map[Ref]struct{}{c.Self(): {}}}
+	return child.start(), nil
+}
+
+func (s *System) spawn(name string, b Behavior, parent *Context, opts []SpawnOption) (*Context, error) {
+	if b == nil {
+		return nil, ErrNilBehavior
+	}
+	if s.closing.Load() {
+		return nil, ErrClosed
+	}
+	var sc spawnConfig
+	for _, o := range opts {
+		o(&sc)
+	}
+	if name == "" {
+		name = "$" + strconv.FormatUint(s.ids.Add(1), 36)
+	} else if err := checkName(name, false); err != nil {
+		return nil, err
+	}
+	c := &Context{sys: s, name: name, behavior: b}
+	if sc.colocate && parent != nil {
+		c.loop = parent.loop
+	} else {
+		c.loop = s.group.Next()
+	}
+	c.task.Init(c)
+	c.state.Store(scheduled) // the first activation runs the behavior
+	if _, loaded := s.names.LoadOrStore(name, c); loaded {
+		return nil, fmt.Errorf("%w: %q", ErrNameTaken, name)
+	}
+	s.live.Add(1)
+	return c, nil
+}
+
+// start queues the first activation and returns the actor's Ref.
+func (c *Context) start() Ref {
+	ref := c.Self()
+	if c.loop.Submit(&c.task) != nil {
+		c.terminate(ErrClosed)
+	}
+	return ref
+}
+
+// Whereis returns the Ref of the local actor registered as name.
+func (s *System) Whereis(name string) (Ref, bool) {
+	if _, ok := s.names.Load(name); !ok {
+		return Ref{}, false
+	}
+	return Ref{peer: s.peer, name: name}, true
+}
+
+// Actors returns how many actors live on this system.
+func (s *System) Actors() int { return int(s.live.Load()) }
+
+// DeadLetters returns how many messages reached no actor so far.
+func (s *System) DeadLetters() uint64 { return s.deadLetters.Load() }
+
+// Send sends msg to the actor to from plain Go code (the message has no
+// sender). It never blocks.
+func (s *System) Send(to Ref, msg any) { s.send(to, Ref{}, msg, 0, kindUser) }
+
+// Deliver hands a message that arrived from another peer to its local
+// actor. Remotes call it; a message for an unknown actor becomes a dead
+// letter (and fails its Ask).
+func (s *System) Deliver(e Envelope) {
+	n := &node{msg: e.Msg, from: e.From, corr: e.Corr, kind: kindUser}
+	switch {
+	case e.Reply:
+		n.kind = kindReply
+	case isSignal(e.Msg):
+		n.kind = kindSignal
+	}
+	s.deliverLocal(e.To, n)
+}
+
+func isSignal(m any) bool {
+	_, ok := m.(Signal)
+	return ok
+}
+
+// send routes a message: to a local actor's inbox, or to the Remote.
+func (s *System) send(to, from Ref, msg any, corr uint64, kind uint8) {
+	n := &node{msg: msg, from: from, corr: corr, kind: kind}
+	if to.peer == s.peer {
+		s.deliverLocal(to, n)
+		return
+	}
+	if to.IsZero() {
+		s.undeliverable(to, n, ErrNoSuchActor)
+		return
+	}
+	if s.cfg.remote == nil {
+		s.undeliverable(to, n, ErrNoRoute)
+		return
+	}
+	err := s.cfg.remote.Deliver(Envelope{To: to, From: from, Msg: msg, Corr: corr, Reply: kind == kindReply})
+	if err != nil {
+		s.undeliverable(to, n, err)
+	}
+}
+
+func (s *System) deliverLocal(to Ref, n *node) {
+	if v, ok := s.names.Load(to.name); ok && v.(*Context).push(n) {
+		return
+	}
+	s.undeliverable(to, n, ErrNoSuchActor)
+}
+
+// undeliverable disposes of a message that reached no actor: user messages
+// and replies become dead letters (an Ask request is answered with
+// Undeliverable), a monitor or link request is answered as if the target
+// had just died.
+func (s *System) undeliverable(to Ref, n *node, reason error) {
+	switch n.kind {
+	case kindTimeout:
+	case kindSignal:
+		switch sig := n.msg.(type) {
+		case MonitorSignal:
+			s.send(n.from, to, DownSignal{ID: sig.ID, Reason: reason}, 0, kindSignal)
+		case LinkSignal:
+			s.send(n.from, to, ExitSignal{Reason: reason, Linked: true}, 0, kindSignal)
+		}
+	default:
+		s.deadLetter(DeadLetter{To: to, From: n.from, Msg: n.msg, Reason: reason})
+		if n.kind == kindUser && n.corr != 0 && !n.from.IsZero() {
+			s.send(n.from, to, Undeliverable{To: to, Reason: reason}, n.corr, kindReply)
+		}
+	}
+}
+
+func (s *System) deadLetter(d DeadLetter) {
+	s.deadLetters.Add(1)
+	if f := s.cfg.deadLetter; f != nil {
+		f(d)
+	}
+}
+
+func (s *System) actorGone() {
+	if s.live.Add(-1) == 0 && s.closing.Load() {
+		s.drainOne.Do(func() { close(s.drained) })
+	}
+}
+
+// Shutdown stops the system: no new actors, every actor gets an untrappable
+// exit signal with ErrShutdown (its monitors and links see that reason),
+// then the event loops drain and stop. It returns when all is stopped or ctx
+// ends (the error then wraps ctx.Err()). It must not be called from an
+// actor.
+func (s *System) Shutdown(ctx context.Context) error {
+	if s.group.InLoop() {
+		return ErrBlockingCall
+	}
+	s.closing.Store(true)
+	s.names.Range(func(k, v any) bool {
+		c := v.(*Context)
+		c.push(&node{kind: kindSignal, msg: ExitSignal{Reason: ErrShutdown, Kill: true}})
+		return true
+	})
+	if s.live.Load() == 0 {
+		s.drainOne.Do(func() { close(s.drained) })
+	}
+	select {
+	case <-s.drained:
+	case <-ctx.Done():
+		s.group.Shutdown(ctx, 0)
+		return fmt.Errorf("actor: shutdown with %d actors still running: %w", s.live.Load(), ctx.Err())
+	}
+	return s.group.Shutdown(ctx, 10*time.Millisecond)
+}
