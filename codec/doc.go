@@ -55,7 +55,9 @@
 // body element is a byte string holding the message's own CBOR encoding.
 // With an empty FromPeer, as routing sends when the sender is the stream's
 // remote peer (which the connection already authenticates), an envelope
-// costs the message body plus about 15 bytes plus the names.
+// costs the body, the names and about 10 bytes: 128 bytes for a 100-byte
+// body to "lobby" from "alice" of type "chat.Say", 39 more with a 38-byte
+// peer ID.
 //
 // # Message bodies and the registry
 //

@@ -145,6 +145,10 @@ func (fr *FrameReader) readMore(want int) error {
 	}
 	for range 100 {
 		n, err := fr.r.Read(fr.buf[fr.end:])
+		if n < 0 || n > len(fr.buf)-fr.end {
+			fr.rerr = fmt.Errorf("codec: reader returned an invalid count %d", n)
+			return fr.rerr
+		}
 		fr.end += n
 		if err != nil {
 			if n > 0 {

@@ -309,3 +309,15 @@ func TestParseUvarint(t *testing.T) {
 		}
 	}
 }
+
+// liarReader claims to have read more than it was given.
+type liarReader struct{}
+
+func (liarReader) Read(p []byte) (int, error) { return len(p) + 1, nil }
+
+func TestFrameReaderRejectsInvalidReadCounts(t *testing.T) {
+	fr := NewFrameReader(liarReader{}, 0)
+	if _, err := fr.Next(); err == nil || fr.Err() == nil {
+		t.Fatalf("Next() = %v with a reader that returns too large counts", err)
+	}
+}

@@ -55,9 +55,10 @@ func (r *Registry) Encode(v any) (typeName string, body []byte, err error) {
 // and body, which aliases the body argument.
 //
 // The body must be exactly one well-formed CBOR data item within r's limits
-// (nesting depth, array and map sizes, string lengths), with no duplicate
-// map keys and only valid UTF-8 in text strings, and for a registered type it
-// must match the type's shape. Unknown struct fields are ignored and missing
+// (nesting depth, array and map sizes, string lengths) with only valid UTF-8
+// in text strings. For a registered type it must also match the type's
+// shape and have no duplicate map keys; a Raw's body is not checked for
+// duplicate keys, which its eventual decoder rejects. Unknown struct fields are ignored and missing
 // ones left zero (see the package documentation on schema evolution). Every
 // error wraps ErrMalformed. Safe for concurrent use.
 func (r *Registry) Decode(typeName string, body []byte) (any, error) {
