@@ -97,19 +97,40 @@ func (c *Context) Send(to Ref, msg any) {
 	c.sys.send(to, c.Self(), msg, 0, kindUser)
 }
 
-// Reply answers the message being handled: it sends msg to its sender, as
-// the reply to its Ask when it was asked.
-func (c *Context) Reply(msg any) {
+// Request identifies the message being handled so that it can be answered
+// later, from another step (Erlang's From in gen_server). The zero Request
+// answers nobody.
+type Request struct {
+	from Ref
+	corr uint64
+}
+
+// Sender returns who sent the request.
+func (r Request) Sender() Ref { return r.from }
+
+// Request returns the handle of the message being handled, for Respond.
+func (c *Context) Request() Request {
 	n := c.cur
-	if n == nil {
-		c.sys.deadLetter(DeadLetter{From: c.Self(), Msg: msg, Reason: ErrNoSuchActor})
-		return
+	if n == nil || n.kind != kindUser {
+		return Request{}
 	}
-	if n.corr != 0 && n.kind == kindUser {
-		c.sys.send(n.from, c.Self(), msg, n.corr, kindReply)
-		return
+	return Request{from: n.from, corr: n.corr}
+}
+
+// Reply answers the message being handled: it sends msg to its sender, as
+// the reply to its Ask when it was asked. Without a sender (plain Go code, or
+// a Timeout step) msg becomes a dead letter.
+func (c *Context) Reply(msg any) { c.Respond(c.Request(), msg) }
+
+// Respond answers req, typically from a later step than the one that
+// received it: as the reply to its Ask when it was asked, as a plain message
+// otherwise.
+func (c *Context) Respond(req Request, msg any) {
+	kind := kindUser
+	if req.corr != 0 {
+		kind = kindReply
 	}
-	c.sys.send(n.from, c.Self(), msg, 0, kindUser)
+	c.sys.send(req.from, c.Self(), msg, req.corr, kind)
 }
 
 // Receive installs cases as the actor's continuation and returns at once; it

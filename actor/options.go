@@ -62,7 +62,9 @@ func WithThroughput(n int) Option { return func(c *config) error { c.throughput 
 // WithWatchdog sets how long an actor may block its loop before the loop's
 // other actors move to a fresh carrier goroutine (default 100 ms; 0 turns the
 // watchdog off).
-func WithWatchdog(d time.Duration) Option { return func(c *config) error { c.watchdog = d; return nil } }
+func WithWatchdog(d time.Duration) Option {
+	return func(c *config) error { c.watchdog = d; return nil }
+}
 
 // WithSpin sets how long an idle loop spins before it parks (default 20 µs).
 func WithSpin(d time.Duration) Option { return func(c *config) error { c.spin = d; return nil } }

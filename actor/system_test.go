@@ -1,0 +1,444 @@
+package actor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+func echoBehavior(c *Context) {
+	forever(c, func() []Case { return []Case{Any(func(m any) { c.Reply(m) })} })
+}
+
+func TestAskFromPlainCode(t *testing.T) {
+	s := newSys(t)
+	echo := mustSpawn(t, s, "echo", echoBehavior)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	v, err := s.Ask(ctx, echo, 42)
+	if err != nil || v != 42 {
+		t.Fatalf("ask: %v, %v", v, err)
+	}
+}
+
+func TestAskTimeoutIsDeadlineExceeded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s, err := New(WithLogger(quietLogger()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		silent := mustSpawn(t, s, "silent", func(c *Context) {
+			forever(c, func() []Case { return []Case{Any(func(any) {})} })
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if _, err := s.Ask(ctx, silent, 1); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("System.Ask: %v, want DeadlineExceeded", err)
+		}
+		errs := make(chan error, 1)
+		mustSpawn(t, s, "", func(c *Context) {
+			c.Ask(silent, 1, time.Second, func(_ any, err error) { errs <- err })
+		})
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if err := <-errs; !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Context.Ask: %v, want DeadlineExceeded", err)
+		}
+		if err := s.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestAskInsideActorKeepsOtherMessages(t *testing.T) {
+	s := newSys(t)
+	echo := mustSpawn(t, s, "", echoBehavior)
+	out := make(chan any, 3)
+	a := mustSpawn(t, s, "", func(c *Context) {
+		c.Receive(On(func(string) {
+			c.Send(c.Self(), 7) // arrives while waiting for the reply
+			c.Ask(echo, "q", 5*time.Second, func(r any, err error) {
+				out <- r
+				c.Receive(On(func(n int) { out <- n }))
+			})
+		}))
+	})
+	s.Send(a, "start")
+	if r := recv(t, out); r != "q" {
+		t.Fatalf("reply %v", r)
+	}
+	if r := recv(t, out); r != 7 {
+		t.Fatalf("kept message %v", r)
+	}
+}
+
+func TestAskUnknownActorFailsFast(t *testing.T) {
+	s := newSys(t)
+	ghost, _ := NewRef(s.Peer(), "ghost")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := s.Ask(ctx, ghost, 1); !errors.Is(err, ErrNoSuchActor) {
+		t.Fatalf("ask ghost: %v, want ErrNoSuchActor", err)
+	}
+	errs := make(chan error, 1)
+	mustSpawn(t, s, "", func(c *Context) {
+		c.Ask(ghost, 1, time.Hour, func(_ any, err error) { errs <- err })
+	})
+	if err := recv(t, errs); !errors.Is(err, ErrNoSuchActor) {
+		t.Fatalf("Context.Ask ghost: %v", err)
+	}
+}
+
+func TestSystemAskOnLoopIsAnError(t *testing.T) {
+	s := newSys(t)
+	errs := make(chan error, 1)
+	echo := mustSpawn(t, s, "", echoBehavior)
+	mustSpawn(t, s, "", func(c *Context) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, err := s.Ask(ctx, echo, 1)
+		errs <- err
+	})
+	if err := recv(t, errs); !errors.Is(err, ErrBlockingCall) {
+		t.Fatalf("ask on loop: %v, want ErrBlockingCall", err)
+	}
+}
+
+func TestLateReplyIsDeadLetter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var letters []DeadLetter
+		s, err := New(WithLogger(quietLogger()), WithDeadLetterHook(func(d DeadLetter) {
+			mu.Lock()
+			letters = append(letters, d)
+			mu.Unlock()
+		}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		slow := mustSpawn(t, s, "slow", func(c *Context) {
+			c.Receive(Any(func(any) {
+				req := c.Request()
+				c.ReceiveWithin(2*time.Second, Timeout(func() { c.Respond(req, "late") }))
+			}))
+		})
+		errs := make(chan error, 1)
+		asker := mustSpawn(t, s, "asker", func(c *Context) {
+			c.Ask(slow, 1, time.Second, func(_ any, err error) {
+				errs <- err
+				c.Receive(On(func(string) { t.Error("a late reply reached a case") }))
+			})
+		})
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		if err := <-errs; !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(letters) != 1 || letters[0].Msg != "late" || letters[0].To != asker || !errors.Is(letters[0].Reason, ErrLateReply) {
+			t.Fatalf("dead letters %+v", letters)
+		}
+		if err := s.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestDeadLettersForUnknownStoppedAndUnroutable(t *testing.T) {
+	var mu sync.Mutex
+	var letters []DeadLetter
+	s := newSys(t, WithDeadLetterHook(func(d DeadLetter) {
+		mu.Lock()
+		letters = append(letters, d)
+		mu.Unlock()
+	}))
+	ghost, _ := NewRef(s.Peer(), "ghost")
+	s.Send(ghost, "a")
+	far, _ := ParseRef("otherpeer/x")
+	s.Send(far, "b")
+	s.Send(Ref{}, "c")
+	stopped := mustSpawn(t, s, "", failOn(nil))
+	downs := watcher(t, s, stopped)
+	s.Send(stopped, struct{}{})
+	recv(t, downs)
+	s.Send(stopped, "d")
+	mu.Lock()
+	defer mu.Unlock()
+	want := []struct {
+		msg    any
+		reason error
+	}{{"a", ErrNoSuchActor}, {"b", ErrNoRoute}, {"c", ErrNoSuchActor}, {"d", ErrNoSuchActor}}
+	if len(letters) != len(want) || s.DeadLetters() != uint64(len(want)) {
+		t.Fatalf("dead letters %+v (count %d)", letters, s.DeadLetters())
+	}
+	for i, w := range want {
+		if letters[i].Msg != w.msg || !errors.Is(letters[i].Reason, w.reason) {
+			t.Fatalf("dead letter %d: %+v, want %v %v", i, letters[i], w.msg, w.reason)
+		}
+	}
+}
+
+type recordingRemote struct {
+	mu   sync.Mutex
+	envs []Envelope
+	err  error
+}
+
+func (r *recordingRemote) Deliver(e Envelope) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.envs = append(r.envs, e)
+	return r.err
+}
+
+func TestRemoteHookCarriesNonLocalRefs(t *testing.T) {
+	rr := &recordingRemote{}
+	s := newSys(t, WithPeer("me"), WithRemote(rr))
+	far, _ := ParseRef("them/echo")
+	done := make(chan Ref, 1)
+	mustSpawn(t, s, "sender", func(c *Context) {
+		c.Send(far, "hi")
+		c.Monitor(far)
+		done <- c.Self()
+		c.Receive(Any(func(any) {}))
+	})
+	self := recv(t, done)
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	if len(rr.envs) != 2 {
+		t.Fatalf("remote saw %d envelopes, want 2", len(rr.envs))
+	}
+	if e := rr.envs[0]; e.To != far || e.From != self || e.Msg != "hi" {
+		t.Fatalf("envelope %+v", e)
+	}
+	if _, ok := rr.envs[1].Msg.(MonitorSignal); !ok {
+		t.Fatalf("second envelope %+v, want a MonitorSignal", rr.envs[1])
+	}
+}
+
+func TestRemoteErrorBecomesDeadLetterAndFailsAsk(t *testing.T) {
+	errFull := errors.New("link full")
+	s := newSys(t, WithPeer("me"), WithRemote(&recordingRemote{err: errFull}))
+	far, _ := ParseRef("them/echo")
+	errs := make(chan error, 1)
+	mustSpawn(t, s, "", func(c *Context) {
+		c.Ask(far, 1, time.Hour, func(_ any, err error) { errs <- err })
+	})
+	if err := recv(t, errs); !errors.Is(err, errFull) {
+		t.Fatalf("ask: %v", err)
+	}
+	if s.DeadLetters() != 1 {
+		t.Fatalf("dead letters %d", s.DeadLetters())
+	}
+}
+
+func TestDeliverFromRemote(t *testing.T) {
+	s := newSys(t, WithPeer("me"))
+	got := make(chan [2]any, 1)
+	echo := mustSpawn(t, s, "echo", func(c *Context) {
+		c.Receive(Any(func(m any) { got <- [2]any{m, c.Sender()} }))
+	})
+	far, _ := ParseRef("them/x")
+	s.Deliver(Envelope{To: echo, From: far, Msg: "remote hi"})
+	if g := recv(t, got); g[0] != "remote hi" || g[1] != far {
+		t.Fatalf("got %v", g)
+	}
+}
+
+func TestNames(t *testing.T) {
+	s := newSys(t)
+	if _, err := s.Spawn("dup", failOn(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Spawn("dup", failOn(nil)); !errors.Is(err, ErrNameTaken) {
+		t.Fatalf("duplicate: %v", err)
+	}
+	for _, bad := range []string{"a/b", "a b", "$x", "tab\t", string([]byte{0xff}), string(make([]byte, 300))} {
+		if _, err := s.Spawn(bad, failOn(nil)); !errors.Is(err, ErrInvalidName) {
+			t.Fatalf("name %q: %v, want ErrInvalidName", bad, err)
+		}
+	}
+	if _, err := s.Spawn("x", nil); !errors.Is(err, ErrNilBehavior) {
+		t.Fatalf("nil behavior: %v", err)
+	}
+	a, _ := s.Spawn("", failOn(nil))
+	b, _ := s.Spawn("", failOn(nil))
+	if a == b || a.Name()[0] != '$' {
+		t.Fatalf("generated names %v %v", a, b)
+	}
+	if r, ok := s.Whereis("dup"); !ok || r.Name() != "dup" {
+		t.Fatal("whereis dup")
+	}
+	if _, ok := s.Whereis("nope"); ok {
+		t.Fatal("whereis nope")
+	}
+}
+
+func TestRefText(t *testing.T) {
+	r, err := ParseRef("12D3KooW/chat-ann")
+	if err != nil || r.Peer() != "12D3KooW" || r.Name() != "chat-ann" || r.String() != "12D3KooW/chat-ann" {
+		t.Fatalf("%v %v", r, err)
+	}
+	r2, err := ParseRef("/p2p/12D3KooW/actor/chat-ann")
+	if err != nil || r2 != r {
+		t.Fatalf("multiaddr form: %v %v", r2, err)
+	}
+	for _, bad := range []string{"", "noslash", "/name", "peer/", "peer/a/b", "/p2p/x", "/p2p//actor/n"} {
+		if _, err := ParseRef(bad); err == nil {
+			t.Fatalf("ParseRef(%q) accepted", bad)
+		}
+	}
+	var back Ref
+	txt, _ := r.MarshalText()
+	if err := back.UnmarshalText(txt); err != nil || back != r {
+		t.Fatal("text round trip")
+	}
+	if (Ref{}).String() != "<none>" || !(Ref{}).IsZero() {
+		t.Fatal("zero ref")
+	}
+	m := map[Ref]int{r: 1}
+	if m[r2] != 1 {
+		t.Fatal("refs to the same actor are not equal map keys")
+	}
+}
+
+func TestBadSystemOptions(t *testing.T) {
+	for i, o := range []Option{WithLoops(0), WithThroughput(0), WithWatchdog(-1), WithSpin(-1), WithLogger(nil), WithPeer(""), WithPeer("a/b")} {
+		if _, err := New(o); err == nil {
+			t.Fatalf("bad option %d accepted", i)
+		}
+	}
+}
+
+func TestMillionIdleActorsAddNoGoroutines(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: spawns a million actors")
+	}
+	s := newSys(t)
+	n := 1_000_000
+	if raceEnabled {
+		n = 200_000 // the race detector makes each actor ~10x heavier
+	}
+	before := runtime.NumGoroutine()
+	var started atomic.Int64
+	all := make(chan struct{})
+	for i := range n {
+		_, err := s.Spawn(fmt.Sprintf("idle%d", i), func(c *Context) {
+			if started.Add(1) == int64(n) {
+				close(all)
+			}
+			c.Receive(On(func(struct{}) {}))
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-all:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("only %d of %d actors started", started.Load(), n)
+	}
+	if after := runtime.NumGoroutine(); after > before {
+		t.Fatalf("%d goroutines before, %d with %d idle actors", before, after, n)
+	}
+	if s.Actors() != n {
+		t.Fatalf("Actors() = %d", s.Actors())
+	}
+}
+
+func TestBlockedActorDoesNotDelayItsLoop(t *testing.T) {
+	s := newSys(t, WithLoops(1), WithWatchdog(100*time.Millisecond))
+	release := make(chan struct{})
+	resumed := make(chan int, 1)
+	blocker := mustSpawn(t, s, "blocker", func(c *Context) {
+		c.Receive(On(func(struct{}) {
+			<-release // blocks its loop's carrier
+			c.Receive(On(func(n int) { resumed <- n }))
+		}))
+	})
+	s.Send(blocker, struct{}{})
+	// 1,000 actors on the same (only) loop: 500 pairs, 10,000 messages.
+	const pairs, rounds = 500, 10
+	done := make(chan struct{})
+	var left atomic.Int64
+	left.Store(pairs)
+	start := time.Now()
+	for range pairs {
+		pong := mustSpawn(t, s, "", func(c *Context) {
+			forever(c, func() []Case { return []Case{On(func(n int) { c.Reply(n) })} })
+		})
+		mustSpawn(t, s, "", func(c *Context) {
+			var ping func(i int)
+			ping = func(i int) {
+				if i == rounds {
+					if left.Add(-1) == 0 {
+						close(done)
+					}
+					return
+				}
+				c.Send(pong, i)
+				c.Receive(On(func(int) { ping(i + 1) }))
+			}
+			ping(0)
+		})
+	}
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		t.Fatal("the exchange waited for the blocked actor")
+	}
+	if el := time.Since(start); el > 500*time.Millisecond {
+		t.Fatalf("exchange took %v with a blocked actor on the loop, want < 500ms", el)
+	}
+	if s.group.Replacements() < 1 {
+		t.Fatal("watchdog did not replace the carrier")
+	}
+	s.Send(blocker, 9) // queued while blocked
+	close(release)
+	if n := recv(t, resumed); n != 9 {
+		t.Fatalf("blocked actor resumed with %d", n)
+	}
+}
+
+func TestShutdownStopsActorsWithReason(t *testing.T) {
+	s, err := New(WithLogger(quietLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	downs := make(chan Down, 1)
+	target := mustSpawn(t, s, "", func(c *Context) { c.Receive(Any(func(any) {})) })
+	ready := make(chan struct{})
+	mustSpawn(t, s, "", func(c *Context) {
+		c.TrapExit(true)
+		c.Monitor(target)
+		close(ready)
+		c.Receive(On(func(d Down) { downs <- d }))
+	})
+	<-ready
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s.Actors() != 0 {
+		t.Fatalf("%d actors after shutdown", s.Actors())
+	}
+	if _, err := s.Spawn("", failOn(nil)); !errors.Is(err, ErrClosed) {
+		t.Fatalf("spawn after shutdown: %v", err)
+	}
+	select {
+	case d := <-downs:
+		if !errors.Is(d.Reason, ErrShutdown) {
+			t.Fatalf("down reason %v", d.Reason)
+		}
+	default:
+		// The watcher may have been stopped first; either order is fine.
+	}
+}
