@@ -1,0 +1,87 @@
+// Command compare benchmarks Troupe's actor runtime against Proto.Actor
+// (github.com/asynkron/protoactor-go) in one process: every workload runs
+// on both systems, alternating Troupe and Proto.Actor for a number of
+// rounds, and a markdown table of the medians goes to stdout. Progress and
+// every single measurement go to stderr.
+//
+//	go run . -rounds 5        # full sizes, several minutes
+//	go run . -quick           # small sizes, under a minute
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+)
+
+func main() {
+	rounds := flag.Int("rounds", 5, "A/B rounds per workload")
+	memRounds := flag.Int("mem-rounds", 0, "A/B rounds for idle memory (0: same as -rounds)")
+	quick := flag.Bool("quick", false, "small sizes, for smoke runs (< 60 s)")
+	only := flag.String("run", "", "only run workloads whose name contains this")
+	flag.Parse()
+	if *rounds < 1 {
+		fmt.Fprintln(os.Stderr, "compare: -rounds must be at least 1")
+		os.Exit(2)
+	}
+	cfg := fullConfig(*rounds)
+	if *quick {
+		cfg = quickConfig(*rounds)
+	}
+	if *memRounds > 0 {
+		cfg.memRounds = *memRounds
+	}
+	ws := filter(workloads(cfg), *only)
+	start := time.Now()
+	rows, err := runAll(ws, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "compare:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("GOMAXPROCS=%d, %s, %s/%s, took %v\n\n",
+		runtime.GOMAXPROCS(0), runtime.Version(), runtime.GOOS, runtime.GOARCH, time.Since(start).Round(time.Second))
+	writeTable(os.Stdout, rows)
+}
+
+func filter(ws []workload, only string) []workload {
+	if only == "" {
+		return ws
+	}
+	var out []workload
+	for _, w := range ws {
+		if strings.Contains(w.name, only) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// runAll runs every workload for its rounds, Troupe then Proto.Actor in
+// each round (A, B, A, B, ...), each run on a fresh system after a GC.
+func runAll(ws []workload, log io.Writer) ([]row, error) {
+	rows := make([]row, 0, len(ws))
+	for _, w := range ws {
+		r := row{w: w}
+		for i := range w.rounds {
+			for _, sys := range []string{troupeSys, protoSys} {
+				runtime.GC()
+				res := w.run(sys)
+				if res.err != nil {
+					return nil, fmt.Errorf("%s on %s, round %d: %w", w.name, sys, i+1, res.err)
+				}
+				fmt.Fprintf(log, "%-45s round %d %-10s %s\n", w.name, i+1, sys, formatValue(res.value, w.unit))
+				if sys == troupeSys {
+					r.troupe = append(r.troupe, res.value)
+				} else {
+					r.proto = append(r.proto, res.value)
+				}
+			}
+		}
+		rows = append(rows, r)
+	}
+	return rows, nil
+}

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"fmt"
+	"time"
+)
+
+// The two systems under comparison.
+const (
+	troupeSys = "troupe"
+	protoSys  = "protoactor"
+)
+
+// config holds the sizes of one harness run.
+type config struct {
+	rounds    int           // A/B rounds per throughput workload
+	memRounds int           // A/B rounds for the idle-memory workload
+	dur       time.Duration // measuring window of the ping-pong workloads
+	rings     []int         // ring sizes
+	minHops   int           // a ring run passes the token max(minHops, laps*size) hops
+	laps      int
+	spawnN    int // actors per spawn run
+	memN      int // actors per idle-memory run
+	timeout   time.Duration
+}
+
+func fullConfig(rounds int) config {
+	return config{
+		rounds: rounds, memRounds: rounds,
+		dur:   time.Second,
+		rings: []int{10_000, 100_000}, minHops: 1_000_000, laps: 10,
+		spawnN: 1_000_000, memN: 1_000_000,
+		timeout: 5 * time.Minute,
+	}
+}
+
+func quickConfig(rounds int) config {
+	return config{
+		rounds: rounds, memRounds: rounds,
+		dur:   150 * time.Millisecond,
+		rings: []int{10_000, 100_000}, minHops: 200_000, laps: 1,
+		spawnN: 50_000, memN: 50_000,
+		timeout: time.Minute,
+	}
+}
+
+// result is one measurement, in the unit of its workload.
+type result struct {
+	value float64
+	err   error
+}
+
+// runner runs the workloads on one actor system. Every method starts a
+// fresh system and shuts it down before it returns.
+type runner interface {
+	// pingPong runs pairs ping-pong pairs with inflight messages in flight
+	// per pair for about d and returns messages delivered per second (both
+	// directions). colocated asks for the pair on one event loop where the
+	// system has such a notion.
+	pingPong(pairs, inflight int, d time.Duration, colocated bool) (float64, error)
+	// ring passes a token hops times around a ring of n actors and returns
+	// ns per hop, spawn and set-up excluded.
+	ring(n, hops int) (float64, error)
+	// spawn spawns n actors that each wait in a receive and returns actors
+	// per second: until the last spawn call returned, or with untilStarted
+	// until every actor's behavior ran.
+	spawn(n int, untilStarted bool) (float64, error)
+	// idleMemory spawns n named actors waiting in a one-case receive and
+	// returns (HeapInuse+StackInuse) growth per actor once all started.
+	idleMemory(n int) (float64, error)
+}
+
+func runnerFor(system string, timeout time.Duration) runner {
+	switch system {
+	case troupeSys:
+		return troupeRunner{timeout: timeout}
+	case protoSys:
+		return protoRunner{timeout: timeout}
+	}
+	panic("unknown system " + system)
+}
+
+// workload is one row of the table.
+type workload struct {
+	name   string
+	unit   string
+	higher bool    // higher values are better
+	goal   float64 // the target; 0: none
+	ratio  bool    // goal is a Troupe/Proto.Actor ratio, else an absolute value
+	rounds int
+	run    func(system string) result
+}
+
+// target describes the goal as text.
+func (w workload) target() string {
+	if w.goal == 0 {
+		return "–"
+	}
+	op := "≤"
+	if w.higher {
+		op = "≥"
+	}
+	if w.ratio {
+		return fmt.Sprintf("%s %g× Proto.Actor", op, w.goal)
+	}
+	return fmt.Sprintf("%s %s", op, formatValue(w.goal, w.unit))
+}
+
+func wrap(v float64, err error) result { return result{value: v, err: err} }
+
+// workloads returns the rows of the table, in order.
+func workloads(cfg config) []workload {
+	r := func(system string) runner { return runnerFor(system, cfg.timeout) }
+	pp := func(name string, pairs, inflight int, colocated bool, goal float64) workload {
+		return workload{
+			name: name, unit: "msgs/s", higher: true, goal: goal, ratio: true, rounds: cfg.rounds,
+			run: func(s string) result { return wrap(r(s).pingPong(pairs, inflight, cfg.dur, colocated)) },
+		}
+	}
+	ws := []workload{
+		pp("ping-pong, 1 pair (Troupe cross-loop)", 1, 1, false, 11),
+		pp("ping-pong, 1 pair (Troupe colocated)", 1, 1, true, 11),
+		pp("8 pairs × 1 in flight", 8, 1, false, 0),
+		pp("8 pairs × 100 in flight", 8, 100, false, 1.5),
+	}
+	for _, n := range cfg.rings {
+		hops := max(cfg.minHops, cfg.laps*n)
+		w := workload{
+			name: fmt.Sprintf("ring of %s actors, %s hops", count(n), count(hops)),
+			unit: "ns/hop", rounds: cfg.rounds,
+			run: func(s string) result { return wrap(r(s).ring(n, hops)) },
+		}
+		if n == 100_000 {
+			w.goal = 500
+		}
+		ws = append(ws, w)
+	}
+	ws = append(ws,
+		workload{
+			name: fmt.Sprintf("spawn %s (until Spawn returned)", count(cfg.spawnN)),
+			unit: "actors/s", higher: true, goal: 1e6, rounds: cfg.rounds,
+			run: func(s string) result { return wrap(r(s).spawn(cfg.spawnN, false)) },
+		},
+		workload{
+			name: fmt.Sprintf("spawn %s (until all started)", count(cfg.spawnN)),
+			unit: "actors/s", higher: true, rounds: cfg.rounds,
+			run: func(s string) result { return wrap(r(s).spawn(cfg.spawnN, true)) },
+		},
+		workload{
+			name: fmt.Sprintf("idle actor memory at %s", count(cfg.memN)),
+			unit: "B/actor", goal: 300, rounds: cfg.memRounds,
+			run: func(s string) result { return wrap(r(s).idleMemory(cfg.memN)) },
+		},
+	)
+	return ws
+}
