@@ -20,7 +20,7 @@ func (c *Context) Run() {
 	for budget := c.sys.cfg.throughput; budget > 0; {
 		if c.flags&fRescan != 0 {
 			c.flags &^= fRescan
-			if n, cs := c.saved.takeFirst(c.cases); n != nil {
+			if n, cs := c.saved.takeFirst(c.cont); n != nil {
 				budget--
 				if c.step(n, cs) {
 					return
@@ -40,6 +40,7 @@ func (c *Context) Run() {
 		switch n.kind {
 		case kindSignal:
 			if !c.signal(n) {
+				c.sys.free(n)
 				if c.flags&fStopping != 0 && c.endStep() {
 					return
 				}
@@ -48,19 +49,16 @@ func (c *Context) Run() {
 			// The signal became a message (Down, or Exit when trapping).
 		case kindTimeout:
 			if c.flags&fWithin != 0 && uint32(n.corr) == c.gen {
-				for _, cs := range c.cases {
-					if _, ok := cs.(timeoutCase); ok {
-						c.timer = nil
-						if c.step(n, cs) {
-							return
-						}
-						break
-					}
+				c.timer = nil
+				if c.step(n, timeoutOf(c.cont)) {
+					return
 				}
+				continue
 			}
+			c.sys.free(n) // stale: a message matched first
 			continue
 		}
-		if cs := match(c.cases, n); cs != nil {
+		if cs := match(c.cont, n); cs != nil {
 			if c.step(n, cs) {
 				return
 			}
@@ -69,6 +67,7 @@ func (c *Context) Run() {
 		if n.kind == kindReply {
 			// Nobody waits for it any more (the Ask timed out).
 			c.sys.deadLetter(DeadLetter{To: c.Self(), From: n.from, Msg: n.msg, Reason: ErrLateReply})
+			c.sys.free(n)
 			continue
 		}
 		c.saved.append(n)
@@ -95,7 +94,7 @@ func (c *Context) yield() {
 // step runs case cs for message n. It reports true when the actor
 // terminated.
 func (c *Context) step(n *node, cs Case) bool {
-	c.cases = nil
+	c.cont = nil
 	c.gen++
 	if c.flags&fWithin != 0 {
 		c.flags &^= fWithin
@@ -106,7 +105,9 @@ func (c *Context) step(n *node, cs Case) bool {
 	}
 	c.cur = n
 	cs.run(c, n)
-	return c.endStep()
+	done := c.endStep()
+	c.sys.free(n)
+	return done
 }
 
 // endStep is called after the behavior or a handler returned. It reports
@@ -119,7 +120,7 @@ func (c *Context) endStep() bool {
 		c.terminate(c.ext.reason)
 		return true
 	}
-	if c.cases == nil {
+	if c.cont == nil {
 		c.terminate(nil)
 		return true
 	}
@@ -153,7 +154,7 @@ func (c *Context) terminate(reason error) {
 		c.timer = nil
 	}
 	self := c.Self()
-	c.cases = nil
+	c.cont = nil
 	c.cur = nil
 	for _, list := range []*node{c.fresh, c.saved.takeAll(), c.inbox.close()} {
 		for n := list; n != nil; {

@@ -81,6 +81,30 @@ func Timeout(f func()) Case {
 	return timeoutCase{f}
 }
 
+// multiCase is a continuation of several cases; match looks inside it.
+type multiCase struct{ cases []Case }
+
+func (m *multiCase) accepts(n *node) bool { return match(m, n) != nil }
+func (m *multiCase) run(c *Context, n *node) {
+	if cs := match(m, n); cs != nil {
+		cs.run(c, n)
+	}
+}
+
+// timeoutOf returns the Timeout case of a continuation.
+func timeoutOf(cont Case) Case {
+	cases := []Case{cont}
+	if m, ok := cont.(*multiCase); ok {
+		cases = m.cases
+	}
+	for _, cs := range cases {
+		if _, ok := cs.(timeoutCase); ok {
+			return cs
+		}
+	}
+	return nil
+}
+
 // askCase accepts the reply to one Ask.
 type askCase struct {
 	corr uint64

@@ -51,7 +51,7 @@ type Context struct {
 	gen      uint32 // receive generation, matched against timeout nodes
 	fresh    *node  // taken from the inbox, not yet tested, oldest first
 	saved    savedList
-	cases    []Case
+	cont     Case // the continuation: one case, or a *multiCase
 	timer    *eventloop.Timer
 	cur      *node // the message being handled
 	ext      *ext  // links, monitors, exit reason; nil until needed
@@ -181,7 +181,12 @@ func (c *Context) receive(cases []Case, d time.Duration, within bool) {
 		c.fail(fmt.Errorf("%w: a Timeout case needs ReceiveWithin", ErrBadReceive))
 		return
 	}
-	c.cases = cases
+	if len(cases) == 1 {
+		c.cont = cases[0]
+	} else {
+		// Copied, so that the variadic slice can stay on the caller's stack.
+		c.cont = &multiCase{cases: append([]Case(nil), cases...)}
+	}
 	if !c.saved.empty() {
 		c.flags |= fRescan
 	}
@@ -189,7 +194,10 @@ func (c *Context) receive(cases []Case, d time.Duration, within bool) {
 		c.flags |= fWithin
 		gen := c.gen
 		c.timer = c.loop.Schedule(d, func() {
-			c.push(&node{kind: kindTimeout, corr: uint64(gen)})
+			n := c.sys.newNode(nil, Ref{}, uint64(gen), kindTimeout)
+			if !c.push(n) {
+				c.sys.free(n)
+			}
 		})
 	}
 }

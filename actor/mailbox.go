@@ -97,14 +97,14 @@ func (s *savedList) append(n *node) {
 
 // takeFirst removes and returns the oldest node that one of cases accepts,
 // with the first such case.
-func (s *savedList) takeFirst(cases []Case) (*node, Case) {
+func (s *savedList) takeFirst(cont Case) (*node, Case) {
 	if s.tail == nil {
 		return nil, nil
 	}
 	prev := s.tail
 	for {
 		n := prev.next
-		if cs := match(cases, n); cs != nil {
+		if cs := match(cont, n); cs != nil {
 			if n == prev { // the only node
 				s.tail = nil
 			} else {
@@ -135,12 +135,18 @@ func (s *savedList) takeAll() *node {
 	return head
 }
 
-// match returns the first case that accepts n, or nil.
-func match(cases []Case, n *node) Case {
-	for _, cs := range cases {
-		if cs.accepts(n) {
-			return cs
+// match returns the first case of the continuation that accepts n, or nil.
+func match(cont Case, n *node) Case {
+	if m, ok := cont.(*multiCase); ok {
+		for _, cs := range m.cases {
+			if cs.accepts(n) {
+				return cs
+			}
 		}
+		return nil
+	}
+	if cont != nil && cont.accepts(n) {
+		return cont
 	}
 	return nil
 }

@@ -18,7 +18,8 @@ type System struct {
 	peer  string
 	group *eventloop.Group
 
-	names sync.Map // name -> *Context
+	names sync.Map  // name -> *Context
+	nodes sync.Pool // *node, recycled once handled
 
 	ids         atomic.Uint64 // monitor IDs, correlation IDs, generated names
 	live        atomic.Int64
@@ -168,18 +169,33 @@ func (s *System) DeadLetters() uint64 { return s.deadLetters.Load() }
 // sender). It never blocks.
 func (s *System) Send(to Ref, msg any) { s.send(to, Ref{}, msg, 0, kindUser) }
 
+func (s *System) newNode(msg any, from Ref, corr uint64, kind uint8) *node {
+	n, _ := s.nodes.Get().(*node)
+	if n == nil {
+		n = new(node)
+	}
+	n.msg, n.from, n.corr, n.kind = msg, from, corr, kind
+	return n
+}
+
+// free recycles a node that nothing refers to any more.
+func (s *System) free(n *node) {
+	*n = node{}
+	s.nodes.Put(n)
+}
+
 // Deliver hands a message that arrived from another peer to its local
 // actor. Remotes call it; a message for an unknown actor becomes a dead
 // letter (and fails its Ask).
 func (s *System) Deliver(e Envelope) {
-	n := &node{msg: e.Msg, from: e.From, corr: e.Corr, kind: kindUser}
+	kind := kindUser
 	switch {
 	case e.Reply:
-		n.kind = kindReply
+		kind = kindReply
 	case isSignal(e.Msg):
-		n.kind = kindSignal
+		kind = kindSignal
 	}
-	s.deliverLocal(e.To, n)
+	s.deliverLocal(e.To, s.newNode(e.Msg, e.From, e.Corr, kind))
 }
 
 func isSignal(m any) bool {
@@ -189,22 +205,21 @@ func isSignal(m any) bool {
 
 // send routes a message: to a local actor's inbox, or to the Remote.
 func (s *System) send(to, from Ref, msg any, corr uint64, kind uint8) {
-	n := &node{msg: msg, from: from, corr: corr, kind: kind}
 	if to.peer == s.peer {
-		s.deliverLocal(to, n)
+		s.deliverLocal(to, s.newNode(msg, from, corr, kind))
 		return
 	}
-	if to.IsZero() {
-		s.undeliverable(to, n, ErrNoSuchActor)
-		return
+	var err error
+	switch {
+	case to.IsZero():
+		err = ErrNoSuchActor
+	case s.cfg.remote == nil:
+		err = ErrNoRoute
+	default:
+		err = s.cfg.remote.Deliver(Envelope{To: to, From: from, Msg: msg, Corr: corr, Reply: kind == kindReply})
 	}
-	if s.cfg.remote == nil {
-		s.undeliverable(to, n, ErrNoRoute)
-		return
-	}
-	err := s.cfg.remote.Deliver(Envelope{To: to, From: from, Msg: msg, Corr: corr, Reply: kind == kindReply})
 	if err != nil {
-		s.undeliverable(to, n, err)
+		s.undeliverable(to, s.newNode(msg, from, corr, kind), err)
 	}
 }
 
@@ -218,8 +233,9 @@ func (s *System) deliverLocal(to Ref, n *node) {
 // undeliverable disposes of a message that reached no actor: user messages
 // and replies become dead letters (an Ask request is answered with
 // Undeliverable), a monitor or link request is answered as if the target
-// had just died.
+// had just died. It frees n.
 func (s *System) undeliverable(to Ref, n *node, reason error) {
+	defer s.free(n)
 	switch n.kind {
 	case kindTimeout:
 	case kindSignal:
@@ -262,7 +278,7 @@ func (s *System) Shutdown(ctx context.Context) error {
 	s.closing.Store(true)
 	s.names.Range(func(k, v any) bool {
 		c := v.(*Context)
-		c.push(&node{kind: kindSignal, msg: ExitSignal{Reason: ErrShutdown, Kill: true}})
+		c.push(s.newNode(ExitSignal{Reason: ErrShutdown, Kill: true}, Ref{}, 0, kindSignal))
 		return true
 	})
 	if s.live.Load() == 0 {

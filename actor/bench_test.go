@@ -1,0 +1,217 @@
+package actor
+
+import (
+	"fmt"
+	"runtime"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+type ping struct{ n int }
+
+// pongForever answers every ping with a ping to its sender.
+func pongForever(c *Context) {
+	c.Receive(On(func(p ping) { c.Send(c.Sender(), p); pongForever(c) }))
+}
+
+// pingUntil sends `inflight` pings to pong and one more per answer until
+// `total` answers came back, then signals done.
+func pingUntil(c *Context, pong Ref, inflight, total int, done chan<- struct{}) {
+	for i := 0; i < inflight && i < total; i++ {
+		c.Send(pong, ping{i})
+	}
+	got, sent := 0, inflight
+	var wait func()
+	wait = func() {
+		c.Receive(On(func(p ping) {
+			if got++; got == total {
+				done <- struct{}{}
+				return
+			}
+			if sent < total {
+				sent++
+				c.Send(pong, p)
+			}
+			wait()
+		}))
+	}
+	wait()
+}
+
+func benchPairs(b *testing.B, pairs, inflight int, colocate bool) {
+	s := newSys(b, WithWatchdog(0))
+	done := make(chan struct{}, pairs)
+	per := max(b.N/pairs, inflight)
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	for range pairs {
+		if colocate {
+			mustSpawn(b, s, "", func(c *Context) {
+				pong, _ := c.Spawn("", pongForever, Colocated())
+				pingUntil(c, pong, inflight, per, done)
+			})
+			continue
+		}
+		pong := mustSpawn(b, s, "", pongForever)
+		mustSpawn(b, s, "", func(c *Context) { pingUntil(c, pong, inflight, per, done) })
+	}
+	for range pairs {
+		<-done
+	}
+	el := time.Since(start)
+	b.StopTimer()
+	// Each round trip is two messages.
+	b.ReportMetric(float64(2*per*pairs)/el.Seconds(), "msgs/s")
+}
+
+// BenchmarkPingPong: one pair, one message in flight. cross-loop places the
+// two actors on different loops (System.Spawn round-robin); colocated puts
+// them on one loop.
+func BenchmarkPingPong(b *testing.B) {
+	b.Run("cross-loop", func(b *testing.B) { benchPairs(b, 1, 1, false) })
+	b.Run("colocated", func(b *testing.B) { benchPairs(b, 1, 1, true) })
+}
+
+// BenchmarkPairs: 8 pairs with 1 and with 100 messages in flight per pair.
+func BenchmarkPairs(b *testing.B) {
+	b.Run("8x1", func(b *testing.B) { benchPairs(b, 8, 1, false) })
+	b.Run("8x100", func(b *testing.B) { benchPairs(b, 8, 100, false) })
+}
+
+type token struct{ hops int }
+
+// BenchmarkRing passes one token b.N hops around a ring of actors spawned
+// round-robin over the loops.
+func BenchmarkRing(b *testing.B) {
+	for _, size := range []int{10_000, 100_000} {
+		b.Run(strconv.Itoa(size), func(b *testing.B) {
+			s := newSys(b, WithWatchdog(0))
+			done := make(chan struct{})
+			refs := make([]Ref, size)
+			next := make([]Ref, size)
+			for i := range size {
+				i := i
+				var loop func(c *Context)
+				loop = func(c *Context) {
+					c.Receive(On(func(t token) {
+						if t.hops == 0 {
+							close(done)
+							return
+						}
+						c.Send(next[i], token{t.hops - 1})
+						loop(c)
+					}))
+				}
+				refs[i] = mustSpawn(b, s, "ring"+strconv.Itoa(i), loop)
+			}
+			for i := range size {
+				next[i] = refs[(i+1)%size]
+			}
+			b.ResetTimer()
+			start := time.Now()
+			s.Send(refs[0], token{b.N})
+			<-done
+			el := time.Since(start)
+			b.ReportMetric(float64(el.Nanoseconds())/float64(b.N), "ns/hop")
+		})
+	}
+}
+
+// BenchmarkSpawn measures how fast plain code spawns actors that wait in a
+// receive (each behavior has run by the end).
+func BenchmarkSpawn(b *testing.B) {
+	s := newSys(b, WithWatchdog(0))
+	var started atomic.Int64
+	all := make(chan struct{})
+	n := int64(b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	for range b.N {
+		if _, err := s.Spawn("", func(c *Context) {
+			if started.Add(1) == n {
+				close(all)
+			}
+			c.Receive(On(func(struct{}) {}))
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	<-all
+	el := time.Since(start)
+	b.ReportMetric(float64(b.N)/el.Seconds(), "actors/s")
+}
+
+// BenchmarkIdleActor measures the memory of 1,000,000 named actors waiting
+// in a one-case Receive: (heap + stacks after - before) / N.
+func BenchmarkIdleActor(b *testing.B) {
+	const n = 1_000_000
+	for range b.N {
+		s := newSys(b, WithWatchdog(0))
+		names := make([]string, n) // the names exist before, as they would in a program
+		for i := range names {
+			names[i] = "actor" + strconv.Itoa(i)
+		}
+		var started atomic.Int64
+		all := make(chan struct{})
+		before := memInUse()
+		for i := range n {
+			if _, err := s.Spawn(names[i], func(c *Context) {
+				if started.Add(1) == n {
+					close(all)
+				}
+				c.Receive(On(func(struct{}) {}))
+			}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		<-all
+		after := memInUse()
+		b.ReportMetric(float64(after-before)/n, "bytes/actor")
+		runtime.KeepAlive(names)
+	}
+}
+
+func memInUse() int64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapInuse + m.StackInuse)
+}
+
+// BenchmarkSelectiveReceive: each matching message is found behind 100
+// saved non-matching ones.
+func BenchmarkSelectiveReceive(b *testing.B) {
+	s := newSys(b, WithWatchdog(0))
+	done := make(chan struct{})
+	n := b.N
+	var wait func(c *Context, left int)
+	wait = func(c *Context, left int) {
+		c.Receive(On(func(int) {
+			if left == 1 {
+				close(done)
+				return
+			}
+			wait(c, left-1)
+		}))
+	}
+	ref := mustSpawn(b, s, "", func(c *Context) {
+		c.Receive(On(func(struct{}) { wait(c, n) }))
+	})
+	for i := range 100 {
+		s.Send(ref, fmt.Sprint("skip", i))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	s.Send(ref, struct{}{})
+	for i := range n {
+		s.Send(ref, i)
+	}
+	<-done
+	b.ReportMetric(float64(n)/time.Since(start).Seconds(), "msgs/s")
+}
