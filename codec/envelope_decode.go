@@ -90,10 +90,11 @@ func DecodeEnvelope(data []byte, e *Envelope) error {
 	return decodeEnvelope(data, e, nil)
 }
 
-// decodeEnvelope is DecodeEnvelope with an optional cache of recently seen
-// names, which spares the string allocation when all three names hit.
-func decodeEnvelope(data []byte, e *Envelope, names *nameCache) error {
-	err := parseEnvelope(data, e, names)
+// decodeEnvelope is DecodeEnvelope with an optional streamCache, which
+// spares the string allocation when all three names were seen recently and
+// carves small peer IDs and bodies from shared blocks.
+func decodeEnvelope(data []byte, e *Envelope, c *streamCache) error {
+	err := parseEnvelope(data, e, c)
 	if err != nil && !errors.Is(err, ErrUnknownKind) {
 		*e = Envelope{}
 	}
@@ -102,7 +103,7 @@ func decodeEnvelope(data []byte, e *Envelope, names *nameCache) error {
 
 // parseEnvelope does the work of decodeEnvelope. It writes e only once the
 // envelope has been checked.
-func parseEnvelope(data []byte, e *Envelope, names *nameCache) error {
+func parseEnvelope(data []byte, e *Envelope, c *streamCache) error {
 	r := envReader{data: data}
 	n, err := r.head(majorArray, "array")
 	if err != nil {
@@ -164,15 +165,20 @@ func parseEnvelope(data []byte, e *Envelope, names *nameCache) error {
 	}
 
 	// Assign every field of *e exactly once.
-	if names != nil {
-		e.To, e.FromName, e.Type = names.lookup(to, name, typ)
+	if c != nil {
+		e.To, e.FromName, e.Type = c.names.lookup(to, name, typ)
 	} else {
 		e.To, e.FromName, e.Type = joinStrings(to, name, typ)
 	}
 	peer, body := data[peerB:peerE], data[bodyB:bodyE]
 	e.Body, e.FromPeer = nil, nil
 	if nb := len(peer) + len(body); nb > 0 {
-		buf := make([]byte, nb)
+		var buf []byte
+		if c != nil {
+			buf = c.bytes(nb)
+		} else {
+			buf = make([]byte, nb)
+		}
 		copy(buf, body)
 		copy(buf[len(body):], peer)
 		if len(body) > 0 {

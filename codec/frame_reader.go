@@ -39,7 +39,7 @@ type FrameReader struct {
 	end   int   // end of valid data in buf
 	rerr  error // error from r held back until buffered data is consumed
 	err   error // sticky error: the stream is broken
-	names nameCache
+	cache streamCache
 }
 
 // NewFrameReader returns a FrameReader on r that rejects frames larger than
@@ -54,16 +54,21 @@ func NewFrameReader(r io.Reader, maxFrame int) *FrameReader {
 func (fr *FrameReader) Err() error { return fr.err }
 
 // ReadEnvelope reads the next frame and decodes it into e as DecodeEnvelope
-// does. e does not alias the reader's buffer. Names seen recently on the
-// stream are shared between envelopes instead of being allocated again, so
-// a steady stream costs one allocation per envelope (peer ID and body). See
-// FrameReader for which errors leave the stream usable.
+// does. e does not alias the reader's buffer, but it does share memory with
+// other envelopes from the same reader, to save allocations: names seen
+// recently on the stream are reused rather than allocated again, and the
+// peer ID and body of a small envelope (up to 512 bytes together) are cut
+// from a 4 KiB block shared with its neighbours. The slices never overlap and
+// their capacity is clipped, so writing to or appending to one never
+// affects another; but keeping one body alive keeps its block alive: copy a
+// small body that is kept for long. See FrameReader for which errors leave
+// the stream usable.
 func (fr *FrameReader) ReadEnvelope(e *Envelope) error {
 	frame, err := fr.Next()
 	if err != nil {
 		return err
 	}
-	return decodeEnvelope(frame, e, &fr.names)
+	return decodeEnvelope(frame, e, &fr.cache)
 }
 
 // Next returns the payload of the next frame. The slice aliases the reader's

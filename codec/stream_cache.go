@@ -1,5 +1,39 @@
 package codec
 
+// slabSize is the size of the blocks a streamCache carves small byte
+// slices from.
+const slabSize = 4 << 10
+
+// slabMaxObject is the largest byte slice carved from a block; larger ones
+// get their own allocation.
+const slabMaxObject = 512
+
+// streamCache holds what a FrameReader reuses from one envelope to the
+// next: recently seen names, and a block of memory from which the peer IDs
+// and bodies of small envelopes are carved. It is not safe for concurrent
+// use.
+type streamCache struct {
+	names nameCache
+	slab  []byte // unused rest of the current block
+}
+
+// bytes returns a new slice of length and capacity n. Small slices are cut
+// from a shared block, so that a steady stream of small messages costs one
+// allocation per block instead of one per message. The slices never
+// overlap and their capacity is clipped, so appending to one cannot write
+// into another; but one slice kept alive keeps its whole block alive.
+func (c *streamCache) bytes(n int) []byte {
+	if n > slabMaxObject {
+		return make([]byte, n)
+	}
+	if len(c.slab) < n {
+		c.slab = make([]byte, slabSize)
+	}
+	b := c.slab[:n:n]
+	c.slab = c.slab[n:]
+	return b
+}
+
 // nameCacheSlots is the number of entries in a nameCache.
 const nameCacheSlots = 64
 
