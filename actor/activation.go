@@ -10,8 +10,8 @@ import (
 func (c *Context) Run() {
 	if c.flags&fStarted == 0 {
 		c.flags |= fStarted
-		b := c.behavior
-		c.behavior = nil
+		b := c.cont.(startCase).b
+		c.cont = nil
 		b(c)
 		if c.endStep() {
 			return
@@ -148,7 +148,7 @@ func (c *Context) terminate(reason error) {
 	}
 	c.flags |= fDead
 	s := c.sys
-	s.names.CompareAndDelete(c.name, c)
+	s.names.remove(c)
 	if c.timer != nil {
 		c.timer.Cancel()
 		c.timer = nil

@@ -105,6 +105,12 @@ func timeoutOf(cont Case) Case {
 	return nil
 }
 
+// startCase holds the behavior until the first activation runs it.
+type startCase struct{ b Behavior }
+
+func (startCase) accepts(*node) bool  { return false }
+func (startCase) run(*Context, *node) {}
+
 // askCase accepts the reply to one Ask.
 type askCase struct {
 	corr uint64

@@ -51,11 +51,10 @@ type Context struct {
 	gen      uint32 // receive generation, matched against timeout nodes
 	fresh    *node  // taken from the inbox, not yet tested, oldest first
 	saved    savedList
-	cont     Case // the continuation: one case, or a *multiCase
+	cont     Case // the continuation: one case, a *multiCase, or the startCase
 	timer    *eventloop.Timer
 	cur      *node // the message being handled
 	ext      *ext  // links, monitors, exit reason; nil until needed
-	behavior Behavior
 }
 
 // ext holds what few actors need.

@@ -18,7 +18,7 @@ type System struct {
 	peer  string
 	group *eventloop.Group
 
-	names sync.Map  // name -> *Context
+	names *registry
 	nodes sync.Pool // *node, recycled once handled
 
 	ids         atomic.Uint64 // monitor IDs, correlation IDs, generated names
@@ -41,7 +41,7 @@ func New(opts ...Option) (*System, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &System{cfg: cfg, peer: cfg.peer, drained: make(chan struct{})}
+	s := &System{cfg: cfg, peer: cfg.peer, names: newRegistry(), drained: make(chan struct{})}
 	g, err := eventloop.New(
 		eventloop.WithLoops(cfg.loops),
 		eventloop.WithWatchdog(cfg.watchdog),
@@ -127,7 +127,7 @@ func (s *System) spawn(name string, b Behavior, parent *Context, opts []SpawnOpt
 	} else if err := checkName(name, false); err != nil {
 		return nil, err
 	}
-	c := &Context{sys: s, name: name, behavior: b}
+	c := &Context{sys: s, name: name, cont: startCase{b}}
 	if sc.colocate && parent != nil {
 		c.loop = parent.loop
 	} else {
@@ -135,7 +135,7 @@ func (s *System) spawn(name string, b Behavior, parent *Context, opts []SpawnOpt
 	}
 	c.task.Init(c)
 	c.state.Store(scheduled) // the first activation runs the behavior
-	if _, loaded := s.names.LoadOrStore(name, c); loaded {
+	if !s.names.add(c) {
 		return nil, fmt.Errorf("%w: %q", ErrNameTaken, name)
 	}
 	s.live.Add(1)
@@ -153,7 +153,7 @@ func (c *Context) start() Ref {
 
 // Whereis returns the Ref of the local actor registered as name.
 func (s *System) Whereis(name string) (Ref, bool) {
-	if _, ok := s.names.Load(name); !ok {
+	if s.names.load(name) == nil {
 		return Ref{}, false
 	}
 	return Ref{peer: s.peer, name: name}, true
@@ -224,7 +224,7 @@ func (s *System) send(to, from Ref, msg any, corr uint64, kind uint8) {
 }
 
 func (s *System) deliverLocal(to Ref, n *node) {
-	if v, ok := s.names.Load(to.name); ok && v.(*Context).push(n) {
+	if c := s.names.load(to.name); c != nil && c.push(n) {
 		return
 	}
 	s.undeliverable(to, n, ErrNoSuchActor)
@@ -276,11 +276,9 @@ func (s *System) Shutdown(ctx context.Context) error {
 		return ErrBlockingCall
 	}
 	s.closing.Store(true)
-	s.names.Range(func(k, v any) bool {
-		c := v.(*Context)
+	for _, c := range s.names.all() {
 		c.push(s.newNode(ExitSignal{Reason: ErrShutdown, Kill: true}, Ref{}, 0, kindSignal))
-		return true
-	})
+	}
 	if s.live.Load() == 0 {
 		s.drainOne.Do(func() { close(s.drained) })
 	}

@@ -33,9 +33,12 @@ type Loop struct {
 	wakeCh     chan struct{}
 	timerSeq   atomic.Uint64
 
-	// Shared with the watchdog: run is odd while a task runs; cur is that task.
+	// Shared with the watchdog: run is odd while a task runs. cur is that
+	// task; it is a plain field because the watchdog reads it only after its
+	// CAS on run succeeded, which orders the read after the carrier's write,
+	// and before it starts the next carrier.
 	run atomic.Uint64
-	cur atomic.Pointer[Task]
+	cur Runner
 
 	// Owned by the current carrier goroutine.
 	local      *Task // taken from tasks, not yet run, oldest first
@@ -172,7 +175,7 @@ func (l *Loop) runBatch() bool {
 		t := l.local
 		l.local = t.next
 		t.next = nil
-		l.cur.Store(t)
+		l.cur = t.r
 		if !l.runOne(t.r) {
 			return false
 		}
@@ -208,7 +211,7 @@ func (l *Loop) runDueTimers() bool {
 		if !t.state.CompareAndSwap(timerPending, timerFired) {
 			continue
 		}
-		l.cur.Store(nil)
+		l.cur = t
 		if !l.runOne(t) {
 			return false
 		}

@@ -37,12 +37,7 @@ func (g *Group) takeOver(l *Loop, v uint64) {
 	if !l.run.CompareAndSwap(v, v+1) {
 		return // the task returned just now
 	}
-	var name string
-	if t := l.cur.Load(); t != nil {
-		name = taskName(t.r)
-	} else {
-		name = "timer"
-	}
+	name := taskName(l.cur)
 	g.replacements.Add(1)
 	g.cfg.logger.Warn("eventloop: task blocked its loop; moving the loop to a fresh carrier",
 		"loop", l.idx, "task", name, "threshold", g.cfg.watchdog)
