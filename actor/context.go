@@ -47,14 +47,14 @@ type Context struct {
 	inbox inbox        // pushed by senders
 
 	// Owned by the activation.
-	flags    uint32
-	gen      uint32 // receive generation, matched against timeout nodes
-	fresh    *node  // taken from the inbox, not yet tested, oldest first
-	saved    savedList
-	cont     Case // the continuation: one case, a *multiCase, or the startCase
-	timer    *eventloop.Timer
-	cur      *node // the message being handled
-	ext      *ext  // links, monitors, exit reason; nil until needed
+	flags uint32
+	gen   uint32 // receive generation, matched against timeout nodes
+	fresh *node  // taken from the inbox, not yet tested, oldest first
+	saved savedList
+	cont  Case // the continuation: one case, a *multiCase, or the startCase
+	timer *eventloop.Timer
+	cur   *node // the message being handled
+	ext   *ext  // links, monitors, exit reason; nil until needed
 }
 
 // ext holds what few actors need.
