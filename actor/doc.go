@@ -1,0 +1,63 @@
+// Package actor is Troupe's actor runtime: event-based actors, after Haller
+// and Odersky's Scala actors, running on Netty-style event loops
+// (package eventloop).
+//
+// # Behaviors and continuations
+//
+// An actor runs a Behavior: a function of its *Context that ends by
+// installing a continuation with Receive (to wait for a message) or by
+// returning without one (the actor then stops normally).
+//
+//	func counter(c *actor.Context, v int) {
+//		c.Receive(
+//			actor.On(func(Incr) { counter(c, v+1) }),
+//			actor.On(func(m Value) { c.Send(m.To, v); counter(c, v) }),
+//		)
+//	}
+//
+// Receive never blocks and never runs a handler: it installs the cases and
+// returns. When the current step returns, the actor's activation (a
+// trampoline on its loop, never a recursion) looks for the first saved
+// message some case accepts, runs it, and repeats; when nothing matches, the
+// actor waits holding no goroutine: an idle actor is a small struct, its
+// saved messages and its continuation. Code after Receive runs at once, so
+// Receive should be the last statement of its step.
+//
+// A new message is tested only against the current continuation; messages
+// no case accepts are kept, in order, for later receives (selective
+// receive). A case value may be reused: an actor whose behavior does not
+// change can build its case once and re-install it, and then allocates
+// nothing per message.
+//
+// # Messages
+//
+// Per sender and receiver, messages arrive in the order sent. Delivery is
+// at-most-once; sending never blocks. A message for an unknown or stopped
+// actor, or for another peer when no Remote is set, is a dead letter:
+// counted (System.DeadLetters), passed to the dead-letter hook, never a
+// crash. Ask is request-reply with a correlation ID and a timeout, in
+// continuation style inside an actor (Context.Ask) and blocking from plain
+// Go code (System.Ask, which refuses to run on an event loop).
+//
+// # Failures
+//
+// A panic in a behavior stops that actor with a *PanicError (value and
+// stack); its loop lives on. Links and monitors follow Erlang: Monitor gives
+// a Down message; an abnormal exit travels along links and stops the linked
+// actors unless they trap exits, in which case it arrives as an Exit
+// message. Supervisor restarts children one-for-one or one-for-all within a
+// restart intensity.
+//
+// # Names and Refs
+//
+// An actor is addressed by a Ref: its peer's ID plus its name, in text
+// "<peer>/<name>". Names are unique per peer; actors spawned without one get
+// a generated name starting with '$'.
+//
+// # Threads
+//
+// System methods are safe for concurrent use. Context methods must be
+// called from the actor's own behavior and handlers, on its loop. The
+// network is reached through the Remote interface, which package routing
+// implements; this package knows nothing of libp2p.
+package actor

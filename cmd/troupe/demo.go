@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/troupe-mesh/troupe/actor"
+)
+
+// The paper's counter messages.
+type (
+	incr   struct{}
+	value  struct{ to actor.Ref }
+	lock   struct{ to actor.Ref }
+	unlock struct{ v int }
+)
+
+func counter(c *actor.Context, v int) {
+	c.Receive(
+		actor.On(func(incr) { counter(c, v+1) }),
+		actor.On(func(m value) { c.Send(m.to, v); counter(c, v) }),
+		actor.On(func(m lock) {
+			c.Send(m.to, v)
+			c.Receive(actor.On(func(u unlock) { counter(c, u.v) }))
+		}),
+	)
+}
+
+func demo(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	ringSize := fs.Int("ring", 100_000, "number of actors in the ring")
+	laps := fs.Int("laps", 10, "times the token goes around the ring")
+	timeout := fs.Duration("timeout", 2*time.Minute, "give up after this long")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "troupe demo: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if *ringSize < 2 || *laps < 1 {
+		fmt.Fprintln(stderr, "troupe demo: -ring must be at least 2 and -laps at least 1")
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	sys, err := actor.New(actor.WithLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))))
+	if err != nil {
+		fmt.Fprintln(stderr, "troupe demo:", err)
+		return 1
+	}
+	err = errors.Join(runCounter(ctx, sys, stdout), runRing(ctx, sys, stdout, *ringSize, *laps))
+	shutCtx, cancelShut := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancelShut()
+	err = errors.Join(err, sys.Shutdown(shutCtx))
+	if err != nil {
+		fmt.Fprintln(stderr, "troupe demo:", err)
+		return 1
+	}
+	return 0
+}
+
+// runCounter plays the paper's Lock/Unlock scenario and prints each event.
+func runCounter(ctx context.Context, sys *actor.System, out io.Writer) error {
+	fmt.Fprintln(out, "== counter (Haller & Odersky): selective receive with a nested Lock/Unlock")
+	ctr, err := sys.Spawn("counter", func(c *actor.Context) { counter(c, 0) })
+	if err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	_, err = sys.Spawn("client", func(c *actor.Context) {
+		c.Send(ctr, incr{})
+		c.Send(ctr, incr{})
+		fmt.Fprintln(out, "client: sent incr, incr, lock")
+		c.Send(ctr, lock{to: c.Self()})
+		c.Receive(actor.On(func(v int) {
+			fmt.Fprintf(out, "client: counter locked at %d; sending incr (must wait), unlock(%d), value\n", v, v*10)
+			c.Send(ctr, incr{})
+			c.Send(ctr, unlock{v: v * 10})
+			c.Send(ctr, value{to: c.Self()})
+			c.Receive(actor.On(func(v int) {
+				fmt.Fprintf(out, "client: counter value %d (unlock set %d, then the waiting incr ran)\n", v, v-1)
+				close(done)
+			}))
+		}))
+	})
+	if err != nil {
+		return err
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("counter: %w", ctx.Err())
+	}
+}
+
+type token struct{ hops int }
+
+// runRing spawns n actors in a ring and sends a token around it.
+func runRing(ctx context.Context, sys *actor.System, out io.Writer, n, laps int) error {
+	fmt.Fprintf(out, "== ring of %d actors, token passed %d times around\n", n, laps)
+	var m0, m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
+	goroutines := runtime.NumGoroutine()
+	refs := make([]actor.Ref, n)
+	next := make([]actor.Ref, n)
+	done := make(chan struct{})
+	var started atomic.Int64
+	allStarted := make(chan struct{})
+	t0 := time.Now()
+	for i := range n {
+		ref, err := sys.Spawn("ring-"+strconv.Itoa(i), func(c *actor.Context) {
+			if started.Add(1) == int64(n) {
+				close(allStarted)
+			}
+			var h actor.Case
+			h = actor.On(func(t token) {
+				if t.hops == 0 {
+					close(done)
+					return
+				}
+				c.Send(next[i], token{t.hops - 1})
+				c.Receive(h)
+			})
+			c.Receive(h)
+		})
+		if err != nil {
+			return err
+		}
+		refs[i] = ref
+	}
+	for i := range n {
+		next[i] = refs[(i+1)%n]
+	}
+	select {
+	case <-allStarted:
+	case <-ctx.Done():
+		return fmt.Errorf("ring: spawning: %w", ctx.Err())
+	}
+	spawn := time.Since(t0)
+	runtime.GC()
+	runtime.ReadMemStats(&m1)
+	fmt.Fprintf(out, "spawned %d actors in %v (%.0f actors/s); %d goroutines before, %d now; ~%d bytes per idle actor\n",
+		n, spawn.Round(time.Millisecond), float64(n)/spawn.Seconds(), goroutines, runtime.NumGoroutine(),
+		(int64(m1.HeapInuse+m1.StackInuse)-int64(m0.HeapInuse+m0.StackInuse))/int64(n))
+	hops := n * laps
+	t1 := time.Now()
+	sys.Send(refs[0], token{hops})
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return fmt.Errorf("ring: passing the token: %w", ctx.Err())
+	}
+	el := time.Since(t1)
+	fmt.Fprintf(out, "%d hops in %v: %.0f ns/hop\n", hops, el.Round(time.Millisecond), float64(el.Nanoseconds())/float64(hops))
+	return nil
+}

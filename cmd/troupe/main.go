@@ -1,0 +1,47 @@
+// Command troupe is the Troupe peer binary. For now it runs a local demo of
+// the actor runtime; the peer daemon, the CLI and the LAN chat come with the
+// mesh.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+const usage = `usage: troupe <command> [flags]
+
+commands:
+  demo      run the paper's counter and a ring of actors locally, and print what happened
+  version   print the version
+  help      print this help
+
+Run 'troupe <command> -h' for the flags of a command.
+`
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// run executes the command line and returns the exit code: 0 on success, 1
+// when the command failed, 2 for bad usage.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "demo":
+		return demo(args[1:], stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "troupe", version)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "troupe: unknown command %q; run 'troupe help' for the list\n", args[0])
+		return 2
+	}
+}
