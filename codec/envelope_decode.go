@@ -164,14 +164,9 @@ func parseEnvelope(data []byte, e *Envelope, c *streamCache) error {
 		return err
 	}
 
-	// Assign every field of *e exactly once.
-	if c != nil {
-		e.To, e.FromName, e.Type = c.names.lookup(to, name, typ)
-	} else {
-		e.To, e.FromName, e.Type = joinStrings(to, name, typ)
-	}
+	// Write *e only now, each field once: cheaper than zeroing it first.
+	var outBody, outPeer []byte
 	peer, body := data[peerB:peerE], data[bodyB:bodyE]
-	e.Body, e.FromPeer = nil, nil
 	if nb := len(peer) + len(body); nb > 0 {
 		var buf []byte
 		if c != nil {
@@ -182,18 +177,23 @@ func parseEnvelope(data []byte, e *Envelope, c *streamCache) error {
 		copy(buf, body)
 		copy(buf[len(body):], peer)
 		if len(body) > 0 {
-			e.Body = buf[:len(body):len(body)]
+			outBody = buf[:len(body):len(body)]
 		}
 		if len(peer) > 0 {
-			e.FromPeer = buf[len(body):nb:nb]
+			outPeer = buf[len(body):nb:nb]
 		}
 	}
-	e.Corr = corr
-	e.Kind = 0
+	outKind := Kind(0)
 	if kind <= 0xff {
-		e.Kind = Kind(kind)
+		outKind = Kind(kind)
 	}
-	if !e.Kind.Valid() {
+	if c != nil {
+		e.To, e.FromName, e.Type = c.names.lookup(to, name, typ)
+	} else {
+		e.To, e.FromName, e.Type = joinStrings(to, name, typ)
+	}
+	e.Kind, e.FromPeer, e.Body, e.Corr = outKind, outPeer, outBody, corr
+	if !outKind.Valid() {
 		return fmt.Errorf("%w: %d", ErrUnknownKind, kind)
 	}
 	return nil
