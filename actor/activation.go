@@ -167,12 +167,14 @@ func (c *Context) terminate(reason error) {
 	c.fresh = nil
 	if e := c.ext; e != nil {
 		for to := range e.links {
+			c.trackRemote(true, to, 0, false)
 			s.send(to, self, ExitSignal{Reason: reason, Linked: true}, 0, kindSignal)
 		}
 		for id, w := range e.watchers {
 			s.send(w, self, DownSignal{ID: id, Reason: reason}, 0, kindSignal)
 		}
 		for id, target := range e.watching {
+			c.trackRemote(false, target, id, false)
 			s.send(target, self, DemonitorSignal{ID: id}, 0, kindSignal)
 		}
 		c.ext = nil

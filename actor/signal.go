@@ -74,6 +74,7 @@ func (c *Context) Link(ref Ref) {
 		e.links = make(map[Ref]struct{})
 	}
 	e.links[ref] = struct{}{}
+	c.trackRemote(true, ref, 0, true)
 	c.sys.send(ref, c.Self(), LinkSignal{}, 0, kindSignal)
 }
 
@@ -82,6 +83,7 @@ func (c *Context) Unlink(ref Ref) {
 	if c.ext != nil {
 		delete(c.ext.links, ref)
 	}
+	c.trackRemote(true, ref, 0, false)
 	c.sys.send(ref, c.Self(), UnlinkSignal{}, 0, kindSignal)
 }
 
@@ -94,6 +96,7 @@ func (c *Context) Monitor(ref Ref) MonitorID {
 		e.watching = make(map[MonitorID]Ref)
 	}
 	e.watching[id] = ref
+	c.trackRemote(false, ref, id, true)
 	c.sys.send(ref, c.Self(), MonitorSignal{ID: id}, 0, kindSignal)
 	return id
 }
@@ -109,6 +112,7 @@ func (c *Context) Demonitor(id MonitorID) {
 		return
 	}
 	delete(c.ext.watching, id)
+	c.trackRemote(false, ref, id, false)
 	c.sys.send(ref, c.Self(), DemonitorSignal{ID: id}, 0, kindSignal)
 }
 
@@ -122,10 +126,12 @@ func (c *Context) signal(n *node) bool {
 			e.links = make(map[Ref]struct{})
 		}
 		e.links[n.from] = struct{}{}
+		c.trackRemote(true, n.from, 0, true)
 	case UnlinkSignal:
 		if c.ext != nil {
 			delete(c.ext.links, n.from)
 		}
+		c.trackRemote(true, n.from, 0, false)
 	case MonitorSignal:
 		e := c.extra()
 		if e.watchers == nil {
@@ -144,6 +150,7 @@ func (c *Context) signal(n *node) bool {
 			return false // demonitored
 		}
 		delete(c.ext.watching, s.ID)
+		c.trackRemote(false, n.from, s.ID, false)
 		n.msg, n.kind = Down{Ref: n.from, ID: s.ID, Reason: s.Reason}, kindUser
 		return true
 	case ExitSignal:
@@ -163,6 +170,7 @@ func (c *Context) signal(n *node) bool {
 				return false // unlinked meanwhile
 			}
 			delete(c.ext.links, n.from)
+			c.trackRemote(true, n.from, 0, false)
 		}
 		if c.flags&fTrapExit != 0 {
 			n.msg, n.kind = Exit{From: n.from, Reason: s.Reason}, kindUser

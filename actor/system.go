@@ -18,7 +18,8 @@ type System struct {
 	peer  string
 	group *eventloop.Group
 
-	names *registry
+	names  *registry
+	remote remoteIndex // monitors and links across peers
 	nodes sync.Pool // *node, recycled once handled
 
 	ids         atomic.Uint64 // monitor IDs, correlation IDs, generated names

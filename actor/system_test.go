@@ -447,3 +447,42 @@ func TestShutdownStopsActorsWithReason(t *testing.T) {
 		// The watcher may have been stopped first; either order is fine.
 	}
 }
+
+func TestPeerDownFiresRemoteMonitorsAndLinks(t *testing.T) {
+	s := newSys(t, WithPeer("me"), WithRemote(&recordingRemote{}))
+	far, _ := ParseRef("them/x")
+	other, _ := ParseRef("elsewhere/y")
+	got := make(chan any, 4)
+	ready := make(chan struct{})
+	mustSpawn(t, s, "", func(c *Context) {
+		c.TrapExit(true)
+		c.Monitor(far)
+		c.Monitor(other)
+		c.Link(far)
+		close(ready)
+		forever(c, func() []Case {
+			return []Case{On(func(d Down) { got <- d }), On(func(e Exit) { got <- e }), On(func(m string) { got <- m })}
+		})
+	})
+	<-ready
+	s.PeerDown("them")
+	var down, exit bool
+	for range 2 {
+		switch m := recv(t, got).(type) {
+		case Down:
+			down = m.Ref == far && errors.Is(m.Reason, ErrNodeDown)
+		case Exit:
+			exit = m.From == far && errors.Is(m.Reason, ErrNodeDown)
+		}
+	}
+	if !down || !exit {
+		t.Fatalf("down=%v exit=%v", down, exit)
+	}
+	s.PeerDown("them") // nothing left to fire
+	for _, c := range s.names.all() {
+		s.Send(c.Self(), "marker")
+	}
+	if m := recv(t, got); m != "marker" {
+		t.Fatalf("second PeerDown fired %v", m)
+	}
+}

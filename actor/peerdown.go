@@ -1,0 +1,79 @@
+package actor
+
+import "sync"
+
+// remoteEdge is a monitor or link between a local actor and an actor on
+// another peer: what must fire when that peer goes away.
+type remoteEdge struct {
+	link   bool
+	local  Ref
+	remote Ref
+	id     MonitorID
+}
+
+// remoteIndex records the edges per remote peer. It is touched only when
+// actors monitor or link across peers, never per message.
+type remoteIndex struct {
+	mu    sync.Mutex // guards peers
+	peers map[string]map[remoteEdge]struct{}
+}
+
+func (x *remoteIndex) add(e remoteEdge) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.peers == nil {
+		x.peers = make(map[string]map[remoteEdge]struct{})
+	}
+	m := x.peers[e.remote.peer]
+	if m == nil {
+		m = make(map[remoteEdge]struct{})
+		x.peers[e.remote.peer] = m
+	}
+	m[e] = struct{}{}
+}
+
+func (x *remoteIndex) remove(e remoteEdge) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if m := x.peers[e.remote.peer]; m != nil {
+		delete(m, e)
+		if len(m) == 0 {
+			delete(x.peers, e.remote.peer)
+		}
+	}
+}
+
+func (x *remoteIndex) take(peer string) map[remoteEdge]struct{} {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	m := x.peers[peer]
+	delete(x.peers, peer)
+	return m
+}
+
+// PeerDown tells the system that a peer went away (disconnected, or came
+// back as a new incarnation): every local monitor of an actor on it receives
+// Down with ErrNodeDown, and every local actor linked to one receives an exit
+// signal with ErrNodeDown. Routing calls it. Safe for concurrent use.
+func (s *System) PeerDown(peer string) {
+	for e := range s.remote.take(peer) {
+		if e.link {
+			s.deliverLocal(e.local, s.newNode(ExitSignal{Reason: ErrNodeDown, Linked: true}, e.remote, 0, kindSignal))
+		} else {
+			s.deliverLocal(e.local, s.newNode(DownSignal{ID: e.id, Reason: ErrNodeDown}, e.remote, 0, kindSignal))
+		}
+	}
+}
+
+// trackRemote records an edge when other is on another peer.
+func (c *Context) trackRemote(link bool, other Ref, id MonitorID, add bool) {
+	if other.peer == c.sys.peer || other.IsZero() {
+		return
+	}
+	e := remoteEdge{link: link, local: c.Self(), remote: other, id: id}
+	if add {
+		c.sys.remote.add(e)
+	} else {
+		c.sys.remote.remove(e)
+	}
+}
