@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"time"
 )
@@ -23,6 +24,7 @@ func main() {
 	memRounds := flag.Int("mem-rounds", 0, "A/B rounds for idle memory (0: same as -rounds)")
 	quick := flag.Bool("quick", false, "small sizes, for smoke runs (< 60 s)")
 	only := flag.String("run", "", "only run workloads whose name contains this")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
 	if *rounds < 1 {
 		fmt.Fprintln(os.Stderr, "compare: -rounds must be at least 1")
@@ -36,14 +38,28 @@ func main() {
 		cfg.memRounds = *memRounds
 	}
 	ws := filter(workloads(cfg), *only)
+	loadBefore := loadAvg()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "compare:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	start := time.Now()
 	rows, err := runAll(ws, os.Stderr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "compare:", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
-	fmt.Printf("GOMAXPROCS=%d, %s, %s/%s, took %v\n\n",
-		runtime.GOMAXPROCS(0), runtime.Version(), runtime.GOOS, runtime.GOARCH, time.Since(start).Round(time.Second))
+	fmt.Printf("GOMAXPROCS=%d, %s, %s/%s, took %v, load average %s before and %s after\n\n",
+		runtime.GOMAXPROCS(0), runtime.Version(), runtime.GOOS, runtime.GOARCH, time.Since(start).Round(time.Second),
+		loadBefore, loadAvg())
 	writeTable(os.Stdout, rows)
 }
 
@@ -84,4 +100,17 @@ func runAll(ws []workload, log io.Writer) ([]row, error) {
 		rows = append(rows, r)
 	}
 	return rows, nil
+}
+
+// loadAvg returns the 1-minute load average where the OS tells it (Linux),
+// to show whether other processes competed for the cores; "?" elsewhere.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	if f := strings.Fields(string(b)); len(f) > 0 {
+		return f[0]
+	}
+	return "?"
 }
