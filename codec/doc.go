@@ -26,7 +26,7 @@
 // fields, at these stable indices:
 //
 //	index  field  CBOR type                      Envelope field
-//	0      kind   unsigned int: 1 user, 2 system  Kind
+//	0      kind   uint: 1 user, 2 system, 3 reply Kind
 //	1      to     text string                     To
 //	2      from   array(2) [byte string, text]    FromPeer, FromName
 //	3      type   text string                     Type

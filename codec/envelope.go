@@ -6,8 +6,9 @@ import (
 	"unicode/utf8"
 )
 
-// Kind says which queue an envelope is for: user messages or system messages
-// (monitor, down, lookup, spawn). Its wire value is stable.
+// Kind says what an envelope carries: a user message, a system message
+// (monitor, down, lookup, spawn), or a reply to a request. Its wire value is
+// stable.
 type Kind uint8
 
 // Envelope kinds. The zero Kind is invalid on the wire.
@@ -16,21 +17,27 @@ const (
 	KindUser Kind = 1
 	// KindSystem marks an envelope carrying a system message.
 	KindSystem Kind = 2
+	// KindReply marks an envelope answering the request whose correlation
+	// ID it carries in Corr; the receiver matches it only against that
+	// request, never against ordinary receives.
+	KindReply Kind = 3
 )
 
-// String returns "user", "system" or "kind(N)".
+// String returns "user", "system", "reply" or "kind(N)".
 func (k Kind) String() string {
 	switch k {
 	case KindUser:
 		return "user"
 	case KindSystem:
 		return "system"
+	case KindReply:
+		return "reply"
 	}
 	return fmt.Sprintf("kind(%d)", uint8(k))
 }
 
-// Valid reports whether k is KindUser or KindSystem.
-func (k Kind) Valid() bool { return k == KindUser || k == KindSystem }
+// Valid reports whether k is KindUser, KindSystem or KindReply.
+func (k Kind) Valid() bool { return k == KindUser || k == KindSystem || k == KindReply }
 
 // Fixed limits on envelope fields, checked by both the encoder and the
 // decoder.
@@ -70,8 +77,8 @@ var extensionLimits = Limits{
 // registered name of its type and its CBOR-encoded body. An Envelope is a
 // plain value; it is not safe for concurrent mutation.
 type Envelope struct {
-	// Kind selects the user or system queue. It must be KindUser or
-	// KindSystem.
+	// Kind says what the envelope carries. It must be KindUser, KindSystem
+	// or KindReply.
 	Kind Kind
 	// To is the name of the target actor on the receiving peer.
 	To string

@@ -82,7 +82,7 @@ func (r *envReader) str(major byte, field string, limit int) (int, int, error) {
 // peer ID and body together.
 //
 // Errors wrap ErrMalformed, except that an envelope that is well formed but
-// has a kind other than KindUser and KindSystem is fully decoded into e and
+// has a kind other than KindUser, KindSystem and KindReply is fully decoded into e and
 // reported with ErrUnknownKind; e.Kind then holds the received value, or 0
 // if it does not fit in a Kind. On ErrMalformed e is left zeroed. Safe for
 // concurrent use on distinct envelopes.

@@ -63,7 +63,7 @@ func TestDecodeEnvelopeErrors(t *testing.T) {
 		{"kind is text", cat(hx("86 61 31"), envTo, envFrom, envType, envBody, envCorr), ErrMalformed},
 		{"kind is negative", cat(hx("86 20"), envTo, envFrom, envType, envBody, envCorr), ErrMalformed},
 		{"kind 0", cat(hx("86 00"), envTo, envFrom, envType, envBody, envCorr), ErrUnknownKind},
-		{"kind 3", cat(hx("86 03"), envTo, envFrom, envType, envBody, envCorr), ErrUnknownKind},
+		{"kind 4", cat(hx("86 04"), envTo, envFrom, envType, envBody, envCorr), ErrUnknownKind},
 		{"kind 300", cat(hx("86 19 012c"), envTo, envFrom, envType, envBody, envCorr), ErrUnknownKind},
 		{"reserved additional info", cat(hx("86 1c"), envTo, envFrom, envType, envBody, envCorr), ErrMalformed},
 		{"to is bytes", cat(hx("86"), envKind, hx("41 61"), envFrom, envType, envBody, envCorr), ErrMalformed},

@@ -195,7 +195,7 @@ func TestAppendEnvelopeErrors(t *testing.T) {
 		want error
 	}{
 		{"zero kind", Envelope{}, ErrUnknownKind},
-		{"kind 3", Envelope{Kind: 3}, ErrUnknownKind},
+		{"kind 4", Envelope{Kind: 4}, ErrUnknownKind},
 		{"to too long", Envelope{Kind: KindUser, To: long}, ErrMalformed},
 		{"from name too long", Envelope{Kind: KindUser, FromName: long}, ErrMalformed},
 		{"type too long", Envelope{Kind: KindUser, Type: long}, ErrMalformed},
@@ -219,7 +219,7 @@ func TestAppendEnvelopeErrors(t *testing.T) {
 }
 
 func TestKindString(t *testing.T) {
-	for k, want := range map[Kind]string{KindUser: "user", KindSystem: "system", 0: "kind(0)", 9: "kind(9)"} {
+	for k, want := range map[Kind]string{KindUser: "user", KindSystem: "system", KindReply: "reply", 0: "kind(0)", 9: "kind(9)"} {
 		if got := k.String(); got != want {
 			t.Errorf("Kind(%d).String() = %q, want %q", k, got, want)
 		}

@@ -19,8 +19,8 @@ var (
 	// reading the frame's payload; the stream must then be reset.
 	ErrFrameTooLarge = errors.New("codec: frame too large")
 
-	// ErrUnknownKind reports an envelope whose kind is neither KindUser nor
-	// KindSystem. The rest of the envelope is well formed and decoded.
+	// ErrUnknownKind reports an envelope whose kind is not KindUser,
+	// KindSystem or KindReply. The rest of the envelope is well formed and decoded.
 	ErrUnknownKind = errors.New("codec: unknown envelope kind")
 
 	// ErrUnregistered reports an attempt to encode a value whose Go type has
