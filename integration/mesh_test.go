@@ -1,0 +1,219 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/peer"
+	"github.com/troupe-mesh/troupe/routing"
+)
+
+func TestRemoteAskReplyAndSend(t *testing.T) {
+	a, b := pair(t)
+	echoRef := spawn(t, b, "echo", echo)
+	ctx, cancel := askCtx()
+	defer cancel()
+	v, err := a.System().Ask(ctx, echoRef, Ping{7})
+	if err != nil || v != (Pong{7}) {
+		t.Fatalf("remote ask: %v, %v", v, err)
+	}
+	// Actor to actor, continuation-style ask, with the sender's Ref.
+	got := make(chan any, 1)
+	spawn(t, a, "asker", func(c *actor.Context) {
+		c.Ask(echoRef, Ping{8}, 5*time.Second, func(r any, err error) {
+			if err != nil {
+				got <- err
+				return
+			}
+			got <- r
+		})
+	})
+	if r := recv(t, got); r != (Pong{8}) {
+		t.Fatalf("actor ask: %v", r)
+	}
+	// Plain send, sender visible on the other side.
+	senders := make(chan actor.Ref, 1)
+	sink := spawn(t, b, "sink", func(c *actor.Context) {
+		c.Receive(actor.On(func(Ping) { senders <- c.Sender() }))
+	})
+	from := spawn(t, a, "from", func(c *actor.Context) { c.Send(sink, Ping{1}) })
+	if s := recv(t, senders); s != from {
+		t.Fatalf("sender %v, want %v", s, from)
+	}
+}
+
+func TestRemoteUnknownActorFailsFast(t *testing.T) {
+	a, b := pair(t)
+	ghost, _ := peer.Ref(b.ID(), "ghost")
+	ctx, cancel := askCtx()
+	defer cancel()
+	start := time.Now()
+	if _, err := a.System().Ask(ctx, ghost, Ping{1}); !errors.Is(err, actor.ErrNoSuchActor) {
+		t.Fatalf("ask ghost: %v, want ErrNoSuchActor", err)
+	}
+	if el := time.Since(start); el > 2*time.Second {
+		t.Fatalf("unknown actor took %v to fail", el)
+	}
+}
+
+func TestRemoteOversizeRefusedAtSender(t *testing.T) {
+	a, b := newNode(t, peer.WithMaxFrame(64<<10)), newNode(t)
+	ctx, cancel := askCtx()
+	defer cancel()
+	if err := a.Connect(ctx, *b.AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	echoRef := spawn(t, b, "echo", echo)
+	_, err := a.System().Ask(ctx, echoRef, Blob{Data: make([]byte, 100<<10)})
+	if !errors.Is(err, routing.ErrTooLarge) {
+		t.Fatalf("oversize ask: %v, want ErrTooLarge", err)
+	}
+	// Beyond the codec's own limits (1 MiB strings) the body does not even
+	// encode; that too is an error at the sender.
+	if _, err := a.System().Ask(ctx, echoRef, Blob{Data: make([]byte, 5<<20)}); err == nil {
+		t.Fatal("5 MiB message accepted")
+	}
+	if a.Router().Stats().TooLarge != 1 {
+		t.Fatalf("stats %+v", a.Router().Stats())
+	}
+	// The link still works.
+	if v, err := a.System().Ask(ctx, echoRef, Ping{2}); err != nil || v != (Pong{2}) {
+		t.Fatalf("ask after oversize: %v %v", v, err)
+	}
+}
+
+func TestRemoteMonitorAndLink(t *testing.T) {
+	a, b := pair(t)
+	victim := spawn(t, b, "victim", func(c *actor.Context) {
+		c.Receive(actor.On(func(m Crash) { c.Exit(errors.New(m.Why)) }))
+	})
+	downs := make(chan actor.Down, 1)
+	exits := make(chan actor.Exit, 1)
+	ready := make(chan struct{})
+	spawn(t, a, "watcher", func(c *actor.Context) {
+		c.TrapExit(true)
+		c.Monitor(victim)
+		c.Link(victim)
+		close(ready)
+		c.Receive(actor.On(func(d actor.Down) {
+			downs <- d
+			c.Receive(actor.On(func(e actor.Exit) { exits <- e }))
+		}))
+	})
+	<-ready
+	// Signals travel on the control stream, the crash on the user stream:
+	// wait until b received the hello, the monitor and the link, or the
+	// crash could overtake them (the Down would then say ErrNoSuchActor).
+	waitFor(t, func() bool { return b.Router().Stats().Received >= 3 })
+	a.System().Send(victim, Crash{"bad day"})
+	d := recv(t, downs)
+	if d.Ref != victim || d.Reason == nil || !strings.Contains(d.Reason.Error(), "bad day") {
+		t.Fatalf("down %+v", d)
+	}
+	e := recv(t, exits)
+	if e.From != victim || e.Reason == nil {
+		t.Fatalf("exit %+v", e)
+	}
+}
+
+func TestNodeDownWithinOneSecondOfClose(t *testing.T) {
+	a, b := pair(t)
+	far := spawn(t, b, "far", echo)
+	downs := make(chan actor.Down, 1)
+	ready := make(chan struct{})
+	spawn(t, a, "watcher", func(c *actor.Context) {
+		c.Monitor(far)
+		close(ready)
+		c.Receive(actor.On(func(d actor.Down) { downs <- d }))
+	})
+	<-ready
+	waitFor(t, func() bool { return b.Router().Stats().Received >= 2 })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := b.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	d := recv(t, downs)
+	if el := time.Since(start); el > time.Second {
+		t.Fatalf("Down came %v after Close", el)
+	}
+	// b's actors were shut down first, so the Down may say so; or the
+	// disconnection got there first.
+	if !errors.Is(d.Reason, actor.ErrNodeDown) && !errors.Is(d.Reason, actor.ErrShutdown) {
+		t.Fatalf("down reason %v", d.Reason)
+	}
+}
+
+func TestMillionMessagesInOrder(t *testing.T) {
+	total := 1_000_000
+	if testing.Short() || raceEnabled {
+		total = 100_000
+	}
+	const window = 10_000
+	a, b := pair(t)
+	result := make(chan error, 1)
+	sink := spawn(t, b, "sink", func(c *actor.Context) {
+		next := 0
+		var h actor.Case
+		h = actor.On(func(m Batch) {
+			if m.Seq != next {
+				result <- errors.New("out of order or missing")
+				return
+			}
+			next++
+			if next%window == 0 {
+				c.Reply(Ack{next})
+			}
+			if next == total {
+				result <- nil
+				return
+			}
+			c.Receive(h)
+		})
+		c.Receive(h)
+	})
+	spawn(t, a, "source", func(c *actor.Context) {
+		sent := 0
+		var burst func()
+		burst = func() {
+			for range window {
+				c.Send(sink, Batch{sent})
+				sent++
+			}
+			if sent == total {
+				return
+			}
+			c.Receive(actor.On(func(Ack) { burst() }))
+		}
+		burst()
+	})
+	select {
+	case err := <-result:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("timed out; stats a=%+v b=%+v", a.Router().Stats(), b.Router().Stats())
+	}
+	if dl := a.System().DeadLetters(); dl != 0 {
+		t.Fatalf("%d dead letters on the sender", dl)
+	}
+}
+
+// waitFor polls cond, for conditions no event announces (a counter on
+// another node), failing after 10 s.
+func waitFor(t testing.TB, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -1,0 +1,183 @@
+package peer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/host"
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/peerstore"
+	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
+	"github.com/libp2p/go-libp2p/p2p/security/noise"
+	libp2ptls "github.com/libp2p/go-libp2p/p2p/security/tls"
+	libp2pquic "github.com/libp2p/go-libp2p/p2p/transport/quic"
+	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
+	ma "github.com/multiformats/go-multiaddr"
+	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/codec"
+	"github.com/troupe-mesh/troupe/routing"
+)
+
+// Node is a Troupe peer. Its methods are safe for concurrent use.
+type Node struct {
+	cfg    config
+	host   host.Host
+	sys    *actor.System
+	router *routing.Router
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New starts a node.
+func New(ctx context.Context, opts ...Option) (*Node, error) {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		if err := o(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	key := cfg.key
+	if cfg.keyFile != "" {
+		k, err := LoadOrCreateKey(cfg.keyFile)
+		if err != nil {
+			return nil, err
+		}
+		key = k
+	}
+	hopts := []libp2p.Option{
+		libp2p.ListenAddrStrings(cfg.listen...),
+		libp2p.Security(libp2ptls.ID, libp2ptls.New),
+		libp2p.Security(noise.ID, noise.New),
+		libp2p.Muxer(yamux.ID, yamux.DefaultTransport),
+		libp2p.Transport(tcp.NewTCPTransport),
+		libp2p.DisableMetrics(),
+	}
+	if key != nil {
+		hopts = append(hopts, libp2p.Identity(key))
+	}
+	if cfg.psk != nil {
+		hopts = append(hopts, libp2p.PrivateNetwork(cfg.psk))
+	} else {
+		hopts = append(hopts, libp2p.Transport(libp2pquic.NewTransport))
+	}
+	if len(cfg.allow) > 0 {
+		a := make(allowlist, len(cfg.allow))
+		for _, id := range cfg.allow {
+			a[id] = struct{}{}
+		}
+		hopts = append(hopts, libp2p.ConnectionGater(a))
+	}
+	if cfg.natPortMap {
+		hopts = append(hopts, libp2p.NATPortMap())
+	}
+	if !cfg.relay {
+		hopts = append(hopts, libp2p.DisableRelay())
+	}
+	h, err := libp2p.New(hopts...)
+	if err != nil {
+		return nil, fmt.Errorf("peer: starting libp2p host: %w", err)
+	}
+	reg := cfg.registry
+	if reg == nil {
+		if reg, err = codec.NewRegistry(); err != nil {
+			_ = h.Close()
+			return nil, err
+		}
+	}
+	r, err := routing.New(routing.Config{Host: h, Registry: reg, Logger: cfg.logger, MaxFrame: cfg.maxFrame, LinkQueue: cfg.linkQueue})
+	if err != nil {
+		_ = h.Close()
+		return nil, err
+	}
+	aopts := append([]actor.Option{actor.WithLogger(cfg.logger)}, cfg.actorOpts...)
+	aopts = append(aopts, actor.WithPeer(h.ID().String()), actor.WithRemote(r))
+	sys, err := actor.New(aopts...)
+	if err != nil {
+		_ = r.Close(ctx)
+		_ = h.Close()
+		return nil, err
+	}
+	if err := r.Bind(sys); err != nil {
+		_ = sys.Shutdown(ctx)
+		_ = r.Close(ctx)
+		_ = h.Close()
+		return nil, err
+	}
+	return &Node{cfg: cfg, host: h, sys: sys, router: r}, nil
+}
+
+// ID returns the node's peer ID.
+func (n *Node) ID() libp2ppeer.ID { return n.host.ID() }
+
+// Addrs returns the node's listen addresses, each with its /p2p/ suffix.
+func (n *Node) Addrs() []ma.Multiaddr {
+	addrs, err := libp2ppeer.AddrInfoToP2pAddrs(n.AddrInfo())
+	if err != nil {
+		return nil
+	}
+	return addrs
+}
+
+// AddrInfo returns the node's ID and listen addresses, for Connect.
+func (n *Node) AddrInfo() *libp2ppeer.AddrInfo {
+	return &libp2ppeer.AddrInfo{ID: n.host.ID(), Addrs: n.host.Addrs()}
+}
+
+// Host returns the libp2p host.
+func (n *Node) Host() host.Host { return n.host }
+
+// System returns the node's actor system.
+func (n *Node) System() *actor.System { return n.sys }
+
+// Router returns the node's router, for its statistics.
+func (n *Node) Router() *routing.Router { return n.router }
+
+// Connect connects to a peer and remembers its addresses. Because a remote
+// allowlist may close the connection right after the handshake, it checks
+// that the connection survived.
+func (n *Node) Connect(ctx context.Context, ai libp2ppeer.AddrInfo) error {
+	n.host.Peerstore().AddAddrs(ai.ID, ai.Addrs, peerstore.PermanentAddrTTL)
+	if err := n.host.Connect(ctx, ai); err != nil {
+		return fmt.Errorf("peer: connect %v: %w", ai.ID, err)
+	}
+	n.host.ConnManager().Protect(ai.ID, "troupe")
+	return nil
+}
+
+// Ref returns the Ref of the actor called name on peer id.
+func Ref(id libp2ppeer.ID, name string) (actor.Ref, error) { return actor.NewRef(id.String(), name) }
+
+// SendCtx sends msg to `to` from plain Go code, waiting for space in the
+// link's queue until ctx ends (backpressure) instead of dropping. It must
+// not be called on an event loop.
+func (n *Node) SendCtx(ctx context.Context, to actor.Ref, msg any) error {
+	if to.Peer() == n.sys.Peer() {
+		n.sys.Send(to, msg)
+		return nil
+	}
+	return n.router.DeliverCtx(ctx, actor.Envelope{To: to, Msg: msg})
+}
+
+// Close drains the outbound links (until ctx ends), stops the actors and
+// closes the host. It is idempotent and waits for every goroutine the node
+// started.
+func (n *Node) Close(ctx context.Context) error {
+	n.closeOnce.Do(func() {
+		n.closeErr = errors.Join(
+			n.sys.Shutdown(ctx),
+			n.router.Close(ctx),
+			n.host.Close(),
+		)
+	})
+	return n.closeErr
+}

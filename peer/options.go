@@ -1,0 +1,114 @@
+package peer
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/crypto"
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/pnet"
+	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/codec"
+)
+
+// Option configures a Node.
+type Option func(*config) error
+
+type config struct {
+	key        crypto.PrivKey
+	keyFile    string
+	listen     []string
+	psk        pnet.PSK
+	allow      []libp2ppeer.ID
+	natPortMap bool
+	relay      bool
+	logger     *slog.Logger
+	actorOpts  []actor.Option
+	registry   *codec.Registry
+	maxFrame   int
+	linkQueue  int
+	dialTimeout time.Duration
+}
+
+func defaultConfig() config {
+	return config{
+		listen:     []string{"/ip4/0.0.0.0/tcp/0", "/ip4/0.0.0.0/udp/0/quic-v1"},
+		logger:     slog.Default(),
+		maxFrame:   codec.DefaultMaxFrame,
+		linkQueue:  64 << 10,
+		dialTimeout: 10 * time.Second,
+	}
+}
+
+func (c *config) validate() error {
+	switch {
+	case len(c.listen) == 0:
+		return errors.New("peer: no listen addresses")
+	case c.psk != nil && len(c.psk) != 32:
+		return fmt.Errorf("peer: private network key must be 32 bytes, got %d", len(c.psk))
+	case c.maxFrame < 1024:
+		return fmt.Errorf("peer: max frame %d is below 1 KiB", c.maxFrame)
+	case c.linkQueue < 1:
+		return fmt.Errorf("peer: link queue %d must be positive", c.linkQueue)
+	case c.logger == nil:
+		return errors.New("peer: logger must not be nil")
+	case c.key != nil && c.keyFile != "":
+		return errors.New("peer: give an identity key or a key file, not both")
+	}
+	return nil
+}
+
+// WithIdentity sets the node's private key (default: a fresh Ed25519 key
+// per start, so a fresh peer ID).
+func WithIdentity(k crypto.PrivKey) Option { return func(c *config) error { c.key = k; return nil } }
+
+// WithKeyFile loads the identity from path, creating an Ed25519 key there
+// (mode 0600) when the file does not exist.
+func WithKeyFile(path string) Option { return func(c *config) error { c.keyFile = path; return nil } }
+
+// WithListenAddrs sets the multiaddrs to listen on (default TCP and QUIC on
+// all interfaces, ephemeral ports). Tests use /ip4/127.0.0.1/tcp/0.
+func WithListenAddrs(addrs ...string) Option {
+	return func(c *config) error { c.listen = addrs; return nil }
+}
+
+// WithPrivateNetwork sets a 32-byte pre-shared key: only peers with the same
+// key can connect. It rules out QUIC (TCP only).
+func WithPrivateNetwork(psk []byte) Option {
+	return func(c *config) error { c.psk = pnet.PSK(psk); return nil }
+}
+
+// WithAllowlist admits only the given peers: connections to or from any
+// other peer are refused after the security handshake.
+func WithAllowlist(ids ...libp2ppeer.ID) Option {
+	return func(c *config) error { c.allow = append(c.allow, ids...); return nil }
+}
+
+// WithNATPortMap turns UPnP/NAT-PMP port mapping on (default off).
+func WithNATPortMap(on bool) Option { return func(c *config) error { c.natPortMap = on; return nil } }
+
+// WithRelay lets the node use circuit relays (default off).
+func WithRelay(on bool) Option { return func(c *config) error { c.relay = on; return nil } }
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(c *config) error { c.logger = l; return nil } }
+
+// WithActorOptions passes options to the node's actor system (its peer ID
+// and Remote are set by the node).
+func WithActorOptions(opts ...actor.Option) Option {
+	return func(c *config) error { c.actorOpts = append(c.actorOpts, opts...); return nil }
+}
+
+// WithRegistry sets the message type registry (default: a fresh one with
+// the built-in types). Register application types before creating the node.
+func WithRegistry(r *codec.Registry) Option { return func(c *config) error { c.registry = r; return nil } }
+
+// WithMaxFrame sets the largest frame a node sends or accepts (default 4 MiB).
+// Larger messages are refused at the sender.
+func WithMaxFrame(n int) Option { return func(c *config) error { c.maxFrame = n; return nil } }
+
+// WithLinkQueue sets how many messages may wait for one remote peer before
+// further ones become dead letters with routing.ErrLinkFull (default 65536).
+func WithLinkQueue(n int) Option { return func(c *config) error { c.linkQueue = n; return nil } }

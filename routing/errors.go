@@ -1,0 +1,24 @@
+package routing
+
+import "errors"
+
+// Sentinel errors. Test for them with errors.Is.
+var (
+	// ErrLinkFull: the queue towards a peer is full; the message became a
+	// dead letter.
+	ErrLinkFull = errors.New("routing: link full")
+	// ErrTooLarge: a message is larger than the maximum frame.
+	ErrTooLarge = errors.New("routing: message too large")
+	// ErrBadPeer: a Ref names a peer whose ID does not parse.
+	ErrBadPeer = errors.New("routing: bad peer ID")
+	// ErrClosed: the router is closed.
+	ErrClosed = errors.New("routing: closed")
+	// ErrUnreachable: no stream to the peer could be opened.
+	ErrUnreachable = errors.New("routing: peer unreachable")
+)
+
+// RemoteError is an exit reason or error that came from another peer and
+// matches none of the sentinels Troupe knows.
+type RemoteError struct{ Text string }
+
+func (e *RemoteError) Error() string { return e.Text }

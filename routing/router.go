@@ -1,0 +1,275 @@
+package routing
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/event"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/codec"
+)
+
+// Protocols: user messages, and control traffic on its own stream so that
+// a burst of large user messages never delays a Down or an Exit.
+const (
+	ProtoMsg protocol.ID = "/troupe/msg/1.0.0"
+	ProtoCtl protocol.ID = "/troupe/ctl/1.0.0"
+)
+
+// Config configures a Router.
+type Config struct {
+	Host      host.Host
+	Registry  *codec.Registry
+	Logger    *slog.Logger
+	MaxFrame  int // largest frame sent or accepted
+	LinkQueue int // messages that may wait per peer and protocol
+}
+
+// Stats are the router's counters.
+type Stats struct {
+	Sent, Received   uint64 // frames
+	LinkFull         uint64 // messages dropped because a link queue was full
+	TooLarge         uint64 // messages refused at the sender
+	DecodeErrors     uint64 // frames that could not be decoded
+	StreamsReset     uint64 // inbound streams reset for bad input
+	Undeliverable    uint64 // messages lost when a stream failed
+	PeersDown        uint64 // peer disconnections and restarts seen
+	EncodeErrors     uint64 // messages whose body could not be encoded
+	QueuedUser       int    // messages now waiting in user queues
+	QueuedCtl        int    // messages now waiting in control queues
+	ConnectedLinks   int    // peers with an outbound link
+	RemoteIncarnated uint64 // hellos received
+}
+
+// Router carries actor messages between peers over libp2p streams: one
+// long-lived outbound stream per peer and protocol, written by one goroutine
+// that drains a bounded queue and flushes when it is empty. It implements
+// actor.Remote. Methods are safe for concurrent use.
+type Router struct {
+	cfg         Config
+	h           host.Host
+	sys         *actor.System
+	incarnation uint64
+	log         *slog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex // guards links, remote, closed
+	links  map[string]*link
+	remote map[libp2ppeer.ID]uint64 // incarnation last seen per peer
+	closed bool
+
+	sent, received, linkFull, tooLarge, decodeErrors, streamsReset atomic.Uint64
+	undeliverable, peersDown, encodeErrors, hellos                 atomic.Uint64
+}
+
+var _ actor.Remote = (*Router)(nil)
+
+// New creates a router on h. Bind it to the actor system before traffic
+// flows; Close it before closing the host.
+func New(cfg Config) (*Router, error) {
+	if cfg.Host == nil || cfg.Registry == nil {
+		return nil, fmt.Errorf("routing: host and registry are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.MaxFrame <= 0 {
+		cfg.MaxFrame = codec.DefaultMaxFrame
+	}
+	if cfg.LinkQueue <= 0 {
+		cfg.LinkQueue = 64 << 10
+	}
+	if err := registerWire(cfg.Registry); err != nil {
+		return nil, fmt.Errorf("routing: %w", err)
+	}
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, err
+	}
+	r := &Router{
+		cfg: cfg, h: cfg.Host, log: cfg.Logger,
+		incarnation: binary.LittleEndian.Uint64(b[:]) | 1,
+		links:       make(map[string]*link),
+		remote:      make(map[libp2ppeer.ID]uint64),
+	}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	return r, nil
+}
+
+// Bind attaches the actor system that incoming messages go to, installs
+// the stream handlers and starts watching peer connectivity.
+func (r *Router) Bind(sys *actor.System) error {
+	r.sys = sys
+	sub, err := r.h.EventBus().Subscribe(new(event.EvtPeerConnectednessChanged))
+	if err != nil {
+		return fmt.Errorf("routing: subscribe to connectedness: %w", err)
+	}
+	r.h.SetStreamHandler(ProtoMsg, r.handleStream)
+	r.h.SetStreamHandler(ProtoCtl, r.handleStream)
+	r.wg.Add(1)
+	go r.watchPeers(sub)
+	return nil
+}
+
+// Incarnation returns the random number this router's peer start drew.
+func (r *Router) Incarnation() uint64 { return r.incarnation }
+
+// Deliver queues e for its peer. It never blocks: a full queue returns
+// ErrLinkFull. Implements actor.Remote.
+func (r *Router) Deliver(e actor.Envelope) error {
+	l, err := r.link(e.To.Peer())
+	if err != nil {
+		return err
+	}
+	return l.enqueue(e)
+}
+
+// DeliverCtx queues e for its peer, waiting for queue space until ctx ends:
+// backpressure for plain Go code. It must not be called on an event loop.
+func (r *Router) DeliverCtx(ctx context.Context, e actor.Envelope) error {
+	l, err := r.link(e.To.Peer())
+	if err != nil {
+		return err
+	}
+	return l.enqueueCtx(ctx, e)
+}
+
+func (r *Router) link(peerStr string) (*link, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, ErrClosed
+	}
+	if l := r.links[peerStr]; l != nil {
+		return l, nil
+	}
+	id, err := libp2ppeer.Decode(peerStr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %q: %w", ErrBadPeer, peerStr, err)
+	}
+	l := newLink(r, id)
+	r.links[peerStr] = l
+	l.start()
+	return l, nil
+}
+
+// Stats returns the router's counters.
+func (r *Router) Stats() Stats {
+	st := Stats{
+		Sent: r.sent.Load(), Received: r.received.Load(), LinkFull: r.linkFull.Load(),
+		TooLarge: r.tooLarge.Load(), DecodeErrors: r.decodeErrors.Load(),
+		StreamsReset: r.streamsReset.Load(), Undeliverable: r.undeliverable.Load(),
+		PeersDown: r.peersDown.Load(), EncodeErrors: r.encodeErrors.Load(),
+		RemoteIncarnated: r.hellos.Load(),
+	}
+	r.mu.Lock()
+	for _, l := range r.links {
+		st.QueuedUser += len(l.user.q)
+		st.QueuedCtl += len(l.ctl.q)
+		st.ConnectedLinks++
+	}
+	r.mu.Unlock()
+	return st
+}
+
+// watchPeers turns disconnections into PeerDown, so that monitors and links
+// on the departed peer's actors fire.
+func (r *Router) watchPeers(sub event.Subscription) {
+	defer r.wg.Done()
+	defer sub.Close()
+	for {
+		select {
+		case <-r.ctx.Done():
+			return
+		case ev, ok := <-sub.Out():
+			if !ok {
+				return
+			}
+			e := ev.(event.EvtPeerConnectednessChanged)
+			if e.Connectedness == network.NotConnected {
+				r.peerGone(e.Peer)
+			}
+		}
+	}
+}
+
+func (r *Router) peerGone(id libp2ppeer.ID) {
+	r.mu.Lock()
+	delete(r.remote, id)
+	r.mu.Unlock()
+	r.peersDown.Add(1)
+	r.sys.PeerDown(id.String())
+}
+
+// hello records a peer's incarnation; a new one means the peer restarted,
+// and what watched its old incarnation fires.
+func (r *Router) hello(id libp2ppeer.ID, inc uint64) {
+	r.hellos.Add(1)
+	r.mu.Lock()
+	old, seen := r.remote[id]
+	r.remote[id] = inc
+	r.mu.Unlock()
+	if seen && old != inc {
+		r.log.Info("routing: peer restarted", "peer", id)
+		r.peersDown.Add(1)
+		r.sys.PeerDown(id.String())
+	}
+}
+
+// Close stops every link, waiting until ctx ends for queued messages to be
+// written, then resets what remains. It is idempotent.
+func (r *Router) Close(ctx context.Context) error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		r.wg.Wait()
+		return nil
+	}
+	r.closed = true
+	links := make([]*link, 0, len(r.links))
+	for _, l := range r.links {
+		links = append(links, l)
+	}
+	r.mu.Unlock()
+	r.h.RemoveStreamHandler(ProtoMsg)
+	r.h.RemoveStreamHandler(ProtoCtl)
+	for _, l := range links {
+		l.drain()
+	}
+	done := make(chan struct{})
+	go func() {
+		for _, l := range links {
+			l.wg.Wait()
+		}
+		close(done)
+	}()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = fmt.Errorf("routing: close: queued messages dropped: %w", ctx.Err())
+	}
+	r.cancel()
+	<-done
+	r.wg.Wait()
+	return err
+}
+
+// backoff returns the wait before redial attempt n.
+func backoff(n int) time.Duration {
+	d := 50 * time.Millisecond << min(n, 7)
+	return min(d, 5*time.Second)
+}

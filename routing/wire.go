@@ -1,0 +1,186 @@
+package routing
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/codec"
+)
+
+// System message type names on the wire (the "troupe." prefix is reserved).
+const (
+	typeHello         = "troupe.hello"
+	typeLink          = "troupe.link"
+	typeUnlink        = "troupe.unlink"
+	typeExit          = "troupe.exit"
+	typeMonitor       = "troupe.monitor"
+	typeDemonitor     = "troupe.demonitor"
+	typeDown          = "troupe.down"
+	typeUndeliverable = "troupe.undeliverable"
+)
+
+// Bodies of the system messages. Field keys are stable.
+type (
+	helloBody struct {
+		Incarnation uint64 `cbor:"1,keyasint"`
+	}
+	reasonBody struct {
+		Code uint8  `cbor:"1,keyasint"`
+		Text string `cbor:"2,keyasint,omitempty"`
+	}
+	exitBody struct {
+		Reason reasonBody `cbor:"1,keyasint"`
+		Linked bool       `cbor:"2,keyasint,omitempty"`
+		Kill   bool       `cbor:"3,keyasint,omitempty"`
+	}
+	monitorBody struct {
+		ID uint64 `cbor:"1,keyasint"`
+	}
+	demonitorBody struct {
+		ID uint64 `cbor:"1,keyasint"`
+	}
+	downBody struct {
+		ID     uint64     `cbor:"1,keyasint"`
+		Reason reasonBody `cbor:"2,keyasint"`
+	}
+	linkBody   struct{}
+	unlinkBody struct{}
+)
+
+// registerWire registers the system bodies in reg (idempotent per registry).
+func registerWire(reg *codec.Registry) error {
+	return errors.Join(
+		ignoreTaken(codec.Register[helloBody](reg, typeHello)),
+		ignoreTaken(codec.Register[linkBody](reg, typeLink)),
+		ignoreTaken(codec.Register[unlinkBody](reg, typeUnlink)),
+		ignoreTaken(codec.Register[demonitorBody](reg, typeDemonitor)),
+		ignoreTaken(codec.Register[exitBody](reg, typeExit)),
+		ignoreTaken(codec.Register[monitorBody](reg, typeMonitor)),
+		ignoreTaken(codec.Register[downBody](reg, typeDown)),
+		ignoreTaken(codec.Register[reasonBody](reg, typeUndeliverable)),
+	)
+}
+
+func ignoreTaken(err error) error {
+	if errors.Is(err, codec.ErrDuplicate) {
+		return nil
+	}
+	return err
+}
+
+// Reason codes: the sentinels every peer knows.
+var reasonCodes = []error{
+	nil, // 0: normal
+	actor.ErrNoSuchActor,
+	actor.ErrNodeDown,
+	actor.ErrKilled,
+	actor.ErrShutdown,
+	actor.ErrNoRoute,
+	actor.ErrRestartIntensity,
+	ErrLinkFull,
+	ErrTooLarge,
+	ErrUnreachable,
+}
+
+const codeOther = 255
+
+func encodeReason(err error) reasonBody {
+	if err == nil {
+		return reasonBody{}
+	}
+	for code, s := range reasonCodes[1:] {
+		if errors.Is(err, s) {
+			return reasonBody{Code: uint8(code + 1), Text: err.Error()}
+		}
+	}
+	return reasonBody{Code: codeOther, Text: err.Error()}
+}
+
+func decodeReason(r reasonBody) error {
+	switch {
+	case r.Code == 0:
+		return nil
+	case int(r.Code) < len(reasonCodes):
+		s := reasonCodes[r.Code]
+		if r.Text == "" || r.Text == s.Error() {
+			return s
+		}
+		return fmt.Errorf("%w (remote: %s)", s, r.Text)
+	default:
+		return &RemoteError{Text: r.Text}
+	}
+}
+
+// toWire turns a message for the network into an envelope's kind, type and
+// body. Signals and Undeliverable become system messages.
+func toWire(reg *codec.Registry, e *actor.Envelope) (kind codec.Kind, typ string, body []byte, err error) {
+	var v any
+	kind = codec.KindSystem
+	switch m := e.Msg.(type) {
+	case actor.LinkSignal:
+		typ, v = typeLink, linkBody{}
+	case actor.UnlinkSignal:
+		typ, v = typeUnlink, unlinkBody{}
+	case actor.ExitSignal:
+		typ, v = typeExit, exitBody{Reason: encodeReason(m.Reason), Linked: m.Linked, Kill: m.Kill}
+	case actor.MonitorSignal:
+		typ, v = typeMonitor, monitorBody{ID: uint64(m.ID)}
+	case actor.DemonitorSignal:
+		typ, v = typeDemonitor, demonitorBody{ID: uint64(m.ID)}
+	case actor.DownSignal:
+		typ, v = typeDown, downBody{ID: uint64(m.ID), Reason: encodeReason(m.Reason)}
+	case actor.Undeliverable:
+		typ, v = typeUndeliverable, encodeReason(m.Reason)
+	default:
+		kind = codec.KindUser
+		if e.Reply {
+			kind = codec.KindReply
+		}
+		typ, body, err = reg.Encode(e.Msg)
+		return kind, typ, body, err
+	}
+	if e.Reply {
+		kind = codec.KindReply
+	}
+	_, body, err = reg.Encode(v)
+	return kind, typ, body, err
+}
+
+// fromWire turns a received envelope's body into the message for the actor
+// system: a Signal, Undeliverable, or the decoded user value (codec.Raw for
+// unknown types). reply reports an answer to an Ask.
+func fromWire(reg *codec.Registry, env *codec.Envelope) (msg any, reply bool, err error) {
+	reply = env.Kind == codec.KindReply
+	if env.Kind == codec.KindUser {
+		msg, err = reg.Decode(env.Type, env.Body)
+		return msg, false, err
+	}
+	v, err := reg.Decode(env.Type, env.Body)
+	if err != nil {
+		return nil, reply, err
+	}
+	switch b := v.(type) {
+	case linkBody:
+		return actor.LinkSignal{}, reply, nil
+	case unlinkBody:
+		return actor.UnlinkSignal{}, reply, nil
+	case exitBody:
+		return actor.ExitSignal{Reason: decodeReason(b.Reason), Linked: b.Linked, Kill: b.Kill}, reply, nil
+	case monitorBody:
+		return actor.MonitorSignal{ID: actor.MonitorID(b.ID)}, reply, nil
+	case demonitorBody:
+		return actor.DemonitorSignal{ID: actor.MonitorID(b.ID)}, reply, nil
+	case downBody:
+		return actor.DownSignal{ID: actor.MonitorID(b.ID), Reason: decodeReason(b.Reason)}, reply, nil
+	case reasonBody:
+		return actor.Undeliverable{Reason: decodeReason(b)}, reply, nil
+	case helloBody:
+		return b, false, nil
+	}
+	if reply {
+		// A reply of a user type travels as KindReply.
+		return v, true, nil
+	}
+	return nil, false, fmt.Errorf("%w: system message of type %q", codec.ErrMalformed, env.Type)
+}
