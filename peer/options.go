@@ -17,27 +17,27 @@ import (
 type Option func(*config) error
 
 type config struct {
-	key        crypto.PrivKey
-	keyFile    string
-	listen     []string
-	psk        pnet.PSK
-	allow      []libp2ppeer.ID
-	natPortMap bool
-	relay      bool
-	logger     *slog.Logger
-	actorOpts  []actor.Option
-	registry   *codec.Registry
-	maxFrame   int
-	linkQueue  int
+	key         crypto.PrivKey
+	keyFile     string
+	listen      []string
+	psk         pnet.PSK
+	allow       []libp2ppeer.ID
+	natPortMap  bool
+	relay       bool
+	logger      *slog.Logger
+	actorOpts   []actor.Option
+	registry    *codec.Registry
+	maxFrame    int
+	linkQueue   int
 	dialTimeout time.Duration
 }
 
 func defaultConfig() config {
 	return config{
-		listen:     []string{"/ip4/0.0.0.0/tcp/0", "/ip4/0.0.0.0/udp/0/quic-v1"},
-		logger:     slog.Default(),
-		maxFrame:   codec.DefaultMaxFrame,
-		linkQueue:  64 << 10,
+		listen:      []string{"/ip4/0.0.0.0/tcp/0", "/ip4/0.0.0.0/udp/0/quic-v1"},
+		logger:      slog.Default(),
+		maxFrame:    codec.DefaultMaxFrame,
+		linkQueue:   64 << 10,
 		dialTimeout: 10 * time.Second,
 	}
 }
@@ -103,7 +103,9 @@ func WithActorOptions(opts ...actor.Option) Option {
 
 // WithRegistry sets the message type registry (default: a fresh one with
 // the built-in types). Register application types before creating the node.
-func WithRegistry(r *codec.Registry) Option { return func(c *config) error { c.registry = r; return nil } }
+func WithRegistry(r *codec.Registry) Option {
+	return func(c *config) error { c.registry = r; return nil }
+}
 
 // WithMaxFrame sets the largest frame a node sends or accepts (default 4 MiB).
 // Larger messages are refused at the sender.
