@@ -67,7 +67,13 @@ type SpawnOption func(*spawnConfig)
 
 type spawnConfig struct {
 	colocate bool
+	system   bool
 }
+
+// SystemName lets the spawn use a name starting with '$', which is reserved
+// for generated names and for Troupe's own actors (such as a peer's "$node").
+// Applications should not need it.
+func SystemName() SpawnOption { return func(c *spawnConfig) { c.system = true } }
 
 // Colocated places the new actor on its parent's event loop instead of the
 // next loop round-robin, so that talk between the two never crosses cores.
@@ -125,7 +131,7 @@ func (s *System) spawn(name string, b Behavior, parent *Context, opts []SpawnOpt
 	}
 	if name == "" {
 		name = "$" + strconv.FormatUint(s.ids.Add(1), 36)
-	} else if err := checkName(name, false); err != nil {
+	} else if err := checkName(name, sc.system); err != nil {
 		return nil, err
 	}
 	c := &Context{sys: s, name: name, cont: startCase{b}}

@@ -14,12 +14,13 @@ import (
 
 // Test messages, registered on every node under the same names.
 type (
-	Ping  struct{ N int }
-	Pong  struct{ N int }
-	Batch struct{ Seq int }
-	Ack   struct{ Upto int }
-	Blob  struct{ Data []byte }
-	Crash struct{ Why string }
+	Ping     struct{ N int }
+	Pong     struct{ N int }
+	Batch    struct{ Seq int }
+	Ack      struct{ Upto int }
+	Blob     struct{ Data []byte }
+	Crash    struct{ Why string }
+	Greeting struct{ Text string }
 )
 
 func registry(t testing.TB) *codec.Registry {
@@ -34,6 +35,7 @@ func registry(t testing.TB) *codec.Registry {
 	codec.MustRegister[Ack](reg, "test.Ack")
 	codec.MustRegister[Blob](reg, "test.Blob")
 	codec.MustRegister[Crash](reg, "test.Crash")
+	codec.MustRegister[Greeting](reg, "test.Greeting")
 	return reg
 }
 

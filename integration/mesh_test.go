@@ -217,3 +217,44 @@ func waitFor(t testing.TB, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+func TestLookupAndRemoteSpawn(t *testing.T) {
+	a, b := pair(t)
+	spawn(t, b, "known", echo)
+	ctx, cancel := askCtx()
+	defer cancel()
+	ref, err := a.Lookup(ctx, b.ID(), "known")
+	if err != nil || ref.Name() != "known" || ref.Peer() != b.ID().String() {
+		t.Fatalf("lookup: %v %v", ref, err)
+	}
+	if _, err := a.Lookup(ctx, b.ID(), "unknown"); !errors.Is(err, actor.ErrNoSuchActor) {
+		t.Fatalf("lookup unknown: %v", err)
+	}
+	err = b.RegisterBehavior("greeter", func(args any) (actor.Behavior, error) {
+		g, ok := args.(string)
+		if !ok {
+			return nil, errors.New("greeter wants a string")
+		}
+		return func(c *actor.Context) {
+			var h actor.Case
+			h = actor.On(func(p Ping) { c.Reply(Greeting{g}); c.Receive(h) })
+			c.Receive(h)
+		}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := a.SpawnRemote(ctx, b.ID(), "greeter", "greeter-1", "hello from b")
+	if err != nil || g.Peer() != b.ID().String() || g.Name() != "greeter-1" {
+		t.Fatalf("spawn remote: %v %v", g, err)
+	}
+	if v, err := a.System().Ask(ctx, g, Ping{1}); err != nil || v != (Greeting{"hello from b"}) {
+		t.Fatalf("ask spawned actor: %v %v", v, err)
+	}
+	if _, err := a.SpawnRemote(ctx, b.ID(), "nope", "", 1); err == nil || !strings.Contains(err.Error(), "unknown behavior") {
+		t.Fatalf("unknown behavior: %v", err)
+	}
+	if _, err := a.SpawnRemote(ctx, b.ID(), "greeter", "", 42); err == nil {
+		t.Fatal("bad arguments accepted")
+	}
+}

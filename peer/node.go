@@ -27,6 +27,9 @@ type Node struct {
 	host   host.Host
 	sys    *actor.System
 	router *routing.Router
+	reg    *codec.Registry
+
+	behaviors behaviors
 
 	closeOnce sync.Once
 	closeErr  error
@@ -94,6 +97,10 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 			return nil, err
 		}
 	}
+	if err := registerService(reg); err != nil {
+		_ = h.Close()
+		return nil, err
+	}
 	r, err := routing.New(routing.Config{Host: h, Registry: reg, Logger: cfg.logger, MaxFrame: cfg.maxFrame, LinkQueue: cfg.linkQueue})
 	if err != nil {
 		_ = h.Close()
@@ -113,7 +120,12 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		_ = h.Close()
 		return nil, err
 	}
-	return &Node{cfg: cfg, host: h, sys: sys, router: r}, nil
+	n := &Node{cfg: cfg, host: h, sys: sys, router: r, reg: reg}
+	if _, err := sys.Spawn(NodeActor, n.nodeActor, actor.SystemName()); err != nil {
+		_ = n.Close(ctx)
+		return nil, err
+	}
+	return n, nil
 }
 
 // ID returns the node's peer ID.

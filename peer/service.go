@@ -1,0 +1,178 @@
+package peer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/codec"
+)
+
+// NodeActor is the name of the actor every node runs to answer name lookups
+// and remote spawns.
+const NodeActor = "$node"
+
+// ErrUnknownBehavior: a remote spawn named a behavior the peer has not
+// registered.
+var ErrUnknownBehavior = errors.New("peer: unknown behavior")
+
+// Requests and replies of the node actor.
+type (
+	whereisReq struct {
+		Name string `cbor:"1,keyasint"`
+	}
+	whereisReply struct {
+		Found bool `cbor:"1,keyasint"`
+	}
+	spawnReq struct {
+		Behavior string    `cbor:"1,keyasint"`
+		Name     string    `cbor:"2,keyasint,omitempty"`
+		Args     codec.Raw `cbor:"3,keyasint"`
+	}
+	spawnReply struct {
+		Name string `cbor:"1,keyasint,omitempty"`
+		Err  string `cbor:"2,keyasint,omitempty"`
+	}
+)
+
+func registerService(reg *codec.Registry) error {
+	return errors.Join(
+		ignoreDuplicate(codec.Register[whereisReq](reg, "troupe.whereis")),
+		ignoreDuplicate(codec.Register[whereisReply](reg, "troupe.whereisReply")),
+		ignoreDuplicate(codec.Register[spawnReq](reg, "troupe.spawn")),
+		ignoreDuplicate(codec.Register[spawnReply](reg, "troupe.spawnReply")),
+	)
+}
+
+func ignoreDuplicate(err error) error {
+	if errors.Is(err, codec.ErrDuplicate) {
+		return nil
+	}
+	return err
+}
+
+// BehaviorFactory builds a behavior from the arguments of a remote spawn
+// (a value of a registered type, or codec.Raw).
+type BehaviorFactory func(args any) (actor.Behavior, error)
+
+// behaviors is the table of behaviors this node lets peers spawn.
+type behaviors struct {
+	mu sync.RWMutex // guards m
+	m  map[string]BehaviorFactory
+}
+
+func (b *behaviors) get(name string) BehaviorFactory {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.m[name]
+}
+
+// RegisterBehavior lets peers spawn actors running the behavior f builds,
+// under name (closures cannot travel; names can).
+func (n *Node) RegisterBehavior(name string, f BehaviorFactory) error {
+	if name == "" || f == nil {
+		return errors.New("peer: RegisterBehavior needs a name and a factory")
+	}
+	n.behaviors.mu.Lock()
+	defer n.behaviors.mu.Unlock()
+	if n.behaviors.m == nil {
+		n.behaviors.m = make(map[string]BehaviorFactory)
+	}
+	if _, ok := n.behaviors.m[name]; ok {
+		return fmt.Errorf("peer: behavior %q already registered", name)
+	}
+	n.behaviors.m[name] = f
+	return nil
+}
+
+// nodeActor answers lookups and spawns.
+func (n *Node) nodeActor(c *actor.Context) {
+	var h actor.Case
+	h = actor.Any(func(m any) {
+		switch req := m.(type) {
+		case whereisReq:
+			_, ok := n.sys.Whereis(req.Name)
+			c.Reply(whereisReply{Found: ok})
+		case spawnReq:
+			c.Reply(n.spawnLocal(req))
+		}
+		c.Receive(h)
+	})
+	c.Receive(h)
+}
+
+func (n *Node) spawnLocal(req spawnReq) spawnReply {
+	f := n.behaviors.get(req.Behavior)
+	if f == nil {
+		return spawnReply{Err: fmt.Sprintf("%v: %q", ErrUnknownBehavior, req.Behavior)}
+	}
+	args, err := n.reg.Decode(req.Args.Type, req.Args.Body)
+	if err != nil {
+		return spawnReply{Err: err.Error()}
+	}
+	b, err := f(args)
+	if err != nil {
+		return spawnReply{Err: err.Error()}
+	}
+	ref, err := n.sys.Spawn(req.Name, b)
+	if err != nil {
+		return spawnReply{Err: err.Error()}
+	}
+	return spawnReply{Name: ref.Name()}
+}
+
+// Lookup asks peer id whether it hosts an actor called name, and returns
+// its Ref, or an error wrapping actor.ErrNoSuchActor.
+func (n *Node) Lookup(ctx context.Context, id libp2ppeer.ID, name string) (actor.Ref, error) {
+	ref, err := Ref(id, name)
+	if err != nil {
+		return actor.Ref{}, err
+	}
+	if id == n.ID() {
+		if _, ok := n.sys.Whereis(name); ok {
+			return ref, nil
+		}
+		return actor.Ref{}, fmt.Errorf("%w: %v", actor.ErrNoSuchActor, ref)
+	}
+	svc, _ := Ref(id, NodeActor)
+	v, err := n.sys.Ask(ctx, svc, whereisReq{Name: name})
+	if err != nil {
+		return actor.Ref{}, fmt.Errorf("peer: lookup %v: %w", ref, err)
+	}
+	if r, ok := v.(whereisReply); !ok || !r.Found {
+		return actor.Ref{}, fmt.Errorf("%w: %v", actor.ErrNoSuchActor, ref)
+	}
+	return ref, nil
+}
+
+// SpawnRemote asks peer id to spawn the behavior it registered as behavior,
+// built from args (a value of a type registered on both peers), under name
+// ("" for a generated one), and returns the new actor's Ref.
+func (n *Node) SpawnRemote(ctx context.Context, id libp2ppeer.ID, behavior, name string, args any) (actor.Ref, error) {
+	typ, body, err := n.reg.Encode(args)
+	if err != nil {
+		return actor.Ref{}, fmt.Errorf("peer: spawn arguments: %w", err)
+	}
+	req := spawnReq{Behavior: behavior, Name: name, Args: codec.Raw{Type: typ, Body: body}}
+	var rep spawnReply
+	if id == n.ID() {
+		rep = n.spawnLocal(req)
+	} else {
+		svc, _ := Ref(id, NodeActor)
+		v, err := n.sys.Ask(ctx, svc, req)
+		if err != nil {
+			return actor.Ref{}, fmt.Errorf("peer: spawn on %v: %w", id, err)
+		}
+		var ok bool
+		if rep, ok = v.(spawnReply); !ok {
+			return actor.Ref{}, fmt.Errorf("peer: spawn on %v: unexpected reply %T", id, v)
+		}
+	}
+	if rep.Err != "" {
+		return actor.Ref{}, fmt.Errorf("peer: spawn on %v: %s", id, rep.Err)
+	}
+	return Ref(id, rep.Name)
+}
