@@ -1,6 +1,6 @@
-// Command troupe is the Troupe peer binary. For now it runs a local demo of
-// the actor runtime; the peer daemon, the CLI and the LAN chat come with the
-// mesh.
+// Command troupe is the Troupe peer binary: it runs a peer (daemon) and a
+// local demo of the actor runtime. The control-socket CLI, discovery and the
+// LAN chat come with the next issues.
 package main
 
 import (
@@ -15,6 +15,7 @@ var version = "dev"
 const usage = `usage: troupe <command> [flags]
 
 commands:
+  daemon    run a peer: a libp2p host with the built-in actors echo and watcher
   demo      run the paper's counter and a ring of actors locally, and print what happened
   version   print the version
   help      print this help
@@ -32,6 +33,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	switch args[0] {
+	case "daemon":
+		return daemon(args[1:], stdout, stderr)
 	case "demo":
 		return demo(args[1:], stdout, stderr)
 	case "version", "--version":

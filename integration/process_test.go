@@ -1,0 +1,198 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
+	"github.com/troupe-mesh/troupe/codec"
+	"github.com/troupe-mesh/troupe/peer"
+)
+
+// Watch mirrors the daemon's watcher request (registered as "troupe.Watch").
+type Watch struct{ Ref string }
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// troupeBinary builds cmd/troupe once per test run.
+func troupeBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "troupe-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "troupe")
+		args := []string{"build", "-o", binPath}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		out, err := exec.Command("go", append(args, "../cmd/troupe")...).CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binPath
+}
+
+// daemonProc is a running `troupe daemon`.
+type daemonProc struct {
+	cmd   *exec.Cmd
+	id    libp2ppeer.ID
+	addr  ma.Multiaddr
+	lines chan string // stdout lines after "ready"
+}
+
+func startDaemon(t *testing.T, connect ...ma.Multiaddr) *daemonProc {
+	t.Helper()
+	args := []string{"daemon", "-home", t.TempDir(), "-listen", "/ip4/127.0.0.1/tcp/0", "-log-level", "warn"}
+	for _, c := range connect {
+		args = append(args, "-connect", c.String())
+	}
+	cmd := exec.Command(troupeBinary(t), args...)
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	d := &daemonProc{cmd: cmd, lines: make(chan string, 100)}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	ready := make(chan error, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		isReady := false
+		for sc.Scan() {
+			line := sc.Text()
+			if isReady {
+				d.lines <- line
+				continue
+			}
+			switch f := strings.Fields(line); {
+			case len(f) == 2 && f[0] == "peer":
+				id, err := libp2ppeer.Decode(f[1])
+				if err != nil {
+					ready <- err
+					return
+				}
+				d.id = id
+			case len(f) == 2 && f[0] == "listen" && d.addr == nil:
+				a, err := ma.NewMultiaddr(f[1])
+				if err != nil {
+					ready <- err
+					return
+				}
+				d.addr = a
+			case line == "ready":
+				isReady = true
+				ready <- nil
+			}
+		}
+		close(d.lines)
+	}()
+	select {
+	case err := <-ready:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("daemon did not get ready")
+	}
+	return d
+}
+
+// expectLine waits for a stdout line containing all of want.
+func (d *daemonProc) expectLine(t *testing.T, within time.Duration, want ...string) string {
+	t.Helper()
+	deadline := time.After(within)
+	for {
+		select {
+		case line, ok := <-d.lines:
+			if !ok {
+				t.Fatalf("daemon exited while waiting for %q", want)
+			}
+			all := true
+			for _, w := range want {
+				all = all && strings.Contains(line, w)
+			}
+			if all {
+				return line
+			}
+		case <-deadline:
+			t.Fatalf("no line with %q within %v", want, within)
+		}
+	}
+}
+
+func TestThreeDaemonsAndSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds and runs the troupe binary")
+	}
+	d1 := startDaemon(t)
+	d2 := startDaemon(t, d1.addr)
+	d3 := startDaemon(t, d1.addr, d2.addr)
+
+	reg := registry(t)
+	codec.MustRegister[Watch](reg, "troupe.Watch")
+	me := newNode(t, peer.WithRegistry(reg))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, d := range []*daemonProc{d1, d2, d3} {
+		ai, err := libp2ppeer.AddrInfoFromP2pAddr(d.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := me.Connect(ctx, *ai); err != nil {
+			t.Fatal(err)
+		}
+		echo, _ := peer.Ref(d.id, "echo")
+		if v, err := me.System().Ask(ctx, echo, Ping{42}); err != nil || v != (Ping{42}) {
+			t.Fatalf("echo on %v: %v %v", d.id, v, err)
+		}
+	}
+	// d2 and d3 monitor d1's echo: that traffic runs between the daemons.
+	target, _ := peer.Ref(d1.id, "echo")
+	for _, d := range []*daemonProc{d2, d3} {
+		w, _ := peer.Ref(d.id, "watcher")
+		if _, err := me.System().Ask(ctx, w, Watch{Ref: target.String()}); err != nil {
+			t.Fatal(err)
+		}
+		d.expectLine(t, 5*time.Second, "watching", target.String())
+	}
+	// If a monitor had not reached d1 before the kill, the disconnection
+	// still fires it (ErrNodeDown); either way each watcher prints a Down.
+	if err := d1.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for _, d := range []*daemonProc{d2, d3} {
+		line := d.expectLine(t, 5*time.Second, "down", target.String())
+		if !strings.Contains(line, "node down") && !strings.Contains(line, "no such actor") {
+			t.Fatalf("down line %q", line)
+		}
+	}
+	t.Logf("monitors fired %v after SIGKILL", time.Since(start))
+}
