@@ -156,6 +156,7 @@ func (c *Context) terminate(reason error) {
 	self := c.Self()
 	c.cont = nil
 	c.cur = nil
+	c.lastName, c.lastTo = "", nil
 	for _, list := range []*node{c.fresh, c.saved.takeAll(), c.inbox.close()} {
 		for n := list; n != nil; {
 			next := n.next

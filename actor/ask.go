@@ -22,7 +22,7 @@ func (c *Context) Ask(to Ref, msg any, d time.Duration, then func(reply any, err
 		return
 	}
 	corr := c.sys.ids.Add(1)
-	c.sys.send(to, c.Self(), msg, corr, kindUser)
+	c.send(to, msg, corr, kindUser)
 	c.ReceiveWithin(d, &askCase{corr: corr, then: then}, Timeout(func() {
 		then(nil, fmt.Errorf("actor: ask %v: no reply within %v: %w", to, d, context.DeadlineExceeded))
 	}))

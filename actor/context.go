@@ -55,6 +55,12 @@ type Context struct {
 	timer *eventloop.Timer
 	cur   *node // the message being handled
 	ext   *ext  // links, monitors, exit reason; nil until needed
+
+	// A one-entry cache of the last local actor this one sent to, so that
+	// an actor talking to one partner skips the name lookup. A stale entry
+	// (the partner stopped) is detected by its closed inbox.
+	lastName string
+	lastTo   *Context
 }
 
 // ext holds what few actors need.
@@ -93,7 +99,25 @@ func (c *Context) Sender() Ref {
 // Send sends msg to the actor to, with this actor as its sender. It never
 // blocks: a message that cannot be delivered becomes a dead letter.
 func (c *Context) Send(to Ref, msg any) {
-	c.sys.send(to, c.Self(), msg, 0, kindUser)
+	c.send(to, msg, 0, kindUser)
+}
+
+// send is System.send with the actor's own lookup cache.
+func (c *Context) send(to Ref, msg any, corr uint64, kind uint8) {
+	s := c.sys
+	if to.peer != s.peer {
+		s.send(to, c.Self(), msg, corr, kind)
+		return
+	}
+	n := s.newNode(msg, Ref{peer: s.peer, name: c.name}, corr, kind)
+	if c.lastTo != nil && to.name == c.lastName && c.lastTo.push(n) {
+		return
+	}
+	if target := s.names.load(to.name); target != nil && target.push(n) {
+		c.lastName, c.lastTo = to.name, target
+		return
+	}
+	s.undeliverable(to, n, ErrNoSuchActor)
 }
 
 // Request identifies the message being handled so that it can be answered
@@ -129,7 +153,7 @@ func (c *Context) Respond(req Request, msg any) {
 	if req.corr != 0 {
 		kind = kindReply
 	}
-	c.sys.send(req.from, c.Self(), msg, req.corr, kind)
+	c.send(req.from, msg, req.corr, kind)
 }
 
 // Receive installs cases as the actor's continuation and returns at once; it
