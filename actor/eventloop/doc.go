@@ -7,8 +7,9 @@
 // Execute and Schedule, which are safe for concurrent use. A producer wakes
 // the loop only when the loop really sleeps: the loop publishes its wake-up
 // state (awake, or asleep until a deadline) in one atomic word, so a busy
-// loop pays no wake-up cost at all. Before parking, an idle loop spins for
-// a few microseconds so that two loops trading messages rarely sleep.
+// loop pays no wake-up cost at all. An idle loop can spin for a while
+// before it parks (WithSpin); it does not by default, because on the 2-core
+// machines measured spinning slowed cross-loop traffic down.
 //
 // A loop takes due timers, then runs the queued tasks in batches; it reads
 // the clock only every 64 tasks to decide whether the batch has run long
