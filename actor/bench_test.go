@@ -89,42 +89,69 @@ func BenchmarkPairs(b *testing.B) {
 
 type token struct{ hops int }
 
-// BenchmarkRing passes one token b.N hops around a ring of actors spawned
-// round-robin over the loops.
+// BenchmarkRing passes one token b.N hops around a ring of actors: spawned
+// round-robin over the loops from plain code (every hop crosses loops), or
+// colocated on one loop by a parent actor.
 func BenchmarkRing(b *testing.B) {
 	for _, size := range []int{10_000, 100_000} {
-		b.Run(strconv.Itoa(size), func(b *testing.B) {
-			s := newSys(b, WithWatchdog(0))
-			done := make(chan struct{})
-			refs := make([]Ref, size)
-			next := make([]Ref, size)
-			for i := range size {
-				i := i
-				loop := func(c *Context) {
-					var h Case
-					h = On(func(t token) {
-						if t.hops == 0 {
-							close(done)
-							return
-						}
-						c.Send(next[i], token{t.hops - 1})
-						c.Receive(h)
-					})
-					c.Receive(h)
-				}
-				refs[i] = mustSpawn(b, s, "ring"+strconv.Itoa(i), loop)
+		for _, colocate := range []bool{false, true} {
+			name := strconv.Itoa(size)
+			if colocate {
+				name += "/colocated"
 			}
-			for i := range size {
-				next[i] = refs[(i+1)%size]
-			}
-			b.ResetTimer()
-			start := time.Now()
-			s.Send(refs[0], token{b.N})
-			<-done
-			el := time.Since(start)
-			b.ReportMetric(float64(el.Nanoseconds())/float64(b.N), "ns/hop")
-		})
+			b.Run(name, func(b *testing.B) { benchRing(b, size, colocate) })
+		}
 	}
+}
+
+func benchRing(b *testing.B, size int, colocate bool) {
+	s := newSys(b, WithWatchdog(0))
+	done := make(chan struct{})
+	refs := make([]Ref, size)
+	next := make([]Ref, size)
+	member := func(i int) Behavior {
+		return func(c *Context) {
+			var h Case
+			h = On(func(t token) {
+				if t.hops == 0 {
+					close(done)
+					return
+				}
+				c.Send(next[i], token{t.hops - 1})
+				c.Receive(h)
+			})
+			c.Receive(h)
+		}
+	}
+	spawned := make(chan error, 1)
+	spawnAll := func(spawn func(string, Behavior, ...SpawnOption) (Ref, error), opts ...SpawnOption) {
+		for i := range size {
+			ref, err := spawn("ring"+strconv.Itoa(i), member(i), opts...)
+			if err != nil {
+				spawned <- err
+				return
+			}
+			refs[i] = ref
+		}
+		for i := range size {
+			next[i] = refs[(i+1)%size]
+		}
+		spawned <- nil
+	}
+	if colocate {
+		mustSpawn(b, s, "", func(c *Context) { spawnAll(c.Spawn, Colocated()) })
+	} else {
+		spawnAll(s.Spawn)
+	}
+	if err := <-spawned; err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	start := time.Now()
+	s.Send(refs[0], token{b.N})
+	<-done
+	el := time.Since(start)
+	b.ReportMetric(float64(el.Nanoseconds())/float64(b.N), "ns/hop")
 }
 
 // BenchmarkSpawn measures how fast plain code spawns actors that wait in a
