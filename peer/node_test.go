@@ -1,0 +1,136 @@
+package peer
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/routing"
+)
+
+func quiet() Option { return WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))) }
+
+func local() Option { return WithListenAddrs("/ip4/127.0.0.1/tcp/0") }
+
+func newTestNode(t *testing.T, opts ...Option) *Node {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	n, err := New(ctx, append([]Option{quiet(), local()}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.Close(context.Background()) })
+	return n
+}
+
+func TestKeyFileIsCreatedPrivateAndReused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub", "identity.key")
+	a := newTestNode(t, WithKeyFile(path))
+	info, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mode := info.Mode().Perm(); mode != 0o600 {
+		t.Fatalf("key file mode %o, want 600", mode)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := a.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b := newTestNode(t, WithKeyFile(path))
+	if a.ID() != b.ID() {
+		t.Fatalf("peer ID changed across restarts: %v then %v", a.ID(), b.ID())
+	}
+	if b.System().Peer() != b.ID().String() {
+		t.Fatal("actor system's peer is not the node's ID")
+	}
+}
+
+func TestCorruptKeyFileIsAnError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "identity.key")
+	if err := os.WriteFile(path, []byte("not a key"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(context.Background(), quiet(), local(), WithKeyFile(path)); err == nil {
+		t.Fatal("corrupt key accepted")
+	}
+}
+
+func TestBadOptions(t *testing.T) {
+	for name, o := range map[string]Option{
+		"no listen":  WithListenAddrs(),
+		"short psk":  WithPrivateNetwork([]byte("short")),
+		"tiny frame": WithMaxFrame(10),
+		"no queue":   WithLinkQueue(0),
+		"nil logger": WithLogger(nil),
+		"bad listen": WithListenAddrs("/not/a/multiaddr"),
+	} {
+		if n, err := New(context.Background(), quiet(), o); err == nil {
+			_ = n.Close(context.Background())
+			t.Fatalf("%s: accepted", name)
+		}
+	}
+}
+
+func TestCloseIsIdempotentAndStopsActors(t *testing.T) {
+	n := newTestNode(t)
+	if _, err := n.System().Spawn("a", func(c *actor.Context) { c.Receive(actor.Any(func(any) {})) }); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := n.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Close(ctx); err != nil {
+		t.Fatalf("second close: %v", err)
+	}
+	if n.System().Actors() != 0 {
+		t.Fatalf("%d actors after close", n.System().Actors())
+	}
+}
+
+func TestLinkFullIsDeadLetterAndSendCtxWaits(t *testing.T) {
+	var full int
+	letters := make(chan actor.DeadLetter, 1000)
+	n := newTestNode(t, WithLinkQueue(4), WithActorOptions(actor.WithDeadLetterHook(func(d actor.DeadLetter) {
+		select {
+		case letters <- d:
+		default:
+		}
+	})))
+	// A peer that does not exist: its link never drains quickly.
+	other := newTestNode(t)
+	ghost := other.ID()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := other.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	to, _ := Ref(ghost, "x")
+	for range 100 {
+		n.System().Send(to, "hello")
+	}
+	for len(letters) > 0 {
+		if d := <-letters; errors.Is(d.Reason, routing.ErrLinkFull) {
+			full++
+		}
+	}
+	if full == 0 || n.Router().Stats().LinkFull == 0 {
+		t.Fatalf("no link-full dead letters (%d), stats %+v", full, n.Router().Stats())
+	}
+	short, cancelShort := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancelShort()
+	err := n.SendCtx(short, to, "wait")
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("SendCtx on a full link: %v, want DeadlineExceeded", err)
+	}
+}
