@@ -6,6 +6,9 @@
 //
 //	go run . -rounds 5        # full sizes, several minutes
 //	go run . -quick           # small sizes, under a minute
+//
+// The remote workloads re-execute the binary as a server and a client
+// process (-role ...), on 127.0.0.1.
 package main
 
 import (
@@ -20,6 +23,10 @@ import (
 )
 
 func main() {
+	if isChild(os.Args[1:]) {
+		// A remote workload's server or client (see remote.go).
+		os.Exit(runChild(os.Args[1:]))
+	}
 	rounds := flag.Int("rounds", 5, "A/B rounds per workload")
 	memRounds := flag.Int("mem-rounds", 0, "A/B rounds for idle memory (0: same as -rounds)")
 	quick := flag.Bool("quick", false, "small sizes, for smoke runs (< 60 s)")
@@ -77,27 +84,42 @@ func filter(ws []workload, only string) []workload {
 }
 
 // runAll runs every workload for its rounds, Troupe then Proto.Actor in
-// each round (A, B, A, B, ...), each run on a fresh system after a GC.
+// each round (A, B, A, B, ...), each run on a fresh system after a GC. A
+// workload with extra rows yields them after its own.
 func runAll(ws []workload, log io.Writer) ([]row, error) {
 	rows := make([]row, 0, len(ws))
 	for _, w := range ws {
-		r := row{w: w}
+		rs := make([]row, 1+len(w.extra))
+		rs[0].w = w
+		for i, x := range w.extra {
+			x.rounds = w.rounds
+			rs[1+i].w = x
+		}
+		systems := w.systems
+		if len(systems) == 0 {
+			systems = []string{troupeSys, protoSys}
+		}
 		for i := range w.rounds {
-			for _, sys := range []string{troupeSys, protoSys} {
+			for _, sys := range systems {
 				runtime.GC()
 				res := w.run(sys)
+				if res.err == nil && len(res.extra) != len(w.extra) {
+					res.err = fmt.Errorf("%d extra values for %d extra rows", len(res.extra), len(w.extra))
+				}
 				if res.err != nil {
 					return nil, fmt.Errorf("%s on %s, round %d: %w", w.name, sys, i+1, res.err)
 				}
-				fmt.Fprintf(log, "%-45s round %d %-10s %s\n", w.name, i+1, sys, formatValue(res.value, w.unit))
-				if sys == troupeSys {
-					r.troupe = append(r.troupe, res.value)
-				} else {
-					r.proto = append(r.proto, res.value)
+				for j, v := range append([]float64{res.value}, res.extra...) {
+					fmt.Fprintf(log, "%-45s round %d %-10s %s\n", rs[j].w.name, i+1, sys, formatValue(v, rs[j].w.unit))
+					if sys == protoSys {
+						rs[j].proto = append(rs[j].proto, v)
+					} else {
+						rs[j].troupe = append(rs[j].troupe, v)
+					}
 				}
 			}
 		}
-		rows = append(rows, r)
+		rows = append(rows, rs...)
 	}
 	return rows, nil
 }

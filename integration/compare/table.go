@@ -13,13 +13,20 @@ type row struct {
 	proto  []float64
 }
 
-// met reports whether the medians meet the workload's target.
-func (r row) met() (ok, has bool) {
+// met reports whether the medians meet the workload's target; base is the
+// median of the row named by relTo.
+func (r row) met(base float64) (ok, has bool) {
 	if r.w.goal == 0 {
 		return false, false
 	}
 	t, p := median(r.troupe), median(r.proto)
 	v := t
+	if r.w.relTo != "" {
+		if base == 0 {
+			return false, false
+		}
+		v = t / base
+	}
 	if r.w.ratio {
 		if p == 0 {
 			return false, true
@@ -36,14 +43,25 @@ func (r row) met() (ok, has bool) {
 func writeTable(out io.Writer, rows []row) {
 	fmt.Fprintln(out, "| workload | troupe | protoactor | ratio T/P | target |")
 	fmt.Fprintln(out, "| --- | ---: | ---: | ---: | --- |")
+	medians := map[string]float64{}
+	for _, r := range rows {
+		medians[r.w.name] = median(r.troupe)
+	}
 	for _, r := range rows {
 		t, p := median(r.troupe), median(r.proto)
-		ratio := "–"
+		ratio, ps := "–", "–"
+		if len(r.proto) > 0 {
+			ps = formatValue(p, r.w.unit)
+		}
 		if p != 0 {
 			ratio = fmt.Sprintf("%.2f×", t/p)
 		}
 		target := r.w.target()
-		if ok, has := r.met(); has {
+		base := medians[r.w.relTo]
+		if r.w.relTo != "" && base != 0 {
+			target += fmt.Sprintf(" (%s)", formatValue(r.w.goal*base, r.w.unit))
+		}
+		if ok, has := r.met(base); has {
 			if ok {
 				target += " ✅"
 			} else {
@@ -51,7 +69,7 @@ func writeTable(out io.Writer, rows []row) {
 			}
 		}
 		fmt.Fprintf(out, "| %s (%d rounds) | %s | %s | %s | %s |\n",
-			r.w.name, len(r.troupe), formatValue(t, r.w.unit), formatValue(p, r.w.unit), ratio, target)
+			r.w.name, len(r.troupe), formatValue(t, r.w.unit), ps, ratio, target)
 	}
 }
 
@@ -65,6 +83,9 @@ func formatValue(v float64, unit string) string {
 			return fmt.Sprintf("%.1f k %s", v/1e3, unit)
 		}
 		return fmt.Sprintf("%.0f %s", v, unit)
+	}
+	if unit == "µs" || unit == "MiB" {
+		return fmt.Sprintf("%.1f %s", v, unit)
 	}
 	return fmt.Sprintf("%.0f %s", v, unit)
 }

@@ -21,6 +21,8 @@ type config struct {
 	laps      int
 	spawnN    int // actors per spawn run
 	memN      int // actors per idle-memory run
+	remoteN   int // messages per remote one-way run
+	askN      int // round trips per remote ask run
 	timeout   time.Duration
 }
 
@@ -30,6 +32,7 @@ func fullConfig(rounds int) config {
 		dur:   time.Second,
 		rings: []int{10_000, 100_000}, minHops: 1_000_000, laps: 10,
 		spawnN: 1_000_000, memN: 1_000_000,
+		remoteN: 1_000_000, askN: 20_000,
 		timeout: 5 * time.Minute,
 	}
 }
@@ -40,13 +43,16 @@ func quickConfig(rounds int) config {
 		dur:   150 * time.Millisecond,
 		rings: []int{10_000, 100_000}, minHops: 200_000, laps: 1,
 		spawnN: 50_000, memN: 50_000,
+		remoteN: 200_000, askN: 2_000,
 		timeout: time.Minute,
 	}
 }
 
-// result is one measurement, in the unit of its workload.
+// result is one measurement, in the unit of its workload, and the values of
+// its extra rows from the same run.
 type result struct {
 	value float64
+	extra []float64
 	err   error
 }
 
@@ -89,6 +95,15 @@ type workload struct {
 	ratio  bool    // goal is a Troupe/Proto.Actor ratio, else an absolute value
 	rounds int
 	run    func(system string) result
+	// systems the workload runs on: both when empty; a single system's
+	// values go in the troupe column.
+	systems []string
+	// relTo names an earlier row: the goal is then goal × that row's
+	// (troupe column) median.
+	relTo string
+	// extra rows filled from the same runs (result.extra, in order); only
+	// their name, unit, higher and goal are used.
+	extra []workload
 }
 
 // target describes the goal as text.
@@ -102,6 +117,9 @@ func (w workload) target() string {
 	}
 	if w.ratio {
 		return fmt.Sprintf("%s %g× Proto.Actor", op, w.goal)
+	}
+	if w.relTo != "" {
+		return fmt.Sprintf("%s %g× the raw baseline", op, w.goal)
 	}
 	return fmt.Sprintf("%s %s", op, formatValue(w.goal, w.unit))
 }
@@ -152,5 +170,5 @@ func workloads(cfg config) []workload {
 			run: func(s string) result { return wrap(r(s).idleMemory(cfg.memN)) },
 		},
 	)
-	return ws
+	return append(ws, remoteWorkloads(cfg)...)
 }

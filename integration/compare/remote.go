@@ -1,0 +1,260 @@
+package main
+
+// Remote workloads run across OS processes: the harness re-executes its own
+// binary twice, once as the receiving side ("-role <system>-server", which
+// prints its address on stdout and serves until its stdin closes) and once as
+// the sending side ("-role <system>-client", which connects, runs one
+// workload and prints one "result" line of JSON). The parent only
+// orchestrates, so the client's peak RSS is the sender's alone. Everything
+// listens and dials on 127.0.0.1.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// rawSys is the raw libp2p stream baseline; its numbers go in the troupe
+// column.
+const rawSys = "raw"
+
+// Remote workload parameters: the sink acks every remoteWindow messages and
+// the source keeps at most remoteWindows windows unacknowledged (40,000
+// messages, below Troupe's link queue of 65,536, so nothing can be dropped as
+// "link full"). Both systems run the same protocol.
+const (
+	remoteBody    = 100
+	remoteWindow  = 10_000
+	remoteWindows = 4
+)
+
+// remoteResult is what a client prints.
+type remoteResult struct {
+	Rate   float64 `json:"rate,omitempty"`    // msgs/s
+	P50    float64 `json:"p50_us,omitempty"`  // µs
+	P99    float64 `json:"p99_us,omitempty"`  // µs
+	RSSMiB float64 `json:"rss_mib,omitempty"` // peak RSS during the workload
+}
+
+// isChild reports whether args ask for a child role.
+func isChild(args []string) bool {
+	return len(args) > 1 && (args[0] == "-role" || args[0] == "--role")
+}
+
+// runChild runs a child role and returns the exit code.
+func runChild(args []string) int {
+	fs := flag.NewFlagSet("child", flag.ContinueOnError)
+	role := fs.String("role", "", "troupe|protoactor|raw + -server|-client")
+	listen := fs.String("listen", "127.0.0.1:0", "address to listen on (127.0.0.1 only)")
+	addr := fs.String("addr", "", "client: the server's address")
+	work := fs.String("workload", "", "client: oneway or ask")
+	n := fs.Int("n", 0, "client: messages or round trips")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	host, _, err := splitListen(*listen)
+	if err != nil || host != "127.0.0.1" {
+		fmt.Fprintf(os.Stderr, "compare: -listen %q: only 127.0.0.1:<port> is allowed\n", *listen)
+		return 2
+	}
+	system, side, _ := strings.Cut(*role, "-")
+	var res remoteResult
+	switch side {
+	case "server":
+		err = serve(system, *listen)
+	case "client":
+		res, err = client(system, *listen, *addr, *work, *n)
+	default:
+		err = fmt.Errorf("unknown role %q", *role)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "compare %s: %v\n", *role, err)
+		return 1
+	}
+	if side == "client" {
+		b, _ := json.Marshal(res)
+		fmt.Printf("result %s\n", b)
+	}
+	return 0
+}
+
+func splitListen(s string) (string, int, error) {
+	i := strings.LastIndexByte(s, ':')
+	if i < 0 {
+		return "", 0, errors.New("no port")
+	}
+	p, err := strconv.Atoi(s[i+1:])
+	return s[:i], p, err
+}
+
+// serve starts system's server side, prints "listen <addr>" and serves until
+// stdin closes.
+func serve(system, listen string) error {
+	var (
+		addr string
+		stop func() error
+		err  error
+	)
+	switch system {
+	case troupeSys, rawSys:
+		addr, stop, err = troupeServe(listen)
+	case protoSys:
+		addr, stop, err = protoServe(listen)
+	default:
+		err = fmt.Errorf("unknown system %q", system)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Printf("listen %s\n", addr)
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	return stop()
+}
+
+func client(system, listen, addr, work string, n int) (remoteResult, error) {
+	switch system {
+	case troupeSys:
+		return troupeClient(listen, addr, work, n)
+	case protoSys:
+		return protoClient(listen, addr, work, n)
+	case rawSys:
+		return rawClient(listen, addr, work, n)
+	}
+	return remoteResult{}, fmt.Errorf("unknown system %q", system)
+}
+
+// runRemote starts a server and a client child for system and returns the
+// client's result.
+func runRemote(system, work string, n int, timeout time.Duration) (remoteResult, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return remoteResult{}, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var serverErr bytes.Buffer
+	srv := exec.CommandContext(ctx, exe, "-role", system+"-server", "-listen", "127.0.0.1:0")
+	srv.Stderr = &serverErr
+	stdin, err := srv.StdinPipe()
+	if err != nil {
+		return remoteResult{}, err
+	}
+	stdout, err := srv.StdoutPipe()
+	if err != nil {
+		return remoteResult{}, err
+	}
+	if err := srv.Start(); err != nil {
+		return remoteResult{}, err
+	}
+	defer func() {
+		_ = stdin.Close()
+		_ = srv.Wait()
+	}()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "listen ")
+	if err != nil || !ok {
+		return remoteResult{}, fmt.Errorf("server did not start (%q, %v): %s", line, err, serverErr.String())
+	}
+	var out, clientErr bytes.Buffer
+	cl := exec.CommandContext(ctx, exe, "-role", system+"-client", "-listen", "127.0.0.1:0",
+		"-addr", addr, "-workload", work, "-n", strconv.Itoa(n))
+	cl.Stdout, cl.Stderr = &out, &clientErr
+	if err := cl.Run(); err != nil {
+		return remoteResult{}, fmt.Errorf("client: %v: %s", err, clientErr.String())
+	}
+	for l := range strings.Lines(out.String()) {
+		if js, ok := strings.CutPrefix(l, "result "); ok {
+			var res remoteResult
+			err := json.Unmarshal([]byte(js), &res)
+			return res, err
+		}
+	}
+	return remoteResult{}, fmt.Errorf("client printed no result: %q %s", out.String(), clientErr.String())
+}
+
+// remoteWorkloads returns the remote rows: the raw baseline first, so that
+// the ask target can refer to it.
+func remoteWorkloads(cfg config) []workload {
+	rawRTT := fmt.Sprintf("remote raw libp2p request-reply p50, %s round trips (baseline)", count(cfg.askN))
+	asks := func(s string) result {
+		res, err := runRemote(s, "ask", cfg.askN, cfg.timeout)
+		return result{value: res.P50, extra: []float64{res.P99}, err: err}
+	}
+	return []workload{
+		{
+			name: rawRTT, unit: "µs", rounds: cfg.rounds, systems: []string{rawSys}, run: asks,
+			extra: []workload{{name: "remote raw libp2p request-reply p99 (baseline)", unit: "µs"}},
+		},
+		{
+			name: fmt.Sprintf("remote ask p50, %s round trips", count(cfg.askN)), unit: "µs", rounds: cfg.rounds,
+			goal: 1.5, relTo: rawRTT, run: asks,
+			extra: []workload{{name: "remote ask p99", unit: "µs"}},
+		},
+		{
+			name: fmt.Sprintf("remote raw libp2p stream one-way, %s × 100 B (baseline)", count(cfg.remoteN)),
+			unit: "msgs/s", higher: true, rounds: cfg.rounds, systems: []string{rawSys},
+			run: func(s string) result {
+				res, err := runRemote(s, "oneway", cfg.remoteN, cfg.timeout)
+				return result{value: res.Rate, err: err}
+			},
+		},
+		{
+			name: fmt.Sprintf("remote one-way, %s × 100 B, windowed", count(cfg.remoteN)),
+			unit: "msgs/s", higher: true, goal: 2e6, rounds: cfg.rounds,
+			run: func(s string) result {
+				res, err := runRemote(s, "oneway", cfg.remoteN, cfg.timeout)
+				return result{value: res.Rate, extra: []float64{res.RSSMiB}, err: err}
+			},
+			extra: []workload{{name: fmt.Sprintf("sender peak RSS during the %s blast", count(cfg.remoteN)), unit: "MiB", goal: 64}},
+		},
+	}
+}
+
+// peakRSS returns VmHWM (peak resident set) in MiB, or 0 where /proc does
+// not tell.
+func peakRSS() float64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for l := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			f := strings.Fields(v)
+			if kb, err := strconv.ParseFloat(f[0], 64); err == nil {
+				return kb / 1024
+			}
+		}
+	}
+	return 0
+}
+
+// resetPeakRSS collects garbage and resets VmHWM to the current RSS (Linux
+// 4.0+), so that peakRSS then covers only what follows.
+func resetPeakRSS() {
+	runtime.GC()
+	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+}
+
+// percentiles returns the median and 99th percentile of lat in µs.
+func percentiles(lat []time.Duration) (p50, p99 float64) {
+	if len(lat) == 0 {
+		return 0, 0
+	}
+	slices.Sort(lat)
+	q := func(p float64) float64 {
+		return float64(lat[int(p*float64(len(lat)-1))]) / float64(time.Microsecond)
+	}
+	return q(0.50), q(0.99)
+}

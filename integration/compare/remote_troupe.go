@@ -1,0 +1,340 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+	ma "github.com/multiformats/go-multiaddr"
+	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/codec"
+	"github.com/troupe-mesh/troupe/peer"
+)
+
+// Messages of the remote Troupe workloads, registered on both peers.
+type (
+	rPing struct{ N int }    // ask request; also the one-way hello (N = total)
+	rPong struct{ N int }    // ask reply
+	rAck  struct{ Upto int } // one-way: messages received in order so far; -1: broken
+	rBlob struct{ Data []byte }
+)
+
+// Protocols of the raw libp2p baseline.
+const (
+	rawEchoProto protocol.ID = "/bench/echo/1.0.0"
+	rawSinkProto protocol.ID = "/bench/sink/1.0.0"
+)
+
+// newRemoteTroupe starts a Troupe node on listen (host:port), TCP only,
+// with the workloads' types registered.
+func newRemoteTroupe(listen string) (*peer.Node, error) {
+	host, port, err := splitListen(listen)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := codec.NewRegistry()
+	if err != nil {
+		return nil, err
+	}
+	codec.MustRegister[rPing](reg, "compare.Ping")
+	codec.MustRegister[rPong](reg, "compare.Pong")
+	codec.MustRegister[rAck](reg, "compare.Ack")
+	codec.MustRegister[rBlob](reg, "compare.Blob")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return peer.New(ctx,
+		peer.WithListenAddrs(fmt.Sprintf("/ip4/%s/tcp/%d", host, port)),
+		peer.WithRegistry(reg),
+		peer.WithLogger(slog.New(slog.DiscardHandler)),
+	)
+}
+
+func closeNode(n *peer.Node) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return n.Close(ctx)
+}
+
+// troupeServe runs the receiving side of every Troupe and raw workload: the
+// actors "sink" and "echo", and the raw protocols' handlers.
+func troupeServe(listen string) (string, func() error, error) {
+	n, err := newRemoteTroupe(listen)
+	if err != nil {
+		return "", nil, err
+	}
+	sys := n.System()
+	_, err1 := sys.Spawn("sink", rSink)
+	_, err2 := sys.Spawn("echo", rEcho)
+	if err := errors.Join(err1, err2); err != nil {
+		_ = closeNode(n)
+		return "", nil, err
+	}
+	n.Host().SetStreamHandler(rawEchoProto, rawEcho)
+	n.Host().SetStreamHandler(rawSinkProto, rawSink)
+	return n.Addrs()[0].String(), func() error { return closeNode(n) }, nil
+}
+
+// rEcho answers every rPing with an rPong of the same number.
+func rEcho(c *actor.Context) {
+	var h actor.Case
+	h = actor.On(func(p rPing) { c.Reply(rPong(p)); c.Receive(h) })
+	c.Receive(h)
+}
+
+// rSink runs one-way runs one after another: an rPing{total} from the
+// source, then total rBlobs in sequence; it sends the source rAck{n} after
+// every window and after the last, and rAck{-1} on a missing, reordered or
+// malformed message.
+func rSink(c *actor.Context) {
+	c.Receive(actor.On(func(p rPing) {
+		total, next, src := p.N, 0, c.Sender()
+		var h actor.Case
+		h = actor.On(func(m rBlob) {
+			if len(m.Data) != remoteBody || binary.LittleEndian.Uint64(m.Data) != uint64(next) {
+				c.Send(src, rAck{-1})
+				rSink(c)
+				return
+			}
+			next++
+			if next%remoteWindow == 0 || next == total {
+				c.Send(src, rAck{next})
+			}
+			if next == total {
+				rSink(c)
+				return
+			}
+			c.Receive(h)
+		})
+		c.Receive(h)
+	}))
+}
+
+// rSource sends total 100-byte rBlobs to sink, at most remoteWindows
+// windows ahead of the acks, and reports on done once the last was acked.
+func rSource(sink actor.Ref, total int, done chan<- error) actor.Behavior {
+	return func(c *actor.Context) {
+		c.Send(sink, rPing{total})
+		sent := 0
+		window := func() {
+			for end := min(sent+remoteWindow, total); sent < end; sent++ {
+				d := make([]byte, remoteBody)
+				binary.LittleEndian.PutUint64(d, uint64(sent))
+				c.Send(sink, rBlob{d})
+			}
+		}
+		for i := 0; i < remoteWindows && sent < total; i++ {
+			window()
+		}
+		var h actor.Case
+		h = actor.On(func(a rAck) {
+			switch {
+			case a.Upto < 0:
+				done <- errors.New("sink saw a missing or reordered message")
+				return
+			case a.Upto == total:
+				done <- nil
+				return
+			}
+			window()
+			c.Receive(h)
+		})
+		c.Receive(h)
+	}
+}
+
+// dialTroupe starts a client node and connects it to the server at addr.
+func dialTroupe(listen, addr string) (*peer.Node, libp2ppeer.ID, error) {
+	m, err := ma.NewMultiaddr(addr)
+	if err != nil {
+		return nil, "", err
+	}
+	ai, err := libp2ppeer.AddrInfoFromP2pAddr(m)
+	if err != nil {
+		return nil, "", err
+	}
+	n, err := newRemoteTroupe(listen)
+	if err != nil {
+		return nil, "", err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := n.Connect(ctx, *ai); err != nil {
+		_ = closeNode(n)
+		return nil, "", err
+	}
+	return n, ai.ID, nil
+}
+
+func troupeClient(listen, addr, work string, total int) (res remoteResult, err error) {
+	n, server, err := dialTroupe(listen, addr)
+	if err != nil {
+		return res, err
+	}
+	defer func() { err = errors.Join(err, closeNode(n)) }()
+	sys := n.System()
+	echo, _ := peer.Ref(server, "echo")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	// Warm up: the first ask opens the streams both ways.
+	if _, err := sys.Ask(ctx, echo, rPing{-1}); err != nil {
+		return res, fmt.Errorf("warm-up ask: %w", err)
+	}
+	switch work {
+	case "ask":
+		lat := make([]time.Duration, 0, total)
+		for i := range total {
+			t0 := time.Now()
+			v, err := sys.Ask(ctx, echo, rPing{i})
+			lat = append(lat, time.Since(t0))
+			if err != nil || v != (rPong{i}) {
+				return res, fmt.Errorf("ask %d: %v, %v", i, v, err)
+			}
+		}
+		res.P50, res.P99 = percentiles(lat)
+	case "oneway":
+		sink, _ := peer.Ref(server, "sink")
+		done := make(chan error, 1)
+		resetPeakRSS()
+		t0 := time.Now()
+		if _, err := sys.Spawn("source", rSource(sink, total, done)); err != nil {
+			return res, err
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				return res, err
+			}
+		case <-ctx.Done():
+			return res, fmt.Errorf("one-way: timed out; stats %+v", n.Router().Stats())
+		}
+		res.Rate = float64(total) / time.Since(t0).Seconds()
+		res.RSSMiB = peakRSS()
+		if st := n.Router().Stats(); st.LinkFull != 0 || st.Undeliverable != 0 || sys.DeadLetters() != 0 {
+			return res, fmt.Errorf("messages lost: %d dead letters, stats %+v", sys.DeadLetters(), st)
+		}
+	default:
+		return res, fmt.Errorf("unknown workload %q", work)
+	}
+	return res, nil
+}
+
+// rawEcho echoes 101-byte frames (a length byte of 100 and the body).
+func rawEcho(s network.Stream) {
+	defer s.Close()
+	buf := make([]byte, 1+remoteBody)
+	for {
+		if _, err := io.ReadFull(s, buf); err != nil {
+			return
+		}
+		if _, err := s.Write(buf); err != nil {
+			_ = s.Reset()
+			return
+		}
+	}
+}
+
+// rawSink reads a count (8 bytes), then that many 101-byte frames carrying
+// their sequence number, and answers with the count of frames in order.
+func rawSink(s network.Stream) {
+	defer s.Close()
+	r := bufio.NewReaderSize(s, 64<<10)
+	var hdr [8]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return
+	}
+	total := binary.LittleEndian.Uint64(hdr[:])
+	buf := make([]byte, 1+remoteBody)
+	var got uint64
+	for got < total {
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return
+		}
+		if buf[0] != remoteBody || binary.LittleEndian.Uint64(buf[1:]) != got {
+			break
+		}
+		got++
+	}
+	binary.LittleEndian.PutUint64(hdr[:], got)
+	_, _ = s.Write(hdr[:])
+}
+
+// rawClient runs the raw libp2p baseline: request-reply over one stream, or
+// framed one-way writes through a 64 KiB buffer.
+func rawClient(listen, addr, work string, total int) (res remoteResult, err error) {
+	n, server, err := dialTroupe(listen, addr)
+	if err != nil {
+		return res, err
+	}
+	defer func() { err = errors.Join(err, closeNode(n)) }()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	proto := rawEchoProto
+	if work == "oneway" {
+		proto = rawSinkProto
+	}
+	s, err := n.Host().NewStream(ctx, server, proto)
+	if err != nil {
+		return res, err
+	}
+	defer s.Close()
+	switch work {
+	case "ask":
+		out, in := make([]byte, 1+remoteBody), make([]byte, 1+remoteBody)
+		out[0] = remoteBody
+		lat := make([]time.Duration, 0, total)
+		for i := -1; i < total; i++ { // -1: warm-up
+			binary.LittleEndian.PutUint64(out[1:], uint64(i))
+			t0 := time.Now()
+			if _, err := s.Write(out); err != nil {
+				return res, err
+			}
+			if _, err := io.ReadFull(s, in); err != nil {
+				return res, err
+			}
+			if i >= 0 {
+				lat = append(lat, time.Since(t0))
+			}
+			if binary.LittleEndian.Uint64(in[1:]) != uint64(i) {
+				return res, fmt.Errorf("echo %d: wrong frame", i)
+			}
+		}
+		res.P50, res.P99 = percentiles(lat)
+	case "oneway":
+		resetPeakRSS()
+		t0 := time.Now()
+		w := bufio.NewWriterSize(s, 64<<10)
+		var hdr [8]byte
+		binary.LittleEndian.PutUint64(hdr[:], uint64(total))
+		_, _ = w.Write(hdr[:])
+		frame := make([]byte, 1+remoteBody)
+		frame[0] = remoteBody
+		for i := range total {
+			binary.LittleEndian.PutUint64(frame[1:], uint64(i))
+			if _, err := w.Write(frame); err != nil {
+				return res, err
+			}
+		}
+		if err := w.Flush(); err != nil {
+			return res, err
+		}
+		if _, err := io.ReadFull(s, hdr[:]); err != nil {
+			return res, err
+		}
+		if got := binary.LittleEndian.Uint64(hdr[:]); got != uint64(total) {
+			return res, fmt.Errorf("raw one-way: %d of %d frames in order", got, total)
+		}
+		res.Rate = float64(total) / time.Since(t0).Seconds()
+		res.RSSMiB = peakRSS()
+	default:
+		return res, fmt.Errorf("unknown workload %q", work)
+	}
+	return res, nil
+}
