@@ -1,0 +1,37 @@
+// Package routing carries actor messages between peers over libp2p: it is
+// the actor.Remote of a peer.
+//
+// # Streams
+//
+// User messages travel on /troupe/msg/1.0.0 and control traffic (link,
+// unlink, exit, monitor, demonitor, down, undeliverable) on
+// /troupe/ctl/1.0.0, so that a burst of large user messages never delays a
+// Down or an Exit. Towards each peer there is one long-lived stream per
+// protocol, written by one goroutine that drains a bounded queue, encodes
+// on its own goroutine (never on an event loop), writes through a batching
+// codec.FrameWriter and flushes when the queue is empty. The first frame on
+// every stream is a hello carrying the sender's incarnation, a random number
+// drawn at each start: a peer seen with a new incarnation has restarted, and
+// whatever watched its old actors fires (actor.System.PeerDown).
+//
+// Per sender and receiver, messages of one kind keep their order. A user
+// message and a control signal from the same sender use different streams
+// and may overtake each other: a monitor set just before a message that
+// makes the target exit may then see ErrNoSuchActor as the reason.
+//
+// # Failures
+//
+// A full queue refuses the message at once (ErrLinkFull; the actor system
+// makes it a dead letter). A message that cannot be encoded or is larger
+// than the maximum frame is refused at the sender (ErrTooLarge); an Ask
+// then fails at once. When no stream can be opened after three attempts
+// with backoff, the message in hand is given up (ErrUnreachable) and the
+// writer keeps redialing for the ones behind it. Disconnection of a peer
+// (EvtPeerConnectednessChanged) turns into PeerDown.
+//
+// Incoming streams are read by one goroutine each, which decodes the frames
+// and hands the messages to the local actors' inboxes. A frame with bad
+// contents is counted and skipped; a stream that lost sync (bad length
+// prefix, oversize or truncated frame) is counted and reset. The remote
+// peer ID of a message is always the one the connection authenticated.
+package routing
