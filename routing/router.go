@@ -66,6 +66,8 @@ type Router struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	fast sync.Map // peer ID string -> *link, read on every send without a lock
+
 	mu     sync.Mutex // guards links, remote, closed
 	links  map[string]*link
 	remote map[libp2ppeer.ID]uint64 // incarnation last seen per peer
@@ -148,6 +150,9 @@ func (r *Router) DeliverCtx(ctx context.Context, e actor.Envelope) error {
 }
 
 func (r *Router) link(peerStr string) (*link, error) {
+	if l, ok := r.fast.Load(peerStr); ok {
+		return l.(*link), nil
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -162,6 +167,7 @@ func (r *Router) link(peerStr string) (*link, error) {
 	}
 	l := newLink(r, id)
 	r.links[peerStr] = l
+	r.fast.Store(peerStr, l)
 	l.start()
 	return l, nil
 }
@@ -239,6 +245,7 @@ func (r *Router) Close(ctx context.Context) error {
 		return nil
 	}
 	r.closed = true
+	r.fast.Clear()
 	links := make([]*link, 0, len(r.links))
 	for _, l := range r.links {
 		links = append(links, l)
