@@ -33,6 +33,7 @@ func (r *Router) handleStream(s network.Stream) {
 	remoteStr := remote.String()
 	fr := codec.NewFrameReader(s, r.cfg.MaxFrame)
 	var env codec.Envelope
+	var refs refCache
 	for {
 		err := fr.ReadEnvelope(&env)
 		if errors.Is(err, io.EOF) {
@@ -51,11 +52,28 @@ func (r *Router) handleStream(s network.Stream) {
 			continue
 		}
 		r.received.Add(1)
-		r.dispatch(remote, remoteStr, &env)
+		r.dispatch(remote, remoteStr, &env, &refs)
 	}
 }
 
-func (r *Router) dispatch(remote libp2ppeer.ID, remoteStr string, env *codec.Envelope) {
+// refCache remembers the last target and sender of a stream: consecutive
+// frames mostly repeat them, and building a Ref validates its name.
+type refCache struct {
+	to, from actor.Ref
+}
+
+func cachedRef(last *actor.Ref, peer, name string) (actor.Ref, error) {
+	if last.Name() == name && last.Peer() == peer && name != "" {
+		return *last, nil
+	}
+	ref, err := actor.NewRef(peer, name)
+	if err == nil {
+		*last = ref
+	}
+	return ref, err
+}
+
+func (r *Router) dispatch(remote libp2ppeer.ID, remoteStr string, env *codec.Envelope, refs *refCache) {
 	msg, reply, err := fromWire(r.cfg.Registry, env)
 	if err != nil {
 		r.decodeErrors.Add(1)
@@ -66,14 +84,14 @@ func (r *Router) dispatch(remote libp2ppeer.ID, remoteStr string, env *codec.Env
 		r.hello(remote, h.Incarnation)
 		return
 	}
-	to, err := actor.NewRef(r.sys.Peer(), env.To)
+	to, err := cachedRef(&refs.to, r.sys.Peer(), env.To)
 	if err != nil {
 		r.decodeErrors.Add(1)
 		return
 	}
 	var from actor.Ref
 	if env.FromName != "" {
-		if from, err = actor.NewRef(remoteStr, env.FromName); err != nil {
+		if from, err = cachedRef(&refs.from, remoteStr, env.FromName); err != nil {
 			r.decodeErrors.Add(1)
 			return
 		}
