@@ -31,7 +31,7 @@ func main() {
 	memRounds := flag.Int("mem-rounds", 0, "A/B rounds for idle memory (0: same as -rounds)")
 	quick := flag.Bool("quick", false, "small sizes, for smoke runs (< 60 s)")
 	only := flag.String("run", "", "only run workloads whose name contains this")
-	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file (remote workloads: of each child process, to this file.<role>.<workload>)")
 	flag.Parse()
 	if *rounds < 1 {
 		fmt.Fprintln(os.Stderr, "compare: -rounds must be at least 1")
@@ -46,6 +46,7 @@ func main() {
 	}
 	ws := filter(workloads(cfg), *only)
 	loadBefore := loadAvg()
+	childProfile = *cpuProfile
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err == nil {

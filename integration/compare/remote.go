@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -59,10 +60,22 @@ func runChild(args []string) int {
 	role := fs.String("role", "", "troupe|protoactor|raw + -server|-client")
 	listen := fs.String("listen", "127.0.0.1:0", "address to listen on (127.0.0.1 only)")
 	addr := fs.String("addr", "", "client: the server's address")
-	work := fs.String("workload", "", "client: oneway or ask")
+	work := fs.String("workload", "", "client: ask, oneway (windowed) or blast")
 	n := fs.Int("n", 0, "client: messages or round trips")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process to this file")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "compare:", err)
+			return 1
+		}
+		defer pprof.StopCPUProfile()
 	}
 	host, _, err := splitListen(*listen)
 	if err != nil || host != "127.0.0.1" {
@@ -135,6 +148,19 @@ func client(system, listen, addr, work string, n int) (remoteResult, error) {
 	return remoteResult{}, fmt.Errorf("unknown system %q", system)
 }
 
+// childProfile, when set (by -cpuprofile), makes every child write a CPU
+// profile to childProfile.<role>.<workload> (the last round's remains).
+var childProfile string
+
+// childArgs returns the arguments of a child in role for workload work.
+func childArgs(role, work string, args ...string) []string {
+	args = append([]string{"-role", role, "-listen", "127.0.0.1:0"}, args...)
+	if childProfile != "" {
+		args = append(args, "-cpuprofile", childProfile+"."+role+"."+work)
+	}
+	return args
+}
+
 // runRemote starts a server and a client child for system and returns the
 // client's result.
 func runRemote(system, work string, n int, timeout time.Duration) (remoteResult, error) {
@@ -145,7 +171,7 @@ func runRemote(system, work string, n int, timeout time.Duration) (remoteResult,
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var serverErr bytes.Buffer
-	srv := exec.CommandContext(ctx, exe, "-role", system+"-server", "-listen", "127.0.0.1:0")
+	srv := exec.CommandContext(ctx, exe, childArgs(system+"-server", work)...)
 	srv.Stderr = &serverErr
 	stdin, err := srv.StdinPipe()
 	if err != nil {
@@ -168,8 +194,8 @@ func runRemote(system, work string, n int, timeout time.Duration) (remoteResult,
 		return remoteResult{}, fmt.Errorf("server did not start (%q, %v): %s", line, err, serverErr.String())
 	}
 	var out, clientErr bytes.Buffer
-	cl := exec.CommandContext(ctx, exe, "-role", system+"-client", "-listen", "127.0.0.1:0",
-		"-addr", addr, "-workload", work, "-n", strconv.Itoa(n))
+	cl := exec.CommandContext(ctx, exe, childArgs(system+"-client", work,
+		"-addr", addr, "-workload", work, "-n", strconv.Itoa(n))...)
 	cl.Stdout, cl.Stderr = &out, &clientErr
 	if err := cl.Run(); err != nil {
 		return remoteResult{}, fmt.Errorf("client: %v: %s", err, clientErr.String())
@@ -215,6 +241,15 @@ func remoteWorkloads(cfg config) []workload {
 			unit: "msgs/s", higher: true, goal: 2e6, rounds: cfg.rounds,
 			run: func(s string) result {
 				res, err := runRemote(s, "oneway", cfg.remoteN, cfg.timeout)
+				return result{value: res.Rate, extra: []float64{res.RSSMiB}, err: err}
+			},
+			extra: []workload{{name: fmt.Sprintf("sender peak RSS, windowed %s", count(cfg.remoteN)), unit: "MiB", goal: 64}},
+		},
+		{
+			name: fmt.Sprintf("remote one-way blast, %s × 100 B, no flow control", count(cfg.remoteN)),
+			unit: "msgs/s", higher: true, goal: 2e6, rounds: cfg.rounds,
+			run: func(s string) result {
+				res, err := runRemote(s, "blast", cfg.remoteN, cfg.timeout)
 				return result{value: res.Rate, extra: []float64{res.RSSMiB}, err: err}
 			},
 			extra: []workload{{name: fmt.Sprintf("sender peak RSS during the %s blast", count(cfg.remoteN)), unit: "MiB", goal: 64}},

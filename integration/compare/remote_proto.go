@@ -174,8 +174,59 @@ func protoClient(listen, addr, work string, total int) (res remoteResult, err er
 		}
 		res.Rate = float64(total) / time.Since(t0).Seconds()
 		res.RSSMiB = peakRSS()
+	case "blast":
+		// No flow control: plain code sends all total messages with
+		// Root.Send (Proto.Actor's queues are unbounded); a waiter actor
+		// introduces itself to the sink and gets the acks.
+		done, ready := make(chan error, 1), make(chan struct{})
+		sink := actor.NewPID(addr, "sink")
+		resetPeakRSS()
+		t0 := time.Now()
+		sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
+			return &pWaiter{sink: sink, total: int64(total), ready: ready, done: done}
+		}))
+		<-ready
+		for i := range total {
+			d := make([]byte, remoteBody)
+			binary.LittleEndian.PutUint64(d, uint64(i))
+			sys.Root.Send(sink, wrapperspb.Bytes(d))
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				return res, err
+			}
+		case <-time.After(5 * time.Minute):
+			return res, errors.New("blast: timed out")
+		}
+		res.Rate = float64(total) / time.Since(t0).Seconds()
+		res.RSSMiB = peakRSS()
 	default:
 		return res, fmt.Errorf("unknown workload %q", work)
 	}
 	return res, nil
+}
+
+// pWaiter announces a run of total messages to sink and reports on done
+// once the sink acked the last.
+type pWaiter struct {
+	sink  *actor.PID
+	total int64
+	ready chan<- struct{}
+	done  chan<- error
+}
+
+func (w *pWaiter) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		ctx.Request(w.sink, wrapperspb.Int64(w.total))
+		close(w.ready)
+	case *wrapperspb.Int64Value:
+		switch {
+		case m.Value < 0:
+			w.done <- errors.New("sink saw a missing or reordered message")
+		case m.Value == w.total:
+			w.done <- nil
+		}
+	}
 }

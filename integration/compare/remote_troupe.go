@@ -220,10 +220,64 @@ func troupeClient(listen, addr, work string, total int) (res remoteResult, err e
 		if st := n.Router().Stats(); st.LinkFull != 0 || st.Undeliverable != 0 || sys.DeadLetters() != 0 {
 			return res, fmt.Errorf("messages lost: %d dead letters, stats %+v", sys.DeadLetters(), st)
 		}
+	case "blast":
+		// No flow control: plain code sends all total messages with
+		// SendCtx, which waits for space in the link queue (backpressure);
+		// a waiter actor introduces itself to the sink and gets the acks.
+		sink, _ := peer.Ref(server, "sink")
+		done, ready := make(chan error, 1), make(chan struct{})
+		resetPeakRSS()
+		t0 := time.Now()
+		if _, err := sys.Spawn("waiter", rWaiter(sink, total, ready, done)); err != nil {
+			return res, err
+		}
+		<-ready
+		for i := range total {
+			d := make([]byte, remoteBody)
+			binary.LittleEndian.PutUint64(d, uint64(i))
+			if err := n.SendCtx(ctx, sink, rBlob{d}); err != nil {
+				return res, fmt.Errorf("blast, message %d: %w", i, err)
+			}
+		}
+		select {
+		case err := <-done:
+			if err != nil {
+				return res, err
+			}
+		case <-ctx.Done():
+			return res, fmt.Errorf("blast: timed out; stats %+v", n.Router().Stats())
+		}
+		res.Rate = float64(total) / time.Since(t0).Seconds()
+		res.RSSMiB = peakRSS()
+		if st := n.Router().Stats(); st.LinkFull != 0 || st.Undeliverable != 0 || sys.DeadLetters() != 0 {
+			return res, fmt.Errorf("messages lost: %d dead letters, stats %+v", sys.DeadLetters(), st)
+		}
 	default:
 		return res, fmt.Errorf("unknown workload %q", work)
 	}
 	return res, nil
+}
+
+// rWaiter announces a run of total messages to sink (the hello is queued
+// before ready closes, so it precedes the blast on the stream) and reports
+// on done once the sink acked the last.
+func rWaiter(sink actor.Ref, total int, ready chan<- struct{}, done chan<- error) actor.Behavior {
+	return func(c *actor.Context) {
+		c.Send(sink, rPing{total})
+		close(ready)
+		var h actor.Case
+		h = actor.On(func(a rAck) {
+			switch {
+			case a.Upto < 0:
+				done <- errors.New("sink saw a missing or reordered message")
+			case a.Upto == total:
+				done <- nil
+			default:
+				c.Receive(h)
+			}
+		})
+		c.Receive(h)
+	}
 }
 
 // rawEcho echoes 101-byte frames (a length byte of 100 and the body).
