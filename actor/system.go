@@ -130,7 +130,8 @@ func (s *System) spawn(name string, b Behavior, parent *Context, opts []SpawnOpt
 		o(&sc)
 	}
 	if name == "" {
-		name = "$" + strconv.FormatUint(s.ids.Add(1), 36)
+		var buf [16]byte
+		name = string(strconv.AppendUint(append(buf[:0], '$'), s.ids.Add(1), 36))
 	} else if err := checkName(name, sc.system); err != nil {
 		return nil, err
 	}
