@@ -40,15 +40,8 @@ func demo(args []string, stdout, stderr io.Writer) int {
 	ringSize := fs.Int("ring", 100_000, "number of actors in the ring")
 	laps := fs.Int("laps", 10, "times the token goes around the ring")
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up after this long")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "troupe demo: unexpected argument %q\n", fs.Arg(0))
-		return 2
+	if code, ok := parseFlags(fs, args, stderr); !ok {
+		return code
 	}
 	if *ringSize < 2 || *laps < 1 {
 		fmt.Fprintln(stderr, "troupe demo: -ring must be at least 2 and -laps at least 1")
