@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/network"
+
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/routing"
 )
@@ -107,17 +109,25 @@ func TestLinkFullIsDeadLetterAndSendCtxWaits(t *testing.T) {
 		default:
 		}
 	})))
-	// A peer that does not exist: its link never drains quickly.
-	other := newTestNode(t)
-	ghost := other.ID()
+	// A peer that accepts the message stream and never reads it: the
+	// link's writer blocks on flow control and its queue cannot drain.
+	stuck := newTestNode(t)
+	release := make(chan struct{})
+	defer close(release)
+	stuck.Host().SetStreamHandler(routing.ProtoMsg, func(s network.Stream) {
+		<-release
+		_ = s.Reset()
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := other.Close(ctx); err != nil {
+	if err := n.Connect(ctx, *stuck.AddrInfo()); err != nil {
 		t.Fatal(err)
 	}
+	ghost := stuck.ID()
 	to, _ := Ref(ghost, "x")
+	big := make([]byte, 64<<10)
 	for range 100 {
-		n.System().Send(to, "hello")
+		n.System().Send(to, big)
 	}
 	for len(letters) > 0 {
 		if d := <-letters; errors.Is(d.Reason, routing.ErrLinkFull) {
@@ -127,10 +137,18 @@ func TestLinkFullIsDeadLetterAndSendCtxWaits(t *testing.T) {
 	if full == 0 || n.Router().Stats().LinkFull == 0 {
 		t.Fatalf("no link-full dead letters (%d), stats %+v", full, n.Router().Stats())
 	}
-	short, cancelShort := context.WithTimeout(ctx, 100*time.Millisecond)
-	defer cancelShort()
-	err := n.SendCtx(short, to, "wait")
+	// The writer is stuck on flow control: once the queue is full again,
+	// SendCtx waits for room until its context ends.
+	var err error
+	for range 10 {
+		short, cancelShort := context.WithTimeout(ctx, 100*time.Millisecond)
+		err = n.SendCtx(short, to, big)
+		cancelShort()
+		if err != nil {
+			break
+		}
+	}
 	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("SendCtx on a full link: %v, want DeadlineExceeded", err)
+		t.Fatalf("SendCtx on a full link: %v, want DeadlineExceeded; stats %+v", err, n.Router().Stats())
 	}
 }
