@@ -18,7 +18,7 @@ import (
 // one writer goroutine onto one long-lived stream.
 type queue struct {
 	proto protocol.ID
-	q     chan actor.Envelope
+	q     *outQueue
 }
 
 // link is everything this peer sends to one other peer.
@@ -34,8 +34,8 @@ type link struct {
 func newLink(r *Router, id libp2ppeer.ID) *link {
 	return &link{
 		r: r, peer: id, closing: make(chan struct{}),
-		user: queue{proto: ProtoMsg, q: make(chan actor.Envelope, r.cfg.LinkQueue)},
-		ctl:  queue{proto: ProtoCtl, q: make(chan actor.Envelope, r.cfg.LinkQueue)},
+		user: queue{proto: ProtoMsg, q: newOutQueue(r.cfg.LinkQueue)},
+		ctl:  queue{proto: ProtoCtl, q: newOutQueue(r.cfg.LinkQueue)},
 	}
 }
 
@@ -56,43 +56,39 @@ func isControl(e *actor.Envelope) bool {
 	return false
 }
 
-func (l *link) queueFor(e *actor.Envelope) *queue {
+func (l *link) queueFor(e *actor.Envelope) *outQueue {
 	if isControl(e) {
-		return &l.ctl
+		return l.ctl.q
 	}
-	return &l.user
+	return l.user.q
 }
 
 func (l *link) enqueue(e actor.Envelope) error {
-	select {
-	case l.queueFor(&e).q <- e:
-		return nil
-	default:
+	if !l.queueFor(&e).push(e) {
 		l.r.linkFull.Add(1)
 		return fmt.Errorf("%w: %v", ErrLinkFull, l.peer)
 	}
+	return nil
 }
 
 func (l *link) enqueueCtx(ctx context.Context, e actor.Envelope) error {
-	select {
-	case l.queueFor(&e).q <- e:
-		return nil
-	case <-l.closing:
-		return ErrClosed
-	case <-ctx.Done():
-		return fmt.Errorf("routing: waiting for queue space towards %v: %w", l.peer, ctx.Err())
+	err := l.queueFor(&e).pushCtx(ctx, e, l.closing)
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("routing: waiting for queue space towards %v: %w", l.peer, err)
 	}
+	return err
 }
 
-// write is the writer goroutine of one queue: it encodes on this goroutine
-// (never on an event loop), writes frames through a batching FrameWriter and
-// flushes when the queue is empty.
+// write is the writer goroutine of one queue: it takes everything queued at
+// once, encodes on this goroutine (never on an event loop), writes frames
+// through a batching FrameWriter and flushes when the queue is empty.
 func (l *link) write(q *queue) {
 	defer l.wg.Done()
 	var (
-		s        network.Stream
-		fw       *codec.FrameWriter
-		attempts int
+		s         network.Stream
+		fw        *codec.FrameWriter
+		batch     []actor.Envelope
+		deadlined time.Time
 	)
 	defer func() {
 		if s != nil {
@@ -100,13 +96,10 @@ func (l *link) write(q *queue) {
 		}
 	}()
 	for {
-		var e actor.Envelope
 		select {
-		case e = <-q.q:
+		case <-q.q.ready:
 		case <-l.closing:
-			select {
-			case e = <-q.q:
-			default:
+			if q.q.len() == 0 {
 				return // everything queued was written
 			}
 		case <-l.r.ctx.Done():
@@ -116,20 +109,23 @@ func (l *link) write(q *queue) {
 			}
 			return
 		}
-		for s == nil {
+		batch = q.q.takeAll(batch[:0])
+		if len(batch) == 0 {
+			continue
+		}
+		for attempts := 1; s == nil; attempts++ {
 			var err error
-			s, fw, err = l.open(q.proto)
-			if err == nil {
-				attempts = 0
+			if s, fw, err = l.open(q.proto); err == nil {
+				deadlined = time.Time{}
 				break
 			}
-			attempts++
 			l.r.log.Debug("routing: cannot open stream", "peer", l.peer, "protocol", q.proto, "attempt", attempts, "err", err)
-			if attempts >= 3 {
-				// Give up on this message (an Ask learns why at once);
-				// keep redialing for the ones behind it.
-				l.fail(&e, fmt.Errorf("%w: %v: %w", ErrUnreachable, l.peer, err))
-				e = actor.Envelope{}
+			if attempts == 3 {
+				// Give up on what is in hand (an Ask learns why at once);
+				// keep redialing for what comes next.
+				for i := range batch {
+					l.fail(&batch[i], fmt.Errorf("%w: %v: %w", ErrUnreachable, l.peer, err))
+				}
 				break
 			}
 			select {
@@ -138,23 +134,31 @@ func (l *link) write(q *queue) {
 				return
 			}
 		}
-		if s == nil {
-			continue
+		if s != nil {
+			var err error
+			for i := 0; err == nil && i < len(batch); i++ {
+				err = l.put(fw, &batch[i])
+			}
+			if err == nil {
+				if now := time.Now(); now.Sub(deadlined) > time.Second {
+					_ = s.SetWriteDeadline(now.Add(30 * time.Second))
+					deadlined = now
+				}
+				err = fw.Flush()
+			}
+			if err != nil {
+				l.r.log.Debug("routing: stream broke", "peer", l.peer, "protocol", q.proto, "err", err)
+				l.r.undeliverable.Add(uint64(len(batch))) // at most once: the batch may be lost
+				_ = s.Reset()
+				s, fw = nil, nil
+			}
 		}
-		err := l.put(fw, &e)
-		for err == nil && len(q.q) > 0 {
-			e = <-q.q
-			err = l.put(fw, &e)
-		}
-		if err == nil {
-			_ = s.SetWriteDeadline(time.Now().Add(30 * time.Second))
-			err = fw.Flush()
-		}
-		if err != nil {
-			l.r.log.Debug("routing: stream broke", "peer", l.peer, "protocol", q.proto, "err", err)
-			l.r.undeliverable.Add(uint64(max(fw.Buffered(), 1)))
-			_ = s.Reset()
-			s, fw = nil, nil
+		clear(batch)
+		if q.q.len() > 0 {
+			select { // more came while writing: go round again
+			case q.q.ready <- struct{}{}:
+			default:
+			}
 		}
 	}
 }

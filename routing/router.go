@@ -183,8 +183,8 @@ func (r *Router) Stats() Stats {
 	}
 	r.mu.Lock()
 	for _, l := range r.links {
-		st.QueuedUser += len(l.user.q)
-		st.QueuedCtl += len(l.ctl.q)
+		st.QueuedUser += l.user.q.len()
+		st.QueuedCtl += l.ctl.q.len()
 		st.ConnectedLinks++
 	}
 	r.mu.Unlock()

@@ -1,0 +1,111 @@
+package routing
+
+import (
+	"context"
+	"sync"
+
+	"github.com/troupe-mesh/troupe/actor"
+)
+
+// outQueue is a bounded queue of envelopes for one writer goroutine. It
+// grows with use up to its bound, so an idle link costs a few words, not
+// its whole capacity, and the writer takes everything queued in one step.
+type outQueue struct {
+	mu      sync.Mutex // guards the fields below
+	buf     []actor.Envelope
+	head, n int
+	max     int
+	space   chan struct{} // closed and replaced when room appears and someone waits
+	waiting bool
+
+	ready chan struct{} // capacity 1: wakes the writer
+}
+
+func newOutQueue(max int) *outQueue {
+	return &outQueue{max: max, ready: make(chan struct{}, 1)}
+}
+
+// push appends e unless the queue is full.
+func (q *outQueue) push(e actor.Envelope) bool {
+	q.mu.Lock()
+	if q.n == q.max {
+		q.mu.Unlock()
+		return false
+	}
+	if q.n == len(q.buf) {
+		q.growLocked()
+	}
+	q.buf[(q.head+q.n)%len(q.buf)] = e
+	q.n++
+	q.mu.Unlock()
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// pushCtx appends e, waiting for room until ctx or stop ends. It reports
+// ctx's error, or errStop when stop closed first.
+func (q *outQueue) pushCtx(ctx context.Context, e actor.Envelope, stop <-chan struct{}) error {
+	for {
+		if q.push(e) {
+			return nil
+		}
+		q.mu.Lock()
+		if q.n < q.max { // room appeared meanwhile
+			q.mu.Unlock()
+			continue
+		}
+		if q.space == nil {
+			q.space = make(chan struct{})
+		}
+		q.waiting = true
+		space := q.space
+		q.mu.Unlock()
+		select {
+		case <-space:
+		case <-stop:
+			return ErrClosed
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func (q *outQueue) growLocked() {
+	size := max(16, 2*len(q.buf))
+	size = min(size, q.max)
+	nb := make([]actor.Envelope, size)
+	for i := range q.n {
+		nb[i] = q.buf[(q.head+i)%len(q.buf)]
+	}
+	q.buf, q.head = nb, 0
+}
+
+// takeAll moves everything queued to dst and returns it.
+func (q *outQueue) takeAll(dst []actor.Envelope) []actor.Envelope {
+	q.mu.Lock()
+	for i := range q.n {
+		j := (q.head + i) % len(q.buf)
+		dst = append(dst, q.buf[j])
+		q.buf[j] = actor.Envelope{}
+	}
+	if len(q.buf) > 1024 && q.n < len(q.buf)/8 {
+		q.buf = nil // a burst is over: give its memory back
+	}
+	q.head, q.n = 0, 0
+	if q.waiting {
+		close(q.space)
+		q.space, q.waiting = nil, false
+	}
+	q.mu.Unlock()
+	return dst
+}
+
+// len returns how many envelopes wait.
+func (q *outQueue) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.n
+}
