@@ -28,7 +28,11 @@ type (
 // troupeRunner runs the workloads on Troupe with its default options (one
 // event loop per GOMAXPROCS). Actors are written the idiomatic way: a
 // looping actor re-installs its receive from inside its handler.
-type troupeRunner struct{ timeout time.Duration }
+type troupeRunner struct {
+	timeout  time.Duration
+	reuse    bool // actors re-install a reused case (troupe_reuse.go)
+	colocate bool // the ring is spawned on one loop by a parent actor
+}
 
 func newTroupe() (*actor.System, error) {
 	return actor.New(actor.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
@@ -104,11 +108,11 @@ func (r troupeRunner) pingPong(pairs, inflight int, d time.Duration, colocated b
 // colocated, by a parent actor that spawns both on its own loop.
 func (r troupeRunner) spawnPair(sys *actor.System, pair, inflight int, st *pairState, colocated bool) (actor.Ref, error) {
 	if !colocated {
-		pong, err := sys.Spawn("", tPonger)
+		pong, err := sys.Spawn("", r.ponger())
 		if err != nil {
 			return actor.Ref{}, err
 		}
-		return sys.Spawn("", tPinger(pong, pair, inflight, st))
+		return sys.Spawn("", r.pinger(pong, pair, inflight, st))
 	}
 	type spawned struct {
 		ping actor.Ref
@@ -116,12 +120,12 @@ func (r troupeRunner) spawnPair(sys *actor.System, pair, inflight int, st *pairS
 	}
 	out := make(chan spawned, 1)
 	_, err := sys.Spawn("", func(c *actor.Context) {
-		pong, err := c.Spawn("", tPonger, actor.Colocated())
+		pong, err := c.Spawn("", r.ponger(), actor.Colocated())
 		if err != nil {
 			out <- spawned{err: err}
 			return
 		}
-		ping, err := c.Spawn("", tPinger(pong, pair, inflight, st), actor.Colocated())
+		ping, err := c.Spawn("", r.pinger(pong, pair, inflight, st), actor.Colocated())
 		out <- spawned{ping, err}
 		// The parent stops here; its children live on.
 	})
@@ -162,9 +166,28 @@ func (r troupeRunner) ring(n, hops int) (v float64, err error) {
 	defer func() { err = r.shutdown(sys, err) }()
 	st := newRingState(n)
 	refs := make([]actor.Ref, n)
-	for i := range refs {
-		if refs[i], err = sys.Spawn("", tRingMember(st)); err != nil {
+	if r.colocate {
+		spawned := make(chan error, 1)
+		if _, err := sys.Spawn("", func(c *actor.Context) {
+			for i := range refs {
+				var err error
+				if refs[i], err = c.Spawn("", r.ringMember(st), actor.Colocated()); err != nil {
+					spawned <- err
+					return
+				}
+			}
+			spawned <- nil
+		}); err != nil {
 			return 0, err
+		}
+		if err := <-spawned; err != nil {
+			return 0, err
+		}
+	} else {
+		for i := range refs {
+			if refs[i], err = sys.Spawn("", r.ringMember(st)); err != nil {
+				return 0, err
+			}
 		}
 	}
 	for i, ref := range refs {

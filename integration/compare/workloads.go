@@ -77,9 +77,15 @@ type runner interface {
 }
 
 func runnerFor(system string, timeout time.Duration) runner {
+	return styledRunner(system, timeout, false, false)
+}
+
+// styledRunner is runnerFor with Troupe's actors written with reused cases
+// and the ring colocated on one loop; Proto.Actor ignores both.
+func styledRunner(system string, timeout time.Duration, reuse, colocate bool) runner {
 	switch system {
 	case troupeSys:
-		return troupeRunner{timeout: timeout}
+		return troupeRunner{timeout: timeout, reuse: reuse, colocate: colocate}
 	case protoSys:
 		return protoRunner{timeout: timeout}
 	}
@@ -135,11 +141,21 @@ func workloads(cfg config) []workload {
 			run: func(s string) result { return wrap(r(s).pingPong(pairs, inflight, cfg.dur, colocated)) },
 		}
 	}
+	ppReuse := func(name string, pairs, inflight int, colocated bool, goal float64) workload {
+		w := pp(name, pairs, inflight, colocated, goal)
+		w.run = func(s string) result {
+			return wrap(styledRunner(s, cfg.timeout, true, false).pingPong(pairs, inflight, cfg.dur, colocated))
+		}
+		return w
+	}
 	ws := []workload{
 		pp("ping-pong, 1 pair (Troupe cross-loop)", 1, 1, false, 11),
 		pp("ping-pong, 1 pair (Troupe colocated)", 1, 1, true, 11),
+		ppReuse("ping-pong, 1 pair (Troupe colocated, reused case)", 1, 1, true, 11),
 		pp("8 pairs × 1 in flight", 8, 1, false, 0),
 		pp("8 pairs × 100 in flight", 8, 100, false, 1.5),
+		ppReuse("8 pairs × 100 in flight (Troupe reused case)", 8, 100, false, 1.5),
+		ppReuse("8 pairs × 100 in flight (Troupe colocated, reused case)", 8, 100, true, 1.5),
 	}
 	for _, n := range cfg.rings {
 		hops := max(cfg.minHops, cfg.laps*n)
@@ -152,6 +168,13 @@ func workloads(cfg config) []workload {
 			w.goal = 500
 		}
 		ws = append(ws, w)
+		if n == 100_000 {
+			ws = append(ws, workload{
+				name: fmt.Sprintf("ring of %s actors, %s hops (Troupe colocated, reused case)", count(n), count(hops)),
+				unit: "ns/hop", rounds: cfg.rounds, goal: 500,
+				run: func(s string) result { return wrap(styledRunner(s, cfg.timeout, true, true).ring(n, hops)) },
+			})
+		}
 	}
 	ws = append(ws,
 		workload{
