@@ -29,6 +29,33 @@ type link struct {
 	closing   chan struct{} // closed by drain: write what is queued, then stop
 	drainOnce sync.Once
 	wg        sync.WaitGroup
+
+	mu      sync.Mutex // guards streams
+	streams map[network.Stream]struct{}
+}
+
+// track records an open outbound stream, so that abort can reset it even
+// while its writer is blocked in a write.
+func (l *link) track(s network.Stream, open bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if open {
+		if l.streams == nil {
+			l.streams = make(map[network.Stream]struct{})
+		}
+		l.streams[s] = struct{}{}
+	} else {
+		delete(l.streams, s)
+	}
+}
+
+// abort resets every outbound stream of the link.
+func (l *link) abort() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for s := range l.streams {
+		_ = s.Reset()
+	}
 }
 
 func newLink(r *Router, id libp2ppeer.ID) *link {
@@ -79,8 +106,8 @@ func (l *link) enqueueCtx(ctx context.Context, e actor.Envelope) error {
 	return err
 }
 
-// write is the writer goroutine of one queue: it takes everything queued at
-// once, encodes on this goroutine (never on an event loop), writes frames
+// write is the writer goroutine of one queue: it takes a batch of queued
+// envelopes at a time, encodes on this goroutine (never on an event loop), writes frames
 // through a batching FrameWriter and flushes when the queue is empty.
 func (l *link) write(q *queue) {
 	defer l.wg.Done()
@@ -93,6 +120,7 @@ func (l *link) write(q *queue) {
 	defer func() {
 		if s != nil {
 			_ = s.Close()
+			l.track(s, false)
 		}
 	}()
 	for {
@@ -105,11 +133,12 @@ func (l *link) write(q *queue) {
 		case <-l.r.ctx.Done():
 			if s != nil {
 				_ = s.Reset()
+				l.track(s, false)
 				s = nil
 			}
 			return
 		}
-		batch = q.q.takeAll(batch[:0])
+		batch = q.q.takeBatch(batch[:0])
 		if len(batch) == 0 {
 			continue
 		}
@@ -150,6 +179,7 @@ func (l *link) write(q *queue) {
 				l.r.log.Debug("routing: stream broke", "peer", l.peer, "protocol", q.proto, "err", err)
 				l.r.undeliverable.Add(uint64(len(batch))) // at most once: the batch may be lost
 				_ = s.Reset()
+				l.track(s, false)
 				s, fw = nil, nil
 			}
 		}
@@ -211,6 +241,7 @@ func (l *link) open(proto protocol.ID) (network.Stream, *codec.FrameWriter, erro
 	if err != nil {
 		return nil, nil, err
 	}
+	l.track(s, true)
 	fw := codec.NewFrameWriter(s, l.r.cfg.MaxFrame)
 	_, body, err := l.r.cfg.Registry.Encode(helloBody{Incarnation: l.r.incarnation})
 	if err == nil {
@@ -218,6 +249,7 @@ func (l *link) open(proto protocol.ID) (network.Stream, *codec.FrameWriter, erro
 	}
 	if err != nil {
 		_ = s.Reset()
+		l.track(s, false)
 		return nil, nil, err
 	}
 	return s, fw, nil

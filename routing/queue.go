@@ -7,9 +7,13 @@ import (
 	"github.com/troupe-mesh/troupe/actor"
 )
 
+// maxBatch is the most envelopes a writer takes at once: enough to fill
+// many frames per write, few enough to keep the copy small.
+const maxBatch = 1024
+
 // outQueue is a bounded queue of envelopes for one writer goroutine. It
 // grows with use up to its bound, so an idle link costs a few words, not
-// its whole capacity, and the writer takes everything queued in one step.
+// its whole capacity, and the writer takes many envelopes per step.
 type outQueue struct {
 	mu      sync.Mutex // guards the fields below
 	buf     []actor.Envelope
@@ -83,18 +87,25 @@ func (q *outQueue) growLocked() {
 	q.buf, q.head = nb, 0
 }
 
-// takeAll moves everything queued to dst and returns it.
-func (q *outQueue) takeAll(dst []actor.Envelope) []actor.Envelope {
+// takeBatch moves up to maxBatch of the oldest envelopes to dst and
+// returns it.
+func (q *outQueue) takeBatch(dst []actor.Envelope) []actor.Envelope {
 	q.mu.Lock()
-	for i := range q.n {
+	k := min(q.n, maxBatch)
+	for i := range k {
 		j := (q.head + i) % len(q.buf)
 		dst = append(dst, q.buf[j])
 		q.buf[j] = actor.Envelope{}
 	}
-	if len(q.buf) > 1024 && q.n < len(q.buf)/8 {
-		q.buf = nil // a burst is over: give its memory back
+	q.n -= k
+	if q.n == 0 {
+		q.head = 0
+		if len(q.buf) > 1024 && k < len(q.buf)/8 {
+			q.buf = nil // a burst is over: give its memory back
+		}
+	} else {
+		q.head = (q.head + k) % len(q.buf)
 	}
-	q.head, q.n = 0, 0
 	if q.waiting {
 		close(q.space)
 		q.space, q.waiting = nil, false

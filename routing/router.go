@@ -270,6 +270,9 @@ func (r *Router) Close(ctx context.Context) error {
 		err = fmt.Errorf("routing: close: queued messages dropped: %w", ctx.Err())
 	}
 	r.cancel()
+	for _, l := range links {
+		l.abort() // writers blocked in a write return now
+	}
 	<-done
 	r.wg.Wait()
 	return err
