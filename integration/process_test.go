@@ -58,16 +58,29 @@ type daemonProc struct {
 	cmd   *exec.Cmd
 	id    libp2ppeer.ID
 	addr  ma.Multiaddr
-	lines chan string // stdout lines after "ready"
+	lines chan string // stdout lines after "ready", and joined/left lines
+	seen  []string    // lines read by expectLine that matched nothing yet
 }
 
+// startDaemon starts `troupe daemon` on 127.0.0.1 without mDNS.
 func startDaemon(t *testing.T, connect ...ma.Multiaddr) *daemonProc {
 	t.Helper()
-	args := []string{"daemon", "-home", t.TempDir(), "-listen", "/ip4/127.0.0.1/tcp/0", "-log-level", "warn"}
+	args := []string{"-listen", "/ip4/127.0.0.1/tcp/0", "-mdns=false"}
 	for _, c := range connect {
 		args = append(args, "-connect", c.String())
 	}
-	cmd := exec.Command(troupeBinary(t), args...)
+	return startDaemonIn(t, "", args...)
+}
+
+// startDaemonIn starts `troupe daemon` with args, inside network namespace
+// ns unless ns is "".
+func startDaemonIn(t *testing.T, ns string, args ...string) *daemonProc {
+	t.Helper()
+	argv := append([]string{troupeBinary(t), "daemon", "-home", t.TempDir(), "-log-level", "warn"}, args...)
+	if ns != "" {
+		argv = append([]string{"ip", "netns", "exec", ns}, argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -89,6 +102,10 @@ func startDaemon(t *testing.T, connect ...ma.Multiaddr) *daemonProc {
 			line := sc.Text()
 			if isReady {
 				d.lines <- line
+				continue
+			}
+			if strings.HasPrefix(line, "joined ") || strings.HasPrefix(line, "left ") {
+				d.lines <- line // peers may join before the banner ends
 				continue
 			}
 			switch f := strings.Fields(line); {
@@ -124,9 +141,24 @@ func startDaemon(t *testing.T, connect ...ma.Multiaddr) *daemonProc {
 	return d
 }
 
-// expectLine waits for a stdout line containing all of want.
+// expectLine waits for a stdout line containing all of want, in any order
+// relative to other expected lines: lines that match nothing yet are kept.
 func (d *daemonProc) expectLine(t *testing.T, within time.Duration, want ...string) string {
 	t.Helper()
+	matches := func(line string) bool {
+		for _, w := range want {
+			if !strings.Contains(line, w) {
+				return false
+			}
+		}
+		return true
+	}
+	for i, line := range d.seen {
+		if matches(line) {
+			d.seen = append(d.seen[:i], d.seen[i+1:]...)
+			return line
+		}
+	}
 	deadline := time.After(within)
 	for {
 		select {
@@ -134,15 +166,12 @@ func (d *daemonProc) expectLine(t *testing.T, within time.Duration, want ...stri
 			if !ok {
 				t.Fatalf("daemon exited while waiting for %q", want)
 			}
-			all := true
-			for _, w := range want {
-				all = all && strings.Contains(line, w)
-			}
-			if all {
+			if matches(line) {
 				return line
 			}
+			d.seen = append(d.seen, line)
 		case <-deadline:
-			t.Fatalf("no line with %q within %v", want, within)
+			t.Fatalf("no line with %q within %v; other lines: %q", want, within, d.seen)
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
+	"github.com/troupe-mesh/troupe/discovery"
 	"github.com/troupe-mesh/troupe/routing"
 )
 
@@ -28,6 +29,7 @@ type Node struct {
 	sys    *actor.System
 	router *routing.Router
 	reg    *codec.Registry
+	mdns   *discovery.MDNS
 
 	behaviors behaviors
 
@@ -125,6 +127,12 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		_ = n.Close(ctx)
 		return nil, err
 	}
+	if cfg.mdnsMesh != "" {
+		if n.mdns, err = discovery.StartMDNS(h, cfg.mdnsMesh, n.Connect, cfg.logger); err != nil {
+			_ = n.Close(ctx)
+			return nil, err
+		}
+	}
 	return n, nil
 }
 
@@ -185,7 +193,12 @@ func (n *Node) SendCtx(ctx context.Context, to actor.Ref, msg any) error {
 // started.
 func (n *Node) Close(ctx context.Context) error {
 	n.closeOnce.Do(func() {
+		var mdnsErr error
+		if n.mdns != nil {
+			mdnsErr = n.mdns.Close() // discovery stops before the host
+		}
 		n.closeErr = errors.Join(
+			mdnsErr,
 			n.sys.Shutdown(ctx),
 			n.router.Close(ctx),
 			n.host.Close(),

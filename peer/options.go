@@ -11,6 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/pnet"
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
+	"github.com/troupe-mesh/troupe/discovery"
 )
 
 // Option configures a Node.
@@ -29,6 +30,7 @@ type config struct {
 	registry    *codec.Registry
 	maxFrame    int
 	linkQueue   int
+	mdnsMesh    string
 	dialTimeout time.Duration
 }
 
@@ -110,6 +112,19 @@ func WithRegistry(r *codec.Registry) Option {
 // WithMaxFrame sets the largest frame a node sends or accepts (default 4 MiB).
 // Larger messages are refused at the sender.
 func WithMaxFrame(n int) Option { return func(c *config) error { c.maxFrame = n; return nil } }
+
+// WithMDNS announces the node on the LAN by multicast DNS for mesh and
+// connects to the peers of the same mesh it finds (default off). It needs a
+// multicast interface and a non-loopback listen address.
+func WithMDNS(mesh string) Option {
+	return func(c *config) error {
+		if err := discovery.CheckMesh(mesh); err != nil {
+			return err
+		}
+		c.mdnsMesh = mesh
+		return nil
+	}
+}
 
 // WithLinkQueue sets how many messages may wait for one remote peer before
 // further ones become dead letters with routing.ErrLinkFull (default 65536).

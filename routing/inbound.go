@@ -41,6 +41,10 @@ func (r *Router) handleStream(s network.Stream) {
 			return
 		}
 		if err != nil {
+			if r.ctx.Err() != nil || !isCodecError(err) {
+				_ = s.Reset() // closing, or the stream or connection died
+				return
+			}
 			r.decodeErrors.Add(1)
 			if fr.Err() != nil {
 				r.streamsReset.Add(1)
@@ -71,6 +75,12 @@ func cachedRef(last *actor.Ref, peer, name string) (actor.Ref, error) {
 		*last = ref
 	}
 	return ref, err
+}
+
+// isCodecError reports whether err is about the bytes received rather
+// than the transport.
+func isCodecError(err error) bool {
+	return errors.Is(err, codec.ErrMalformed) || errors.Is(err, codec.ErrFrameTooLarge) || errors.Is(err, codec.ErrUnknownKind)
 }
 
 func (r *Router) dispatch(remote libp2ppeer.ID, remoteStr string, env *codec.Envelope, refs *refCache) {

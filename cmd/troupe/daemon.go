@@ -15,10 +15,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/event"
+	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
+	"github.com/troupe-mesh/troupe/discovery"
 	"github.com/troupe-mesh/troupe/peer"
 )
 
@@ -40,8 +43,14 @@ func daemon(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&listen, "listen", "multiaddr to listen on (repeatable; default TCP and QUIC on all interfaces, random ports)")
 	fs.Var(&connect, "connect", "multiaddr with /p2p/ of a peer to connect to at start (repeatable)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	mdnsOn := fs.Bool("mdns", true, "find peers of the same mesh on the LAN by multicast DNS")
+	mesh := fs.String("mesh", "default", "mesh name: peers find each other per mesh (a-z, 0-9, '-')")
 	if code, ok := parseFlags(fs, args, stderr); !ok {
 		return code
+	}
+	if err := discovery.CheckMesh(*mesh); err != nil {
+		fmt.Fprintf(stderr, "troupe daemon: -mesh: %v\n", err)
+		return 2
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -75,6 +84,9 @@ func daemon(args []string, stdout, stderr io.Writer) int {
 	if len(listen) > 0 {
 		opts = append(opts, peer.WithListenAddrs(listen...))
 	}
+	if *mdnsOn {
+		opts = append(opts, peer.WithMDNS(*mesh))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -86,6 +98,10 @@ func daemon(args []string, stdout, stderr io.Writer) int {
 	}
 	out := &lockedWriter{w: stdout}
 	err = startBuiltins(node, out)
+	var stopEvents func()
+	if err == nil {
+		stopEvents, err = reportPeers(node, out)
+	}
 	fmt.Fprintf(out, "peer %s\n", node.ID())
 	for _, a := range node.Addrs() {
 		fmt.Fprintf(out, "listen %s\n", a)
@@ -101,6 +117,9 @@ func daemon(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		fmt.Fprintln(out, "ready")
 		<-ctx.Done()
+	}
+	if stopEvents != nil {
+		stopEvents()
 	}
 	closeCtx, cancelClose := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancelClose()
@@ -143,6 +162,43 @@ func startBuiltins(n *peer.Node, out io.Writer) error {
 		c.Receive(h)
 	})
 	return err
+}
+
+// reportPeers prints "joined <peer> (echo <rtt>)" when a peer connects (after
+// asking its echo actor, which proves the actor protocols work both ways)
+// and "left <peer>" when it goes. The returned func stops it and waits.
+func reportPeers(n *peer.Node, out io.Writer) (stop func(), err error) {
+	sub, err := n.Host().EventBus().Subscribe(new(event.EvtPeerConnectednessChanged))
+	if err != nil {
+		return nil, err
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ev := range sub.Out() {
+			e := ev.(event.EvtPeerConnectednessChanged)
+			switch e.Connectedness {
+			case network.Connected:
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					echo, _ := peer.Ref(e.Peer, "echo")
+					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+					defer cancel()
+					start := time.Now()
+					if _, err := n.System().Ask(ctx, echo, "hello"); err != nil {
+						fmt.Fprintf(out, "joined %s (echo failed: %v)\n", e.Peer, err)
+						return
+					}
+					fmt.Fprintf(out, "joined %s (echo %v)\n", e.Peer, time.Since(start).Round(time.Microsecond))
+				}()
+			case network.NotConnected:
+				fmt.Fprintf(out, "left %s\n", e.Peer)
+			}
+		}
+	}()
+	return func() { _ = sub.Close(); wg.Wait() }, nil
 }
 
 func defaultHome() string {

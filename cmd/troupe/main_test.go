@@ -32,6 +32,11 @@ func TestBadArguments(t *testing.T) {
 		{"demo", "-nosuchflag"},
 		{"demo", "extra"},
 		{"demo", "-ring", "many"},
+		{"daemon", "-mesh", "Bad_Mesh"},
+		{"daemon", "-log-level", "loud"},
+		{"daemon", "-connect", "/ip4/127.0.0.1/tcp/1"},
+		{"daemon", "-connect", "not a multiaddr"},
+		{"daemon", "extra"},
 	} {
 		var out, errb bytes.Buffer
 		if code := run(args, &out, &errb); code != 2 {

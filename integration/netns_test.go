@@ -1,0 +1,127 @@
+package integration
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// netns creates network namespaces for a test and removes them when it
+// ends. Nothing in them can reach the machine's real interfaces.
+type netns struct {
+	t      *testing.T
+	prefix string
+	names  []string
+}
+
+func newNetns(t *testing.T) *netns {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("not root: creating network namespaces needs root")
+	}
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("the ip command (iproute2) is missing")
+	}
+	n := &netns{t: t, prefix: fmt.Sprintf("trp%d", os.Getpid()%100000)}
+	t.Cleanup(func() {
+		for _, name := range n.names {
+			_ = exec.Command("ip", "netns", "del", name).Run()
+		}
+	})
+	return n
+}
+
+func (n *netns) ip(args ...string) {
+	n.t.Helper()
+	if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+		n.t.Fatalf("ip %v: %v\n%s", args, err, out)
+	}
+}
+
+func (n *netns) add(name string) string {
+	n.t.Helper()
+	full := n.prefix + name
+	n.ip("netns", "add", full)
+	n.names = append(n.names, full)
+	n.ip("-n", full, "link", "set", "lo", "up")
+	return full
+}
+
+// lan builds a bridge in its own namespace and k hosts, each a namespace
+// with one veth port on the bridge and an address 10.231.0.<i>/24.
+func (n *netns) lan(k int) []string {
+	n.t.Helper()
+	br := n.add("br")
+	n.ip("-n", br, "link", "add", "br0", "type", "bridge", "mcast_snooping", "0")
+	n.ip("-n", br, "link", "set", "br0", "up")
+	hosts := make([]string, k)
+	for i := range k {
+		h := n.add(fmt.Sprintf("h%d", i+1))
+		port := fmt.Sprintf("p%d", i+1)
+		n.ip("link", "add", "eth0", "netns", h, "type", "veth", "peer", "name", port, "netns", br)
+		n.ip("-n", h, "addr", "add", fmt.Sprintf("10.231.0.%d/24", i+1), "dev", "eth0")
+		n.ip("-n", h, "link", "set", "eth0", "up")
+		n.ip("-n", br, "link", "set", port, "master", "br0")
+		n.ip("-n", br, "link", "set", port, "up")
+		hosts[i] = h
+	}
+	// mDNS joins its multicast group on the interfaces that are up when it
+	// starts: wait until every host's port is operationally up.
+	for _, h := range hosts {
+		n.waitUp(h, "eth0")
+	}
+	return hosts
+}
+
+// waitUp polls the operational state of an interface, which no event
+// announces to us, failing after 10 s.
+func (n *netns) waitUp(ns, dev string) {
+	n.t.Helper()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(10 * time.Second)
+	for {
+		out, err := exec.Command("ip", "-n", ns, "-o", "link", "show", dev).CombinedOutput()
+		if err == nil && strings.Contains(string(out), "state UP") {
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			n.t.Fatalf("%s in %s is not up: %s", dev, ns, out)
+		}
+	}
+}
+
+// Three peers in three network namespaces find each other by mDNS alone,
+// with no address given, exchange actor messages (each asks the others'
+// echo actor on joining), and see a SIGKILLed peer leave.
+func TestMDNSFindsPeersInNamespaces(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds the binary and creates network namespaces")
+	}
+	hosts := newNetns(t).lan(3)
+	daemons := make([]*daemonProc, len(hosts))
+	for i, h := range hosts {
+		daemons[i] = startDaemonIn(t, h, "-listen", "/ip4/0.0.0.0/tcp/0", "-mesh", "nstest")
+	}
+	for i, d := range daemons {
+		for j, other := range daemons {
+			if i == j {
+				continue
+			}
+			d.expectLine(t, 15*time.Second, "joined "+other.id.String(), "(echo ")
+		}
+	}
+	gone := daemons[2]
+	if err := gone.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range daemons[:2] {
+		d.expectLine(t, 10*time.Second, "left "+gone.id.String())
+	}
+}
