@@ -30,6 +30,7 @@ type Node struct {
 	router *routing.Router
 	reg    *codec.Registry
 	mdns   *discovery.MDNS
+	dht    *discovery.DHT
 
 	behaviors behaviors
 
@@ -127,6 +128,15 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		_ = n.Close(ctx)
 		return nil, err
 	}
+	if cfg.dhtMesh != "" {
+		n.dht, err = discovery.StartDHT(h, discovery.DHTConfig{
+			Mesh: cfg.dhtMesh, Bootstrap: cfg.bootstrap, Connect: n.Connect, Logger: cfg.logger,
+		})
+		if err != nil {
+			_ = n.Close(ctx)
+			return nil, err
+		}
+	}
 	if cfg.mdnsMesh != "" {
 		if n.mdns, err = discovery.StartMDNS(h, cfg.mdnsMesh, n.Connect, cfg.logger); err != nil {
 			_ = n.Close(ctx)
@@ -193,12 +203,15 @@ func (n *Node) SendCtx(ctx context.Context, to actor.Ref, msg any) error {
 // started.
 func (n *Node) Close(ctx context.Context) error {
 	n.closeOnce.Do(func() {
-		var mdnsErr error
+		var discErr error // discovery stops before the host
 		if n.mdns != nil {
-			mdnsErr = n.mdns.Close() // discovery stops before the host
+			discErr = n.mdns.Close()
+		}
+		if n.dht != nil {
+			discErr = errors.Join(discErr, n.dht.Close())
 		}
 		n.closeErr = errors.Join(
-			mdnsErr,
+			discErr,
 			n.sys.Shutdown(ctx),
 			n.router.Close(ctx),
 			n.host.Close(),

@@ -31,6 +31,8 @@ type config struct {
 	maxFrame    int
 	linkQueue   int
 	mdnsMesh    string
+	dhtMesh     string
+	bootstrap   []libp2ppeer.AddrInfo
 	dialTimeout time.Duration
 }
 
@@ -122,6 +124,20 @@ func WithMDNS(mesh string) Option {
 			return err
 		}
 		c.mdnsMesh = mesh
+		return nil
+	}
+}
+
+// WithDHT joins Troupe's Kademlia DHT (server mode, protocol prefix
+// /troupe) through the given bootstrap peers and connects to the peers of
+// mesh found at the rendezvous "/troupe/<mesh>" (default off). No public
+// bootstrap peers are built in: give at least one peer of the mesh.
+func WithDHT(mesh string, bootstrap ...libp2ppeer.AddrInfo) Option {
+	return func(c *config) error {
+		if err := discovery.CheckMesh(mesh); err != nil {
+			return err
+		}
+		c.dhtMesh, c.bootstrap = mesh, append(c.bootstrap, bootstrap...)
 		return nil
 	}
 }

@@ -39,9 +39,10 @@ func daemon(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("daemon", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	home := fs.String("home", defaultHome(), "directory holding the identity key ($TROUPE_HOME)")
-	var listen, connect listFlag
+	var listen, connect, bootstrap listFlag
 	fs.Var(&listen, "listen", "multiaddr to listen on (repeatable; default TCP and QUIC on all interfaces, random ports)")
 	fs.Var(&connect, "connect", "multiaddr with /p2p/ of a peer to connect to at start (repeatable)")
+	fs.Var(&bootstrap, "bootstrap", "multiaddr with /p2p/ of a DHT bootstrap peer (repeatable); turns on the DHT rendezvous for the mesh")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	mdnsOn := fs.Bool("mdns", true, "find peers of the same mesh on the LAN by multicast DNS")
 	mesh := fs.String("mesh", "default", "mesh name: peers find each other per mesh (a-z, 0-9, '-')")
@@ -57,19 +58,13 @@ func daemon(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "troupe daemon: -log-level %q: use debug, info, warn or error\n", *logLevel)
 		return 2
 	}
-	peers := make([]libp2ppeer.AddrInfo, 0, len(connect))
-	for _, s := range connect {
-		m, err := ma.NewMultiaddr(s)
-		if err != nil {
-			fmt.Fprintf(stderr, "troupe daemon: -connect %q: %v\n", s, err)
-			return 2
-		}
-		ai, err := libp2ppeer.AddrInfoFromP2pAddr(m)
-		if err != nil {
-			fmt.Fprintf(stderr, "troupe daemon: -connect %q needs a /p2p/<peer ID> suffix\n", s)
-			return 2
-		}
-		peers = append(peers, *ai)
+	peers, ok := parsePeers("-connect", connect, stderr)
+	if !ok {
+		return 2
+	}
+	boots, ok := parsePeers("-bootstrap", bootstrap, stderr)
+	if !ok {
+		return 2
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	reg, err := codec.NewRegistry()
@@ -86,6 +81,9 @@ func daemon(args []string, stdout, stderr io.Writer) int {
 	}
 	if *mdnsOn {
 		opts = append(opts, peer.WithMDNS(*mesh))
+	}
+	if len(boots) > 0 {
+		opts = append(opts, peer.WithDHT(*mesh, boots...))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -129,6 +127,25 @@ func daemon(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// parsePeers parses multiaddrs with a /p2p/ suffix given to flag name.
+func parsePeers(name string, addrs []string, stderr io.Writer) ([]libp2ppeer.AddrInfo, bool) {
+	peers := make([]libp2ppeer.AddrInfo, 0, len(addrs))
+	for _, s := range addrs {
+		m, err := ma.NewMultiaddr(s)
+		if err != nil {
+			fmt.Fprintf(stderr, "troupe daemon: %s %q: %v\n", name, s, err)
+			return nil, false
+		}
+		ai, err := libp2ppeer.AddrInfoFromP2pAddr(m)
+		if err != nil {
+			fmt.Fprintf(stderr, "troupe daemon: %s %q needs a /p2p/<peer ID> suffix\n", name, s)
+			return nil, false
+		}
+		peers = append(peers, *ai)
+	}
+	return peers, true
 }
 
 // startBuiltins spawns the daemon's built-in actors: echo replies with what

@@ -36,6 +36,7 @@ func TestBadArguments(t *testing.T) {
 		{"daemon", "-log-level", "loud"},
 		{"daemon", "-connect", "/ip4/127.0.0.1/tcp/1"},
 		{"daemon", "-connect", "not a multiaddr"},
+		{"daemon", "-bootstrap", "/ip4/127.0.0.1/tcp/1"},
 		{"daemon", "extra"},
 	} {
 		var out, errb bytes.Buffer
