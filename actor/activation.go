@@ -167,6 +167,9 @@ func (c *Context) terminate(reason error) {
 	}
 	c.fresh = nil
 	if e := c.ext; e != nil {
+		for g := range e.groups {
+			c.Leave(g)
+		}
 		for to := range e.links {
 			c.trackRemote(true, to, 0, false)
 			s.send(to, self, ExitSignal{Reason: reason, Linked: true}, 0, kindSignal)

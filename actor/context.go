@@ -68,7 +68,8 @@ type ext struct {
 	links    map[Ref]struct{}
 	watchers map[MonitorID]Ref // who monitors this actor
 	watching map[MonitorID]Ref // whom this actor monitors
-	reason   error             // exit reason once fStopping is set
+	groups   map[string]struct{}
+	reason   error // exit reason once fStopping is set
 }
 
 func (c *Context) extra() *ext {

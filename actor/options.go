@@ -20,6 +20,7 @@ type config struct {
 	deadLetter func(DeadLetter)
 	peer       string
 	remote     Remote
+	groups     GroupTransport
 }
 
 func defaultConfig() config {

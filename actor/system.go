@@ -20,7 +20,8 @@ type System struct {
 
 	names  *registry
 	remote remoteIndex // monitors and links across peers
-	nodes  sync.Pool   // *node, recycled once handled
+	groups groupTable
+	nodes  sync.Pool // *node, recycled once handled
 
 	ids         atomic.Uint64 // monitor IDs, correlation IDs, generated names
 	live        atomic.Int64

@@ -1,0 +1,65 @@
+package actor
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestLocalGroupBroadcastReachesEachMemberOnce(t *testing.T) {
+	s := newSys(t)
+	got := make(chan [2]any, 16)
+	ready := make(chan struct{}, 3)
+	member := func(name string) Behavior {
+		return func(c *Context) {
+			if err := c.Join("room"); err != nil {
+				t.Error(err)
+			}
+			ready <- struct{}{}
+			forever(c, func() []Case {
+				return []Case{On(func(m string) { got <- [2]any{name, m} }), On(func(struct{}) { c.Leave("room"); got <- [2]any{name, "left"} })}
+			})
+		}
+	}
+	a := mustSpawn(t, s, "a", member("a"))
+	mustSpawn(t, s, "b", member("b"))
+	mustSpawn(t, s, "c", func(c *Context) { member("c")(c); c.Stop() }) // joins, then stops
+	for range 3 {
+		recv(t, ready)
+	}
+	downs := watcher(t, s, Ref{peer: s.Peer(), name: "c"})
+	recv(t, downs) // c left the group by stopping
+	if err := s.Publish("room", Ref{}, "hi"); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[any]int{}
+	for range 2 {
+		seen[recv(t, got)[0]]++
+	}
+	if seen["a"] != 1 || seen["b"] != 1 {
+		t.Fatalf("deliveries %v", seen)
+	}
+	s.Send(a, struct{}{}) // a leaves
+	if g := recv(t, got); g != [2]any{"a", "left"} {
+		t.Fatalf("got %v", g)
+	}
+	mustSpawn(t, s, "", func(c *Context) {
+		c.Send(a, "after leave?") // a is still alive: a direct message
+		if err := c.Broadcast("room", "second"); err != nil {
+			t.Error(err)
+		}
+	})
+	want := map[[2]any]bool{{"a", "after leave?"}: true, {"b", "second"}: true}
+	for range 2 {
+		g := recv(t, got)
+		if !want[g] {
+			t.Fatalf("unexpected delivery %v", g)
+		}
+		delete(want, g)
+	}
+	if n := s.GroupMembers("room"); n != 1 {
+		t.Fatalf("%d members left", n)
+	}
+	if err := s.Publish("empty", Ref{}, "x"); !errors.Is(err, ErrNoGroups) {
+		t.Fatalf("publish to a group without members: %v", err)
+	}
+}
