@@ -31,6 +31,7 @@ type Node struct {
 	reg    *codec.Registry
 	mdns   *discovery.MDNS
 	dht    *discovery.DHT
+	groups *routing.Groups
 
 	behaviors behaviors
 
@@ -111,11 +112,24 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 	}
 	aopts := append([]actor.Option{actor.WithLogger(cfg.logger)}, cfg.actorOpts...)
 	aopts = append(aopts, actor.WithPeer(h.ID().String()), actor.WithRemote(r))
+	var groups *routing.Groups
+	if cfg.groupsMesh != "" {
+		groups, err = routing.NewGroups(routing.GroupsConfig{Host: h, Registry: reg, Mesh: cfg.groupsMesh, Logger: cfg.logger})
+		if err != nil {
+			_ = r.Close(ctx)
+			_ = h.Close()
+			return nil, err
+		}
+		aopts = append(aopts, actor.WithGroups(groups))
+	}
 	sys, err := actor.New(aopts...)
 	if err != nil {
 		_ = r.Close(ctx)
 		_ = h.Close()
 		return nil, err
+	}
+	if groups != nil {
+		groups.Bind(sys)
 	}
 	if err := r.Bind(sys); err != nil {
 		_ = sys.Shutdown(ctx)
@@ -123,7 +137,7 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		_ = h.Close()
 		return nil, err
 	}
-	n := &Node{cfg: cfg, host: h, sys: sys, router: r, reg: reg}
+	n := &Node{cfg: cfg, host: h, sys: sys, router: r, reg: reg, groups: groups}
 	if _, err := sys.Spawn(NodeActor, n.nodeActor, actor.SystemName()); err != nil {
 		_ = n.Close(ctx)
 		return nil, err
@@ -198,6 +212,23 @@ func (n *Node) SendCtx(ctx context.Context, to actor.Ref, msg any) error {
 	return n.router.DeliverCtx(ctx, actor.Envelope{To: to, Msg: msg})
 }
 
+// Publish sends msg to every member of group on every peer (WithGroups).
+func (n *Node) Publish(group string, msg any) error { return n.sys.Publish(group, actor.Ref{}, msg) }
+
+// Groups returns the group transport, nil without WithGroups.
+func (n *Node) Groups() *routing.Groups { return n.groups }
+
+// GroupReady waits until at least peers other peers share group, so that
+// a message published now reaches their members (GossipSub drops what is
+// published before its mesh forms), or ctx ends. Without WithGroups it
+// returns at once.
+func (n *Node) GroupReady(ctx context.Context, group string, peers int) error {
+	if n.groups == nil {
+		return nil
+	}
+	return n.groups.WaitReady(ctx, group, peers)
+}
+
 // Close drains the outbound links (until ctx ends), stops the actors and
 // closes the host. It is idempotent and waits for every goroutine the node
 // started.
@@ -210,9 +241,13 @@ func (n *Node) Close(ctx context.Context) error {
 		if n.dht != nil {
 			discErr = errors.Join(discErr, n.dht.Close())
 		}
+		shutErr := n.sys.Shutdown(ctx)
+		if n.groups != nil {
+			n.groups.Close()
+		}
 		n.closeErr = errors.Join(
 			discErr,
-			n.sys.Shutdown(ctx),
+			shutErr,
 			n.router.Close(ctx),
 			n.host.Close(),
 		)

@@ -32,6 +32,7 @@ type config struct {
 	linkQueue   int
 	mdnsMesh    string
 	dhtMesh     string
+	groupsMesh  string
 	bootstrap   []libp2ppeer.AddrInfo
 	dialTimeout time.Duration
 }
@@ -138,6 +139,18 @@ func WithDHT(mesh string, bootstrap ...libp2ppeer.AddrInfo) Option {
 			return err
 		}
 		c.dhtMesh, c.bootstrap = mesh, append(c.bootstrap, bootstrap...)
+		return nil
+	}
+}
+
+// WithGroups turns on actor groups across peers for mesh: each group is a
+// GossipSub topic (default: groups are local to the node).
+func WithGroups(mesh string) Option {
+	return func(c *config) error {
+		if err := discovery.CheckMesh(mesh); err != nil {
+			return err
+		}
+		c.groupsMesh = mesh
 		return nil
 	}
 }

@@ -1,0 +1,139 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/peer"
+	"github.com/troupe-mesh/troupe/routing"
+)
+
+// A group spans five peers: a broadcast reaches every member on every peer
+// exactly once, members that left get nothing more, and oversize messages
+// are refused at the sender.
+func TestGroupBroadcastAcrossFivePeers(t *testing.T) {
+	const peers = 5
+	nodes := make([]*peer.Node, peers)
+	for i := range nodes {
+		nodes[i] = newNode(t, peer.WithGroups("grouptest"))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := 1; i < peers; i++ { // a chain: GossipSub forwards along it
+		if err := nodes[i].Connect(ctx, *nodes[i-1].AddrInfo()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type delivery struct {
+		member string
+		msg    Ping
+	}
+	got := make(chan delivery, 100)
+	joined := make(chan struct{}, 2*peers)
+	leave := make(map[string]actor.Ref)
+	for i, n := range nodes {
+		for j := range 2 { // two members per peer
+			name := fmt.Sprintf("m%d-%d", i, j)
+			ref := spawn(t, n, name, func(c *actor.Context) {
+				if err := c.Join("room"); err != nil {
+					t.Error(err)
+				}
+				joined <- struct{}{}
+				var h actor.Case
+				h = actor.Any(func(m any) {
+					switch m := m.(type) {
+					case Ping:
+						got <- delivery{name, m}
+					case Crash: // leave the group, keep living
+						c.Leave("room")
+						got <- delivery{name + " left", Ping{}}
+					}
+					c.Receive(h)
+				})
+				c.Receive(h)
+			})
+			if j == 1 {
+				leave[name] = ref
+			}
+		}
+	}
+	for range 2 * peers {
+		recv(t, joined)
+	}
+	for i, n := range nodes { // a chain: ends have one topic peer, the rest two
+		want := 2
+		if i == 0 || i == peers-1 {
+			want = 1
+		}
+		if err := n.GroupReady(ctx, "room", want); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := nodes[2].Publish("room", Ping{1}); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for range 2 * peers {
+		var d delivery
+		select {
+		case d = <-got:
+		case <-time.After(10 * time.Second):
+			var st []routing.GroupStats
+			for _, n := range nodes {
+				st = append(st, n.Groups().Stats())
+			}
+			t.Fatalf("first broadcast reached only %v; stats %+v", seen, st)
+		}
+		if d.msg != (Ping{1}) {
+			t.Fatalf("delivery %+v", d)
+		}
+		seen[d.member]++
+	}
+	for name, k := range seen {
+		if k != 1 {
+			t.Fatalf("%s got the message %d times", name, k)
+		}
+	}
+	if len(seen) != 2*peers {
+		t.Fatalf("%d members reached, want %d", len(seen), 2*peers)
+	}
+	// The second member of each peer leaves; a broadcast from an actor
+	// reaches only the first ones.
+	for name, ref := range leave {
+		var i, j int
+		fmt.Sscanf(name, "m%d-%d", &i, &j)
+		nodes[i].System().Send(ref, Crash{})
+		if d := recv(t, got); d.member != name+" left" {
+			t.Fatalf("got %+v waiting for %s to leave", d, name)
+		}
+	}
+	spawn(t, nodes[4], "speaker", func(c *actor.Context) {
+		if err := c.Broadcast("room", Ping{2}); err != nil {
+			t.Error(err)
+		}
+	})
+	seen = map[string]int{}
+	for range peers {
+		d := recv(t, got)
+		if d.msg != (Ping{2}) {
+			t.Fatalf("delivery %+v", d)
+		}
+		seen[d.member]++
+	}
+	for i := range peers {
+		if seen[fmt.Sprintf("m%d-0", i)] != 1 {
+			t.Fatalf("second broadcast reached %v", seen)
+		}
+	}
+	if err := nodes[0].Publish("room", Blob{Data: make([]byte, 900<<10)}); err != nil {
+		t.Fatalf("a 900 KiB group message was refused: %v", err)
+	}
+	big := Blob{Data: make([]byte, 1<<20)}
+	if err := nodes[0].Publish("room", big); !errors.Is(err, routing.ErrTooLarge) {
+		t.Fatalf("oversize group message: %v, want ErrTooLarge", err)
+	}
+}
