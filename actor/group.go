@@ -22,6 +22,24 @@ type GroupTransport interface {
 	// peer; the transport hands it back to this system's members too, with
 	// System.DeliverGroup.
 	PublishGroup(group string, from Ref, msg any) error
+	// AnnounceGroup tells the other peers that a local member joined
+	// (joined true) or left the group; they report it with
+	// System.DeliverPresence.
+	AnnounceGroup(group string, member Ref, joined bool)
+}
+
+// Joined tells a group member that Member joined Group. A new member gets
+// one for every member already there.
+type Joined struct {
+	Group  string
+	Member Ref
+}
+
+// Left tells a group member that Member left Group (it called Leave,
+// stopped, or its peer went away).
+type Left struct {
+	Group  string
+	Member Ref
 }
 
 // WithGroups sets the transport of group messages. Without one, groups are
@@ -31,40 +49,75 @@ func WithGroups(t GroupTransport) Option { return func(c *config) error { c.grou
 // groupTable is the local membership of groups. Membership changes are
 // rare; broadcasts read it.
 type groupTable struct {
-	mu      sync.RWMutex // guards members
-	members map[string]map[*Context]struct{}
+	mu      sync.RWMutex                 // guards members and remote
+	members map[string]map[*Context]bool // member -> it watches presence
+	remote  map[string]map[Ref]struct{}  // members on other peers, as announced
 }
+
+// JoinOption configures Join.
+type JoinOption func(*joinConfig)
+
+type joinConfig struct{ presence bool }
+
+// WatchPresence makes the member receive Joined and Left messages about the
+// group's other members (one Joined for each member already there first).
+func WatchPresence() JoinOption { return func(c *joinConfig) { c.presence = true } }
 
 // Join makes this actor a member of group: it receives every message
 // broadcast or published to the group, on every peer, once. It leaves
 // every group when it stops.
-func (c *Context) Join(group string) error {
+func (c *Context) Join(group string, opts ...JoinOption) error {
+	var jc joinConfig
+	for _, o := range opts {
+		o(&jc)
+	}
 	if group == "" {
 		return fmt.Errorf("%w: empty group name", ErrNoGroups)
 	}
 	t := &c.sys.groups
 	t.mu.Lock()
 	if t.members == nil {
-		t.members = make(map[string]map[*Context]struct{})
+		t.members = make(map[string]map[*Context]bool)
 	}
 	m := t.members[group]
 	first := m == nil
 	if first {
-		m = make(map[*Context]struct{})
+		m = make(map[*Context]bool)
 		t.members[group] = m
 	}
-	m[c] = struct{}{}
+	_, again := m[c]
+	var others []Ref
+	if !again && jc.presence {
+		for o := range m {
+			others = append(others, o.Self())
+		}
+		for r := range t.remote[group] {
+			others = append(others, r)
+		}
+	}
+	m[c] = jc.presence
 	t.mu.Unlock()
+	if again {
+		return nil
+	}
+	self := c.Self()
+	c.sys.presence(group, self, Joined{Group: group, Member: self}, c)
+	for _, o := range others {
+		c.sys.deliverTo(c, o, Joined{Group: group, Member: o})
+	}
 	e := c.extra()
 	if e.groups == nil {
 		e.groups = make(map[string]struct{})
 	}
 	e.groups[group] = struct{}{}
-	if first && c.sys.cfg.groups != nil {
-		if err := c.sys.cfg.groups.JoinGroup(group); err != nil {
-			c.Leave(group)
-			return fmt.Errorf("actor: join %q: %w", group, err)
+	if gt := c.sys.cfg.groups; gt != nil {
+		if first {
+			if err := gt.JoinGroup(group); err != nil {
+				c.Leave(group)
+				return fmt.Errorf("actor: join %q: %w", group, err)
+			}
 		}
+		gt.AnnounceGroup(group, self, true)
 	}
 	return nil
 }
@@ -84,9 +137,108 @@ func (c *Context) Leave(group string) {
 		delete(t.members, group)
 	}
 	t.mu.Unlock()
-	if last && c.sys.cfg.groups != nil {
-		c.sys.cfg.groups.LeaveGroup(group)
+	if !was {
+		return
 	}
+	self := c.Self()
+	c.sys.presence(group, self, Left{Group: group, Member: self}, nil)
+	if gt := c.sys.cfg.groups; gt != nil {
+		gt.AnnounceGroup(group, self, false)
+		if last {
+			gt.LeaveGroup(group)
+		}
+	}
+}
+
+// presence delivers a Joined or Left about member to the local members of
+// group that watch presence, except skip.
+func (s *System) presence(group string, member Ref, msg any, skip *Context) {
+	s.groups.mu.RLock()
+	targets := make([]*Context, 0, len(s.groups.members[group]))
+	for c, watch := range s.groups.members[group] {
+		if watch && c != skip {
+			targets = append(targets, c)
+		}
+	}
+	s.groups.mu.RUnlock()
+	for _, c := range targets {
+		s.deliverTo(c, member, msg)
+	}
+}
+
+// deliverTo pushes msg from `from` into c's mailbox.
+func (s *System) deliverTo(c *Context, from Ref, msg any) {
+	n := s.newNode(msg, from, 0, kindUser)
+	if !c.push(n) {
+		s.free(n)
+	}
+}
+
+// DeliverPresence records that member, an actor of another peer, joined
+// (joined true) or left group, and tells the local members when that is
+// news. It reports whether it was. The group transport calls it. Safe for
+// concurrent use.
+func (s *System) DeliverPresence(group string, member Ref, joined bool) bool {
+	t := &s.groups
+	t.mu.Lock()
+	r := t.remote[group]
+	_, known := r[member]
+	switch {
+	case joined && !known:
+		if r == nil {
+			if t.remote == nil {
+				t.remote = make(map[string]map[Ref]struct{})
+			}
+			r = make(map[Ref]struct{})
+			t.remote[group] = r
+		}
+		r[member] = struct{}{}
+	case !joined && known:
+		delete(r, member)
+		if len(r) == 0 {
+			delete(t.remote, group)
+		}
+	default:
+		t.mu.Unlock()
+		return false
+	}
+	t.mu.Unlock()
+	if joined {
+		s.presence(group, member, Joined{Group: group, Member: member}, nil)
+	} else {
+		s.presence(group, member, Left{Group: group, Member: member}, nil)
+	}
+	return true
+}
+
+// PeerLeftGroups reports as Left every group member of peer: the group
+// transport calls it when the peer disconnects. Safe for concurrent use.
+func (s *System) PeerLeftGroups(peer string) {
+	t := &s.groups
+	t.mu.RLock()
+	var gone []Left
+	for g, r := range t.remote {
+		for m := range r {
+			if m.peer == peer {
+				gone = append(gone, Left{Group: g, Member: m})
+			}
+		}
+	}
+	t.mu.RUnlock()
+	for _, l := range gone {
+		s.DeliverPresence(l.Group, l.Member, false)
+	}
+}
+
+// LocalMembers returns the local members of group.
+func (s *System) LocalMembers(group string) []Ref {
+	s.groups.mu.RLock()
+	defer s.groups.mu.RUnlock()
+	out := make([]Ref, 0, len(s.groups.members[group]))
+	for c := range s.groups.members[group] {
+		out = append(out, c.Self())
+	}
+	return out
 }
 
 // Broadcast sends msg to every member of group on every peer, this actor
@@ -121,10 +273,7 @@ func (s *System) DeliverGroup(group string, from Ref, msg any) int {
 	}
 	s.groups.mu.RUnlock()
 	for _, c := range members {
-		n := s.newNode(msg, from, 0, kindUser)
-		if !c.push(n) {
-			s.free(n)
-		}
+		s.deliverTo(c, from, msg)
 	}
 	return len(members)
 }

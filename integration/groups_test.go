@@ -137,3 +137,73 @@ func TestGroupBroadcastAcrossFivePeers(t *testing.T) {
 		t.Fatalf("oversize group message: %v, want ErrTooLarge", err)
 	}
 }
+
+// Members watching presence learn who is in the group on every peer: who
+// joins, who leaves, and who goes away with a closed peer.
+func TestGroupPresenceAcrossPeers(t *testing.T) {
+	nodes := []*peer.Node{newNode(t, peer.WithGroups("presence")), newNode(t, peer.WithGroups("presence")), newNode(t, peer.WithGroups("presence"))}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := range nodes {
+		for j := range i {
+			if err := nodes[i].Connect(ctx, *nodes[j].AddrInfo()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	type event struct {
+		at   string
+		what string // "joined x" or "left x"
+	}
+	events := make(chan event, 100)
+	member := func(n *peer.Node, name string) actor.Ref {
+		return spawn(t, n, name, func(c *actor.Context) {
+			if err := c.Join("lobby", actor.WatchPresence()); err != nil {
+				t.Error(err)
+			}
+			var h actor.Case
+			h = actor.Any(func(m any) {
+				switch m := m.(type) {
+				case actor.Joined:
+					events <- event{name, "joined " + m.Member.Name()}
+				case actor.Left:
+					events <- event{name, "left " + m.Member.Name()}
+				case Crash:
+					c.Leave("lobby")
+				}
+				c.Receive(h)
+			})
+			c.Receive(h)
+		})
+	}
+	expect := func(want ...event) {
+		t.Helper()
+		left := map[event]bool{}
+		for _, w := range want {
+			left[w] = true
+		}
+		deadline := time.After(15 * time.Second)
+		for len(left) > 0 {
+			select {
+			case e := <-events:
+				if !left[e] {
+					t.Fatalf("unexpected presence event %+v (waiting for %v)", e, left)
+				}
+				delete(left, e)
+			case <-deadline:
+				t.Fatalf("missing presence events %v", left)
+			}
+		}
+	}
+	a1 := member(nodes[0], "a1")
+	member(nodes[1], "b1")
+	expect(event{"a1", "joined b1"}, event{"b1", "joined a1"})
+	member(nodes[2], "c1")
+	expect(event{"a1", "joined c1"}, event{"b1", "joined c1"}, event{"c1", "joined a1"}, event{"c1", "joined b1"})
+	nodes[0].System().Send(a1, Crash{}) // a1 leaves
+	expect(event{"b1", "left a1"}, event{"c1", "left a1"})
+	if err := nodes[2].Close(ctx); err != nil { // c1 goes away with its peer
+		t.Fatal(err)
+	}
+	expect(event{"b1", "left c1"})
+}

@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
@@ -40,6 +43,7 @@ type Groups struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	out    chan groupMsg
+	graft  chan string // topics that gained a mesh peer: announce our members
 
 	mu     sync.Mutex // guards topics
 	topics map[string]*groupTopic
@@ -52,11 +56,16 @@ type groupTopic struct {
 	t      *pubsub.Topic
 	sub    *pubsub.Subscription
 	cancel context.CancelFunc
+	gen    uint64 // counts subscriptions, so a late leave spares a new one
 }
 
+// groupMsg is a message to publish, or (leave) the unsubscription of a
+// group, queued behind the group's last messages.
 type groupMsg struct {
 	group string
 	data  []byte
+	leave bool
+	gen   uint64
 }
 
 var _ actor.GroupTransport = (*Groups)(nil)
@@ -69,7 +78,13 @@ func NewGroups(cfg GroupsConfig) (*Groups, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	g := &Groups{cfg: cfg, topics: make(map[string]*groupTopic), out: make(chan groupMsg, 1024), mesh: newMeshTracer()}
+	g := &Groups{cfg: cfg, topics: make(map[string]*groupTopic), out: make(chan groupMsg, 1024), graft: make(chan string, 64), mesh: newMeshTracer()}
+	g.mesh.onGraft = func(topic string) {
+		select {
+		case g.graft <- topic:
+		default: // a later graft announces again
+		}
+	}
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	ps, err := pubsub.NewGossipSub(g.ctx, cfg.Host,
 		pubsub.WithMaxMessageSize(MaxGroupMessage),
@@ -81,13 +96,69 @@ func NewGroups(cfg GroupsConfig) (*Groups, error) {
 		return nil, fmt.Errorf("routing: gossipsub: %w", err)
 	}
 	g.ps = ps
-	g.wg.Add(1)
+	sub, err := cfg.Host.EventBus().Subscribe(new(event.EvtPeerConnectednessChanged))
+	if err != nil {
+		g.cancel()
+		return nil, fmt.Errorf("routing: groups: %w", err)
+	}
+	g.wg.Add(2)
 	go g.publish()
+	go g.watchPeers(sub)
 	return g, nil
 }
 
-// Bind attaches the actor system that group messages are delivered to.
+// Bind attaches the actor system that group messages are delivered to. It
+// must be called before any member joins.
 func (g *Groups) Bind(sys *actor.System) { g.sys = sys }
+
+// Presence message types on a group's topic (system envelopes whose
+// FromName is the member).
+const (
+	typeJoined  = "troupe.joined"
+	typeLeft    = "troupe.left"
+	typePresent = "troupe.present" // "still here": sent when a topic gains a mesh peer
+)
+
+// AnnounceGroup publishes that member joined or left group. Implements
+// actor.GroupTransport.
+func (g *Groups) AnnounceGroup(group string, member actor.Ref, joined bool) {
+	typ := typeLeft
+	if joined {
+		typ = typeJoined
+	}
+	g.queuePresence(group, member, typ)
+}
+
+func (g *Groups) queuePresence(group string, member actor.Ref, typ string) {
+	data, err := codec.AppendEnvelope(nil, &codec.Envelope{Kind: codec.KindSystem, To: group, FromName: member.Name(), Type: typ, Body: []byte{0xf6}})
+	if err != nil {
+		return
+	}
+	select {
+	case g.out <- groupMsg{group: group, data: data}:
+	default:
+		g.dropped.Add(1)
+	}
+}
+
+// watchPeers reports the group members of a departed peer as Left.
+func (g *Groups) watchPeers(sub event.Subscription) {
+	defer g.wg.Done()
+	defer sub.Close()
+	for {
+		select {
+		case <-g.ctx.Done():
+			return
+		case ev, ok := <-sub.Out():
+			if !ok {
+				return
+			}
+			if e := ev.(event.EvtPeerConnectednessChanged); e.Connectedness == network.NotConnected && g.sys != nil {
+				g.sys.PeerLeftGroups(e.Peer.String())
+			}
+		}
+	}
+}
 
 func (g *Groups) topicName(group string) string {
 	return "/troupe/" + g.cfg.Mesh + "/group/" + group
@@ -114,23 +185,42 @@ func (g *Groups) JoinGroup(group string) error {
 	}
 	ctx, cancel := context.WithCancel(g.ctx)
 	gt.sub, gt.cancel = sub, cancel
+	gt.gen++
 	g.topics[group] = gt
 	g.wg.Add(1)
 	go g.read(ctx, group, sub)
 	return nil
 }
 
-// LeaveGroup unsubscribes from the group's topic. Implements
+// LeaveGroup unsubscribes from the group's topic once the messages queued
+// before it (the members' Left) are published. Implements
 // actor.GroupTransport.
 func (g *Groups) LeaveGroup(group string) {
 	g.mu.Lock()
+	var gen uint64
+	if gt := g.topics[group]; gt != nil {
+		gen = gt.gen
+	}
+	g.mu.Unlock()
+	select {
+	case g.out <- groupMsg{group: group, leave: true, gen: gen}:
+	default:
+		g.leave(group, gen) // the queue is full: leave at once
+	}
+}
+
+// leave unsubscribes from group unless it was joined again since.
+func (g *Groups) leave(group string, gen uint64) {
+	g.mu.Lock()
 	gt := g.topics[group]
+	if gt == nil || gt.gen != gen {
+		g.mu.Unlock()
+		return
+	}
 	delete(g.topics, group)
 	g.mu.Unlock()
-	if gt != nil {
-		gt.stop()
-		_ = gt.t.Close() // fails while a publish is in flight; the topic is then left joined
-	}
+	gt.stop()
+	_ = gt.t.Close()
 }
 
 // PublishGroup encodes msg and queues it for the group's topic. It fails at
@@ -149,7 +239,7 @@ func (g *Groups) PublishGroup(group string, from actor.Ref, msg any) error {
 		return fmt.Errorf("%w: group message of %d bytes, at most %d", ErrTooLarge, len(data), MaxGroupMessage)
 	}
 	select {
-	case g.out <- groupMsg{group, data}:
+	case g.out <- groupMsg{group: group, data: data}:
 		return nil
 	default:
 		g.dropped.Add(1)
@@ -164,7 +254,18 @@ func (g *Groups) publish() {
 		select {
 		case <-g.ctx.Done():
 			return
+		case topic := <-g.graft:
+			group, ok := strings.CutPrefix(topic, g.topicName(""))
+			if ok && g.sys != nil {
+				for _, m := range g.sys.LocalMembers(group) {
+					g.queuePresence(group, m, typePresent)
+				}
+			}
 		case m := <-g.out:
+			if m.leave {
+				g.leave(m.group, m.gen)
+				continue
+			}
 			t, err := g.topic(m.group)
 			if err == nil {
 				err = t.Publish(g.ctx, m.data)
@@ -233,6 +334,10 @@ func (g *Groups) read(ctx context.Context, group string, sub *pubsub.Subscriptio
 			g.rejected.Add(1)
 			continue
 		}
+		if env.Kind == codec.KindSystem {
+			g.presence(group, m, &env)
+			continue
+		}
 		msg, err := g.cfg.Registry.Decode(env.Type, env.Body)
 		if err != nil {
 			g.rejected.Add(1)
@@ -246,6 +351,31 @@ func (g *Groups) read(ctx context.Context, group string, sub *pubsub.Subscriptio
 		if g.sys != nil {
 			g.sys.DeliverGroup(group, from, msg)
 		}
+	}
+}
+
+// presence handles a member's joined, left or present message.
+func (g *Groups) presence(group string, m *pubsub.Message, env *codec.Envelope) {
+	origin, err := libp2ppeer.IDFromBytes(m.From)
+	if err != nil || g.sys == nil {
+		g.rejected.Add(1)
+		return
+	}
+	if origin == g.cfg.Host.ID() {
+		return // our own announcement: local members were told directly
+	}
+	member, err := actor.NewRef(origin.String(), env.FromName)
+	if err != nil {
+		g.rejected.Add(1)
+		return
+	}
+	switch env.Type {
+	case typeJoined, typePresent:
+		g.sys.DeliverPresence(group, member, true)
+	case typeLeft:
+		g.sys.DeliverPresence(group, member, false)
+	default:
+		g.rejected.Add(1)
 	}
 }
 

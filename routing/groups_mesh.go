@@ -17,6 +17,8 @@ type meshTracer struct {
 	mu     sync.Mutex // guards mesh
 	mesh   map[string]map[libp2ppeer.ID]struct{}
 	change chan struct{} // closed and replaced at every change
+
+	onGraft func(topic string) // set before GossipSub starts; must not block
 }
 
 func newMeshTracer() *meshTracer {
@@ -44,6 +46,9 @@ func (m *meshTracer) Graft(p libp2ppeer.ID, topic string) {
 	}
 	m.mesh[topic][p] = struct{}{}
 	m.changedLocked()
+	if m.onGraft != nil {
+		m.onGraft(topic)
+	}
 }
 
 func (m *meshTracer) Prune(p libp2ppeer.ID, topic string) {
