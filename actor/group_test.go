@@ -63,3 +63,42 @@ func TestLocalGroupBroadcastReachesEachMemberOnce(t *testing.T) {
 		t.Fatalf("publish to a group without members: %v", err)
 	}
 }
+
+func TestLocalPresence(t *testing.T) {
+	s := newSys(t)
+	events := make(chan [2]string, 16)
+	watcher := func(name string, watch bool) Behavior {
+		return func(c *Context) {
+			var opts []JoinOption
+			if watch {
+				opts = append(opts, WatchPresence())
+			}
+			if err := c.Join("g", opts...); err != nil {
+				t.Error(err)
+			}
+			forever(c, func() []Case {
+				return []Case{
+					On(func(j Joined) { events <- [2]string{name, "joined " + j.Member.Name()} }),
+					On(func(l Left) { events <- [2]string{name, "left " + l.Member.Name()} }),
+					On(func(struct{}) { c.Stop() }),
+				}
+			})
+		}
+	}
+	a := mustSpawn(t, s, "a", watcher("a", true))
+	mustSpawn(t, s, "quiet", watcher("quiet", false)) // joins without watching
+	if e := recv(t, events); e != [2]string{"a", "joined quiet"} {
+		t.Fatalf("event %v", e)
+	}
+	mustSpawn(t, s, "b", watcher("b", true))
+	got := map[[2]string]bool{recv(t, events): true, recv(t, events): true, recv(t, events): true}
+	for _, w := range [][2]string{{"a", "joined b"}, {"b", "joined a"}, {"b", "joined quiet"}} {
+		if !got[w] {
+			t.Fatalf("events %v lack %v", got, w)
+		}
+	}
+	s.Send(a, struct{}{}) // a stops, leaving the group
+	if e := recv(t, events); e != [2]string{"b", "left a"} {
+		t.Fatalf("event %v", e)
+	}
+}
