@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p"
+	pubsub "github.com/libp2p/go-libp2p-pubsub"
+
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/peer"
 	"github.com/troupe-mesh/troupe/routing"
@@ -206,4 +209,58 @@ func TestGroupPresenceAcrossPeers(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect(event{"b1", "left c1"})
+}
+
+// A malformed message on a group's topic is rejected by the validator,
+// counted, and reaches no member.
+func TestGroupRejectsMalformedMessages(t *testing.T) {
+	a := newNode(t, peer.WithGroups("badinput"))
+	got := make(chan any, 10)
+	joined := make(chan struct{})
+	spawn(t, a, "member", func(c *actor.Context) {
+		if err := c.Join("room"); err != nil {
+			t.Error(err)
+		}
+		close(joined)
+		var h actor.Case
+		h = actor.Any(func(m any) { got <- m; c.Receive(h) })
+		c.Receive(h)
+	})
+	<-joined
+	rawHost, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rawHost.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	psCtx, stopPS := context.WithCancel(ctx)
+	defer stopPS()
+	ps, err := pubsub.NewGossipSub(psCtx, rawHost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topic, err := ps.Join("/troupe/badinput/group/room")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer topic.Close()
+	if err := rawHost.Connect(ctx, *a.AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	// The raw peer publishes without subscribing: it needs to know a as a
+	// subscriber of the topic.
+	waitFor(t, func() bool { return len(ps.ListPeers("/troupe/badinput/group/room")) > 0 })
+	for _, junk := range [][]byte{[]byte("not cbor"), {0x86, 0x01}} {
+		if err := topic.Publish(ctx, junk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, func() bool { return a.Groups().Stats().Rejected >= 2 })
+	if err := a.Publish("room", "marker"); err != nil {
+		t.Fatal(err)
+	}
+	if m := recv(t, got); m != "marker" {
+		t.Fatalf("member got %v before the marker", m)
+	}
 }

@@ -173,7 +173,7 @@ func (g *Groups) JoinGroup(group string) error {
 		return nil
 	}
 	if gt == nil { // else joined for publishing only so far
-		t, err := g.ps.Join(g.topicName(group))
+		t, err := g.joinTopic(group)
 		if err != nil {
 			return err
 		}
@@ -220,7 +220,9 @@ func (g *Groups) leave(group string, gen uint64) {
 	delete(g.topics, group)
 	g.mu.Unlock()
 	gt.stop()
-	_ = gt.t.Close()
+	if gt.t.Close() == nil {
+		_ = g.ps.UnregisterTopicValidator(g.topicName(group))
+	}
 }
 
 // PublishGroup encodes msg and queues it for the group's topic. It fails at
@@ -285,11 +287,35 @@ func (g *Groups) topic(group string) (*pubsub.Topic, error) {
 	if gt, ok := g.topics[group]; ok {
 		return gt.t, nil
 	}
-	t, err := g.ps.Join(g.topicName(group))
+	t, err := g.joinTopic(group)
 	if err != nil {
 		return nil, err
 	}
 	g.topics[group] = &groupTopic{t: t}
+	return t, nil
+}
+
+// joinTopic joins the group's topic with a validator that rejects (and so
+// neither delivers nor forwards, and counts against the sender's score)
+// messages that are not well-formed envelopes for this group.
+func (g *Groups) joinTopic(group string) (*pubsub.Topic, error) {
+	name := g.topicName(group)
+	err := g.ps.RegisterTopicValidator(name, func(_ context.Context, _ libp2ppeer.ID, m *pubsub.Message) pubsub.ValidationResult {
+		var env codec.Envelope
+		if err := codec.DecodeEnvelope(m.Data, &env); err != nil || env.To != group || env.Kind == codec.KindReply {
+			g.rejected.Add(1)
+			return pubsub.ValidationReject
+		}
+		return pubsub.ValidationAccept
+	})
+	if err != nil {
+		return nil, err
+	}
+	t, err := g.ps.Join(name)
+	if err != nil {
+		_ = g.ps.UnregisterTopicValidator(name)
+		return nil, err
+	}
 	return t, nil
 }
 
