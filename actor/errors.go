@@ -52,6 +52,7 @@ type PanicError struct {
 	Stack []byte // the stack of the panicking goroutine
 }
 
+// Error describes the panic.
 func (e *PanicError) Error() string { return fmt.Sprintf("actor: panic: %v", e.Value) }
 
 // Unwrap returns the panic value when it is an error.

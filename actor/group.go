@@ -6,7 +6,7 @@ import (
 	"sync"
 )
 
-// ErrNoGroups: the system has no group transport and the group has no local
+// ErrNoGroups reports that the system has no group transport and the group has no local
 // member, or a group name is empty.
 var ErrNoGroups = errors.New("actor: no such group")
 

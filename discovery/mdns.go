@@ -15,7 +15,7 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/discovery/mdns"
 )
 
-// ErrBadMesh: a mesh name outside [a-z0-9-], not starting with a letter or
+// ErrBadMesh reports a mesh name outside [a-z0-9-], not starting with a letter or
 // digit, or longer than 32 bytes.
 var ErrBadMesh = errors.New("discovery: bad mesh name")
 

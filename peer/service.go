@@ -15,7 +15,7 @@ import (
 // and remote spawns.
 const NodeActor = "$node"
 
-// ErrUnknownBehavior: a remote spawn named a behavior the peer has not
+// ErrUnknownBehavior reports that a remote spawn named a behavior the peer has not
 // registered.
 var ErrUnknownBehavior = errors.New("peer: unknown behavior")
 

@@ -21,4 +21,5 @@ var (
 // matches none of the sentinels Troupe knows.
 type RemoteError struct{ Text string }
 
+// Error returns the text the other peer sent.
 func (e *RemoteError) Error() string { return e.Text }
