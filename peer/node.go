@@ -152,9 +152,11 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		}
 	}
 	if cfg.mdnsMesh != "" {
+		// No multicast interface (a container, a VM, loopback only) is a
+		// reason to run without LAN discovery, not to fail.
 		if n.mdns, err = discovery.StartMDNS(h, cfg.mdnsMesh, n.Connect, cfg.logger); err != nil {
-			_ = n.Close(ctx)
-			return nil, err
+			cfg.logger.Warn("peer: mDNS is off", "err", err)
+			n.mdns = nil
 		}
 	}
 	return n, nil

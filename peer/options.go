@@ -118,7 +118,8 @@ func WithMaxFrame(n int) Option { return func(c *config) error { c.maxFrame = n;
 
 // WithMDNS announces the node on the LAN by multicast DNS for mesh and
 // connects to the peers of the same mesh it finds (default off). It needs a
-// multicast interface and a non-loopback listen address.
+// multicast interface and a non-loopback listen address; without one the
+// node runs without it and logs a warning.
 func WithMDNS(mesh string) Option {
 	return func(c *config) error {
 		if err := discovery.CheckMesh(mesh); err != nil {
