@@ -3,6 +3,7 @@ package actor
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -298,4 +299,29 @@ func (s *System) Shutdown(ctx context.Context) error {
 		return fmt.Errorf("actor: shutdown with %d actors still running: %w", s.live.Load(), ctx.Err())
 	}
 	return s.group.Shutdown(ctx, 10*time.Millisecond)
+}
+
+// Names returns the registered names of the local actors that are not
+// generated (their public names), sorted.
+func (s *System) Names() []string {
+	var out []string
+	for _, c := range s.names.all() {
+		if c.name[0] != '$' {
+			out = append(out, c.name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Groups returns the groups that have local members, sorted.
+func (s *System) Groups() []string {
+	s.groups.mu.RLock()
+	out := make([]string, 0, len(s.groups.members))
+	for g := range s.groups.members {
+		out = append(out, g)
+	}
+	s.groups.mu.RUnlock()
+	slices.Sort(out)
+	return out
 }

@@ -32,6 +32,7 @@ type Node struct {
 	mdns   *discovery.MDNS
 	dht    *discovery.DHT
 	groups *routing.Groups
+	dir    *discovery.Directory
 
 	behaviors behaviors
 
@@ -142,6 +143,17 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		_ = n.Close(ctx)
 		return nil, err
 	}
+	if groups != nil {
+		n.dir, err = discovery.StartAds(h, discovery.AdsConfig{
+			Mesh: cfg.groupsMesh, PubSub: groups.PubSub(), Incarnation: r.Incarnation(),
+			Source: func() ([]string, []string) { return sys.Names(), sys.Groups() },
+			Tick:   cfg.adTick, TTL: cfg.adTTL, Logger: cfg.logger,
+		})
+		if err != nil {
+			_ = n.Close(ctx)
+			return nil, err
+		}
+	}
 	if cfg.dhtMesh != "" {
 		n.dht, err = discovery.StartDHT(h, discovery.DHTConfig{
 			Mesh: cfg.dhtMesh, Bootstrap: cfg.bootstrap, Connect: n.Connect, Logger: cfg.logger,
@@ -242,6 +254,9 @@ func (n *Node) Close(ctx context.Context) error {
 		}
 		if n.dht != nil {
 			discErr = errors.Join(discErr, n.dht.Close())
+		}
+		if n.dir != nil {
+			n.dir.Close()
 		}
 		shutErr := n.sys.Shutdown(ctx)
 		if n.groups != nil {

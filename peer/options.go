@@ -33,6 +33,8 @@ type config struct {
 	mdnsMesh    string
 	dhtMesh     string
 	groupsMesh  string
+	adTick      time.Duration
+	adTTL       time.Duration
 	bootstrap   []libp2ppeer.AddrInfo
 	dialTimeout time.Duration
 }
@@ -144,8 +146,23 @@ func WithDHT(mesh string, bootstrap ...libp2ppeer.AddrInfo) Option {
 	}
 }
 
+// WithAdvertisements sets how often the node looks for changes in what it
+// hosts to advertise them (default 10 s) and how long its advertisements
+// live (default 90 s). Advertisements run with WithGroups.
+func WithAdvertisements(every, ttl time.Duration) Option {
+	return func(c *config) error {
+		if every <= 0 || ttl < time.Second {
+			return fmt.Errorf("peer: advertisements every %v with TTL %v: both must be positive, the TTL at least 1 s", every, ttl)
+		}
+		c.adTick, c.adTTL = every, ttl
+		return nil
+	}
+}
+
 // WithGroups turns on actor groups across peers for mesh: each group is a
-// GossipSub topic (default: groups are local to the node).
+// GossipSub topic (default: groups are local to the node). It also turns on
+// signed advertisements of the node's public actors and groups on the
+// mesh, which Node.Directory collects.
 func WithGroups(mesh string) Option {
 	return func(c *config) error {
 		if err := discovery.CheckMesh(mesh); err != nil {

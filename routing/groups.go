@@ -433,3 +433,7 @@ type GroupStats struct {
 func (g *Groups) Stats() GroupStats {
 	return GroupStats{Received: g.received.Load(), Dropped: g.dropped.Load(), Rejected: g.rejected.Load()}
 }
+
+// PubSub returns the GossipSub instance, for other users of the mesh's
+// topics (advertisements). Its lifetime is the Groups'.
+func (g *Groups) PubSub() *pubsub.PubSub { return g.ps }

@@ -1,0 +1,73 @@
+package peer
+
+import (
+	"context"
+	"fmt"
+
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/discovery"
+)
+
+// Directory is what the node knows of the other peers of its mesh from
+// their advertisements. Safe for concurrent use.
+type Directory struct{ d *discovery.Directory }
+
+// Directory returns the node's directory; without WithGroups it is empty.
+func (n *Node) Directory() Directory { return Directory{n.dir} }
+
+// Peers returns the live advertisements of the other peers.
+func (d Directory) Peers() []*discovery.Advertisement {
+	if d.d == nil {
+		return nil
+	}
+	return d.d.Peers()
+}
+
+// Lookup returns the Refs of the actors called name that other peers
+// advertise.
+func (d Directory) Lookup(name string) []actor.Ref {
+	if d.d == nil {
+		return nil
+	}
+	var out []actor.Ref
+	for _, id := range d.d.Lookup(name) {
+		if ref, err := Ref(id, name); err == nil {
+			out = append(out, ref)
+		}
+	}
+	return out
+}
+
+// Peers returns the IDs of the peers the node is connected to.
+func (n *Node) Peers() []libp2ppeer.ID { return n.host.Network().Peers() }
+
+// Whereis finds an actor called name anywhere in the mesh: on this node,
+// in the directory, then by asking each connected peer. It returns an error
+// wrapping actor.ErrNoSuchActor when none has it.
+func (n *Node) Whereis(ctx context.Context, name string) (actor.Ref, error) {
+	if ref, ok := n.sys.Whereis(name); ok {
+		return ref, nil
+	}
+	if refs := n.Directory().Lookup(name); len(refs) > 0 {
+		return refs[0], nil
+	}
+	for _, id := range n.Peers() {
+		if ref, err := n.Lookup(ctx, id, name); err == nil {
+			return ref, nil
+		}
+		if ctx.Err() != nil {
+			return actor.Ref{}, ctx.Err()
+		}
+	}
+	return actor.Ref{}, fmt.Errorf("%w: %q on no peer", actor.ErrNoSuchActor, name)
+}
+
+// DirectoryRejected returns how many advertisements the node rejected
+// (forged, unsigned, malformed or oversize).
+func (n *Node) DirectoryRejected() uint64 {
+	if n.dir == nil {
+		return 0
+	}
+	return n.dir.Rejected()
+}
