@@ -1,0 +1,127 @@
+package integration
+
+import (
+	"context"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/codec"
+	"github.com/troupe-mesh/troupe/peer"
+)
+
+// Stamp is a group message carrying its publication time.
+type Stamp struct{ Seq, UnixNano int64 }
+
+// BenchmarkScale100 starts 100 peers on 127.0.0.1, each given only the
+// first as bootstrap peer, and reports: the time to start them, the time
+// (from the first start) until every peer is connected to and has the
+// advertisement of every other, the memory per peer, and the latency of a
+// group broadcast to 100 members (one per peer). It takes about 2 minutes.
+func BenchmarkScale100(b *testing.B) {
+	const n = 100
+	for range b.N {
+		scaleRun(b, n)
+	}
+}
+
+func scaleRun(b *testing.B, n int) {
+	var m0, m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
+	opts := func(boot ...peer.Option) []peer.Option {
+		reg := registry(b)
+		codec.MustRegister[Stamp](reg, "test.Stamp")
+		return append([]peer.Option{peer.WithRegistry(reg), peer.WithGroups("scale"),
+			peer.WithAdvertisements(500*time.Millisecond, time.Minute)}, boot...)
+	}
+	start := time.Now()
+	first := newNode(b, opts(peer.WithDHT("scale"))...)
+	nodes := []*peer.Node{first}
+	for range n - 1 {
+		nodes = append(nodes, newNode(b, opts(peer.WithDHT("scale", *first.AddrInfo()))...))
+	}
+	started := time.Since(start)
+	lats := make(chan time.Duration, 100*n)
+	var joined sync.WaitGroup
+	joined.Add(n)
+	for _, nd := range nodes {
+		spawn(b, nd, "member", func(c *actor.Context) {
+			if err := c.Join("all"); err != nil {
+				b.Error(err)
+			}
+			joined.Done()
+			var h actor.Case
+			h = actor.On(func(s Stamp) {
+				lats <- time.Duration(time.Now().UnixNano() - s.UnixNano)
+				c.Receive(h)
+			})
+			c.Receive(h)
+		})
+	}
+	joined.Wait()
+	deadline := time.After(4 * time.Minute)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		done := true
+		for _, a := range nodes {
+			if len(a.Directory().Peers()) < n-1 {
+				done = false
+				break
+			}
+			for _, o := range nodes {
+				if a != o && a.Host().Network().Connectedness(o.ID()) != network.Connected {
+					done = false
+					break
+				}
+			}
+			if !done {
+				break
+			}
+		}
+		if done {
+			break
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			b.Fatal("after 4 minutes not every peer knew every other")
+		}
+	}
+	known := time.Since(start)
+	runtime.GC()
+	runtime.ReadMemStats(&m1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, nd := range nodes {
+		if err := nd.GroupReady(ctx, "all", 1); err != nil {
+			b.Fatal(err)
+		}
+	}
+	const rounds = 20
+	var all []time.Duration
+	for i := range rounds {
+		if err := nodes[i%n].Publish("all", Stamp{Seq: int64(i), UnixNano: time.Now().UnixNano()}); err != nil {
+			b.Fatal(err)
+		}
+		for range n {
+			select {
+			case l := <-lats:
+				all = append(all, l)
+			case <-time.After(30 * time.Second):
+				b.Fatalf("broadcast %d reached %d of %d members", i, len(all)-i*n, n)
+			}
+		}
+	}
+	slices.Sort(all)
+	b.ReportMetric(started.Seconds(), "s-to-start")
+	b.ReportMetric(known.Seconds(), "s-all-know-all")
+	b.ReportMetric(float64(m1.HeapInuse+m1.StackInuse-m0.HeapInuse-m0.StackInuse)/float64(n)/(1<<20), "MiB/peer")
+	b.ReportMetric(float64(all[len(all)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-µs")
+}
