@@ -157,6 +157,7 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 	if cfg.dhtMesh != "" {
 		n.dht, err = discovery.StartDHT(h, discovery.DHTConfig{
 			Mesh: cfg.dhtMesh, Bootstrap: cfg.bootstrap, Connect: n.Connect, Logger: cfg.logger,
+			FindEvery: cfg.findEvery,
 		})
 		if err != nil {
 			_ = n.Close(ctx)

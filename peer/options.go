@@ -34,6 +34,7 @@ type config struct {
 	dhtMesh     string
 	groupsMesh  string
 	adTick      time.Duration
+	findEvery   time.Duration
 	adTTL       time.Duration
 	bootstrap   []libp2ppeer.AddrInfo
 	dialTimeout time.Duration
@@ -169,6 +170,18 @@ func WithGroups(mesh string) Option {
 			return err
 		}
 		c.groupsMesh = mesh
+		return nil
+	}
+}
+
+// WithDHTFindEvery caps the wait between two DHT rendezvous lookups
+// (default 1 minute; the first lookups come sooner).
+func WithDHTFindEvery(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return fmt.Errorf("peer: DHT lookup interval %v must be positive", d)
+		}
+		c.findEvery = d
 		return nil
 	}
 }
