@@ -18,7 +18,7 @@ import (
 // forged and malformed advertisements, and forgets a peer that leaves or
 // whose advertisement expires.
 func TestAdvertisementsAndDirectory(t *testing.T) {
-	opts := []peer.Option{peer.WithGroups("adtest"), peer.WithAdvertisements(50*time.Millisecond, 3*time.Second)}
+	opts := []peer.Option{peer.WithMesh("adtest"), peer.WithGroups(true), peer.WithAdvertisements(50*time.Millisecond, 3*time.Second)}
 	a, b, c := newNode(t, opts...), newNode(t, opts...), newNode(t, opts...)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

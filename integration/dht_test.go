@@ -15,10 +15,10 @@ func TestDHTFindsAllPeersFromOneBootstrap(t *testing.T) {
 		t.Skip("-short: starts 20 peers")
 	}
 	const n = 20
-	first := newNode(t, peer.WithDHT("dhttest"))
+	first := newNode(t, peer.WithMesh("dhttest"), peer.WithDHT())
 	nodes := []*peer.Node{first}
 	for range n - 1 {
-		nodes = append(nodes, newNode(t, peer.WithDHT("dhttest", *first.AddrInfo())))
+		nodes = append(nodes, newNode(t, peer.WithMesh("dhttest"), peer.WithDHT(*first.AddrInfo())))
 	}
 	start := time.Now()
 	deadline := time.After(30 * time.Second)

@@ -22,7 +22,7 @@ func TestGroupBroadcastAcrossFivePeers(t *testing.T) {
 	const peers = 5
 	nodes := make([]*peer.Node, peers)
 	for i := range nodes {
-		nodes[i] = newNode(t, peer.WithGroups("grouptest"))
+		nodes[i] = newNode(t, peer.WithMesh("grouptest"), peer.WithGroups(true))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -144,7 +144,7 @@ func TestGroupBroadcastAcrossFivePeers(t *testing.T) {
 // Members watching presence learn who is in the group on every peer: who
 // joins, who leaves, and who goes away with a closed peer.
 func TestGroupPresenceAcrossPeers(t *testing.T) {
-	nodes := []*peer.Node{newNode(t, peer.WithGroups("presence")), newNode(t, peer.WithGroups("presence")), newNode(t, peer.WithGroups("presence"))}
+	nodes := []*peer.Node{newNode(t, peer.WithMesh("presence"), peer.WithGroups(true)), newNode(t, peer.WithMesh("presence"), peer.WithGroups(true)), newNode(t, peer.WithMesh("presence"), peer.WithGroups(true))}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for i := range nodes {
@@ -214,7 +214,7 @@ func TestGroupPresenceAcrossPeers(t *testing.T) {
 // A malformed message on a group's topic is rejected by the validator,
 // counted, and reaches no member.
 func TestGroupRejectsMalformedMessages(t *testing.T) {
-	a := newNode(t, peer.WithGroups("badinput"))
+	a := newNode(t, peer.WithMesh("badinput"), peer.WithGroups(true))
 	got := make(chan any, 10)
 	joined := make(chan struct{})
 	spawn(t, a, "member", func(c *actor.Context) {

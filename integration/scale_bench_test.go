@@ -37,14 +37,14 @@ func scaleRun(b *testing.B, n int) {
 	opts := func(boot ...peer.Option) []peer.Option {
 		reg := registry(b)
 		codec.MustRegister[Stamp](reg, "test.Stamp")
-		return append([]peer.Option{peer.WithRegistry(reg), peer.WithGroups("scale"),
+		return append([]peer.Option{peer.WithRegistry(reg), peer.WithMesh("scale"), peer.WithGroups(true),
 			peer.WithAdvertisements(500*time.Millisecond, 15*time.Second), peer.WithDHTFindEvery(2 * time.Second)}, boot...)
 	}
 	start := time.Now()
-	first := newNode(b, opts(peer.WithDHT("scale"))...)
+	first := newNode(b, opts(peer.WithDHT())...)
 	nodes := []*peer.Node{first}
 	for range n - 1 {
-		nodes = append(nodes, newNode(b, opts(peer.WithDHT("scale", *first.AddrInfo()))...))
+		nodes = append(nodes, newNode(b, opts(peer.WithDHT(*first.AddrInfo()))...))
 	}
 	started := time.Since(start)
 	lats := make(chan time.Duration, 100*n)

@@ -114,8 +114,8 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 	aopts := append([]actor.Option{actor.WithLogger(cfg.logger)}, cfg.actorOpts...)
 	aopts = append(aopts, actor.WithPeer(h.ID().String()), actor.WithRemote(r))
 	var groups *routing.Groups
-	if cfg.groupsMesh != "" {
-		groups, err = routing.NewGroups(routing.GroupsConfig{Host: h, Registry: reg, Mesh: cfg.groupsMesh, Logger: cfg.logger})
+	if cfg.groups {
+		groups, err = routing.NewGroups(routing.GroupsConfig{Host: h, Registry: reg, Mesh: cfg.mesh, Logger: cfg.logger})
 		if err != nil {
 			_ = r.Close(ctx)
 			_ = h.Close()
@@ -145,7 +145,7 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 	}
 	if groups != nil {
 		n.dir, err = discovery.StartAds(h, discovery.AdsConfig{
-			Mesh: cfg.groupsMesh, PubSub: groups.PubSub(), Incarnation: r.Incarnation(),
+			Mesh: cfg.mesh, PubSub: groups.PubSub(), Incarnation: r.Incarnation(),
 			Source: func() ([]string, []string) { return sys.Names(), sys.Groups() },
 			Tick:   cfg.adTick, TTL: cfg.adTTL, Logger: cfg.logger,
 		})
@@ -154,9 +154,9 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 			return nil, err
 		}
 	}
-	if cfg.dhtMesh != "" {
+	if cfg.dht {
 		n.dht, err = discovery.StartDHT(h, discovery.DHTConfig{
-			Mesh: cfg.dhtMesh, Bootstrap: cfg.bootstrap, Connect: n.Connect, Logger: cfg.logger,
+			Mesh: cfg.mesh, Bootstrap: cfg.bootstrap, Connect: n.Connect, Logger: cfg.logger,
 			FindEvery: cfg.findEvery,
 		})
 		if err != nil {
@@ -164,10 +164,10 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 			return nil, err
 		}
 	}
-	if cfg.mdnsMesh != "" {
+	if cfg.mdns {
 		// No multicast interface (a container, a VM, loopback only) is a
 		// reason to run without LAN discovery, not to fail.
-		if n.mdns, err = discovery.StartMDNS(h, cfg.mdnsMesh, n.Connect, cfg.logger); err != nil {
+		if n.mdns, err = discovery.StartMDNS(h, cfg.mesh, n.Connect, cfg.logger); err != nil {
 			cfg.logger.Warn("peer: mDNS is off", "err", err)
 			n.mdns = nil
 		}

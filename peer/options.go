@@ -30,9 +30,10 @@ type config struct {
 	registry    *codec.Registry
 	maxFrame    int
 	linkQueue   int
-	mdnsMesh    string
-	dhtMesh     string
-	groupsMesh  string
+	mesh        string
+	mdns        bool
+	dht         bool
+	groups      bool
 	adTick      time.Duration
 	findEvery   time.Duration
 	adTTL       time.Duration
@@ -46,6 +47,7 @@ func defaultConfig() config {
 		logger:      slog.Default(),
 		maxFrame:    codec.DefaultMaxFrame,
 		linkQueue:   64 << 10,
+		mesh:        "default",
 		dialTimeout: 10 * time.Second,
 	}
 }
@@ -119,30 +121,33 @@ func WithRegistry(r *codec.Registry) Option {
 // Larger messages are refused at the sender.
 func WithMaxFrame(n int) Option { return func(c *config) error { c.maxFrame = n; return nil } }
 
-// WithMDNS announces the node on the LAN by multicast DNS for mesh and
-// connects to the peers of the same mesh it finds (default off). It needs a
-// multicast interface and a non-loopback listen address; without one the
-// node runs without it and logs a warning.
-func WithMDNS(mesh string) Option {
+// WithMesh names the mesh the node belongs to (default "default"): mDNS,
+// the DHT rendezvous, groups and advertisements only see peers of the same
+// mesh. A name is 1–32 characters of a-z, 0-9 and '-' (discovery.CheckMesh).
+func WithMesh(name string) Option {
 	return func(c *config) error {
-		if err := discovery.CheckMesh(mesh); err != nil {
+		if err := discovery.CheckMesh(name); err != nil {
 			return err
 		}
-		c.mdnsMesh = mesh
+		c.mesh = name
 		return nil
 	}
 }
 
+// WithMDNS turns on announcing the node on the LAN by multicast DNS and
+// connecting to the peers of the same mesh it finds (default off). It needs
+// a multicast interface and a non-loopback listen address; without one the
+// node runs without it and logs a warning.
+func WithMDNS(on bool) Option { return func(c *config) error { c.mdns = on; return nil } }
+
 // WithDHT joins Troupe's Kademlia DHT (server mode, protocol prefix
 // /troupe) through the given bootstrap peers and connects to the peers of
-// mesh found at the rendezvous "/troupe/<mesh>" (default off). No public
-// bootstrap peers are built in: give at least one peer of the mesh.
-func WithDHT(mesh string, bootstrap ...libp2ppeer.AddrInfo) Option {
+// the mesh found at the rendezvous "/troupe/<mesh>" (default off). No public
+// bootstrap peers are built in: give at least one peer of the mesh, or none
+// on the first peer, which others then use as their bootstrap peer.
+func WithDHT(bootstrap ...libp2ppeer.AddrInfo) Option {
 	return func(c *config) error {
-		if err := discovery.CheckMesh(mesh); err != nil {
-			return err
-		}
-		c.dhtMesh, c.bootstrap = mesh, append(c.bootstrap, bootstrap...)
+		c.dht, c.bootstrap = true, append(c.bootstrap, bootstrap...)
 		return nil
 	}
 }
@@ -160,19 +165,11 @@ func WithAdvertisements(every, ttl time.Duration) Option {
 	}
 }
 
-// WithGroups turns on actor groups across peers for mesh: each group is a
-// GossipSub topic (default: groups are local to the node). It also turns on
-// signed advertisements of the node's public actors and groups on the
-// mesh, which Node.Directory collects.
-func WithGroups(mesh string) Option {
-	return func(c *config) error {
-		if err := discovery.CheckMesh(mesh); err != nil {
-			return err
-		}
-		c.groupsMesh = mesh
-		return nil
-	}
-}
+// WithGroups turns on actor groups across the peers of the mesh: each
+// group is a GossipSub topic (default off: groups are local to the node).
+// It also turns on signed advertisements of the node's public actors and
+// groups on the mesh, which Node.Directory collects.
+func WithGroups(on bool) Option { return func(c *config) error { c.groups = on; return nil } }
 
 // WithDHTFindEvery caps the wait between two DHT rendezvous lookups
 // (default 1 minute; the first lookups come sooner).

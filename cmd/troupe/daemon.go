@@ -79,11 +79,9 @@ func daemon(args []string, stdout, stderr io.Writer) int {
 	if len(listen) > 0 {
 		opts = append(opts, peer.WithListenAddrs(listen...))
 	}
-	if *mdnsOn {
-		opts = append(opts, peer.WithMDNS(*mesh))
-	}
+	opts = append(opts, peer.WithMesh(*mesh), peer.WithMDNS(*mdnsOn))
 	if len(boots) > 0 {
-		opts = append(opts, peer.WithDHT(*mesh, boots...))
+		opts = append(opts, peer.WithDHT(boots...))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
