@@ -28,6 +28,9 @@ type DHTConfig struct {
 	// first lookups come sooner (default 1 minute).
 	FindEvery time.Duration
 	Logger    *slog.Logger
+	// Client runs the DHT in client mode: it queries and advertises but
+	// serves no records to others (default: server mode).
+	Client bool
 }
 
 // DHT finds peers beyond the LAN: a Kademlia DHT in server mode under
@@ -59,7 +62,11 @@ func StartDHT(h host.Host, cfg DHTConfig) (*DHT, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	opts := []dht.Option{dht.Mode(dht.ModeServer), dht.ProtocolPrefix(DHTProtocolPrefix)}
+	mode := dht.ModeServer
+	if cfg.Client {
+		mode = dht.ModeClient
+	}
+	opts := []dht.Option{dht.Mode(mode), dht.ProtocolPrefix(DHTProtocolPrefix)}
 	if len(cfg.Bootstrap) > 0 {
 		opts = append(opts, dht.BootstrapPeers(cfg.Bootstrap...))
 	}

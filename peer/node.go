@@ -157,7 +157,7 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 	if cfg.dht {
 		n.dht, err = discovery.StartDHT(h, discovery.DHTConfig{
 			Mesh: cfg.mesh, Bootstrap: cfg.bootstrap, Connect: n.Connect, Logger: cfg.logger,
-			FindEvery: cfg.findEvery,
+			FindEvery: cfg.findEvery, Client: cfg.dhtClient,
 		})
 		if err != nil {
 			_ = n.Close(ctx)

@@ -33,6 +33,7 @@ type config struct {
 	mesh        string
 	mdns        bool
 	dht         bool
+	dhtClient   bool
 	groups      bool
 	adTick      time.Duration
 	findEvery   time.Duration
@@ -151,6 +152,11 @@ func WithDHT(bootstrap ...libp2ppeer.AddrInfo) Option {
 		return nil
 	}
 }
+
+// WithDHTClient runs the DHT (WithDHT) in client mode: the node queries
+// and advertises through the DHT but serves no records (default: server
+// mode, which suits peers that others can reach).
+func WithDHTClient(on bool) Option { return func(c *config) error { c.dhtClient = on; return nil } }
 
 // WithAdvertisements sets how often the node looks for changes in what it
 // hosts to advertise them (default 10 s) and how long its advertisements

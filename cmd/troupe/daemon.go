@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -18,16 +17,9 @@ import (
 	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
-	ma "github.com/multiformats/go-multiaddr"
-	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
-	"github.com/troupe-mesh/troupe/discovery"
 	"github.com/troupe-mesh/troupe/peer"
 )
-
-// Watch asks a daemon's "watcher" actor to monitor an actor and print a line
-// when it stops: "down <ref> <reason>".
-type Watch struct{ Ref string }
 
 // listFlag collects a repeated string flag.
 type listFlag []string
@@ -35,148 +27,177 @@ type listFlag []string
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
 
+// daemonFlags are the flags of 'troupe daemon'; each one that is given
+// overrides the matching config.json field.
+type daemonFlags struct {
+	home                      *string
+	listen, connect, bootstrp listFlag
+	logLevel, mesh, metrics   *string
+	mdns                      *bool
+}
+
 func daemon(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("daemon", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	home := fs.String("home", defaultHome(), "directory holding the identity key ($TROUPE_HOME)")
-	var listen, connect, bootstrap listFlag
-	fs.Var(&listen, "listen", "multiaddr to listen on (repeatable; default TCP and QUIC on all interfaces, random ports)")
-	fs.Var(&connect, "connect", "multiaddr with /p2p/ of a peer to connect to at start (repeatable)")
-	fs.Var(&bootstrap, "bootstrap", "multiaddr with /p2p/ of a DHT bootstrap peer (repeatable); turns on the DHT rendezvous for the mesh")
-	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
-	mdnsOn := fs.Bool("mdns", true, "find peers of the same mesh on the LAN by multicast DNS")
-	mesh := fs.String("mesh", "default", "mesh name: peers find each other per mesh (a-z, 0-9, '-')")
-	if code, ok := parseFlags(fs, args, stderr); !ok {
+	fs := newFlagSet("daemon", "", "run the peer: a libp2p host with the built-in actors echo, info and watcher, and the control socket for the other commands", stderr)
+	var f daemonFlags
+	f.home = homeFlag(fs)
+	fs.Var(&f.listen, "listen", "multiaddr to listen on (repeatable; replaces config listen)")
+	fs.Var(&f.connect, "connect", "multiaddr with /p2p/ of a peer to connect to at start (repeatable)")
+	fs.Var(&f.bootstrp, "bootstrap", "multiaddr with /p2p/ of a DHT bootstrap peer (repeatable; added to config bootstrap)")
+	f.logLevel = fs.String("log-level", "", "debug, info, warn or error (config log_level)")
+	f.mdns = fs.Bool("mdns", true, "find peers of the same mesh on the LAN by multicast DNS (config mdns)")
+	f.mesh = fs.String("mesh", "", "mesh name: peers find each other per mesh, a-z, 0-9, '-' (config mesh)")
+	f.metrics = fs.String("metrics", "", "serve Prometheus metrics at http://HOST:PORT/metrics (config metrics)")
+	if _, ok, code := parseArgs(fs, args, 0, 0); !ok {
 		return code
 	}
-	if err := discovery.CheckMesh(*mesh); err != nil {
-		fmt.Fprintf(stderr, "troupe daemon: -mesh: %v\n", err)
-		return 2
+	// Flags are checked before the home is touched.
+	var connect []libp2ppeer.AddrInfo
+	for _, s := range f.connect {
+		ai, err := parsePeerAddr(s)
+		if err != nil {
+			return fail(stderr, "daemon", fmt.Errorf("%w: -connect: %v", errUsage, err))
+		}
+		connect = append(connect, ai)
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		fmt.Fprintf(stderr, "troupe daemon: -log-level %q: use debug, info, warn or error\n", *logLevel)
-		return 2
+	probe := DefaultConfig()
+	if err := f.apply(fs, &probe); err != nil {
+		return fail(stderr, "daemon", err)
 	}
-	peers, ok := parsePeers("-connect", connect, stderr)
-	if !ok {
-		return 2
-	}
-	boots, ok := parsePeers("-bootstrap", bootstrap, stderr)
-	if !ok {
-		return 2
-	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	reg, err := codec.NewRegistry()
+	h := home(*f.home)
+	cfg, err := h.ensure()
 	if err == nil {
-		err = codec.Register[Watch](reg, "troupe.Watch")
+		err = f.apply(fs, &cfg)
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "troupe daemon:", err)
-		return 1
+		return fail(stderr, "daemon", err)
 	}
-	opts := []peer.Option{peer.WithKeyFile(filepath.Join(*home, "identity.key")), peer.WithLogger(logger), peer.WithRegistry(reg)}
-	if len(listen) > 0 {
-		opts = append(opts, peer.WithListenAddrs(listen...))
+	unlock, err := h.lock()
+	if err != nil {
+		return fail(stderr, "daemon", err)
 	}
-	opts = append(opts, peer.WithMesh(*mesh), peer.WithMDNS(*mdnsOn))
-	if len(boots) > 0 {
-		opts = append(opts, peer.WithDHT(boots...))
-	}
+	defer unlock()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	node, err := peer.New(startCtx, opts...)
-	if err != nil {
-		fmt.Fprintln(stderr, "troupe daemon:", err)
-		return 1
-	}
 	out := &lockedWriter{w: stdout}
-	err = startBuiltins(node, out)
-	var stopEvents func()
-	if err == nil {
-		stopEvents, err = reportPeers(node, out)
+	d, err := startDaemon(ctx, h, cfg, stderr, out)
+	if err != nil {
+		return fail(stderr, "daemon", err)
 	}
-	fmt.Fprintf(out, "peer %s\n", node.ID())
-	for _, a := range node.Addrs() {
+	fmt.Fprintf(out, "peer %s\n", d.node.ID())
+	fmt.Fprintf(out, "mesh %s\n", cfg.Mesh)
+	for _, a := range d.node.Addrs() {
 		fmt.Fprintf(out, "listen %s\n", a)
 	}
-	for _, ai := range peers {
+	fmt.Fprintf(out, "control %s\n", h.socket())
+	if d.metrics != nil {
+		fmt.Fprintf(out, "metrics http://%s/metrics\n", d.metrics.Addr())
+	}
+	for _, ai := range connect {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		if err = d.node.Connect(cctx, ai); err == nil {
+			fmt.Fprintf(out, "connected %s\n", ai.ID)
+		}
+		cancel()
 		if err != nil {
 			break
-		}
-		if err = node.Connect(startCtx, ai); err == nil {
-			fmt.Fprintf(out, "connected %s\n", ai.ID)
 		}
 	}
 	if err == nil {
 		fmt.Fprintln(out, "ready")
 		<-ctx.Done()
 	}
-	if stopEvents != nil {
-		stopEvents()
-	}
 	closeCtx, cancelClose := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancelClose()
-	err = errors.Join(err, node.Close(closeCtx))
-	if err != nil {
-		fmt.Fprintln(stderr, "troupe daemon:", err)
-		return 1
+	if err = errors.Join(err, d.close(closeCtx)); err != nil {
+		return fail(stderr, "daemon", err)
 	}
 	return 0
 }
 
-// parsePeers parses multiaddrs with a /p2p/ suffix given to flag name.
-func parsePeers(name string, addrs []string, stderr io.Writer) ([]libp2ppeer.AddrInfo, bool) {
-	peers := make([]libp2ppeer.AddrInfo, 0, len(addrs))
-	for _, s := range addrs {
-		m, err := ma.NewMultiaddr(s)
-		if err != nil {
-			fmt.Fprintf(stderr, "troupe daemon: %s %q: %v\n", name, s, err)
-			return nil, false
+// apply overrides cfg with the flags that were given and validates it.
+func (f *daemonFlags) apply(fs *cmdFlags, cfg *Config) error {
+	fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "listen":
+			cfg.Listen = f.listen
+		case "bootstrap":
+			cfg.Bootstrap = append(cfg.Bootstrap, f.bootstrp...)
+		case "log-level":
+			cfg.LogLevel = *f.logLevel
+		case "mdns":
+			cfg.MDNS = *f.mdns
+		case "mesh":
+			cfg.Mesh = *f.mesh
+		case "metrics":
+			cfg.Metrics = *f.metrics
 		}
-		ai, err := libp2ppeer.AddrInfoFromP2pAddr(m)
-		if err != nil {
-			fmt.Fprintf(stderr, "troupe daemon: %s %q needs a /p2p/<peer ID> suffix\n", name, s)
-			return nil, false
-		}
-		peers = append(peers, *ai)
-	}
-	return peers, true
+	})
+	return cfg.validate()
 }
 
-// startBuiltins spawns the daemon's built-in actors: echo replies with what
-// it got; watcher monitors the actors it is told to and prints their Down.
-func startBuiltins(n *peer.Node, out io.Writer) error {
-	sys := n.System()
-	if _, err := sys.Spawn("echo", func(c *actor.Context) {
-		var h actor.Case
-		h = actor.Any(func(m any) { c.Reply(m); c.Receive(h) })
-		c.Receive(h)
-	}); err != nil {
-		return err
+// runningDaemon is a started daemon: the node, its built-in actors, the
+// control socket and the metrics server.
+type runningDaemon struct {
+	home       home
+	cfg        Config
+	node       *peer.Node
+	reg        *codec.Registry
+	started    time.Time
+	out        io.Writer
+	ctl        *controlServer
+	metrics    *metricsServer
+	stopEvents func()
+}
+
+// startDaemon starts the node described by cfg with its control socket.
+func startDaemon(ctx context.Context, h home, cfg Config, stderr, out io.Writer) (*runningDaemon, error) {
+	level, _ := parseLevel(cfg.LogLevel)
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	reg, err := newRegistry()
+	if err != nil {
+		return nil, err
 	}
-	_, err := sys.Spawn("watcher", func(c *actor.Context) {
-		var h actor.Case
-		h = actor.Any(func(m any) {
-			switch m := m.(type) {
-			case Watch:
-				if ref, err := actor.ParseRef(m.Ref); err == nil {
-					c.Monitor(ref)
-					fmt.Fprintf(out, "watching %s\n", ref)
-				} else {
-					fmt.Fprintf(out, "bad watch %q: %v\n", m.Ref, err)
-				}
-				c.Reply(true)
-			case actor.Down:
-				fmt.Fprintf(out, "down %s %v\n", m.Ref, m.Reason)
-			}
-			c.Receive(h)
-		})
-		c.Receive(h)
-	})
-	return err
+	opts, err := cfg.peerOptions(string(h))
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, peer.WithKeyFile(h.keyFile()), peer.WithLogger(logger), peer.WithRegistry(reg))
+	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	node, err := peer.New(startCtx, opts...)
+	if err != nil {
+		return nil, err
+	}
+	d := &runningDaemon{home: h, cfg: cfg, node: node, reg: reg, started: time.Now(), out: out}
+	err = startBuiltins(node, cfg.Mesh, d.started, out)
+	if err == nil {
+		d.stopEvents, err = reportPeers(node, out)
+	}
+	if err == nil {
+		d.ctl, err = listenControl(h.socket(), d.handle)
+	}
+	if err == nil && cfg.Metrics != "" {
+		d.metrics, err = serveMetrics(cfg.Metrics, node)
+	}
+	if err != nil {
+		return nil, errors.Join(err, d.close(ctx))
+	}
+	return d, nil
+}
+
+// close stops the control socket, the metrics server and the node.
+func (d *runningDaemon) close(ctx context.Context) error {
+	if d.ctl != nil {
+		d.ctl.Close()
+		os.Remove(d.home.socket())
+	}
+	if d.metrics != nil {
+		d.metrics.Close()
+	}
+	if d.stopEvents != nil {
+		d.stopEvents()
+	}
+	return d.node.Close(ctx)
 }
 
 // reportPeers prints "joined <peer> (echo <rtt>)" when a peer connects (after
@@ -214,16 +235,6 @@ func reportPeers(n *peer.Node, out io.Writer) (stop func(), err error) {
 		}
 	}()
 	return func() { _ = sub.Close(); wg.Wait() }, nil
-}
-
-func defaultHome() string {
-	if h := os.Getenv("TROUPE_HOME"); h != "" {
-		return h
-	}
-	if h, err := os.UserHomeDir(); err == nil {
-		return filepath.Join(h, ".troupe")
-	}
-	return ".troupe"
 }
 
 // lockedWriter serializes lines written from several actors.

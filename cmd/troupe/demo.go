@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -35,12 +34,11 @@ func counter(c *actor.Context, v int) {
 }
 
 func demo(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("demo", "", "run the paper's counter and a ring of actors locally, and print what happened", stderr)
 	ringSize := fs.Int("ring", 100_000, "number of actors in the ring")
 	laps := fs.Int("laps", 10, "times the token goes around the ring")
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up after this long")
-	if code, ok := parseFlags(fs, args, stderr); !ok {
+	if _, ok, code := parseArgs(fs, args, 0, 0); !ok {
 		return code
 	}
 	if *ringSize < 2 || *laps < 1 {

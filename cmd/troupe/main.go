@@ -1,6 +1,12 @@
-// Command troupe is the Troupe peer binary: it runs a peer (daemon) and a
-// local demo of the actor runtime. The control-socket CLI, discovery and the
-// LAN chat come with the next issues.
+// Command troupe is the Troupe peer binary for laptops: 'troupe daemon'
+// runs a peer (a libp2p host with built-in actors and a control socket),
+// the other commands talk to it over that socket, and 'troupe chat' is the
+// LAN chat demo.
+//
+// The command line uses the standard flag package rather than cobra: the
+// commands are few and flat, and one small parsing helper (flags before,
+// between or after the arguments; -h on every command; exit code 2 and one
+// line for every usage error) covers them without another dependency.
 package main
 
 import (
@@ -9,34 +15,60 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
-const usage = `usage: troupe <command> [flags]
+const usage = `usage: troupe <command> [flags] [arguments]
 
 commands:
-  daemon    run a peer: a libp2p host with the built-in actors echo and watcher
-  demo      run the paper's counter and a ring of actors locally, and print what happened
+  init      create the home directory: identity key and config.json
+  daemon    run the peer (creates the home with defaults when missing)
+  id        print this peer's ID and addresses
+  peers     list the connected peers
+  actors    list the actors of this peer, or of PEER
+  send      send a JSON message to an actor: troupe send PEER/NAME JSON
+  ask       send a JSON message and print the reply: troupe ask PEER/NAME JSON
+  ping      measure the round trip to a peer
+  chat      the LAN chat: troupe chat --nick NAME [--room ROOM]
+  demo      run the paper's counter and a ring of actors locally
   version   print the version
   help      print this help
 
+The home directory is $TROUPE_HOME, default ~/.troupe (or -home DIR).
 Run 'troupe <command> -h' for the flags of a command.
 `
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
 
 // run executes the command line and returns the exit code: 0 on success, 1
-// when the command failed, 2 for bad usage.
-func run(args []string, stdout, stderr io.Writer) int {
+// when the command failed, 2 for bad usage or configuration.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
 	switch args[0] {
+	case "init":
+		return initCmd(args[1:], stdout, stderr)
 	case "daemon":
 		return daemon(args[1:], stdout, stderr)
+	case "id":
+		return idCmd(args[1:], stdout, stderr)
+	case "peers":
+		return peersCmd(args[1:], stdout, stderr)
+	case "actors":
+		return actorsCmd(args[1:], stdout, stderr)
+	case "send":
+		return sendCmd(args[1:], stdout, stderr)
+	case "ask":
+		return askCmd(args[1:], stdout, stderr)
+	case "ping":
+		return pingCmd(args[1:], stdout, stderr)
+	case "chat":
+		return chatCmd(args[1:], stdin, stdout, stderr)
 	case "demo":
 		return demo(args[1:], stdout, stderr)
 	case "version", "--version":
@@ -51,19 +83,81 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 }
 
-// parseFlags parses a command's flags, which take no positional arguments.
-// When it returns ok=false the command must exit with code: 0 after -h, 2
-// after a bad flag or argument (the message is on stderr).
-func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (code int, ok bool) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0, false
+// errUsage marks a bad command line (exit code 2).
+var errUsage = errors.New("usage")
+
+// cmdFlags is a command's flag set with its help text.
+type cmdFlags struct {
+	*flag.FlagSet
+	synopsis, summary string
+	stderr            io.Writer
+}
+
+// newFlagSet returns the flag set of a command; -h prints the command's
+// synopsis, summary and flags.
+func newFlagSet(name, synopsis, summary string, stderr io.Writer) *cmdFlags {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return &cmdFlags{FlagSet: fs, synopsis: synopsis, summary: summary, stderr: stderr}
+}
+
+// help prints the command's help.
+func (fs *cmdFlags) help() {
+	fmt.Fprintf(fs.stderr, "usage: troupe %s [flags] %s\n\n%s\n\nflags:\n", fs.Name(), fs.synopsis, fs.summary)
+	fs.SetOutput(fs.stderr)
+	fs.PrintDefaults()
+	fs.SetOutput(io.Discard)
+}
+
+// homeFlag adds -home to a command.
+func homeFlag(fs *cmdFlags) *string {
+	return fs.String("home", defaultHome(), "home directory with the identity key, config.json and the control socket ($TROUPE_HOME)")
+}
+
+// parseArgs parses flags that may come before, between or after the
+// positional arguments, of which there must be between min and max. When
+// ok is false the command must exit with code: 0 after -h (help printed),
+// 2 after a bad flag or argument count (one line printed).
+func parseArgs(fs *cmdFlags, args []string, min, max int) (pos []string, ok bool, code int) {
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fs.help()
+				return nil, false, 0
+			}
+			fmt.Fprintf(fs.stderr, "troupe %s: %v; run 'troupe %s -h'\n", fs.Name(), err, fs.Name())
+			return nil, false, 2
 		}
-		return 2, false
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			pos = append(pos, rest...)
+			break
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "troupe %s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
-		return 2, false
+	switch {
+	case len(pos) < min:
+		fmt.Fprintf(fs.stderr, "troupe %s: missing arguments (%s); run 'troupe %s -h'\n", fs.Name(), fs.synopsis, fs.Name())
+		return nil, false, 2
+	case len(pos) > max:
+		fmt.Fprintf(fs.stderr, "troupe %s: unexpected argument %q; run 'troupe %s -h'\n", fs.Name(), pos[max], fs.Name())
+		return nil, false, 2
 	}
-	return 0, true
+	return pos, true, 0
+}
+
+// fail prints err as one line and returns the exit code: 2 for usage and
+// configuration errors, 1 otherwise.
+func fail(stderr io.Writer, cmd string, err error) int {
+	msg := strings.ReplaceAll(err.Error(), "\n", "; ")
+	fmt.Fprintf(stderr, "troupe %s: %s\n", cmd, msg)
+	if errors.Is(err, errUsage) || errors.Is(err, errConfig) {
+		return 2
+	}
+	return 1
 }

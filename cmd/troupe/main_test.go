@@ -8,7 +8,7 @@ import (
 
 func TestDemoRunsCounterAndRing(t *testing.T) {
 	var out, errb bytes.Buffer
-	if code := run([]string{"demo", "-ring", "1000", "-laps", "2"}, &out, &errb); code != 0 {
+	if code := run([]string{"demo", "-ring", "1000", "-laps", "2"}, strings.NewReader(""), &out, &errb); code != 0 {
 		t.Fatalf("exit %d, stderr: %s", code, errb.String())
 	}
 	for _, want := range []string{
@@ -40,7 +40,7 @@ func TestBadArguments(t *testing.T) {
 		{"daemon", "extra"},
 	} {
 		var out, errb bytes.Buffer
-		if code := run(args, &out, &errb); code != 2 {
+		if code := run(args, strings.NewReader(""), &out, &errb); code != 2 {
 			t.Fatalf("%q: exit %d, want 2", args, code)
 		}
 		if errb.Len() == 0 {
@@ -51,11 +51,11 @@ func TestBadArguments(t *testing.T) {
 
 func TestVersionAndHelp(t *testing.T) {
 	var out, errb bytes.Buffer
-	if run([]string{"version"}, &out, &errb) != 0 || !strings.HasPrefix(out.String(), "troupe ") {
+	if run([]string{"version"}, strings.NewReader(""), &out, &errb) != 0 || !strings.HasPrefix(out.String(), "troupe ") {
 		t.Fatalf("version: %q", out.String())
 	}
 	out.Reset()
-	if run([]string{"help"}, &out, &errb) != 0 || !strings.Contains(out.String(), "demo") {
+	if run([]string{"help"}, strings.NewReader(""), &out, &errb) != 0 || !strings.Contains(out.String(), "demo") {
 		t.Fatalf("help: %q", out.String())
 	}
 }

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/codec"
+	"github.com/troupe-mesh/troupe/peer"
+)
+
+// Watch asks a daemon's "watcher" actor to monitor an actor and print a line
+// when it stops: "down <ref> <reason>".
+type Watch struct{ Ref string }
+
+// Info is what a daemon's "info" actor replies to any message.
+type Info struct {
+	Peer    string   `json:"peer"`
+	Version string   `json:"version"`
+	Mesh    string   `json:"mesh"`
+	Uptime  float64  `json:"uptime_seconds"`
+	Actors  []string `json:"actors"`
+	Groups  []string `json:"groups"`
+}
+
+// newRegistry returns a codec registry with the types the daemon, the CLI
+// and the chat exchange with other peers.
+func newRegistry() (*codec.Registry, error) {
+	reg, err := codec.NewRegistry()
+	if err != nil {
+		return nil, err
+	}
+	codec.MustRegister[Watch](reg, "troupe.Watch")
+	codec.MustRegister[Info](reg, "troupe.Info")
+	registerChat(reg)
+	return reg, nil
+}
+
+// startBuiltins spawns the daemon's built-in actors: echo replies with what
+// it got; info replies with an Info; watcher monitors the actors it is told
+// to and prints their Down.
+func startBuiltins(n *peer.Node, mesh string, started time.Time, out io.Writer) error {
+	sys := n.System()
+	if _, err := sys.Spawn("echo", func(c *actor.Context) {
+		var h actor.Case
+		h = actor.Any(func(m any) { c.Reply(m); c.Receive(h) })
+		c.Receive(h)
+	}); err != nil {
+		return err
+	}
+	if _, err := sys.Spawn("info", func(c *actor.Context) {
+		var h actor.Case
+		h = actor.Any(func(any) {
+			c.Reply(Info{
+				Peer: n.ID().String(), Version: version, Mesh: mesh,
+				Uptime: time.Since(started).Seconds(), Actors: sys.Names(), Groups: sys.Groups(),
+			})
+			c.Receive(h)
+		})
+		c.Receive(h)
+	}); err != nil {
+		return err
+	}
+	_, err := sys.Spawn("watcher", func(c *actor.Context) {
+		var h actor.Case
+		h = actor.Any(func(m any) {
+			switch m := m.(type) {
+			case Watch:
+				if ref, err := actor.ParseRef(m.Ref); err == nil {
+					c.Monitor(ref)
+					fmt.Fprintf(out, "watching %s\n", ref)
+				} else {
+					fmt.Fprintf(out, "bad watch %q: %v\n", m.Ref, err)
+				}
+				c.Reply(true)
+			case actor.Down:
+				fmt.Fprintf(out, "down %s %v\n", m.Ref, m.Reason)
+			}
+			c.Receive(h)
+		})
+		c.Receive(h)
+	})
+	return err
+}

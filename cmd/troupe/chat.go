@@ -1,0 +1,490 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/codec"
+	"github.com/troupe-mesh/troupe/peer"
+)
+
+// The chat: each user is an actor "chat-<nick>" on its peer; a room is the
+// group "chat-<room>"; a line said in a room is broadcast to the group; /msg
+// sends a ChatDirect to the other user's actor. Presence (Joined / Left)
+// comes from the groups, and a peer's departure turns its users into Left.
+
+// ChatLine is a line said in a room.
+type ChatLine struct {
+	Room, Nick, Text string
+}
+
+// ChatDirect is a private message to one user.
+type ChatDirect struct {
+	Nick, Text string
+}
+
+// ChatRename tells a room that a user changed nick.
+type ChatRename struct {
+	Room, Old, New string
+}
+
+func registerChat(reg *codec.Registry) {
+	codec.MustRegister[ChatLine](reg, "troupe.chat.Line")
+	codec.MustRegister[ChatDirect](reg, "troupe.chat.Direct")
+	codec.MustRegister[ChatRename](reg, "troupe.chat.Rename")
+}
+
+const (
+	chatActorPrefix = "chat-"
+	chatGroupPrefix = "chat-"
+	maxChatLine     = 16 << 10
+)
+
+// checkChatName checks a nick or room name: 1–24 of a-z, A-Z, 0-9, '_', '-'.
+func checkChatName(what, s string) error {
+	if s == "" || len(s) > 24 {
+		return fmt.Errorf("%s %q must be 1 to 24 characters", what, s)
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return fmt.Errorf("%s %q may hold only letters, digits, '_' and '-'", what, s)
+		}
+	}
+	return nil
+}
+
+// chatInput is a line the user typed, handed to the user's actor.
+type chatInput struct{ line string }
+
+// chatSession is one user's chat on a node. The user's actor owns the
+// state; the session only carries lines in and out.
+type chatSession struct {
+	node *peer.Node
+	out  io.Writer // serialized
+	cur  atomic.Value
+	done chan struct{}
+	once sync.Once
+}
+
+// chatState is the state of a user's actor, owned by its loop.
+type chatState struct {
+	s       *chatSession
+	nick    string
+	room    string
+	members map[actor.Ref]string // the room's other members and their nicks
+}
+
+// runChat runs a user's chat on node: it reads commands and lines from in
+// and writes what happens to out, one line per event, until /quit, the end
+// of in, or ctx ends.
+func runChat(ctx context.Context, node *peer.Node, nick, room string, in io.Reader, out io.Writer) error {
+	s := &chatSession{node: node, out: &lockedWriter{w: out}, done: make(chan struct{})}
+	st := &chatState{s: s, nick: nick, room: room}
+	ref, err := st.spawn(node.System().Spawn, true)
+	if err != nil {
+		return err
+	}
+	s.cur.Store(ref)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 4096), maxChatLine)
+		for sc.Scan() {
+			s.input(sc.Text())
+		}
+		if err := sc.Err(); err != nil {
+			s.printf("! input: %v", err)
+		}
+		s.input("/quit")
+	}()
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+		s.input("/quit")
+		select {
+		case <-s.done:
+		case <-time.After(5 * time.Second):
+		}
+	}
+	if c, ok := in.(io.Closer); ok {
+		c.Close()
+		wg.Wait()
+	}
+	return nil
+}
+
+func (s *chatSession) input(line string) {
+	s.node.System().Send(s.cur.Load().(actor.Ref), chatInput{line})
+}
+
+func (s *chatSession) printf(format string, args ...any) {
+	fmt.Fprintf(s.out, format+"\n", args...)
+}
+
+func (s *chatSession) finish() { s.once.Do(func() { close(s.done) }) }
+
+// spawn starts the user's actor under st.nick; when the name is taken on
+// this peer it tries nick2, nick3 … (announcing the change when announce).
+func (st *chatState) spawn(spawn func(string, actor.Behavior, ...actor.SpawnOption) (actor.Ref, error), announce bool) (actor.Ref, error) {
+	base := st.nick
+	for i := 1; i < 100; i++ {
+		nick := base
+		if i > 1 {
+			nick = fmt.Sprintf("%s%d", base, i)
+		}
+		next := &chatState{s: st.s, nick: nick, room: st.room}
+		ref, err := spawn(chatActorPrefix+nick, next.start)
+		if errors.Is(err, actor.ErrNameTaken) {
+			continue
+		}
+		if err != nil {
+			return actor.Ref{}, err
+		}
+		if nick != base && announce {
+			st.s.printf("* nick %s is taken on this peer; you are %s", base, nick)
+		}
+		return ref, nil
+	}
+	return actor.Ref{}, fmt.Errorf("nick %s and its variants are taken on this peer", base)
+}
+
+func (st *chatState) start(c *actor.Context) {
+	st.s.cur.Store(c.Self())
+	st.s.printf("* you are %s (%s)", st.nick, c.Self())
+	st.enter(c, st.room)
+	st.loop(c)
+}
+
+// enter joins room and makes it the current one.
+func (st *chatState) enter(c *actor.Context, room string) {
+	if err := c.Join(chatGroupPrefix+room, actor.WatchPresence()); err != nil {
+		st.s.printf("! cannot join #%s: %v", room, err)
+		return
+	}
+	st.room, st.members = room, map[actor.Ref]string{}
+	st.s.printf("* joined #%s", room)
+	st.checkCollision(c)
+}
+
+func (st *chatState) loop(c *actor.Context) {
+	c.Receive(actor.Any(func(m any) {
+		if st.handle(c, m) {
+			st.loop(c)
+		}
+	}))
+}
+
+// handle handles one message and reports whether the actor goes on.
+func (st *chatState) handle(c *actor.Context, m any) bool {
+	group := chatGroupPrefix + st.room
+	switch m := m.(type) {
+	case chatInput:
+		return st.command(c, m.line)
+	case ChatLine:
+		if m.Room == st.room {
+			st.s.printf("[#%s] <%s> %s", m.Room, m.Nick, m.Text)
+		}
+	case ChatDirect:
+		st.s.printf("[dm from %s] %s", m.Nick, m.Text)
+	case ChatRename:
+		if m.Room == st.room && m.New != st.nick {
+			st.s.printf("* %s is now %s", m.Old, m.New)
+		}
+	case actor.Joined:
+		nick, ok := strings.CutPrefix(m.Member.Name(), chatActorPrefix)
+		if m.Group != group || !ok || m.Member == c.Self() {
+			break
+		}
+		if _, known := st.members[m.Member]; !known {
+			st.members[m.Member] = nick
+			st.s.printf("* %s joined #%s", nick, st.room)
+		}
+		if nick == st.nick {
+			return st.resolveCollision(c, m.Member)
+		}
+	case actor.Left:
+		if nick, ok := st.members[m.Member]; ok && m.Group == group {
+			delete(st.members, m.Member)
+			st.s.printf("* %s left #%s", nick, st.room)
+		}
+	}
+	return true
+}
+
+// command runs a line typed by the user and reports whether the actor goes
+// on.
+func (st *chatState) command(c *actor.Context, line string) bool {
+	line = strings.TrimSpace(line)
+	if line == "" {
+		return true
+	}
+	if !strings.HasPrefix(line, "/") {
+		if err := c.Broadcast(chatGroupPrefix+st.room, ChatLine{Room: st.room, Nick: st.nick, Text: line}); err != nil {
+			st.s.printf("! not sent: %v", err)
+		}
+		return true
+	}
+	cmd, rest, _ := strings.Cut(line, " ")
+	rest = strings.TrimSpace(rest)
+	switch cmd {
+	case "/quit":
+		st.s.printf("* bye")
+		st.s.finish()
+		c.Stop()
+		return false
+	case "/who":
+		nicks := []string{st.nick + " (you)"}
+		for _, n := range st.members {
+			nicks = append(nicks, n)
+		}
+		slices.Sort(nicks[1:])
+		st.s.printf("* in #%s: %s", st.room, strings.Join(nicks, ", "))
+	case "/rooms":
+		st.s.printf("* rooms: %s", strings.Join(st.rooms(), ", "))
+	case "/msg":
+		nick, text, _ := strings.Cut(rest, " ")
+		text = strings.TrimSpace(text)
+		if nick == "" || text == "" {
+			st.s.printf("! usage: /msg NICK text")
+			break
+		}
+		to, ok := st.find(nick)
+		if !ok {
+			st.s.printf("! no user %s is known; /who lists the room", nick)
+			break
+		}
+		c.Send(to, ChatDirect{Nick: st.nick, Text: text})
+		st.s.printf("[dm to %s] %s", nick, text)
+	case "/join":
+		if err := checkChatName("room", rest); err != nil {
+			st.s.printf("! %v", err)
+			break
+		}
+		if rest != st.room {
+			c.Leave(chatGroupPrefix + st.room)
+			st.s.printf("* left #%s", st.room)
+			st.enter(c, rest)
+		}
+	case "/nick":
+		if err := checkChatName("nick", rest); err != nil {
+			st.s.printf("! %v", err)
+			break
+		}
+		if rest != st.nick {
+			return st.rename(c, rest)
+		}
+	case "/help":
+		st.s.printf("* commands: /msg NICK text, /who, /rooms, /join ROOM, /nick NEW, /quit")
+	default:
+		st.s.printf("! unknown command %s; /help lists them", cmd)
+	}
+	return true
+}
+
+// rename moves the user to a new actor "chat-<nick>" (an actor's name is
+// fixed) and stops this one; the room sees the old nick leave, a rename
+// and the new nick join.
+func (st *chatState) rename(c *actor.Context, nick string) bool {
+	old := st.nick
+	next := &chatState{s: st.s, nick: nick, room: st.room}
+	ref, err := next.spawn(c.Spawn, true)
+	if err != nil {
+		st.s.printf("! cannot become %s: %v", nick, err)
+		return true
+	}
+	st.s.cur.Store(ref)
+	_ = c.Broadcast(chatGroupPrefix+st.room, ChatRename{Room: st.room, Old: old, New: nick})
+	c.Stop()
+	return false
+}
+
+// checkCollision looks for another peer's user with this nick in the
+// directory and resolves a collision as resolveCollision does.
+func (st *chatState) checkCollision(c *actor.Context) {
+	for _, ref := range st.s.node.Directory().Lookup(chatActorPrefix + st.nick) {
+		if ref.Peer() != c.Self().Peer() {
+			st.s.printf("* nick %s is also used on %s", st.nick, shortPeer(ref.Peer()))
+			break
+		}
+	}
+}
+
+// resolveCollision settles two users with one nick on two peers: the one
+// on the peer with the greater ID renames itself to <nick>-<4 characters of
+// its peer ID>; both sides apply the same rule, so exactly one moves.
+func (st *chatState) resolveCollision(c *actor.Context, other actor.Ref) bool {
+	if c.Self().Peer() < other.Peer() {
+		return true
+	}
+	nick := st.nick + "-" + shortPeer(c.Self().Peer())
+	st.s.printf("* nick %s is taken by a user on %s; you become %s", st.nick, shortPeer(other.Peer()), nick)
+	return st.rename(c, nick)
+}
+
+// shortPeer is the last 4 characters of a peer ID.
+func shortPeer(p string) string {
+	if len(p) <= 4 {
+		return p
+	}
+	return p[len(p)-4:]
+}
+
+// find returns the actor of a user: a member of the room, else one the
+// directory knows.
+func (st *chatState) find(nick string) (actor.Ref, bool) {
+	for ref, n := range st.members {
+		if n == nick {
+			return ref, true
+		}
+	}
+	if ref, ok := st.s.node.System().Whereis(chatActorPrefix + nick); ok {
+		return ref, true
+	}
+	if refs := st.s.node.Directory().Lookup(chatActorPrefix + nick); len(refs) > 0 {
+		return refs[0], true
+	}
+	return actor.Ref{}, false
+}
+
+// rooms lists the rooms this peer and the advertisements know, with the
+// number of peers that have members in each.
+func (st *chatState) rooms() []string {
+	count := map[string]int{}
+	for _, g := range st.s.node.System().Groups() {
+		if r, ok := strings.CutPrefix(g, chatGroupPrefix); ok {
+			count[r]++
+		}
+	}
+	for _, ad := range st.s.node.Directory().Peers() {
+		for _, g := range ad.Groups {
+			if r, ok := strings.CutPrefix(g, chatGroupPrefix); ok {
+				count[r]++
+			}
+		}
+	}
+	out := make([]string, 0, len(count))
+	for r, n := range count {
+		out = append(out, fmt.Sprintf("#%s (%d %s)", r, n, plural(n, "peer")))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func plural(n int, s string) string {
+	if n == 1 {
+		return s
+	}
+	return s + "s"
+}
+
+// chat is the daemon side of 'troupe chat': the user's actor runs in the
+// daemon and the control connection carries the lines.
+func (d *runningDaemon) chat(ctx context.Context, req request, conn net.Conn) (any, func(), error) {
+	if err := checkChatName("nick", req.Nick); err != nil {
+		return nil, nil, err
+	}
+	if err := checkChatName("room", req.Room); err != nil {
+		return nil, nil, err
+	}
+	return struct{}{}, func() { _ = runChat(ctx, d.node, req.Nick, req.Room, conn, conn) }, nil
+}
+
+// chatCmd runs 'troupe chat': through the daemon of the home when one
+// runs, else on a peer of its own (embedded) with the home's identity and
+// configuration.
+func chatCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("chat", "", "the LAN chat: peers of the mesh find each other with no configuration; a room is a group; type a line to say it, or /msg NICK text, /who, /rooms, /join ROOM, /nick NEW, /quit", stderr)
+	homeDir := homeFlag(fs)
+	nick := fs.String("nick", "", "your nick (required): letters, digits, '_', '-'")
+	room := fs.String("room", "lobby", "the room to join")
+	plain := fs.Bool("plain", false, "plain line mode even on a terminal")
+	var connect listFlag
+	fs.Var(&connect, "connect", "multiaddr with /p2p/ of a peer to connect to (repeatable; embedded peer only)")
+	if _, ok, code := parseArgs(fs, args, 0, 0); !ok {
+		return code
+	}
+	if err := checkChatName("nick", *nick); err != nil {
+		return fail(stderr, "chat", fmt.Errorf("%w: -nick: %v", errUsage, err))
+	}
+	if err := checkChatName("room", *room); err != nil {
+		return fail(stderr, "chat", fmt.Errorf("%w: -room: %v", errUsage, err))
+	}
+	var peers []libp2ppeer.AddrInfo
+	for _, s := range connect {
+		ai, err := parsePeerAddr(s)
+		if err != nil {
+			return fail(stderr, "chat", fmt.Errorf("%w: -connect: %v", errUsage, err))
+		}
+		peers = append(peers, ai)
+	}
+	_ = *plain // the terminal UI is not built yet: every mode is the plain one
+	ctx, stop := signalContext()
+	defer stop()
+	h := home(*homeDir)
+	conn, err := call(ctx, h, request{Cmd: "chat", Nick: *nick, Room: *room}, nil, true)
+	if err == nil {
+		return chatThroughDaemon(conn, stdin, stdout)
+	}
+	if !errors.Is(err, errNoDaemon) {
+		return fail(stderr, "chat", err)
+	}
+	cfg, err := h.ensure()
+	if err != nil {
+		return fail(stderr, "chat", err)
+	}
+	unlock, err := h.lock()
+	if err != nil {
+		return fail(stderr, "chat", err)
+	}
+	defer unlock()
+	d, err := startDaemon(ctx, h, cfg, stderr, io.Discard)
+	if err != nil {
+		return fail(stderr, "chat", err)
+	}
+	fmt.Fprintf(stdout, "* peer %s, mesh %s (no daemon on %s: running a peer of our own)\n", d.node.ID(), cfg.Mesh, h)
+	for _, ai := range peers {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		if err := d.node.Connect(cctx, ai); err != nil {
+			fmt.Fprintf(stdout, "! connecting to %s: %v\n", ai.ID, err)
+		}
+		cancel()
+	}
+	err = runChat(ctx, d.node, *nick, *room, stdin, stdout)
+	closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err = errors.Join(err, d.close(closeCtx)); err != nil {
+		return fail(stderr, "chat", err)
+	}
+	return 0
+}
+
+// chatThroughDaemon copies the user's lines to the daemon's chat session
+// and the session's lines to stdout until the session ends.
+func chatThroughDaemon(conn net.Conn, stdin io.Reader, stdout io.Writer) int {
+	defer conn.Close()
+	go func() {
+		// Ends with stdin or when the session closes the connection; the
+		// process exits right after, so a read blocked on a terminal is
+		// not waited for.
+		_, _ = io.Copy(conn, stdin)
+		if cw, ok := conn.(interface{ CloseWrite() error }); ok {
+			_ = cw.CloseWrite()
+		}
+	}()
+	_, _ = io.Copy(stdout, conn)
+	return 0
+}

@@ -1,0 +1,257 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/troupe-mesh/troupe/codec"
+)
+
+const testPeer = "12D3KooWPxUj3pRpgHZ8dtpriYyBXwHnu4Uh7iUYXGXPTyzHCVX8"
+
+// runCLI runs the command line with a fresh home and returns exit code,
+// stdout and stderr.
+func runCLI(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := run(args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+// oneLine fails unless s is exactly one line.
+func oneLine(t *testing.T, what, s string) {
+	t.Helper()
+	if strings.Count(s, "\n") != 1 || !strings.HasSuffix(s, "\n") {
+		t.Fatalf("%s: want one line, got %q", what, s)
+	}
+}
+
+func TestEveryBadArgumentExitsTwoWithOneLine(t *testing.T) {
+	t.Setenv("TROUPE_HOME", t.TempDir())
+	for _, args := range [][]string{
+		{"nonsense"},
+		{"--nonsense"},
+		{"init", "extra"},
+		{"init", "-nosuchflag"},
+		{"daemon", "-nosuchflag"},
+		{"daemon", "-listen", "not-a-multiaddr"},
+		{"daemon", "-metrics", "nocolon"},
+		{"id", "extra"},
+		{"id", "-json=maybe"},
+		{"peers", "extra"},
+		{"actors", "not-a-peer-id"},
+		{"actors", testPeer, "extra"},
+		{"actors", "-timeout", "-1s"},
+		{"send"},
+		{"send", testPeer + "/echo"},
+		{"send", "no-slash", "{}"},
+		{"send", "notapeer/echo", "{}"},
+		{"send", testPeer + "/echo", "{not json"},
+		{"send", testPeer + "/echo", "{} {}"},
+		{"send", testPeer + "/echo", "{}", "-type", "bad type"},
+		{"send", testPeer + "/echo", "{}", "extra"},
+		{"ask", testPeer + "/echo", "[1,"},
+		{"ask", testPeer + "/echo", "1", "-timeout", "0s"},
+		{"ask", testPeer + "/echo", "1e999"},
+		{"ask", testPeer + "/", "1"},
+		{"ping"},
+		{"ping", "nope"},
+		{"ping", testPeer, "-n", "0"},
+		{"chat"},
+		{"chat", "-nick", "bad nick"},
+		{"chat", "-nick", "ok", "-room", "no/slash"},
+		{"chat", "-nick", "ok", "-connect", "/ip4/127.0.0.1/tcp/1"},
+		{"chat", "-nick", "ok", "extra"},
+		{"demo", "-ring", "1"},
+	} {
+		code, _, errOut := runCLI(t, args...)
+		if code != 2 {
+			t.Fatalf("%q: exit %d, want 2 (stderr %q)", args, code, errOut)
+		}
+		oneLine(t, strings.Join(args, " "), errOut)
+	}
+}
+
+func TestHelpEverywhere(t *testing.T) {
+	for _, cmd := range []string{"init", "daemon", "id", "peers", "actors", "send", "ask", "ping", "chat", "demo"} {
+		code, _, errOut := runCLI(t, cmd, "-h")
+		if code != 0 || !strings.Contains(errOut, "usage: troupe "+cmd) || !strings.Contains(errOut, "-home") && cmd != "demo" {
+			t.Fatalf("%s -h: exit %d, %q", cmd, code, errOut)
+		}
+	}
+}
+
+func TestInitCreatesKeyAndConfig(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "h")
+	code, out, errOut := runCLI(t, "init", "-home", home)
+	if code != 0 || !strings.Contains(out, "initialized "+home) || !strings.Contains(out, "peer 12D3KooW") {
+		t.Fatalf("init: %d %q %q", code, out, errOut)
+	}
+	for name, mode := range map[string]os.FileMode{keyFileName: 0o600, configFileName: 0o600, "": 0o700} {
+		fi, err := os.Stat(filepath.Join(home, name))
+		if err != nil || fi.Mode().Perm() != mode {
+			t.Fatalf("%s: %v, mode %v, want %v", name, err, fi.Mode().Perm(), mode)
+		}
+	}
+	cfg, exists, err := loadConfig(filepath.Join(home, configFileName))
+	if err != nil || !exists || cfg.Mesh != "default" || !cfg.MDNS || cfg.DHT != "client" || cfg.NATPortMap {
+		t.Fatalf("config: %+v %v %v", cfg, exists, err)
+	}
+	first := out[strings.Index(out, "peer "):]
+	code, out, _ = runCLI(t, "init", "-home", home)
+	if code != 0 || !strings.Contains(out, "already initialized") || !strings.Contains(out, first) {
+		t.Fatalf("second init changed the identity or failed: %d %q", code, out)
+	}
+}
+
+func TestBadConfigNamesTheField(t *testing.T) {
+	for _, c := range []struct{ json, want string }{
+		{`{"mesh": "Bad_Mesh"}`, "mesh"},
+		{`{"listen": []}`, "listen"},
+		{`{"listen": ["nope"]}`, "listen"},
+		{`{"bootstrap": ["/ip4/127.0.0.1/tcp/1"]}`, "bootstrap"},
+		{`{"dht": "sometimes"}`, "dht"},
+		{`{"allowlist": ["bob"]}`, "allowlist"},
+		{`{"log_level": "loud"}`, "log_level"},
+		{`{"metrics": "9090"}`, "metrics"},
+		{`{"mdns": "yes"}`, `"mdns"`},
+		{`{"colour": "blue"}`, `unknown field "colour"`},
+		{`{"mesh": "a"`, "invalid JSON"},
+		{``, "empty file"},
+		{`{} {}`, "more than one JSON value"},
+		{`{"psk_file": "missing.key", "listen": ["/ip4/127.0.0.1/tcp/0"], "mdns": false}`, "psk_file"},
+	} {
+		home := t.TempDir()
+		if err := os.WriteFile(filepath.Join(home, configFileName), []byte(c.json), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errOut := runCLI(t, "daemon", "-home", home)
+		if code != 2 || !strings.Contains(errOut, c.want) {
+			t.Fatalf("config %s: exit %d, stderr %q, want 2 and %q", c.json, code, errOut, c.want)
+		}
+		oneLine(t, c.json, errOut)
+	}
+}
+
+func TestHomeNotWritable(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"daemon", "-home", filepath.Join(file, "home")}, {"init", "-home", file}} {
+		code, _, errOut := runCLI(t, args...)
+		if code == 0 || !strings.Contains(errOut, "-home or TROUPE_HOME") {
+			t.Fatalf("%q: exit %d, %q", args, code, errOut)
+		}
+		oneLine(t, "home", errOut)
+	}
+}
+
+func TestNoDaemonAndStaleSocket(t *testing.T) {
+	home := t.TempDir()
+	code, _, errOut := runCLI(t, "id", "-home", home)
+	if code != 1 || !strings.Contains(errOut, "no daemon is running on "+home) || !strings.Contains(errOut, "troupe daemon") {
+		t.Fatalf("no daemon: %d %q", code, errOut)
+	}
+	oneLine(t, "no daemon", errOut)
+	// A socket file that nobody serves, as a killed daemon leaves it.
+	ln, err := net.Listen("unix", filepath.Join(home, socketName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	ln.Close()
+	code, _, errOut = runCLI(t, "peers", "-home", home)
+	if code != 1 || !strings.Contains(errOut, "stale") {
+		t.Fatalf("stale socket: %d %q", code, errOut)
+	}
+	oneLine(t, "stale", errOut)
+}
+
+func TestSecondLockHolderIsRefused(t *testing.T) {
+	h := home(t.TempDir())
+	unlock, err := h.lock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.lock(); err == nil || !strings.Contains(err.Error(), "pid "+itoa(os.Getpid())) {
+		t.Fatalf("second lock: %v", err)
+	}
+	unlock()
+	unlock2, err := h.lock()
+	if err != nil {
+		t.Fatalf("lock after unlock: %v", err)
+	}
+	unlock2()
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+func TestFlagsAfterArguments(t *testing.T) {
+	fs := newFlagSet("x", "A B", "test", &bytes.Buffer{})
+	typ := fs.String("type", "", "")
+	pos, ok, _ := parseArgs(fs, []string{"a", "-type", "T", "b"}, 2, 2)
+	if !ok || *typ != "T" || strings.Join(pos, ",") != "a,b" {
+		t.Fatalf("%v %q %q", ok, *typ, pos)
+	}
+	fs = newFlagSet("x", "A B", "test", &bytes.Buffer{})
+	pos, ok, _ = parseArgs(fs, []string{"a", "--", "-1"}, 2, 2)
+	if !ok || strings.Join(pos, ",") != "a,-1" {
+		t.Fatalf("after --: %v %q", ok, pos)
+	}
+}
+
+func TestJSONMessagesRoundTrip(t *testing.T) {
+	reg, err := newRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for in, want := range map[string]string{
+		`{"hi":1,"list":[1,2.5,"x",true,null],"nested":{"a":{}}}`: `{"hi":1,"list":[1,2.5,"x",true,null],"nested":{"a":{}}}`,
+		`"text"`:               `"text"`,
+		`-9007199254740993`:    `-9007199254740993`,
+		`18446744073709551615`: `18446744073709552000`,
+	} {
+		body, err := jsonToCBOR(in)
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		msg, err := reg.Decode(jsonType, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := msg.(codec.Raw); !ok {
+			t.Fatalf("%s: decoded as %T, want a Raw", in, msg)
+		}
+		out, err := toJSON(msg)
+		if err != nil || compactJSON(out) != want {
+			t.Fatalf("%s: got %s (%v), want %s", in, out, err, want)
+		}
+	}
+	// A registered type name yields that type.
+	body, _ := jsonToCBOR(`"hello"`)
+	if msg, err := reg.Decode("string", body); err != nil || msg != "hello" {
+		t.Fatalf("string: %v %v", msg, err)
+	}
+	if _, err := jsonToCBOR(strings.Repeat(" ", maxJSONMessage+1)); err == nil {
+		t.Fatal("oversize message accepted")
+	}
+}
+
+func TestChatNamesChecked(t *testing.T) {
+	for _, good := range []string{"a", "Alice_2", "x-y"} {
+		if err := checkChatName("nick", good); err != nil {
+			t.Fatalf("%q: %v", good, err)
+		}
+	}
+	for _, bad := range []string{"", "a b", "a/b", strings.Repeat("x", 25), "é"} {
+		if err := checkChatName("nick", bad); err == nil {
+			t.Fatalf("%q accepted", bad)
+		}
+	}
+}

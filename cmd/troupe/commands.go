@@ -1,0 +1,246 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/troupe-mesh/troupe/peer"
+)
+
+// initCmd creates the home: identity key (0600) and config.json.
+func initCmd(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("init", "", "create the home directory with an identity key (mode 0600) and a default config.json; an existing home is left as it is", stderr)
+	homeDir := homeFlag(fs)
+	if _, ok, code := parseArgs(fs, args, 0, 0); !ok {
+		return code
+	}
+	h := home(*homeDir)
+	_, statErr := os.Stat(h.configFile())
+	if _, err := h.ensure(); err != nil {
+		return fail(stderr, "init", err)
+	}
+	key, err := peer.LoadOrCreateKey(h.keyFile())
+	if err != nil {
+		return fail(stderr, "init", err)
+	}
+	id, err := libp2ppeer.IDFromPrivateKey(key)
+	if err != nil {
+		return fail(stderr, "init", err)
+	}
+	if statErr == nil {
+		fmt.Fprintf(stdout, "%s already initialized\n", h)
+	} else {
+		fmt.Fprintf(stdout, "initialized %s\n", h)
+	}
+	fmt.Fprintf(stdout, "peer %s\nconfig %s\n", id, h.configFile())
+	return 0
+}
+
+// clientFlags are the flags every daemon client command has.
+type clientFlags struct {
+	home *string
+	json *bool
+}
+
+func addClientFlags(fs *cmdFlags, withJSON bool) clientFlags {
+	f := clientFlags{home: homeFlag(fs)}
+	if withJSON {
+		f.json = fs.Bool("json", false, "print the result as JSON")
+	}
+	return f
+}
+
+// request sends req to the daemon and prints the result as JSON (--json)
+// or with human, which gets the decoded result in out.
+func (f clientFlags) request(cmd string, req request, out any, stdout, stderr io.Writer, human func()) int {
+	ctx, stop := signalContext()
+	defer stop()
+	wait := req.Timeout
+	if wait <= 0 {
+		wait = defaultAskTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait+10*time.Second)
+	defer cancel()
+	var raw json.RawMessage
+	if _, err := call(ctx, home(*f.home), req, &raw, false); err != nil {
+		return fail(stderr, cmd, err)
+	}
+	if f.json != nil && *f.json {
+		fmt.Fprintln(stdout, compactJSON(raw))
+		return 0
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			return fail(stderr, cmd, fmt.Errorf("bad result from the daemon: %w", err))
+		}
+	}
+	human()
+	return 0
+}
+
+func idCmd(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("id", "", "print the daemon's peer ID, addresses and mesh", stderr)
+	f := addClientFlags(fs, true)
+	if _, ok, code := parseArgs(fs, args, 0, 0); !ok {
+		return code
+	}
+	var r idResult
+	return f.request("id", request{Cmd: "id"}, &r, stdout, stderr, func() {
+		fmt.Fprintf(stdout, "peer %s\nmesh %s\nversion %s\n", r.ID, r.Mesh, r.Version)
+		for _, a := range r.Addrs {
+			fmt.Fprintf(stdout, "listen %s\n", a)
+		}
+	})
+}
+
+func peersCmd(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("peers", "", "list the peers the daemon is connected to, with their addresses, latency and advertised actors", stderr)
+	f := addClientFlags(fs, true)
+	if _, ok, code := parseArgs(fs, args, 0, 0); !ok {
+		return code
+	}
+	var r []peerInfo
+	return f.request("peers", request{Cmd: "peers"}, &r, stdout, stderr, func() {
+		if len(r) == 0 {
+			fmt.Fprintln(stdout, "no peers connected")
+		}
+		for _, p := range r {
+			line := p.ID
+			if len(p.Addrs) > 0 {
+				line += " " + p.Addrs[0]
+			}
+			if p.LatencyMS > 0 {
+				line += fmt.Sprintf(" %.3fms", p.LatencyMS)
+			}
+			if len(p.Actors) > 0 {
+				line += " actors=" + strings.Join(p.Actors, ",")
+			}
+			fmt.Fprintln(stdout, line)
+		}
+	})
+}
+
+func actorsCmd(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("actors", "[PEER]", "list the named actors of this peer, or of PEER (asked through its info actor)", stderr)
+	f := addClientFlags(fs, true)
+	timeout := fs.Duration("timeout", defaultAskTimeout, "how long to wait for PEER")
+	pos, ok, code := parseArgs(fs, args, 0, 1)
+	if !ok {
+		return code
+	}
+	req := request{Cmd: "actors", Timeout: *timeout}
+	if len(pos) == 1 {
+		if _, err := libp2ppeer.Decode(pos[0]); err != nil {
+			return fail(stderr, "actors", fmt.Errorf("%w: %q is not a peer ID", errUsage, pos[0]))
+		}
+		req.Peer = pos[0]
+	}
+	if *timeout <= 0 {
+		return fail(stderr, "actors", fmt.Errorf("%w: -timeout must be positive", errUsage))
+	}
+	var r actorsResult
+	return f.request("actors", req, &r, stdout, stderr, func() {
+		for _, a := range r.Actors {
+			fmt.Fprintf(stdout, "%s/%s\n", r.Peer, a)
+		}
+	})
+}
+
+// messageRequest checks the address and JSON of send and ask.
+func messageRequest(cmd string, pos []string, typ string, timeout time.Duration) (request, error) {
+	if _, err := parseActorAddr(pos[0]); err != nil {
+		return request{}, err
+	}
+	if _, err := jsonToCBOR(pos[1]); err != nil {
+		return request{}, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if timeout <= 0 {
+		return request{}, fmt.Errorf("%w: -timeout must be positive", errUsage)
+	}
+	if typ != "" && !validTypeName(typ) {
+		return request{}, fmt.Errorf("%w: -type %q is not a type name (letters, digits, '.', '_', '-', '/')", errUsage, typ)
+	}
+	return request{Cmd: cmd, Addr: pos[0], Body: json.RawMessage(pos[1]), Type: typ, Timeout: timeout}, nil
+}
+
+func validTypeName(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("._-/", r)) {
+			return false
+		}
+	}
+	return true
+}
+
+func sendCmd(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("send", "PEER/NAME JSON", "send a JSON message to an actor (no reply is awaited); without -type it arrives as a codec.Raw of type "+jsonType, stderr)
+	f := addClientFlags(fs, false)
+	typ := fs.String("type", "", "registered type name of the message (e.g. string, int, or an application type)")
+	timeout := fs.Duration("timeout", defaultAskTimeout, "how long to wait for room in the link to the peer")
+	pos, ok, code := parseArgs(fs, args, 2, 2)
+	if !ok {
+		return code
+	}
+	req, err := messageRequest("send", pos, *typ, *timeout)
+	if err != nil {
+		return fail(stderr, "send", err)
+	}
+	return f.request("send", req, nil, stdout, stderr, func() { fmt.Fprintln(stdout, "sent") })
+}
+
+func askCmd(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("ask", "PEER/NAME JSON", "send a JSON message to an actor and print its reply as JSON", stderr)
+	f := addClientFlags(fs, true)
+	typ := fs.String("type", "", "registered type name of the message (e.g. string, int, or an application type)")
+	timeout := fs.Duration("timeout", defaultAskTimeout, "how long to wait for the reply")
+	pos, ok, code := parseArgs(fs, args, 2, 2)
+	if !ok {
+		return code
+	}
+	req, err := messageRequest("ask", pos, *typ, *timeout)
+	if err != nil {
+		return fail(stderr, "ask", err)
+	}
+	var r askResult
+	return f.request("ask", req, &r, stdout, stderr, func() { fmt.Fprintln(stdout, compactJSON(r.Reply)) })
+}
+
+func pingCmd(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("ping", "PEER", "measure round trips to a peer: libp2p pings, then one ask to its echo actor", stderr)
+	f := addClientFlags(fs, true)
+	count := fs.Int("n", 3, "number of libp2p pings")
+	timeout := fs.Duration("timeout", 10*time.Second, "give up after this long")
+	pos, ok, code := parseArgs(fs, args, 1, 1)
+	if !ok {
+		return code
+	}
+	if _, err := libp2ppeer.Decode(pos[0]); err != nil {
+		return fail(stderr, "ping", fmt.Errorf("%w: %q is not a peer ID", errUsage, pos[0]))
+	}
+	if *count < 1 || *count > 1000 || *timeout <= 0 {
+		return fail(stderr, "ping", fmt.Errorf("%w: -n must be 1..1000 and -timeout positive", errUsage))
+	}
+	var r pingResult
+	return f.request("ping", request{Cmd: "ping", Peer: pos[0], Count: *count, Timeout: *timeout}, &r, stdout, stderr, func() {
+		for i, rtt := range r.RTTsMS {
+			fmt.Fprintf(stdout, "pong %d from %s: %.3f ms\n", i+1, r.Peer, rtt)
+		}
+		fmt.Fprintf(stdout, "echo actor round trip: %.3f ms\n", r.EchoMS)
+	})
+}
+
+// signalContext ends on SIGINT or SIGTERM.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}

@@ -1,0 +1,237 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/pnet"
+	ma "github.com/multiformats/go-multiaddr"
+	"github.com/troupe-mesh/troupe/discovery"
+	"github.com/troupe-mesh/troupe/peer"
+)
+
+// Config is the daemon's configuration, read from $TROUPE_HOME/config.json.
+// Every field has a default; a missing file means all defaults. Unknown
+// fields are an error, so a typo never goes unnoticed.
+type Config struct {
+	// Listen is the multiaddrs the peer listens on.
+	Listen []string `json:"listen"`
+	// Mesh is the mesh name: peers only find peers of the same mesh.
+	Mesh string `json:"mesh"`
+	// Bootstrap is the DHT bootstrap peers, multiaddrs ending in /p2p/<id>.
+	// None are built in.
+	Bootstrap []string `json:"bootstrap"`
+	// MDNS turns discovery on the LAN by multicast DNS on or off.
+	MDNS bool `json:"mdns"`
+	// DHT is "client" (use the DHT through the bootstrap peers, the
+	// default), "server" (also serve it: run one per mesh for others to
+	// bootstrap from) or "off".
+	DHT string `json:"dht"`
+	// PSKFile is a private-network key file (libp2p's swarm.key format,
+	// relative to the home directory unless absolute); empty for none.
+	PSKFile string `json:"psk_file"`
+	// Allowlist is the peer IDs allowed to connect; empty admits everyone.
+	Allowlist []string `json:"allowlist"`
+	// LogLevel is debug, info, warn or error.
+	LogLevel string `json:"log_level"`
+	// Metrics is a host:port where Prometheus metrics are served at
+	// /metrics; empty for none.
+	Metrics string `json:"metrics"`
+	// NATPortMap asks the router for a port mapping (UPnP / NAT-PMP).
+	NATPortMap bool `json:"nat_port_map"`
+}
+
+// DefaultConfig is the configuration for a laptop: TCP and QUIC on every
+// interface with random ports, mDNS on, the DHT as a client without
+// bootstrap peers, no port mapping.
+func DefaultConfig() Config {
+	return Config{
+		Listen:    []string{"/ip4/0.0.0.0/tcp/0", "/ip4/0.0.0.0/udp/0/quic-v1"},
+		Mesh:      "default",
+		Bootstrap: []string{},
+		MDNS:      true,
+		DHT:       "client",
+		Allowlist: []string{},
+		LogLevel:  "info",
+	}
+}
+
+// errConfig marks a configuration error (exit code 2).
+var errConfig = errors.New("bad configuration")
+
+// configError names the field and the problem.
+func configError(field, format string, args ...any) error {
+	return fmt.Errorf("%w: %s: %s", errConfig, field, fmt.Sprintf(format, args...))
+}
+
+// loadConfig reads path over the defaults. A missing file yields the
+// defaults and exists=false.
+func loadConfig(path string) (cfg Config, exists bool, err error) {
+	cfg = DefaultConfig()
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return cfg, false, nil
+	}
+	if err != nil {
+		return cfg, false, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		return cfg, true, fmt.Errorf("%w: %s: %s", errConfig, path, jsonProblem(err))
+	}
+	if dec.More() {
+		return cfg, true, fmt.Errorf("%w: %s: more than one JSON value", errConfig, path)
+	}
+	if err := cfg.validate(); err != nil {
+		return cfg, true, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, true, nil
+}
+
+// jsonProblem turns a decoding error into a message naming the field.
+func jsonProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te):
+		return fmt.Sprintf("field %q: %s is not a valid %s", te.Field, te.Value, te.Type)
+	case errors.As(err, &se):
+		return fmt.Sprintf("invalid JSON at byte %d: %v", se.Offset, err)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ")
+	case errors.Is(err, io.EOF):
+		return "empty file"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "invalid JSON: the file ends in the middle of a value"
+	}
+	return err.Error()
+}
+
+// validate checks every field and names the first bad one.
+func (c *Config) validate() error {
+	if len(c.Listen) == 0 {
+		return configError("listen", "at least one address is needed")
+	}
+	for _, a := range c.Listen {
+		if _, err := ma.NewMultiaddr(a); err != nil {
+			return configError("listen", "%q is not a multiaddr: %v", a, err)
+		}
+	}
+	if err := discovery.CheckMesh(c.Mesh); err != nil {
+		return configError("mesh", "%v", err)
+	}
+	for _, b := range c.Bootstrap {
+		if _, err := parsePeerAddr(b); err != nil {
+			return configError("bootstrap", "%v", err)
+		}
+	}
+	switch c.DHT {
+	case "client", "server", "off":
+	default:
+		return configError("dht", "%q: use client, server or off", c.DHT)
+	}
+	for _, id := range c.Allowlist {
+		if _, err := libp2ppeer.Decode(id); err != nil {
+			return configError("allowlist", "%q is not a peer ID", id)
+		}
+	}
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		return configError("log_level", "%v", err)
+	}
+	if c.Metrics != "" {
+		if _, _, err := net.SplitHostPort(c.Metrics); err != nil {
+			return configError("metrics", "%q is not host:port", c.Metrics)
+		}
+	}
+	return nil
+}
+
+// parseLevel parses a log level name.
+func parseLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	if s == "" || l.UnmarshalText([]byte(s)) != nil {
+		return l, fmt.Errorf("%q: use debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+// parsePeerAddr parses a multiaddr that ends in /p2p/<peer ID>.
+func parsePeerAddr(s string) (libp2ppeer.AddrInfo, error) {
+	m, err := ma.NewMultiaddr(s)
+	if err != nil {
+		return libp2ppeer.AddrInfo{}, fmt.Errorf("%q is not a multiaddr: %v", s, err)
+	}
+	ai, err := libp2ppeer.AddrInfoFromP2pAddr(m)
+	if err != nil {
+		return libp2ppeer.AddrInfo{}, fmt.Errorf("%q needs a /p2p/<peer ID> suffix", s)
+	}
+	return *ai, nil
+}
+
+// peerOptions turns a validated configuration into node options.
+func (c *Config) peerOptions(home string) ([]peer.Option, error) {
+	opts := []peer.Option{
+		peer.WithListenAddrs(c.Listen...),
+		peer.WithMesh(c.Mesh),
+		peer.WithMDNS(c.MDNS),
+		peer.WithGroups(true),
+		peer.WithNATPortMap(c.NATPortMap),
+	}
+	var boots []libp2ppeer.AddrInfo
+	for _, b := range c.Bootstrap {
+		ai, _ := parsePeerAddr(b)
+		boots = append(boots, ai)
+	}
+	if c.DHT == "server" || (c.DHT == "client" && len(boots) > 0) {
+		opts = append(opts, peer.WithDHT(boots...), peer.WithDHTClient(c.DHT == "client"))
+	}
+	if len(c.Allowlist) > 0 {
+		ids := make([]libp2ppeer.ID, 0, len(c.Allowlist))
+		for _, s := range c.Allowlist {
+			id, _ := libp2ppeer.Decode(s)
+			ids = append(ids, id)
+		}
+		opts = append(opts, peer.WithAllowlist(ids...))
+	}
+	if c.PSKFile != "" {
+		path := c.PSKFile
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(home, path)
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, configError("psk_file", "%v", err)
+		}
+		defer f.Close()
+		psk, err := pnet.DecodeV1PSK(f)
+		if err != nil {
+			return nil, configError("psk_file", "%s: %v", path, err)
+		}
+		opts = append(opts, peer.WithPrivateNetwork(psk))
+	}
+	return opts, nil
+}
+
+// writeConfig writes cfg to path (mode 0600) without replacing an existing
+// file half-way: it writes a temporary file and renames it.
+func writeConfig(path string, cfg Config) error {
+	b, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

@@ -1,0 +1,266 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// The control socket: the CLI sends one JSON request line to the daemon's
+// Unix socket and reads one JSON response line. A chat request turns the
+// connection into a line stream after the response.
+
+// request is one CLI request to the daemon.
+type request struct {
+	Cmd     string          `json:"cmd"`
+	Peer    string          `json:"peer,omitempty"`
+	Addr    string          `json:"addr,omitempty"`
+	Type    string          `json:"type,omitempty"`
+	Body    json.RawMessage `json:"body,omitempty"`
+	Timeout time.Duration   `json:"timeout,omitempty"`
+	Count   int             `json:"count,omitempty"`
+	Nick    string          `json:"nick,omitempty"`
+	Room    string          `json:"room,omitempty"`
+}
+
+// response is the daemon's answer: a result or an error.
+type response struct {
+	Error  string          `json:"error,omitempty"`
+	Result json.RawMessage `json:"result,omitempty"`
+}
+
+// maxRequest caps a request line (a message body is at most maxJSONMessage).
+const maxRequest = 2*maxJSONMessage + 4096
+
+// maxControlConns caps concurrent control connections.
+const maxControlConns = 64
+
+// handler answers a request; chat requests also get the connection.
+type handler func(ctx context.Context, req request, conn net.Conn) (result any, stream func(), err error)
+
+// controlServer serves the control socket.
+type controlServer struct {
+	ln     net.Listener
+	handle handler
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	sem    chan struct{}
+
+	mu    sync.Mutex // guards conns
+	conns map[net.Conn]struct{}
+}
+
+// listenControl creates the socket at path with mode 0600. The caller holds
+// the home's lock, so a socket file already there is stale and removed.
+func listenControl(path string, h handler) (*controlServer, error) {
+	if len(path) > 100 {
+		return nil, fmt.Errorf("control socket path %s is too long for a Unix socket; use a shorter home", path)
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("removing stale control socket: %w", err)
+	}
+	old := syscall.Umask(0o177)
+	ln, err := net.Listen("unix", path)
+	syscall.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &controlServer{ln: ln, handle: h, ctx: ctx, cancel: cancel, sem: make(chan struct{}, maxControlConns), conns: map[net.Conn]struct{}{}}
+	s.wg.Add(1)
+	go s.accept()
+	return s, nil
+}
+
+func (s *controlServer) accept() {
+	defer s.wg.Done()
+	for {
+		conn, err := s.ln.Accept()
+		if err != nil {
+			return
+		}
+		select {
+		case s.sem <- struct{}{}:
+		default:
+			writeResponse(conn, nil, errors.New("daemon busy: too many control connections"))
+			conn.Close()
+			continue
+		}
+		s.mu.Lock()
+		s.conns[conn] = struct{}{}
+		s.mu.Unlock()
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer func() { <-s.sem }()
+			s.serve(conn)
+			s.mu.Lock()
+			delete(s.conns, conn)
+			s.mu.Unlock()
+			conn.Close()
+		}()
+	}
+}
+
+func (s *controlServer) serve(conn net.Conn) {
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	r := bufio.NewReader(conn)
+	line, err := readLimitedLine(r, maxRequest)
+	if err != nil {
+		writeResponse(conn, nil, fmt.Errorf("bad request: %v", err))
+		return
+	}
+	_ = conn.SetReadDeadline(time.Time{})
+	var req request
+	if err := json.Unmarshal(line, &req); err != nil {
+		writeResponse(conn, nil, fmt.Errorf("bad request: %v", err))
+		return
+	}
+	result, stream, err := s.handle(s.ctx, req, &bufferedConn{Conn: conn, r: r})
+	writeResponse(conn, result, err)
+	if err == nil && stream != nil {
+		stream()
+	}
+}
+
+// readLimitedLine reads one line of at most max bytes.
+func readLimitedLine(r *bufio.Reader, max int) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		line = append(line, chunk...)
+		if len(line) > max {
+			return nil, fmt.Errorf("line longer than %d bytes", max)
+		}
+		if err == nil {
+			return line, nil
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return nil, err
+		}
+	}
+}
+
+func writeResponse(w io.Writer, result any, err error) {
+	var resp response
+	if err != nil {
+		resp.Error = err.Error()
+	} else if result != nil {
+		b, merr := json.Marshal(result)
+		if merr != nil {
+			resp.Error = merr.Error()
+		} else {
+			resp.Result = b
+		}
+	}
+	b, _ := json.Marshal(resp)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// Close stops accepting, ends open connections (chat sessions included)
+// and waits for their goroutines.
+func (s *controlServer) Close() {
+	s.cancel()
+	s.ln.Close()
+	s.mu.Lock()
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+// errNoDaemon is returned when no daemon serves the home.
+var errNoDaemon = errors.New("no daemon is running")
+
+// dialDaemon connects to the daemon of h.
+func dialDaemon(h home) (net.Conn, error) {
+	conn, err := net.DialTimeout("unix", h.socket(), 5*time.Second)
+	switch {
+	case err == nil:
+		return conn, nil
+	case errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("%w on %s; start one with 'troupe daemon'", errNoDaemon, h)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return nil, fmt.Errorf("%w on %s (its control socket is stale); start one with 'troupe daemon'", errNoDaemon, h)
+	}
+	return nil, fmt.Errorf("control socket %s: %w", h.socket(), err)
+}
+
+// call sends req to the daemon of h and decodes the result into out (when
+// not nil). The connection is returned open for streaming requests when
+// keep is true; otherwise it is closed.
+func call(ctx context.Context, h home, req request, out any, keep bool) (net.Conn, error) {
+	conn, err := dialDaemon(h)
+	if err != nil {
+		return nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	b, _ := json.Marshal(req)
+	if _, err := conn.Write(append(b, '\n')); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("control socket: %w", err)
+	}
+	r := bufio.NewReader(conn)
+	line, err := readLimitedLine(r, maxRequest)
+	if err != nil {
+		conn.Close()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("control socket: daemon closed the connection: %w", err)
+	}
+	var resp response
+	if err := json.Unmarshal(line, &resp); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("control socket: bad response: %w", err)
+	}
+	if resp.Error != "" {
+		conn.Close()
+		return nil, errors.New(resp.Error)
+	}
+	if out != nil && len(resp.Result) > 0 {
+		if err := json.Unmarshal(resp.Result, out); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("control socket: bad result: %w", err)
+		}
+	}
+	if !keep {
+		conn.Close()
+		return nil, nil
+	}
+	if r.Buffered() > 0 {
+		return &bufferedConn{Conn: conn, r: r}, nil
+	}
+	return conn, nil
+}
+
+// bufferedConn reads what the response reader already buffered first.
+type bufferedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// CloseWrite closes the writing side when the connection supports it.
+func (c *bufferedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}

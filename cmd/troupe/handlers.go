@@ -1,0 +1,266 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"reflect"
+	"slices"
+	"time"
+
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/protocol/ping"
+	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/codec"
+	"github.com/troupe-mesh/troupe/peer"
+)
+
+// Results of the control requests, as JSON (also what --json prints).
+
+type idResult struct {
+	ID      string   `json:"id"`
+	Addrs   []string `json:"addrs"`
+	Mesh    string   `json:"mesh"`
+	Version string   `json:"version"`
+	Home    string   `json:"home"`
+}
+
+type peerInfo struct {
+	ID        string   `json:"id"`
+	Addrs     []string `json:"addrs"`
+	LatencyMS float64  `json:"latency_ms,omitempty"`
+	Actors    []string `json:"actors,omitempty"`
+	Groups    []string `json:"groups,omitempty"`
+}
+
+type actorsResult struct {
+	Peer   string   `json:"peer"`
+	Actors []string `json:"actors"`
+}
+
+type askResult struct {
+	Type  string          `json:"type"`
+	Reply json.RawMessage `json:"reply"`
+	RTTMS float64         `json:"rtt_ms"`
+}
+
+type pingResult struct {
+	Peer   string    `json:"peer"`
+	RTTsMS []float64 `json:"rtts_ms"`
+	EchoMS float64   `json:"echo_ms"`
+}
+
+// Default and maximum waits of requests that talk to other peers.
+const (
+	defaultAskTimeout = 5 * time.Second
+	maxRequestTime    = 5 * time.Minute
+)
+
+// handle answers one control request. Safe for concurrent use.
+func (d *runningDaemon) handle(ctx context.Context, req request, conn net.Conn) (any, func(), error) {
+	timeout := req.Timeout
+	if timeout <= 0 {
+		timeout = defaultAskTimeout
+	}
+	if timeout > maxRequestTime {
+		timeout = maxRequestTime
+	}
+	if req.Cmd == "chat" {
+		return d.chat(ctx, req, conn)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	switch req.Cmd {
+	case "id":
+		return d.id(), nil, nil
+	case "peers":
+		return d.peers(), nil, nil
+	case "actors":
+		r, err := d.actors(ctx, req.Peer)
+		return r, nil, err
+	case "send", "ask":
+		r, err := d.sendOrAsk(ctx, req)
+		return r, nil, err
+	case "ping":
+		r, err := d.ping(ctx, req.Peer, req.Count)
+		return r, nil, err
+	}
+	return nil, nil, fmt.Errorf("unknown request %q (is the daemon older than this troupe?)", req.Cmd)
+}
+
+func (d *runningDaemon) id() idResult {
+	r := idResult{ID: d.node.ID().String(), Mesh: d.cfg.Mesh, Version: version, Home: string(d.home), Addrs: []string{}}
+	for _, a := range d.node.Addrs() {
+		r.Addrs = append(r.Addrs, a.String())
+	}
+	return r
+}
+
+func (d *runningDaemon) peers() []peerInfo {
+	ads := map[string]int{}
+	dir := d.node.Directory().Peers()
+	for i, ad := range dir {
+		if id, err := libp2ppeer.IDFromBytes(ad.Peer); err == nil {
+			ads[id.String()] = i
+		}
+	}
+	h := d.node.Host()
+	out := []peerInfo{}
+	for _, id := range d.node.Peers() {
+		p := peerInfo{ID: id.String(), Addrs: []string{}}
+		for _, c := range h.Network().ConnsToPeer(id) {
+			p.Addrs = append(p.Addrs, c.RemoteMultiaddr().String())
+		}
+		if l := h.Peerstore().LatencyEWMA(id); l > 0 {
+			p.LatencyMS = float64(l.Microseconds()) / 1000
+		}
+		if i, ok := ads[p.ID]; ok {
+			p.Actors, p.Groups = dir[i].Actors, dir[i].Groups
+		}
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b peerInfo) int {
+		switch {
+		case a.ID < b.ID:
+			return -1
+		case a.ID > b.ID:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// actors lists the actors of this peer, or asks another peer's info actor.
+func (d *runningDaemon) actors(ctx context.Context, peerStr string) (actorsResult, error) {
+	if peerStr == "" || peerStr == d.node.ID().String() {
+		return actorsResult{Peer: d.node.ID().String(), Actors: d.node.System().Names()}, nil
+	}
+	id, err := libp2ppeer.Decode(peerStr)
+	if err != nil {
+		return actorsResult{}, fmt.Errorf("%q is not a peer ID", peerStr)
+	}
+	ref, _ := peer.Ref(id, "info")
+	reply, err := d.node.System().Ask(ctx, ref, Info{})
+	if err != nil {
+		return actorsResult{}, fmt.Errorf("asking %s: %w", ref, err)
+	}
+	info, ok := reply.(Info)
+	if !ok {
+		return actorsResult{}, fmt.Errorf("%s replied with a %T, not an info", ref, reply)
+	}
+	return actorsResult{Peer: peerStr, Actors: info.Actors}, nil
+}
+
+// sendOrAsk sends a message given as JSON; for ask it waits for the reply.
+// A type name the daemon has registered yields a value of that type (so a
+// local actor receives what a Go sender would send); any other name yields
+// a codec.Raw that peers knowing the type decode.
+func (d *runningDaemon) sendOrAsk(ctx context.Context, req request) (any, error) {
+	ref, err := parseActorAddr(req.Addr)
+	if err != nil {
+		return nil, err
+	}
+	typ := req.Type
+	if typ == "" {
+		typ = jsonType
+	}
+	body, err := jsonToCBOR(string(req.Body))
+	if err != nil {
+		return nil, err
+	}
+	msg, err := d.reg.Decode(typ, body)
+	if err != nil {
+		return nil, fmt.Errorf("message does not fit type %q: %w", typ, err)
+	}
+	sys := d.node.System()
+	if ref.Peer() == sys.Peer() {
+		if _, ok := sys.Whereis(ref.Name()); !ok {
+			return nil, fmt.Errorf("%w: %q on this peer", actor.ErrNoSuchActor, ref.Name())
+		}
+	}
+	if req.Cmd == "send" {
+		if err := d.node.SendCtx(ctx, ref, msg); err != nil {
+			return nil, fmt.Errorf("sending to %s: %w", ref, err)
+		}
+		return struct{}{}, nil
+	}
+	start := time.Now()
+	reply, err := sys.Ask(ctx, ref, msg)
+	if err != nil {
+		return nil, fmt.Errorf("asking %s: %w", ref, err)
+	}
+	rtt := time.Since(start)
+	out, err := toJSON(reply)
+	if err != nil {
+		return nil, err
+	}
+	return askResult{Type: d.typeName(reply), Reply: out, RTTMS: ms(rtt)}, nil
+}
+
+func (d *runningDaemon) typeName(v any) string {
+	if raw, ok := v.(codec.Raw); ok {
+		return raw.Type
+	}
+	if name, ok := d.reg.TypeName(reflect.TypeOf(v)); ok {
+		return name
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// ping connects to the peer when needed and measures count libp2p ping
+// round trips and one round trip to its echo actor.
+func (d *runningDaemon) ping(ctx context.Context, peerStr string, count int) (pingResult, error) {
+	id, err := libp2ppeer.Decode(peerStr)
+	if err != nil {
+		return pingResult{}, fmt.Errorf("%q is not a peer ID", peerStr)
+	}
+	if id == d.node.ID() {
+		return pingResult{}, errors.New("that is this peer")
+	}
+	if count <= 0 {
+		count = 3
+	}
+	if err := d.node.Connect(ctx, libp2ppeer.AddrInfo{ID: id}); err != nil {
+		return pingResult{}, fmt.Errorf("connecting to %s: %w", id, err)
+	}
+	r := pingResult{Peer: id.String(), RTTsMS: []float64{}}
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for res := range ping.Ping(pctx, d.node.Host(), id) {
+		if res.Error != nil {
+			return r, fmt.Errorf("ping %s: %w", id, res.Error)
+		}
+		r.RTTsMS = append(r.RTTsMS, ms(res.RTT))
+		if len(r.RTTsMS) == count {
+			break
+		}
+	}
+	if len(r.RTTsMS) < count {
+		return r, fmt.Errorf("ping %s: %w", id, ctx.Err())
+	}
+	cancel()
+	echo, _ := peer.Ref(id, "echo")
+	start := time.Now()
+	if _, err := d.node.System().Ask(ctx, echo, "ping"); err != nil {
+		return r, fmt.Errorf("asking %s: %w", echo, err)
+	}
+	r.EchoMS = ms(time.Since(start))
+	return r, nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// parseActorAddr parses "<peer ID>/<name>" or "/p2p/<peer ID>/actor/<name>".
+func parseActorAddr(s string) (actor.Ref, error) {
+	ref, err := actor.ParseRef(s)
+	if err != nil {
+		return actor.Ref{}, fmt.Errorf("%w: address %q is not <peer ID>/<actor name>", errUsage, s)
+	}
+	if _, err := libp2ppeer.Decode(ref.Peer()); err != nil {
+		return actor.Ref{}, fmt.Errorf("%w: address %q: %q is not a peer ID", errUsage, s, ref.Peer())
+	}
+	return ref, nil
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// The files in a home directory.
+const (
+	keyFileName    = "identity.key"
+	configFileName = "config.json"
+	lockFileName   = "lock"
+	socketName     = "troupe.sock"
+)
+
+// home is a Troupe home directory ($TROUPE_HOME, default ~/.troupe).
+type home string
+
+func defaultHome() string {
+	if h := os.Getenv("TROUPE_HOME"); h != "" {
+		return h
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".troupe")
+	}
+	return ".troupe"
+}
+
+func (h home) path(name string) string { return filepath.Join(string(h), name) }
+func (h home) keyFile() string         { return h.path(keyFileName) }
+func (h home) configFile() string      { return h.path(configFileName) }
+func (h home) socket() string          { return h.path(socketName) }
+
+// ensure creates the home directory (0700) and a default config.json when
+// they are missing, and checks that the directory is writable.
+func (h home) ensure() (Config, error) {
+	if err := os.MkdirAll(string(h), 0o700); err != nil {
+		return Config{}, fmt.Errorf("cannot create home %s: %w; choose another with -home or TROUPE_HOME", h, err)
+	}
+	probe, err := os.CreateTemp(string(h), ".probe-*")
+	if err != nil {
+		return Config{}, fmt.Errorf("home %s is not writable: %w; choose another with -home or TROUPE_HOME", h, err)
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+	cfg, exists, err := loadConfig(h.configFile())
+	if err != nil || exists {
+		return cfg, err
+	}
+	if err := writeConfig(h.configFile(), cfg); err != nil {
+		return cfg, fmt.Errorf("writing %s: %w", h.configFile(), err)
+	}
+	return cfg, nil
+}
+
+// errLocked is returned by lock when another process holds the home.
+var errLocked = errors.New("home in use")
+
+// lock takes the home's lock file for this process (an advisory flock that
+// the kernel releases when the process dies, so a crash never leaves a
+// stale lock). It fails with errLocked, naming the holder's pid, when
+// another daemon or embedded chat peer uses the home.
+func (h home) lock() (unlock func(), err error) {
+	f, err := os.OpenFile(h.path(lockFileName), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("home %s: %w", h, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		b, _ := os.ReadFile(f.Name())
+		f.Close()
+		holder := strings.TrimSpace(string(b))
+		if _, perr := strconv.Atoi(holder); perr != nil {
+			holder = "unknown"
+		}
+		return nil, fmt.Errorf("%w: another troupe process (pid %s) runs on %s; stop it or choose another home with -home or TROUPE_HOME", errLocked, holder, h)
+	}
+	if err := f.Truncate(0); err == nil {
+		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return func() {
+		_ = f.Truncate(0)
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}

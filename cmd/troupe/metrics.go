@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/troupe-mesh/troupe/peer"
+)
+
+// nodeCollector exports a node's counters as Prometheus metrics, read when
+// scraped (the counters are atomics already; nothing is double-counted).
+type nodeCollector struct {
+	node  *peer.Node
+	descs map[string]*prometheus.Desc
+}
+
+// metricDefs lists the exported metrics: name, help, and whether it is a
+// counter (else a gauge).
+var metricDefs = []struct {
+	name, help string
+	counter    bool
+}{
+	{"troupe_messages_out_total", "Frames sent to other peers.", true},
+	{"troupe_messages_in_total", "Frames received from other peers.", true},
+	{"troupe_dead_letters_total", "Messages that reached no actor.", true},
+	{"troupe_link_full_total", "Messages dropped because a peer's link queue was full.", true},
+	{"troupe_too_large_total", "Messages refused at the sender for their size.", true},
+	{"troupe_decode_errors_total", "Frames from other peers that could not be decoded.", true},
+	{"troupe_streams_reset_total", "Inbound streams reset for bad input.", true},
+	{"troupe_watchdog_replacements_total", "Event loops handed to a fresh carrier because an actor blocked.", true},
+	{"troupe_group_messages_in_total", "Group messages received.", true},
+	{"troupe_group_rejected_total", "Group messages and advertisements rejected as malformed or forged.", true},
+	{"troupe_link_queue_depth", "Messages waiting in link queues to other peers.", false},
+	{"troupe_peers", "Connected peers.", false},
+	{"troupe_actors", "Live local actors.", false},
+}
+
+func newNodeCollector(n *peer.Node) *nodeCollector {
+	c := &nodeCollector{node: n, descs: map[string]*prometheus.Desc{}}
+	for _, m := range metricDefs {
+		c.descs[m.name] = prometheus.NewDesc(m.name, m.help, nil, nil)
+	}
+	return c
+}
+
+// Describe implements prometheus.Collector.
+func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
+	rs := c.node.Router().Stats()
+	sys := c.node.System()
+	var groupIn, rejected uint64
+	if g := c.node.Groups(); g != nil {
+		gs := g.Stats()
+		groupIn, rejected = gs.Received, gs.Rejected
+	}
+	rejected += c.node.DirectoryRejected()
+	values := map[string]float64{
+		"troupe_messages_out_total":          float64(rs.Sent),
+		"troupe_messages_in_total":           float64(rs.Received),
+		"troupe_dead_letters_total":          float64(sys.DeadLetters()),
+		"troupe_link_full_total":             float64(rs.LinkFull),
+		"troupe_too_large_total":             float64(rs.TooLarge),
+		"troupe_decode_errors_total":         float64(rs.DecodeErrors),
+		"troupe_streams_reset_total":         float64(rs.StreamsReset),
+		"troupe_watchdog_replacements_total": float64(sys.Group().Replacements()),
+		"troupe_group_messages_in_total":     float64(groupIn),
+		"troupe_group_rejected_total":        float64(rejected),
+		"troupe_link_queue_depth":            float64(rs.QueuedUser + rs.QueuedCtl),
+		"troupe_peers":                       float64(len(c.node.Peers())),
+		"troupe_actors":                      float64(sys.Actors()),
+	}
+	for _, m := range metricDefs {
+		kind := prometheus.GaugeValue
+		if m.counter {
+			kind = prometheus.CounterValue
+		}
+		ch <- prometheus.MustNewConstMetric(c.descs[m.name], kind, values[m.name])
+	}
+}
+
+// metricsServer serves /metrics over HTTP.
+type metricsServer struct {
+	ln  net.Listener
+	srv *http.Server
+	wg  sync.WaitGroup
+}
+
+// serveMetrics listens on addr and serves the node's metrics plus the Go
+// runtime's at /metrics.
+func serveMetrics(addr string, n *peer.Node) (*metricsServer, error) {
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(newNodeCollector(n)); err != nil {
+		return nil, err
+	}
+	if err := reg.Register(collectors.NewGoCollector()); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	m := &metricsServer{ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		if err := m.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			_ = err // the listener failed; Close still works
+		}
+	}()
+	return m, nil
+}
+
+// Addr is the address the server listens on.
+func (m *metricsServer) Addr() net.Addr { return m.ln.Addr() }
+
+// Close stops the server and waits for it.
+func (m *metricsServer) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = m.srv.Shutdown(ctx)
+	m.wg.Wait()
+}
