@@ -55,11 +55,13 @@ func troupeBinary(t *testing.T) string {
 
 // daemonProc is a running `troupe daemon`.
 type daemonProc struct {
-	cmd   *exec.Cmd
-	id    libp2ppeer.ID
-	addr  ma.Multiaddr
-	lines chan string // stdout lines after "ready", and joined/left lines
-	seen  []string    // lines read by expectLine that matched nothing yet
+	cmd     *exec.Cmd
+	home    string // its TROUPE_HOME
+	metrics string // its metrics URL, when it serves them
+	id      libp2ppeer.ID
+	addr    ma.Multiaddr
+	lines   chan string // stdout lines after "ready", and joined/left lines
+	seen    []string    // lines read by expectLine that matched nothing yet
 }
 
 // startDaemon starts `troupe daemon` on 127.0.0.1 without mDNS.
@@ -76,7 +78,14 @@ func startDaemon(t *testing.T, connect ...ma.Multiaddr) *daemonProc {
 // ns unless ns is "".
 func startDaemonIn(t *testing.T, ns string, args ...string) *daemonProc {
 	t.Helper()
-	argv := append([]string{troupeBinary(t), "daemon", "-home", t.TempDir(), "-log-level", "warn"}, args...)
+	return startDaemonHome(t, t.TempDir(), ns, args...)
+}
+
+// startDaemonHome starts `troupe daemon` with args on home, inside network
+// namespace ns unless ns is "".
+func startDaemonHome(t *testing.T, home, ns string, args ...string) *daemonProc {
+	t.Helper()
+	argv := append([]string{troupeBinary(t), "daemon", "-home", home, "-log-level", "warn"}, args...)
 	if ns != "" {
 		argv = append([]string{"ip", "netns", "exec", ns}, argv...)
 	}
@@ -89,7 +98,7 @@ func startDaemonIn(t *testing.T, ns string, args ...string) *daemonProc {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	d := &daemonProc{cmd: cmd, lines: make(chan string, 100)}
+	d := &daemonProc{cmd: cmd, home: home, lines: make(chan string, 100)}
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
@@ -123,6 +132,8 @@ func startDaemonIn(t *testing.T, ns string, args ...string) *daemonProc {
 					return
 				}
 				d.addr = a
+			case len(f) == 2 && f[0] == "metrics":
+				d.metrics = f[1]
 			case line == "ready":
 				isReady = true
 				ready <- nil

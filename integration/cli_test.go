@@ -1,0 +1,217 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// cli runs `troupe args...` against home and returns its exit code, stdout
+// and stderr.
+func cli(t *testing.T, home string, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, troupeBinary(t), args...)
+	cmd.Env = append(os.Environ(), "TROUPE_HOME="+home)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, out.String(), errb.String()
+	case errors.As(err, &ee):
+		return ee.ExitCode(), out.String(), errb.String()
+	}
+	t.Fatalf("troupe %q: %v", args, err)
+	return 0, "", ""
+}
+
+// cliOK runs a command that must succeed and returns its stdout.
+func cliOK(t *testing.T, home string, args ...string) string {
+	t.Helper()
+	code, out, errOut := cli(t, home, args...)
+	if code != 0 {
+		t.Fatalf("troupe %q: exit %d, stderr %q", args, code, errOut)
+	}
+	return out
+}
+
+// cliJSON runs a command with --json and decodes its output into v.
+func cliJSON(t *testing.T, home string, v any, args ...string) {
+	t.Helper()
+	out := cliOK(t, home, append(args, "--json")...)
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		t.Fatalf("troupe %q: output %q is not JSON: %v", args, out, err)
+	}
+}
+
+// Two daemons on 127.0.0.1; every CLI command goes through the control
+// socket of one and reaches the other; metrics are served; a second
+// daemon on a home is refused; SIGTERM removes the socket; SIGKILL leaves a
+// stale one that the CLI names and a new daemon replaces.
+func TestCLIThroughControlSocket(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds the binary")
+	}
+	a := startDaemonIn(t, "", "-listen", "/ip4/127.0.0.1/tcp/0", "-mdns=false", "-metrics", "127.0.0.1:0")
+	b := startDaemon(t, a.addr)
+	aID, bID := a.id.String(), b.id.String()
+
+	if fi, err := os.Stat(filepath.Join(a.home, "troupe.sock")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("control socket: %v %v", err, fi)
+	}
+	var id struct {
+		ID    string   `json:"id"`
+		Addrs []string `json:"addrs"`
+		Mesh  string   `json:"mesh"`
+	}
+	cliJSON(t, a.home, &id, "id")
+	if id.ID != aID || id.Mesh != "default" || len(id.Addrs) == 0 || !strings.HasPrefix(id.Addrs[0], "/ip4/127.0.0.1/tcp/") {
+		t.Fatalf("id: %+v", id)
+	}
+	if out := cliOK(t, a.home, "id"); !strings.Contains(out, "peer "+aID) {
+		t.Fatalf("id: %q", out)
+	}
+
+	var peers []struct {
+		ID string `json:"id"`
+	}
+	cliJSON(t, a.home, &peers, "peers")
+	if len(peers) != 1 || peers[0].ID != bID {
+		t.Fatalf("peers: %+v", peers)
+	}
+
+	if out := cliOK(t, a.home, "actors"); !strings.Contains(out, aID+"/echo\n") || !strings.Contains(out, aID+"/info\n") {
+		t.Fatalf("actors: %q", out)
+	}
+	var actors struct {
+		Peer   string   `json:"peer"`
+		Actors []string `json:"actors"`
+	}
+	cliJSON(t, a.home, &actors, "actors", bID)
+	if actors.Peer != bID || !strings.Contains(strings.Join(actors.Actors, ","), "echo") {
+		t.Fatalf("actors of b: %+v", actors)
+	}
+
+	// ask across peers: the JSON comes back as it went.
+	if out := cliOK(t, a.home, "ask", bID+"/echo", `{"hi":[1,2.5,"x"]}`); out != `{"hi":[1,2.5,"x"]}`+"\n" {
+		t.Fatalf("ask echo: %q", out)
+	}
+	var info struct {
+		Type  string `json:"type"`
+		Reply struct {
+			Peer   string   `json:"peer"`
+			Actors []string `json:"actors"`
+		} `json:"reply"`
+	}
+	cliJSON(t, a.home, &info, "ask", bID+"/info", "{}")
+	if info.Type != "troupe.Info" || info.Reply.Peer != bID {
+		t.Fatalf("ask info: %+v", info)
+	}
+	var typed struct {
+		Type  string `json:"type"`
+		Reply string `json:"reply"`
+	}
+	cliJSON(t, a.home, &typed, "ask", aID+"/echo", `"hello"`, "--type", "string")
+	if typed.Type != "string" || typed.Reply != "hello" {
+		t.Fatalf("ask with -type: %+v", typed)
+	}
+	if code, _, errOut := cli(t, a.home, "ask", bID+"/nobody", "1"); code != 1 || !strings.Contains(errOut, "no such actor") {
+		t.Fatalf("ask unknown: %d %q", code, errOut)
+	}
+	if code, _, errOut := cli(t, a.home, "send", aID+"/nobody", "1"); code != 1 || !strings.Contains(errOut, "no such actor") {
+		t.Fatalf("send to a missing local actor: %d %q", code, errOut)
+	}
+	if out := cliOK(t, a.home, "send", bID+"/echo", `"x"`); out != "sent\n" {
+		t.Fatalf("send: %q", out)
+	}
+
+	out := cliOK(t, a.home, "ping", bID, "-n", "2")
+	if strings.Count(out, "pong ") != 2 || !strings.Contains(out, "echo actor round trip") {
+		t.Fatalf("ping: %q", out)
+	}
+
+	// Metrics: the peer and the frames just exchanged are counted.
+	resp, err := http.Get(a.metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{"troupe_peers 1\n", "troupe_messages_out_total ", "troupe_dead_letters_total ", "troupe_link_queue_depth ", "troupe_watchdog_replacements_total 0\n", "go_goroutines "} {
+		if !strings.Contains(string(body), want) {
+			t.Fatalf("metrics lack %q:\n%s", want, body)
+		}
+	}
+	if strings.Contains(string(body), "troupe_messages_out_total 0\n") {
+		t.Fatal("no messages counted out")
+	}
+
+	// A second daemon on the same home is refused and changes nothing.
+	if code, _, errOut := cli(t, a.home, "daemon", "-listen", "/ip4/127.0.0.1/tcp/0", "-mdns=false"); code != 1 || !strings.Contains(errOut, "another troupe process") {
+		t.Fatalf("second daemon: %d %q", code, errOut)
+	}
+	if got := cliOK(t, a.home, "id"); !strings.Contains(got, "peer "+aID) {
+		t.Fatalf("first daemon after the refused one: %q", got)
+	}
+
+	// SIGTERM: graceful exit, socket removed.
+	if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitExit(t, a, 0)
+	if _, err := os.Stat(filepath.Join(a.home, "troupe.sock")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("socket after SIGTERM: %v", err)
+	}
+	if code, _, errOut := cli(t, a.home, "peers"); code != 1 || !strings.Contains(errOut, "no daemon is running") {
+		t.Fatalf("peers without daemon: %d %q", code, errOut)
+	}
+
+	// SIGKILL: the socket stays, stale; a new daemon takes the home over.
+	if err := b.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitExit(t, b, -1)
+	if code, _, errOut := cli(t, b.home, "id"); code != 1 || !strings.Contains(errOut, "stale") {
+		t.Fatalf("id after SIGKILL: %d %q", code, errOut)
+	}
+	b2 := startDaemonHome(t, b.home, "", "-listen", "/ip4/127.0.0.1/tcp/0", "-mdns=false")
+	if b2.id != b.id {
+		t.Fatalf("restarted daemon has peer ID %s, want %s (same identity key)", b2.id, b.id)
+	}
+	if got := cliOK(t, b.home, "id"); !strings.Contains(got, "peer "+bID) {
+		t.Fatalf("id after restart: %q", got)
+	}
+}
+
+// waitExit waits for a daemon process to exit with code (-1: killed).
+func waitExit(t *testing.T, d *daemonProc, code int) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- d.cmd.Wait() }()
+	select {
+	case err := <-done:
+		got := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			got = ee.ExitCode()
+		}
+		if got != code {
+			t.Fatalf("daemon exit code %d (%v), want %d", got, err, code)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("daemon did not exit")
+	}
+}
