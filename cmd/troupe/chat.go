@@ -120,7 +120,10 @@ func runChat(ctx context.Context, node *peer.Node, nick, room string, in io.Read
 		case <-time.After(5 * time.Second):
 		}
 	}
-	if c, ok := in.(io.Closer); ok {
+	// A connection's reader is interrupted by closing it and waited for; a
+	// read blocked on a terminal or pipe cannot be interrupted, and the
+	// process exits after the session anyway.
+	if c, ok := in.(net.Conn); ok {
 		c.Close()
 		wg.Wait()
 	}

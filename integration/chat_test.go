@@ -1,0 +1,174 @@
+package integration
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// chatProc is a running `troupe chat --plain`; its stdout lines are read
+// with expectLine.
+type chatProc struct {
+	*daemonProc
+	in io.WriteCloser
+}
+
+// startChat starts `troupe chat --plain --nick nick` on a fresh home with
+// the given config.json, inside network namespace ns.
+func startChat(t *testing.T, ns, nick, config string, args ...string) *chatProc {
+	t.Helper()
+	home := t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, "config.json"), []byte(config), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return startChatHome(t, home, ns, nick, args...)
+}
+
+// startChatHome starts `troupe chat --plain --nick nick` on home (through
+// its daemon when one runs), inside network namespace ns unless ns is "".
+func startChatHome(t *testing.T, home, ns, nick string, args ...string) *chatProc {
+	t.Helper()
+	argv := append([]string{troupeBinary(t), "chat", "--plain", "--nick", nick, "-home", home}, args...)
+	if ns != "" {
+		argv = append([]string{"ip", "netns", "exec", ns}, argv...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &chatProc{daemonProc: &daemonProc{cmd: cmd, home: home, lines: make(chan string, 1000)}, in: in}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			c.lines <- sc.Text()
+		}
+		close(c.lines)
+	}()
+	return c
+}
+
+// say types a line into the chat.
+func (c *chatProc) say(t *testing.T, line string) {
+	t.Helper()
+	if _, err := fmt.Fprintln(c.in, line); err != nil {
+		t.Fatalf("typing %q: %v", line, err)
+	}
+}
+
+// Three `troupe chat --plain` in three network namespaces, given no
+// address: they find each other by mDNS, see each other join the room,
+// exchange a room line and a /msg, and see a SIGKILLed user leave.
+func TestChatInNamespaces(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds the binary and creates network namespaces")
+	}
+	hosts := newNetns(t).lan(3)
+	config := `{"mesh": "chattest", "listen": ["/ip4/0.0.0.0/tcp/0"], "log_level": "warn"}`
+	nicks := []string{"alice", "bob", "carol"}
+	chats := make([]*chatProc, 3)
+	for i, h := range hosts {
+		chats[i] = startChat(t, h, nicks[i], config)
+	}
+	for i, c := range chats {
+		c.expectLine(t, 10*time.Second, "* you are "+nicks[i])
+		for j, other := range nicks {
+			if i != j {
+				c.expectLine(t, 20*time.Second, "* "+other+" joined #lobby")
+			}
+		}
+	}
+	alice, bob, carol := chats[0], chats[1], chats[2]
+
+	alice.say(t, "hello room")
+	for _, c := range chats {
+		c.expectLine(t, 10*time.Second, "[#lobby] <alice> hello room")
+	}
+	bob.say(t, "/msg carol psst")
+	bob.expectLine(t, 5*time.Second, "[dm to carol] psst")
+	carol.expectLine(t, 10*time.Second, "[dm from bob] psst")
+	alice.say(t, "/who")
+	alice.expectLine(t, 5*time.Second, "* in #lobby: alice (you), bob, carol")
+	for _, line := range alice.seen {
+		if strings.Contains(line, "psst") {
+			t.Fatalf("alice saw bob's private message: %q", line)
+		}
+	}
+
+	if err := carol.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range chats[:2] {
+		c.expectLine(t, 10*time.Second, "* carol left #lobby")
+	}
+	alice.say(t, "/quit")
+	alice.expectLine(t, 5*time.Second, "* bye")
+	waitExit(t, alice.daemonProc, 0)
+	bob.expectLine(t, 10*time.Second, "* alice left #lobby")
+}
+
+// Chats through a daemon's control socket and an embedded chat peer on
+// 127.0.0.1: a nick taken on the same peer gets a number, a nick taken on
+// another peer is settled by peer ID order, /nick and /msg work across.
+func TestChatThroughDaemonAndNickCollisions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds the binary")
+	}
+	d := startDaemon(t)
+	dave := startChatHome(t, d.home, "", "dave")
+	dave.expectLine(t, 10*time.Second, "* you are dave ("+d.id.String()+"/chat-dave)")
+	dave.expectLine(t, 5*time.Second, "* joined #lobby")
+	dave2 := startChatHome(t, d.home, "", "dave")
+	dave2.expectLine(t, 10*time.Second, "* nick dave is taken on this peer; you are dave2")
+	dave.expectLine(t, 10*time.Second, "* dave2 joined #lobby")
+
+	other := startChat(t, "", "dave", `{"listen": ["/ip4/127.0.0.1/tcp/0"], "mdns": false, "log_level": "warn"}`, "-connect", d.addr.String())
+	line := other.expectLine(t, 10*time.Second, "* peer ")
+	otherID := strings.TrimSuffix(strings.Fields(line)[2], ",")
+	// The user on the peer with the greater ID moves to dave-<last 4>.
+	loser, winnerID, loserID := dave, otherID, d.id.String()
+	if otherID > d.id.String() {
+		loser, winnerID, loserID = other, d.id.String(), otherID
+	}
+	loser.expectLine(t, 20*time.Second, "* nick dave is taken by a user on "+winnerID[len(winnerID)-4:]+"; you become dave-"+loserID[len(loserID)-4:])
+
+	dave2.say(t, "/nick zed")
+	dave2.expectLine(t, 10*time.Second, "* you are zed")
+	other.expectLine(t, 10*time.Second, "* dave2 is now zed")
+	other.expectLine(t, 10*time.Second, "* zed joined #lobby")
+	other.say(t, "/msg zed over here")
+	dave2.expectLine(t, 10*time.Second, "[dm from ")
+	dave2.say(t, "/rooms")
+	dave2.expectLine(t, 5*time.Second, "* rooms: #lobby")
+	dave2.say(t, "/join side")
+	dave2.expectLine(t, 5*time.Second, "* joined #side")
+	other.expectLine(t, 10*time.Second, "* zed left #lobby")
+	dave2.say(t, "/bogus")
+	dave2.expectLine(t, 5*time.Second, "! unknown command /bogus")
+	// Closing stdin ends a chat through the daemon; the daemon lives on.
+	dave2.in.Close()
+	dave2.expectLine(t, 5*time.Second, "* bye")
+	waitExit(t, dave2.daemonProc, 0)
+	if got := cliOK(t, d.home, "id"); !strings.Contains(got, d.id.String()) {
+		t.Fatalf("daemon after a chat ended: %q", got)
+	}
+}
