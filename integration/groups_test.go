@@ -264,3 +264,57 @@ func TestGroupRejectsMalformedMessages(t *testing.T) {
 		t.Fatalf("member got %v before the marker", m)
 	}
 }
+
+// Leaving a group and joining it again at once, many times, never fails
+// and leaves the member subscribed: the unsubscription queued by a leave
+// neither races the join nor undoes it.
+func TestGroupLeaveAndRejoinAtOnce(t *testing.T) {
+	n := newNode(t, peer.WithMesh("rejoin"), peer.WithGroups(true))
+	other := newNode(t, peer.WithMesh("rejoin"), peer.WithGroups(true))
+	// Five quick leave/join cycles per group; hundreds of cycles in a
+	// burst upset GossipSub's own subscription state (not ours).
+	const actors, flaps = 8, 5
+	errs := make(chan error, actors)
+	got := make(chan string, actors)
+	for a := range actors {
+		spawn(t, n, fmt.Sprintf("flapper%d", a), func(c *actor.Context) {
+			group := fmt.Sprintf("flap%d", a)
+			for i := range flaps {
+				if err := c.Join(group); err != nil {
+					errs <- fmt.Errorf("join %d: %w", i, err)
+					return
+				}
+				c.Leave(group)
+			}
+			errs <- c.Join(group)
+			c.Receive(actor.On(func(s string) { got <- s }))
+		})
+	}
+	for range actors {
+		if err := recv(t, errs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := other.Connect(ctx, *n.AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	for a := range actors {
+		group := fmt.Sprintf("flap%d", a)
+		joined := make(chan error, 1)
+		spawn(t, other, "listener"+group, func(c *actor.Context) { joined <- c.Join(group); c.Receive(actor.Any(func(any) {})) })
+		if err := recv(t, joined); err != nil {
+			t.Fatal(err)
+		}
+		if err := other.GroupReady(ctx, group, 1); err != nil {
+			t.Fatalf("%s: %v", group, err)
+		}
+		if err := other.Publish(group, group); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range actors {
+		recv(t, got)
+	}
+}

@@ -170,6 +170,7 @@ func (g *Groups) JoinGroup(group string) error {
 	defer g.mu.Unlock()
 	gt := g.topics[group]
 	if gt != nil && gt.sub != nil {
+		gt.gen++ // cancels an unsubscription queued by a leave just before
 		return nil
 	}
 	if gt == nil { // else joined for publishing only so far
@@ -209,16 +210,17 @@ func (g *Groups) LeaveGroup(group string) {
 	}
 }
 
-// leave unsubscribes from group unless it was joined again since.
+// leave unsubscribes from group unless it was joined again since. The
+// whole leave holds g.mu, so that a join racing it finds the topic either
+// still joined or fully left (its validator unregistered).
 func (g *Groups) leave(group string, gen uint64) {
 	g.mu.Lock()
+	defer g.mu.Unlock()
 	gt := g.topics[group]
 	if gt == nil || gt.gen != gen {
-		g.mu.Unlock()
 		return
 	}
 	delete(g.topics, group)
-	g.mu.Unlock()
 	gt.stop()
 	if gt.t.Close() == nil {
 		_ = g.ps.UnregisterTopicValidator(g.topicName(group))

@@ -84,14 +84,23 @@ type chatState struct {
 	nick    string
 	room    string
 	members map[actor.Ref]string // the room's other members and their nicks
+	// prev is the actor of the user's previous nick, which retires once
+	// this one has joined the room (so the room never lacks the user and
+	// the peer never leaves and re-joins the group).
+	prev     actor.Ref
+	prevNick string
+	former   actor.Ref // the previous actor, never shown as a member
 }
+
+// chatHandoff tells the actor of a user's previous nick to stop.
+type chatHandoff struct{}
 
 // runChat runs a user's chat on node: it reads commands and lines from in
 // and writes what happens to out, one line per event, until /quit, the end
 // of in, or ctx ends.
 func runChat(ctx context.Context, node *peer.Node, nick, room string, in io.Reader, out io.Writer) error {
 	s := &chatSession{node: node, out: &lockedWriter{w: out}, done: make(chan struct{})}
-	st := &chatState{s: s, nick: nick, room: room}
+	st := &chatState{s: s, nick: nick, room: room, members: map[actor.Ref]string{}}
 	ref, err := st.spawn(node.System().Spawn, true)
 	if err != nil {
 		return err
@@ -149,7 +158,7 @@ func (st *chatState) spawn(spawn func(string, actor.Behavior, ...actor.SpawnOpti
 		if i > 1 {
 			nick = fmt.Sprintf("%s%d", base, i)
 		}
-		next := &chatState{s: st.s, nick: nick, room: st.room}
+		next := &chatState{s: st.s, nick: nick, room: st.room, prev: st.prev, prevNick: st.prevNick}
 		ref, err := spawn(chatActorPrefix+nick, next.start)
 		if errors.Is(err, actor.ErrNameTaken) {
 			continue
@@ -169,16 +178,21 @@ func (st *chatState) start(c *actor.Context) {
 	st.s.cur.Store(c.Self())
 	st.s.printf("* you are %s (%s)", st.nick, c.Self())
 	st.enter(c, st.room)
+	if !st.prev.IsZero() {
+		_ = c.Broadcast(chatGroupPrefix+st.room, ChatRename{Room: st.room, Old: st.prevNick, New: st.nick})
+		c.Send(st.prev, chatHandoff{})
+		st.former, st.prev = st.prev, actor.Ref{}
+	}
 	st.loop(c)
 }
 
 // enter joins room and makes it the current one.
 func (st *chatState) enter(c *actor.Context, room string) {
+	st.room, st.members = room, map[actor.Ref]string{}
 	if err := c.Join(chatGroupPrefix+room, actor.WatchPresence()); err != nil {
 		st.s.printf("! cannot join #%s: %v", room, err)
 		return
 	}
-	st.room, st.members = room, map[actor.Ref]string{}
 	st.s.printf("* joined #%s", room)
 	st.checkCollision(c)
 }
@@ -209,7 +223,7 @@ func (st *chatState) handle(c *actor.Context, m any) bool {
 		}
 	case actor.Joined:
 		nick, ok := strings.CutPrefix(m.Member.Name(), chatActorPrefix)
-		if m.Group != group || !ok || m.Member == c.Self() {
+		if m.Group != group || !ok || m.Member == c.Self() || m.Member == st.prev || m.Member == st.former {
 			break
 		}
 		if _, known := st.members[m.Member]; !known {
@@ -299,19 +313,30 @@ func (st *chatState) command(c *actor.Context, line string) bool {
 }
 
 // rename moves the user to a new actor "chat-<nick>" (an actor's name is
-// fixed) and stops this one; the room sees the old nick leave, a rename
-// and the new nick join.
+// fixed). The new actor joins the room, tells it of the rename and sends
+// this one a hand-off; until then this one forwards what the user types.
+// The room sees the new nick join, the rename, and the old nick leave.
 func (st *chatState) rename(c *actor.Context, nick string) bool {
-	old := st.nick
-	next := &chatState{s: st.s, nick: nick, room: st.room}
+	next := &chatState{s: st.s, nick: nick, room: st.room, prev: c.Self(), prevNick: st.nick}
 	ref, err := next.spawn(c.Spawn, true)
 	if err != nil {
 		st.s.printf("! cannot become %s: %v", nick, err)
 		return true
 	}
 	st.s.cur.Store(ref)
-	_ = c.Broadcast(chatGroupPrefix+st.room, ChatRename{Room: st.room, Old: old, New: nick})
-	c.Stop()
+	var retire actor.Case
+	retire = actor.Any(func(m any) {
+		switch m := m.(type) {
+		case chatHandoff:
+			c.Stop()
+		case chatInput:
+			c.Send(ref, m)
+			c.ReceiveWithin(5*time.Second, retire, actor.Timeout(c.Stop))
+		default:
+			c.ReceiveWithin(5*time.Second, retire, actor.Timeout(c.Stop))
+		}
+	})
+	c.ReceiveWithin(5*time.Second, retire, actor.Timeout(c.Stop))
 	return false
 }
 
