@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"golang.org/x/term"
 
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
@@ -439,7 +441,7 @@ func chatCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	homeDir := homeFlag(fs)
 	nick := fs.String("nick", "", "your nick (required): letters, digits, '_', '-'")
 	room := fs.String("room", "lobby", "the room to join")
-	plain := fs.Bool("plain", false, "plain line mode even on a terminal")
+	plain := fs.Bool("plain", false, "line mode even on a terminal (the default when stdin or stdout is not a terminal)")
 	var connect listFlag
 	fs.Var(&connect, "connect", "multiaddr with /p2p/ of a peer to connect to (repeatable; embedded peer only)")
 	if _, ok, code := parseArgs(fs, args, 0, 0); !ok {
@@ -459,60 +461,94 @@ func chatCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		peers = append(peers, ai)
 	}
-	_ = *plain // the terminal UI is not built yet: every mode is the plain one
 	ctx, stop := signalContext()
 	defer stop()
+	tui := !*plain && isTerminal(stdin) && isTerminal(stdout)
+	// session runs the chat with the given input and output until it ends.
+	var session func(in io.Reader, out io.Writer) error
 	h := home(*homeDir)
 	conn, err := call(ctx, h, request{Cmd: "chat", Nick: *nick, Room: *room}, nil, true)
-	if err == nil {
-		return chatThroughDaemon(conn, stdin, stdout)
-	}
-	if !errors.Is(err, errNoDaemon) {
+	switch {
+	case err == nil:
+		session = func(in io.Reader, out io.Writer) error { chatThroughDaemon(conn, in, out); return nil }
+	case !errors.Is(err, errNoDaemon):
 		return fail(stderr, "chat", err)
-	}
-	cfg, err := h.ensure()
-	if err != nil {
-		return fail(stderr, "chat", err)
-	}
-	unlock, err := h.lock()
-	if err != nil {
-		return fail(stderr, "chat", err)
-	}
-	defer unlock()
-	d, err := startDaemon(ctx, h, cfg, stderr, io.Discard)
-	if err != nil {
-		return fail(stderr, "chat", err)
-	}
-	fmt.Fprintf(stdout, "* peer %s, mesh %s (no daemon on %s: running a peer of our own)\n", d.node.ID(), cfg.Mesh, h)
-	for _, ai := range peers {
-		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		if err := d.node.Connect(cctx, ai); err != nil {
-			fmt.Fprintf(stdout, "! connecting to %s: %v\n", ai.ID, err)
+	default:
+		cfg, err := h.ensure()
+		if err != nil {
+			return fail(stderr, "chat", err)
 		}
-		cancel()
+		unlock, err := h.lock()
+		if err != nil {
+			return fail(stderr, "chat", err)
+		}
+		defer unlock()
+		logs := stderr
+		if tui {
+			// Log lines would tear the full-screen UI: they go to a file.
+			f, err := os.OpenFile(h.path("chat.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+			if err != nil {
+				return fail(stderr, "chat", err)
+			}
+			defer f.Close()
+			logs = f
+		}
+		d, err := startDaemon(ctx, h, cfg, logs, io.Discard)
+		if err != nil {
+			return fail(stderr, "chat", err)
+		}
+		defer func() {
+			closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := d.close(closeCtx); err != nil {
+				fmt.Fprintln(stderr, "troupe chat:", err)
+			}
+		}()
+		session = func(in io.Reader, out io.Writer) error {
+			fmt.Fprintf(out, "* peer %s, mesh %s (no daemon on %s: running a peer of our own)\n", d.node.ID(), cfg.Mesh, h)
+			for _, ai := range peers {
+				cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				if err := d.node.Connect(cctx, ai); err != nil {
+					fmt.Fprintf(out, "! connecting to %s: %v\n", ai.ID, err)
+				}
+				cancel()
+			}
+			return runChat(ctx, d.node, *nick, *room, in, out)
+		}
 	}
-	err = runChat(ctx, d.node, *nick, *room, stdin, stdout)
-	closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err = errors.Join(err, d.close(closeCtx)); err != nil {
+	if tui {
+		var serr error
+		if err := runTUI(*nick, *room, stdin, stdout, func(in io.Reader, out io.Writer) { serr = session(in, out) }); err != nil {
+			return fail(stderr, "chat", err)
+		}
+		err = serr
+	} else {
+		err = session(stdin, stdout)
+	}
+	if err != nil {
 		return fail(stderr, "chat", err)
 	}
 	return 0
 }
 
+// isTerminal reports whether f is a terminal.
+func isTerminal(f any) bool {
+	file, ok := f.(*os.File)
+	return ok && term.IsTerminal(int(file.Fd()))
+}
+
 // chatThroughDaemon copies the user's lines to the daemon's chat session
-// and the session's lines to stdout until the session ends.
-func chatThroughDaemon(conn net.Conn, stdin io.Reader, stdout io.Writer) int {
+// and the session's lines to out until the session ends.
+func chatThroughDaemon(conn net.Conn, in io.Reader, out io.Writer) {
 	defer conn.Close()
 	go func() {
-		// Ends with stdin or when the session closes the connection; the
-		// process exits right after, so a read blocked on a terminal is
-		// not waited for.
-		_, _ = io.Copy(conn, stdin)
+		// Ends with the input or when the session closes the connection;
+		// a read blocked on a terminal cannot be interrupted, and the
+		// process exits right after the session.
+		_, _ = io.Copy(conn, in)
 		if cw, ok := conn.(interface{ CloseWrite() error }); ok {
 			_ = cw.CloseWrite()
 		}
 	}()
-	_, _ = io.Copy(stdout, conn)
-	return 0
+	_, _ = io.Copy(out, conn)
 }

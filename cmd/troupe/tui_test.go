@@ -1,0 +1,55 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	tea "github.com/charmbracelet/bubbletea"
+)
+
+func TestTUIFollowsPresenceAndSendsTypedLines(t *testing.T) {
+	var typed bytes.Buffer
+	m := newTUIModel("ann", "lobby", &typed)
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 20})
+	for _, l := range []string{
+		"* you are ann (p/chat-ann)",
+		"* joined #lobby",
+		"* bob joined #lobby",
+		"* carol joined #lobby",
+		"[#lobby] <bob> hi",
+		"* bob left #lobby",
+		"* dave joined #lobby",
+	} {
+		m.Update(chatLineMsg(l))
+	}
+	if got := strings.Join(m.members, ","); got != "carol,dave" {
+		t.Fatalf("members %q", got)
+	}
+	view := m.View()
+	for _, want := range []string{"[#lobby] <bob> hi", "#lobby", "carol", "dave", "> "} {
+		if !strings.Contains(view, want) {
+			t.Fatalf("view lacks %q:\n%s", want, view)
+		}
+	}
+	m.Update(chatLineMsg("* in #lobby: ann (you), carol, erin"))
+	if got := strings.Join(m.members, ","); got != "carol,erin" {
+		t.Fatalf("members after /who: %q", got)
+	}
+	m.Update(chatLineMsg("* joined #side"))
+	if m.room != "side" || len(m.members) != 0 {
+		t.Fatalf("after /join: room %q members %q", m.room, m.members)
+	}
+	for _, r := range "hello" {
+		m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}})
+	}
+	m.Update(tea.KeyMsg{Type: tea.KeyEnter})
+	m.Update(tea.KeyMsg{Type: tea.KeyEnter}) // an empty line is not sent
+	m.Update(tea.KeyMsg{Type: tea.KeyCtrlC})
+	if typed.String() != "hello\n/quit\n" {
+		t.Fatalf("typed %q", typed.String())
+	}
+	if _, cmd := m.Update(chatDoneMsg{}); cmd == nil {
+		t.Fatal("the end of the chat does not quit the UI")
+	}
+}
