@@ -2,14 +2,18 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/troupe-mesh/troupe/codec"
+	"github.com/troupe-mesh/troupe/peer"
 )
 
 const testPeer = "12D3KooWPxUj3pRpgHZ8dtpriYyBXwHnu4Uh7iUYXGXPTyzHCVX8"
@@ -253,5 +257,43 @@ func TestChatNamesChecked(t *testing.T) {
 		if err := checkChatName("nick", bad); err == nil {
 			t.Fatalf("%q accepted", bad)
 		}
+	}
+}
+
+func TestConfigOptions(t *testing.T) {
+	home := t.TempDir()
+	key := "/key/swarm/psk/1.0.0/\n/base16/\n" + strings.Repeat("ab", 32) + "\n"
+	if err := os.WriteFile(filepath.Join(home, "swarm.key"), []byte(key), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.PSKFile, cfg.DHT, cfg.Bootstrap, cfg.Allowlist = "swarm.key", "server", []string{"/ip4/127.0.0.1/tcp/1/p2p/" + testPeer}, []string{testPeer}
+	if err := cfg.validate(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cfg.peerOptions(home); err != nil {
+		t.Fatal(err)
+	}
+	// A node starts from such a configuration (DHT and mDNS off: nothing
+	// leaves 127.0.0.1).
+	cfg.DHT, cfg.MDNS, cfg.Listen = "off", false, []string{"/ip4/127.0.0.1/tcp/0"}
+	opts, err := cfg.peerOptions(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, err := peer.New(ctx, append(opts, peer.WithLogger(slog.New(slog.DiscardHandler)))...)
+	if err != nil {
+		t.Fatalf("node from config: %v", err)
+	}
+	if err := n.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "swarm.key"), []byte("not a key"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cfg.peerOptions(home); err == nil || !strings.Contains(err.Error(), "psk_file") {
+		t.Fatalf("bad key file: %v", err)
 	}
 }

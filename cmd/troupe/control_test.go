@@ -1,0 +1,106 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A control server with a handler that answers "id" and fails the rest.
+func testControl(t *testing.T) (home, *controlServer) {
+	t.Helper()
+	h := home(t.TempDir())
+	s, err := listenControl(h.socket(), func(_ context.Context, req request, _ net.Conn) (any, func(), error) {
+		if req.Cmd == "id" {
+			return idResult{ID: "me"}, nil, nil
+		}
+		return nil, nil, errors.New("no such request")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return h, s
+}
+
+// rawRequest writes raw bytes to the socket and returns the response line.
+func rawRequest(t *testing.T, h home, raw string) response {
+	t.Helper()
+	conn, err := net.Dial("unix", h.socket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	go func() { _, _ = conn.Write([]byte(raw)) }()
+	line, err := bufio.NewReader(conn).ReadBytes('\n')
+	if err != nil {
+		t.Fatalf("no response to %.40q: %v", raw, err)
+	}
+	var r response
+	if err := json.Unmarshal(line, &r); err != nil {
+		t.Fatalf("bad response %q: %v", line, err)
+	}
+	return r
+}
+
+func TestControlSocketRefusesBadRequestsAndKeepsServing(t *testing.T) {
+	h, _ := testControl(t)
+	fi, err := os.Stat(h.socket())
+	if err != nil || fi.Mode().Perm() != 0o600 || fi.Mode()&os.ModeSocket == 0 {
+		t.Fatalf("socket %v mode %v", err, fi.Mode())
+	}
+	for _, raw := range []string{
+		"garbage\n",
+		`{"cmd": 5}` + "\n",
+		`{"cmd": "unknown"}` + "\n",
+		strings.Repeat("x", maxRequest+10) + "\n",
+	} {
+		if r := rawRequest(t, h, raw); r.Error == "" {
+			t.Fatalf("%.40q: no error", raw)
+		}
+	}
+	var id idResult
+	if _, err := call(context.Background(), h, request{Cmd: "id"}, &id, false); err != nil || id.ID != "me" {
+		t.Fatalf("id after bad requests: %+v %v", id, err)
+	}
+}
+
+func TestControlSocketReplacesStaleSocketAndCloses(t *testing.T) {
+	h := home(t.TempDir())
+	if err := os.WriteFile(h.socket(), []byte("stale"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := listenControl(h.socket(), func(context.Context, request, net.Conn) (any, func(), error) {
+		return struct{}{}, nil, nil
+	})
+	if err != nil {
+		t.Fatalf("stale file not replaced: %v", err)
+	}
+	// An idle connection that never sends a request does not hold Close.
+	idle, err := net.Dial("unix", h.socket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	done := make(chan struct{})
+	go func() { s.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close waits for an idle connection")
+	}
+	if _, err := dialDaemon(h); !errors.Is(err, errNoDaemon) {
+		t.Fatalf("after Close: %v", err)
+	}
+	if _, err := listenControl(filepath.Join(t.TempDir(), strings.Repeat("d", 120), "s"), nil); err == nil {
+		t.Fatal("a socket path over the Unix limit was accepted")
+	}
+}
