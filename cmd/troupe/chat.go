@@ -474,11 +474,7 @@ func chatCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case !errors.Is(err, errNoDaemon):
 		return fail(stderr, "chat", err)
 	default:
-		cfg, err := h.ensure()
-		if err != nil {
-			return fail(stderr, "chat", err)
-		}
-		unlock, err := h.lock()
+		cfg, unlock, err := h.open()
 		if err != nil {
 			return fail(stderr, "chat", err)
 		}

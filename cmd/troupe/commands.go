@@ -184,36 +184,33 @@ func validTypeName(s string) bool {
 }
 
 func sendCmd(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("send", "PEER/NAME JSON", "send a JSON message to an actor (no reply is awaited); without -type it arrives as a codec.Raw of type "+jsonType, stderr)
-	f := addClientFlags(fs, false)
-	typ := fs.String("type", "", "registered type name of the message (e.g. string, int, or an application type)")
-	timeout := fs.Duration("timeout", defaultAskTimeout, "how long to wait for room in the link to the peer")
-	pos, ok, code := parseArgs(fs, args, 2, 2)
-	if !ok {
-		return code
-	}
-	req, err := messageRequest("send", pos, *typ, *timeout)
-	if err != nil {
-		return fail(stderr, "send", err)
-	}
-	return f.request("send", req, nil, stdout, stderr, func() { fmt.Fprintln(stdout, "sent") })
+	return messageCmd("send", "send a JSON message to an actor (no reply is awaited); without -type it arrives as a codec.Raw of type "+jsonType,
+		"how long to wait for room in the link to the peer", args, stdout, stderr)
 }
 
 func askCmd(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("ask", "PEER/NAME JSON", "send a JSON message to an actor and print its reply as JSON", stderr)
-	f := addClientFlags(fs, true)
+	return messageCmd("ask", "send a JSON message to an actor and print its reply as JSON", "how long to wait for the reply", args, stdout, stderr)
+}
+
+// messageCmd runs send or ask.
+func messageCmd(cmd, summary, timeoutUsage string, args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet(cmd, "PEER/NAME JSON", summary, stderr)
+	f := addClientFlags(fs, cmd == "ask")
 	typ := fs.String("type", "", "registered type name of the message (e.g. string, int, or an application type)")
-	timeout := fs.Duration("timeout", defaultAskTimeout, "how long to wait for the reply")
+	timeout := fs.Duration("timeout", defaultAskTimeout, timeoutUsage)
 	pos, ok, code := parseArgs(fs, args, 2, 2)
 	if !ok {
 		return code
 	}
-	req, err := messageRequest("ask", pos, *typ, *timeout)
+	req, err := messageRequest(cmd, pos, *typ, *timeout)
 	if err != nil {
-		return fail(stderr, "ask", err)
+		return fail(stderr, cmd, err)
+	}
+	if cmd == "send" {
+		return f.request(cmd, req, nil, stdout, stderr, func() { fmt.Fprintln(stdout, "sent") })
 	}
 	var r askResult
-	return f.request("ask", req, &r, stdout, stderr, func() { fmt.Fprintln(stdout, compactJSON(r.Reply)) })
+	return f.request(cmd, req, &r, stdout, stderr, func() { fmt.Fprintln(stdout, compactJSON(r.Reply)) })
 }
 
 func pingCmd(args []string, stdout, stderr io.Writer) int {

@@ -64,18 +64,14 @@ func daemon(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "daemon", err)
 	}
 	h := home(*f.home)
-	cfg, err := h.ensure()
-	if err == nil {
-		err = f.apply(fs, &cfg)
-	}
-	if err != nil {
-		return fail(stderr, "daemon", err)
-	}
-	unlock, err := h.lock()
+	cfg, unlock, err := h.open()
 	if err != nil {
 		return fail(stderr, "daemon", err)
 	}
 	defer unlock()
+	if err := f.apply(fs, &cfg); err != nil {
+		return fail(stderr, "daemon", err)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	out := &lockedWriter{w: stdout}

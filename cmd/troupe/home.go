@@ -58,6 +58,17 @@ func (h home) ensure() (Config, error) {
 	return cfg, nil
 }
 
+// open ensures the home and takes its lock: what a daemon or an embedded
+// chat peer does before it starts.
+func (h home) open() (Config, func(), error) {
+	cfg, err := h.ensure()
+	if err != nil {
+		return cfg, nil, err
+	}
+	unlock, err := h.lock()
+	return cfg, unlock, err
+}
+
 // errLocked is returned by lock when another process holds the home.
 var errLocked = errors.New("home in use")
 
