@@ -141,22 +141,35 @@ func TestChatThroughDaemonAndNickCollisions(t *testing.T) {
 	dave2.expectLine(t, 10*time.Second, "* nick dave is taken on this peer; you are dave2")
 	dave.expectLine(t, 10*time.Second, "* dave2 joined #lobby")
 
-	other := startChat(t, "", "dave", `{"listen": ["/ip4/127.0.0.1/tcp/0"], "mdns": false, "log_level": "warn"}`, "-connect", d.addr.String())
+	other := startChat(t, "", "dave", loopbackConfig, "-connect", d.addr.String())
 	line := other.expectLine(t, 10*time.Second, "* peer ")
 	otherID := strings.TrimSuffix(strings.Fields(line)[2], ",")
-	// The user on the peer with the greater ID moves to dave-<last 4>.
-	loser, winnerID, loserID := dave, otherID, d.id.String()
+	// The user on the peer with the greater ID moves to dave-<last 4>; the
+	// other keeps dave.
+	loser, winner, winnerID, loserID := dave, other, otherID, d.id.String()
 	if otherID > d.id.String() {
-		loser, winnerID, loserID = other, d.id.String(), otherID
+		loser, winner, winnerID, loserID = other, dave, d.id.String(), otherID
 	}
-	loser.expectLine(t, 20*time.Second, "* nick dave is taken by a user on "+winnerID[len(winnerID)-4:]+"; you become dave-"+loserID[len(loserID)-4:])
+	moved := "dave-" + loserID[len(loserID)-4:]
+	loser.expectLine(t, 20*time.Second, "* nick dave is taken by a user on "+winnerID[len(winnerID)-4:]+"; you become "+moved)
+	loser.expectLine(t, 10*time.Second, "* you are "+moved)
+	winner.expectLine(t, 10*time.Second, "* "+moved+" joined #lobby")
+	otherNick := "dave"
+	if loser == other {
+		otherNick = moved
+	}
 
 	dave2.say(t, "/nick zed")
 	dave2.expectLine(t, 10*time.Second, "* you are zed")
 	other.expectLine(t, 10*time.Second, "* dave2 is now zed")
 	other.expectLine(t, 10*time.Second, "* zed joined #lobby")
 	other.say(t, "/msg zed over here")
-	dave2.expectLine(t, 10*time.Second, "[dm from ")
+	dave2.expectLine(t, 10*time.Second, "[dm from "+otherNick+"] over here")
+	for _, l := range winner.seen {
+		if strings.Contains(l, "you become") {
+			t.Fatalf("the winner renamed too: %q", l)
+		}
+	}
 	dave2.say(t, "/rooms")
 	dave2.expectLine(t, 5*time.Second, "* rooms: #lobby")
 	dave2.say(t, "/join side")
@@ -164,6 +177,20 @@ func TestChatThroughDaemonAndNickCollisions(t *testing.T) {
 	other.expectLine(t, 10*time.Second, "* zed left #lobby")
 	dave2.say(t, "/bogus")
 	dave2.expectLine(t, 5*time.Second, "! unknown command /bogus")
+	// A second chat on the home of a chat's own peer is refused: that peer
+	// goes when its chat does.
+	code, _, errOut := cli(t, other.home, "chat", "--plain", "--nick", "eve")
+	if code != 1 || !strings.Contains(errOut, "belongs to another 'troupe chat'") {
+		t.Fatalf("chat on a chat's peer: %d %q", code, errOut)
+	}
+	// SIGINT ends a chat through the daemon as /quit does.
+	eve := startChatHome(t, d.home, "", "eve")
+	eve.expectLine(t, 10*time.Second, "* joined #lobby")
+	if err := eve.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	eve.expectLine(t, 10*time.Second, "* bye")
+	waitExit(t, eve.daemonProc, 0)
 	// Closing stdin ends a chat through the daemon; the daemon lives on.
 	dave2.in.Close()
 	dave2.expectLine(t, 5*time.Second, "* bye")

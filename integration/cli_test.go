@@ -144,7 +144,7 @@ func TestCLIThroughControlSocket(t *testing.T) {
 	}
 
 	// Metrics: the peer and the frames just exchanged are counted.
-	resp, err := http.Get(a.metrics)
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Get(a.metrics)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,17 +201,20 @@ func waitExit(t *testing.T, d *daemonProc, code int) {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- d.cmd.Wait() }()
+	var err error
 	select {
-	case err := <-done:
-		got := 0
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			got = ee.ExitCode()
-		}
-		if got != code {
-			t.Fatalf("daemon exit code %d (%v), want %d", got, err, code)
-		}
+	case err = <-done:
 	case <-time.After(15 * time.Second):
-		t.Fatal("daemon did not exit")
+		_ = d.cmd.Process.Kill()
+		<-done // before the cleanup's Wait
+		t.Fatal("process did not exit")
+	}
+	got := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		got = ee.ExitCode()
+	}
+	if got != code {
+		t.Fatalf("exit code %d (%v), want %d", got, err, code)
 	}
 }

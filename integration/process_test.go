@@ -3,6 +3,7 @@ package integration
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -53,6 +54,10 @@ func troupeBinary(t *testing.T) string {
 	return binPath
 }
 
+// loopbackConfig is a config.json that keeps a peer on 127.0.0.1 without
+// mDNS.
+const loopbackConfig = `{"listen": ["/ip4/127.0.0.1/tcp/0"], "mdns": false, "log_level": "warn"}`
+
 // daemonProc is a running `troupe daemon`.
 type daemonProc struct {
 	cmd     *exec.Cmd
@@ -85,6 +90,16 @@ func startDaemonIn(t *testing.T, ns string, args ...string) *daemonProc {
 // namespace ns unless ns is "".
 func startDaemonHome(t *testing.T, home, ns string, args ...string) *daemonProc {
 	t.Helper()
+	if ns == "" {
+		// Outside a namespace the home's own config keeps to 127.0.0.1
+		// without mDNS too, for whatever else uses the home (a chat).
+		cfg := filepath.Join(home, "config.json")
+		if _, err := os.Stat(cfg); errors.Is(err, os.ErrNotExist) {
+			if err := os.WriteFile(cfg, []byte(loopbackConfig), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	argv := append([]string{troupeBinary(t), "daemon", "-home", home, "-log-level", "warn"}, args...)
 	if ns != "" {
 		argv = append([]string{"ip", "netns", "exec", ns}, argv...)

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"golang.org/x/term"
@@ -67,6 +69,28 @@ func checkChatName(what, s string) error {
 	return nil
 }
 
+// fromNick reports whether the message being handled comes from the actor
+// of nick: a peer cannot speak under another user's nick, and a nick that
+// is not a valid one (a line break, escape codes) is never shown.
+func fromNick(c *actor.Context, nick string) bool {
+	return checkChatName("nick", nick) == nil && c.Sender().Name() == chatActorPrefix+nick
+}
+
+// clean makes a text from another peer safe to print on one line: control
+// characters (line breaks, terminal escape sequences) become spaces, and
+// the text is cut at maxChatLine bytes.
+func clean(text string) string {
+	if len(text) > maxChatLine {
+		text = strings.ToValidUTF8(text[:maxChatLine], "") + " …"
+	}
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == utf8.RuneError {
+			return ' '
+		}
+		return r
+	}, text)
+}
+
 // chatInput is a line the user typed, handed to the user's actor.
 type chatInput struct{ line string }
 
@@ -94,6 +118,10 @@ type chatState struct {
 	former   actor.Ref // the previous actor, never shown as a member
 }
 
+// chatForwarded is a direct message that reached the user's previous actor
+// (already checked there), forwarded to the current one.
+type chatForwarded struct{ m ChatDirect }
+
 // chatHandoff tells the actor of a user's previous nick to stop.
 type chatHandoff struct{}
 
@@ -112,13 +140,19 @@ func runChat(ctx context.Context, node *peer.Node, nick, room string, in io.Read
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		sc := bufio.NewScanner(in)
-		sc.Buffer(make([]byte, 4096), maxChatLine)
-		for sc.Scan() {
-			s.input(sc.Text())
-		}
-		if err := sc.Err(); err != nil {
-			s.printf("! input: %v", err)
+		r := bufio.NewReaderSize(in, 4096)
+		for {
+			line, err := readLimitedLine(r, maxChatLine)
+			if errors.Is(err, errLineTooLong) {
+				s.printf("! line longer than %d bytes, not sent", maxChatLine)
+				continue
+			}
+			if len(line) > 0 {
+				s.input(strings.TrimRight(string(line), "\r\n"))
+			}
+			if err != nil {
+				break
+			}
 		}
 		s.input("/quit")
 	}()
@@ -214,13 +248,17 @@ func (st *chatState) handle(c *actor.Context, m any) bool {
 	case chatInput:
 		return st.command(c, m.line)
 	case ChatLine:
-		if m.Room == st.room {
-			st.s.printf("[#%s] <%s> %s", m.Room, m.Nick, m.Text)
+		if m.Room == st.room && fromNick(c, m.Nick) {
+			st.s.printf("[#%s] <%s> %s", m.Room, m.Nick, clean(m.Text))
 		}
 	case ChatDirect:
-		st.s.printf("[dm from %s] %s", m.Nick, m.Text)
+		if fromNick(c, m.Nick) {
+			st.s.printf("[dm from %s] %s", m.Nick, clean(m.Text))
+		}
+	case chatForwarded:
+		st.s.printf("[dm from %s] %s", m.m.Nick, clean(m.m.Text))
 	case ChatRename:
-		if m.Room == st.room && m.New != st.nick {
+		if m.Room == st.room && m.New != st.nick && fromNick(c, m.New) && checkChatName("nick", m.Old) == nil {
 			st.s.printf("* %s is now %s", m.Old, m.New)
 		}
 	case actor.Joined:
@@ -333,6 +371,11 @@ func (st *chatState) rename(c *actor.Context, nick string) bool {
 			c.Stop()
 		case chatInput:
 			c.Send(ref, m)
+			c.ReceiveWithin(5*time.Second, retire, actor.Timeout(c.Stop))
+		case ChatDirect:
+			if fromNick(c, m.Nick) {
+				c.Send(ref, chatForwarded{m})
+			}
 			c.ReceiveWithin(5*time.Second, retire, actor.Timeout(c.Stop))
 		default:
 			c.ReceiveWithin(5*time.Second, retire, actor.Timeout(c.Stop))
@@ -470,7 +513,7 @@ func chatCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	conn, err := call(ctx, h, request{Cmd: "chat", Nick: *nick, Room: *room}, nil, true)
 	switch {
 	case err == nil:
-		session = func(in io.Reader, out io.Writer) error { chatThroughDaemon(conn, in, out); return nil }
+		session = func(in io.Reader, out io.Writer) error { chatThroughDaemon(ctx, conn, in, out); return nil }
 	case !errors.Is(err, errNoDaemon):
 		return fail(stderr, "chat", err)
 	default:
@@ -489,7 +532,7 @@ func chatCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			defer f.Close()
 			logs = f
 		}
-		d, err := startDaemon(ctx, h, cfg, logs, io.Discard)
+		d, err := startDaemon(ctx, h, cfg, logs, io.Discard, true)
 		if err != nil {
 			return fail(stderr, "chat", err)
 		}
@@ -535,8 +578,11 @@ func isTerminal(f any) bool {
 
 // chatThroughDaemon copies the user's lines to the daemon's chat session
 // and the session's lines to out until the session ends.
-func chatThroughDaemon(conn net.Conn, in io.Reader, out io.Writer) {
+func chatThroughDaemon(ctx context.Context, conn net.Conn, in io.Reader, out io.Writer) {
 	defer conn.Close()
+	// SIGINT / SIGTERM: leave the chat as /quit does.
+	stop := context.AfterFunc(ctx, func() { _, _ = io.WriteString(conn, "/quit\n") })
+	defer stop()
 	go func() {
 		// Ends with the input or when the session closes the connection;
 		// a read blocked on a terminal cannot be interrupted, and the

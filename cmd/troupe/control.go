@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -39,6 +40,10 @@ type response struct {
 
 // maxRequest caps a request line (a message body is at most maxJSONMessage).
 const maxRequest = 2*maxJSONMessage + 4096
+
+// maxResponse caps a response line: a reply of the largest frame (4 MiB)
+// as JSON, with room for escapes.
+const maxResponse = 32 << 20
 
 // maxControlConns caps concurrent control connections.
 const maxControlConns = 64
@@ -90,7 +95,16 @@ func (s *controlServer) accept() {
 	for {
 		conn, err := s.ln.Accept()
 		if err != nil {
-			return
+			if s.ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// A transient failure (out of file descriptors): wait, retry.
+			select {
+			case <-s.ctx.Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			continue
 		}
 		select {
 		case s.sem <- struct{}{}:
@@ -100,6 +114,12 @@ func (s *controlServer) accept() {
 			continue
 		}
 		s.mu.Lock()
+		if s.ctx.Err() != nil { // Close has run: it will not see this one
+			s.mu.Unlock()
+			conn.Close()
+			<-s.sem
+			return
+		}
 		s.conns[conn] = struct{}{}
 		s.mu.Unlock()
 		s.wg.Add(1)
@@ -129,27 +149,59 @@ func (s *controlServer) serve(conn net.Conn) {
 		writeResponse(conn, nil, fmt.Errorf("bad request: %v", err))
 		return
 	}
-	result, stream, err := s.handle(s.ctx, req, &bufferedConn{Conn: conn, r: r})
-	writeResponse(conn, result, err)
-	if err == nil && stream != nil {
-		stream()
+	if req.Cmd == "chat" { // the connection carries the chat's lines
+		result, stream, err := s.handle(s.ctx, req, &bufferedConn{Conn: conn, r: r})
+		writeResponse(conn, result, err)
+		if err == nil && stream != nil {
+			stream()
+		}
+		return
 	}
+	// The request ends early when the client goes away (it sends nothing
+	// more, so a read returns only at its end).
+	ctx, cancel := context.WithCancel(s.ctx)
+	gone := make(chan struct{})
+	go func() {
+		defer close(gone)
+		_, _ = r.ReadByte()
+		cancel()
+	}()
+	result, _, err := s.handle(ctx, req, nil)
+	writeResponse(conn, result, err)
+	cancel()
+	conn.Close()
+	<-gone
 }
 
-// readLimitedLine reads one line of at most max bytes.
+// errLineTooLong is returned by readLimitedLine.
+var errLineTooLong = errors.New("line too long")
+
+// readLimitedLine reads one line of at most max bytes (the newline
+// included). A longer line is consumed to its end and errLineTooLong
+// returned, so the next call reads the next line. At the end of input it
+// returns what it has with the error.
 func readLimitedLine(r *bufio.Reader, max int) ([]byte, error) {
 	var line []byte
+	long := false
 	for {
 		chunk, err := r.ReadSlice('\n')
-		line = append(line, chunk...)
+		if !long {
+			line = append(line, chunk...)
+		}
 		if len(line) > max {
-			return nil, fmt.Errorf("line longer than %d bytes", max)
+			long, line = true, nil
+		}
+		if long && err == nil {
+			return nil, fmt.Errorf("%w: more than %d bytes", errLineTooLong, max)
+		}
+		if long && !errors.Is(err, bufio.ErrBufferFull) {
+			return nil, err
 		}
 		if err == nil {
 			return line, nil
 		}
 		if !errors.Is(err, bufio.ErrBufferFull) {
-			return nil, err
+			return line, err
 		}
 	}
 }
@@ -159,15 +211,27 @@ func writeResponse(w io.Writer, result any, err error) {
 	if err != nil {
 		resp.Error = err.Error()
 	} else if result != nil {
-		b, merr := json.Marshal(result)
+		b, merr := marshalJSON(result)
 		if merr != nil {
 			resp.Error = merr.Error()
 		} else {
 			resp.Result = b
 		}
 	}
-	b, _ := json.Marshal(resp)
+	b, _ := marshalJSON(resp)
 	_, _ = w.Write(append(b, '\n'))
+}
+
+// marshalJSON encodes v without escaping <, > and & (the output is not
+// HTML), so sizes stay close to the message's.
+func marshalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
 // Close stops accepting, ends open connections (chat sessions included)
@@ -216,11 +280,14 @@ func call(ctx context.Context, h home, req request, out any, keep bool) (net.Con
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
 	r := bufio.NewReader(conn)
-	line, err := readLimitedLine(r, maxRequest)
+	line, err := readLimitedLine(r, maxResponse)
 	if err != nil {
 		conn.Close()
-		if ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil:
 			return nil, ctx.Err()
+		case errors.Is(err, errLineTooLong):
+			return nil, fmt.Errorf("the daemon's answer is larger than %d MiB", maxResponse>>20)
 		}
 		return nil, fmt.Errorf("control socket: daemon closed the connection: %w", err)
 	}

@@ -75,7 +75,7 @@ func daemon(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	out := &lockedWriter{w: stdout}
-	d, err := startDaemon(ctx, h, cfg, stderr, out)
+	d, err := startDaemon(ctx, h, cfg, stderr, out, false)
 	if err != nil {
 		return fail(stderr, "daemon", err)
 	}
@@ -143,10 +143,14 @@ type runningDaemon struct {
 	ctl        *controlServer
 	metrics    *metricsServer
 	stopEvents func()
+	// embeddedChat: this is a chat's own peer, which refuses chat requests.
+	embeddedChat bool
 }
 
 // startDaemon starts the node described by cfg with its control socket.
-func startDaemon(ctx context.Context, h home, cfg Config, stderr, out io.Writer) (*runningDaemon, error) {
+// A chat's own peer (embeddedChat) serves every request but chat: the
+// chats of other terminals would end with it.
+func startDaemon(ctx context.Context, h home, cfg Config, stderr, out io.Writer, embeddedChat bool) (*runningDaemon, error) {
 	level, _ := parseLevel(cfg.LogLevel)
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	reg, err := newRegistry()
@@ -164,7 +168,7 @@ func startDaemon(ctx context.Context, h home, cfg Config, stderr, out io.Writer)
 	if err != nil {
 		return nil, err
 	}
-	d := &runningDaemon{home: h, cfg: cfg, node: node, reg: reg, started: time.Now(), out: out}
+	d := &runningDaemon{home: h, cfg: cfg, node: node, reg: reg, started: time.Now(), out: out, embeddedChat: embeddedChat}
 	err = startBuiltins(node, cfg.Mesh, d.started, out)
 	if err == nil {
 		d.stopEvents, err = reportPeers(node, out)

@@ -68,6 +68,9 @@ func (d *runningDaemon) handle(ctx context.Context, req request, conn net.Conn) 
 		timeout = maxRequestTime
 	}
 	if req.Cmd == "chat" {
+		if d.embeddedChat {
+			return nil, nil, errors.New("the peer of this home belongs to another 'troupe chat'; run 'troupe daemon' on it so that several chats can share one peer, or use another home")
+		}
 		return d.chat(ctx, req, conn)
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)

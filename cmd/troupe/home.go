@@ -82,6 +82,10 @@ func (h home) lock() (unlock func(), err error) {
 		return nil, fmt.Errorf("home %s: %w", h, err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("home %s: locking: %w", h, err)
+		}
 		b, _ := os.ReadFile(f.Name())
 		f.Close()
 		holder := strings.TrimSpace(string(b))

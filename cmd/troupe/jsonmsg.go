@@ -86,9 +86,9 @@ func toJSON(msg any) (json.RawMessage, error) {
 		}
 		msg = jsonable(v)
 	}
-	b, err := json.Marshal(msg)
+	b, err := marshalJSON(msg)
 	if err != nil {
-		b, err = json.Marshal(fmt.Sprintf("%+v", msg))
+		b, err = marshalJSON(fmt.Sprintf("%+v", msg))
 	}
 	return b, err
 }

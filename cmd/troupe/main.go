@@ -72,6 +72,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "demo":
 		return demo(args[1:], stdout, stderr)
 	case "version", "--version":
+		fs := newFlagSet("version", "", "print the version", stderr)
+		if _, ok, code := parseArgs(fs, args[1:], 0, 0); !ok {
+			return code
+		}
 		fmt.Fprintln(stdout, "troupe", version)
 		return 0
 	case "help", "-h", "--help":

@@ -5,6 +5,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/charmbracelet/bubbles/textinput"
 	"github.com/charmbracelet/bubbles/viewport"
@@ -46,7 +47,7 @@ func newTUIModel(nick, room string, typed io.Writer) *tuiModel {
 	in := textinput.New()
 	in.Placeholder = "say something, or /help"
 	in.Prompt = "> "
-	in.CharLimit = maxChatLine
+	in.CharLimit = maxChatLine / utf8.UTFMax // a rune is at most 4 bytes
 	in.Focus()
 	return &tuiModel{typed: typed, nick: nick, room: room, input: in}
 }
@@ -178,6 +179,7 @@ func runTUI(nick, room string, stdin io.Reader, stdout io.Writer, start func(in 
 			p.Send(chatLineMsg(sc.Text()))
 		}
 		p.Send(chatDoneMsg{})
+		_, _ = io.Copy(io.Discard, outR) // after an overlong line: never block the chat
 	}()
 	started := make(chan struct{})
 	go func() {

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestMain points TROUPE_HOME at a fresh directory, so that no test of this
+// package can read or write the real ~/.troupe.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "troupe-home-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("TROUPE_HOME", dir)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func TestCleanMakesRemoteTextOneSafeLine(t *testing.T) {
+	for in, want := range map[string]string{
+		"hi":                       "hi",
+		"a\n* mallory joined #x":   "a * mallory joined #x",
+		"\x1b]0;title\x07red":      " ]0;title red",
+		"tab\there":                "tab here",
+		"bad \xff utf8":            "bad   utf8",
+		"é and 日本":                 "é and 日本",
+		strings.Repeat("x", 20000): strings.Repeat("x", maxChatLine) + " …",
+	} {
+		if got := clean(in); got != want {
+			t.Fatalf("clean(%.30q) = %.40q, want %.40q", in, got, want)
+		}
+	}
+}
+
+func TestReadLimitedLineSkipsOverlongLines(t *testing.T) {
+	r := bufio.NewReaderSize(strings.NewReader("short\n"+strings.Repeat("y", 100)+"\nnext\nlast"), 16)
+	want := []struct {
+		line string
+		err  error
+	}{{"short\n", nil}, {"", errLineTooLong}, {"next\n", nil}, {"last", io.EOF}}
+	for i, w := range want {
+		line, err := readLimitedLine(r, 50)
+		if string(line) != w.line || !errors.Is(err, w.err) && !(err == nil && w.err == nil) {
+			t.Fatalf("read %d: %q %v, want %q %v", i, line, err, w.line, w.err)
+		}
+	}
+}
+
+func TestVersionTakesNoArguments(t *testing.T) {
+	if code, out, _ := runCLI(t, "version"); code != 0 || !strings.HasPrefix(out, "troupe ") {
+		t.Fatalf("version: %d %q", code, out)
+	}
+	code, _, errOut := runCLI(t, "version", "--bogus")
+	if code != 2 {
+		t.Fatalf("version --bogus: exit %d", code)
+	}
+	oneLine(t, "version --bogus", errOut)
+}
