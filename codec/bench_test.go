@@ -113,3 +113,17 @@ func BenchmarkRegistryDecode(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkRegistryAppendEncode(b *testing.B) {
+	r := newTestRegistry(b)
+	MustRegister[chatSay](r, "chat.Say")
+	var msg any = chatSay{Room: "lobby", Text: "hello, world"}
+	buf := make([]byte, 0, 256)
+	b.ReportAllocs()
+	for b.Loop() {
+		var err error
+		if _, buf, err = r.AppendEncode(buf[:0], msg); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

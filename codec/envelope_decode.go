@@ -94,7 +94,7 @@ func DecodeEnvelope(data []byte, e *Envelope) error {
 // spares the string allocation when all three names were seen recently and
 // carves small peer IDs and bodies from shared blocks.
 func decodeEnvelope(data []byte, e *Envelope, c *streamCache) error {
-	err := parseEnvelope(data, e, c)
+	err := parseEnvelope(data, e, c, false)
 	if err != nil && !errors.Is(err, ErrUnknownKind) {
 		*e = Envelope{}
 	}
@@ -102,8 +102,9 @@ func decodeEnvelope(data []byte, e *Envelope, c *streamCache) error {
 }
 
 // parseEnvelope does the work of decodeEnvelope. It writes e only once the
-// envelope has been checked.
-func parseEnvelope(data []byte, e *Envelope, c *streamCache) error {
+// envelope has been checked. With aliasBody, e.Body is not copied: it
+// aliases data.
+func parseEnvelope(data []byte, e *Envelope, c *streamCache, aliasBody bool) error {
 	r := envReader{data: data}
 	n, err := r.head(majorArray, "array")
 	if err != nil {
@@ -167,6 +168,12 @@ func parseEnvelope(data []byte, e *Envelope, c *streamCache) error {
 	// Write *e only now, each field once: cheaper than zeroing it first.
 	var outBody, outPeer []byte
 	peer, body := data[peerB:peerE], data[bodyB:bodyE]
+	if aliasBody {
+		if len(body) > 0 {
+			outBody = body
+		}
+		body = nil
+	}
 	if nb := len(peer) + len(body); nb > 0 {
 		var buf []byte
 		if c != nil {

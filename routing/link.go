@@ -115,6 +115,7 @@ func (l *link) write(q *queue) {
 		s         network.Stream
 		fw        *codec.FrameWriter
 		batch     []actor.Envelope
+		scratch   []byte // one message body at a time
 		deadlined time.Time
 	)
 	defer func() {
@@ -166,7 +167,7 @@ func (l *link) write(q *queue) {
 		if s != nil {
 			var err error
 			for i := 0; err == nil && i < len(batch); i++ {
-				err = l.put(fw, &batch[i])
+				err = l.put(fw, &batch[i], &scratch)
 			}
 			if err == nil {
 				if now := time.Now(); now.Sub(deadlined) > time.Second {
@@ -193,13 +194,17 @@ func (l *link) write(q *queue) {
 	}
 }
 
-// put encodes e into fw. Errors about e itself (too large, unencodable)
-// fail e and return nil; only stream errors are returned.
-func (l *link) put(fw *codec.FrameWriter, e *actor.Envelope) error {
+// put encodes e into fw, encoding its body in scratch first. Errors about e
+// itself (too large, unencodable) fail e and return nil; only stream errors
+// are returned.
+func (l *link) put(fw *codec.FrameWriter, e *actor.Envelope, scratch *[]byte) error {
 	if e.To.IsZero() {
 		return nil
 	}
-	kind, typ, body, err := toWire(l.r.cfg.Registry, e)
+	kind, typ, body, err := appendWire(l.r.cfg.Registry, (*scratch)[:0], e)
+	if cap(body) <= maxScratch {
+		*scratch = body
+	}
 	if err != nil {
 		l.r.encodeErrors.Add(1)
 		l.fail(e, err)
@@ -222,6 +227,9 @@ func (l *link) put(fw *codec.FrameWriter, e *actor.Envelope) error {
 	}
 	return err
 }
+
+// maxScratch is the largest body buffer a writer keeps between messages.
+const maxScratch = 64 << 10
 
 // fail reports that e will not be sent: an Ask request is answered with
 // Undeliverable so the asker fails fast.
