@@ -17,6 +17,7 @@ type Behavior func(c *Context)
 const (
 	idle      int32 = iota // no activation queued or running
 	scheduled              // an activation is queued or running
+	waiting                // not an actor: a System.Ask waiter, never scheduled
 )
 
 // Flags (Context.flags), owned by the actor's activation.
@@ -259,6 +260,9 @@ func (c *Context) fail(err error) {
 // pushRun is push for a run of nodes linked newest first, from first to
 // last: one atomic operation and at most one activation for all of them.
 func (c *Context) pushRun(first, last *node) bool {
+	if c.state.Load() == waiting {
+		return false // DeliverBatch hands the nodes over one at a time
+	}
 	if !c.inbox.pushRun(first, last) {
 		return false
 	}
@@ -273,6 +277,9 @@ func (c *Context) pushRun(first, last *node) bool {
 // push appends n to the inbox and schedules the actor when it was idle. Safe
 // for concurrent use. It reports false when the actor is dead.
 func (c *Context) push(n *node) bool {
+	if c.state.Load() == waiting {
+		return c.cont.(*waiter).offer(n)
+	}
 	if !c.inbox.push(n) {
 		return false
 	}

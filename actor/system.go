@@ -241,7 +241,9 @@ func (s *System) DeliverBatch(es []Envelope) {
 			for n := reverseNodes(first); n != nil; {
 				next := n.next
 				n.next = nil
-				s.undeliverable(to, n, ErrNoSuchActor)
+				if c == nil || !c.push(n) { // c may be a waiter
+					s.undeliverable(to, n, ErrNoSuchActor)
+				}
 				n = next
 			}
 		}
