@@ -418,13 +418,27 @@ func newFastCodec[T any](lim Limits, enc cbor.EncMode, dec cbor.DecMode) *fastCo
 			t := v.(T)
 			return plan.appendValue(dst, unsafe.Pointer(&t))
 		},
-		decode: func(body []byte, c *streamCache) (any, bool) {
+	}
+	size := unsafe.Sizeof(*new(T))
+	typeWord := typeWordOf[T]()
+	fc.decode = func(body []byte, c *streamCache) (any, bool) {
+		if c == nil || size == 0 || size > maxBoxed {
 			var t T
 			if !plan.decode(unsafe.Pointer(&t), body, c) {
 				return nil, false
 			}
 			return t, true
-		},
+		}
+		p := (*T)(c.boxes.next(fc, size, func(n int) unsafe.Pointer {
+			return unsafe.Pointer(unsafe.SliceData(make([]T, n)))
+		}))
+		if !plan.decode(unsafe.Pointer(p), body, c) {
+			var zero T
+			*p = zero // the slot stays free for the next value
+			return nil, false
+		}
+		c.boxes.used++
+		return packEface(typeWord, unsafe.Pointer(p)), true
 	}
 	var zero T
 	for _, probe := range []T{zero, probeValue[T](1), probeValue[T](2)} {
@@ -433,6 +447,58 @@ func newFastCodec[T any](lim Limits, enc cbor.EncMode, dec cbor.DecMode) *fastCo
 		}
 	}
 	return fc
+}
+
+// eface is the layout of an interface value (the runtime's eface).
+type eface struct {
+	typ, data unsafe.Pointer
+}
+
+// typeWordOf returns the type word of interface values holding a T.
+func typeWordOf[T any]() unsafe.Pointer {
+	var v any = *new(T)
+	return (*eface)(unsafe.Pointer(&v)).typ
+}
+
+// packEface returns the interface value of type word typ whose value is
+// the one at p. T must not be pointer-shaped (the fast path's structs never
+// are: they hold no pointer fields), so that an interface holding a T
+// points to a T, as one made by boxing does; the T at p must never change
+// again.
+func packEface(typ, p unsafe.Pointer) any {
+	var v any
+	e := (*eface)(unsafe.Pointer(&v))
+	e.typ, e.data = typ, p
+	return v
+}
+
+// maxBoxed is the size of the largest decoded value carved from a shared
+// chunk; boxChunk is the size of a chunk.
+const (
+	maxBoxed = 256
+	boxChunk = 2 << 10
+)
+
+// boxes hands out the memory of decoded values of one type at a time from
+// shared chunks, so that a stream of small messages costs one allocation
+// per chunk instead of one per message (boxing a value copies it to the
+// heap). As with streamCache's byte slices, a value kept alive keeps its
+// chunk alive.
+type boxes struct {
+	owner      *fastCodec     // whose values the chunk holds
+	chunk      unsafe.Pointer // its first element
+	used, size int            // elements handed out, elements in the chunk
+}
+
+// next returns the next free slot for owner's values of elemSize bytes,
+// starting a chunk made by alloc when needed. The caller counts the slot
+// as used once it holds a value.
+func (b *boxes) next(owner *fastCodec, elemSize uintptr, alloc func(n int) unsafe.Pointer) unsafe.Pointer {
+	if b.owner != owner || b.used == b.size {
+		b.owner, b.used, b.size = owner, 0, max(1, boxChunk/int(elemSize))
+		b.chunk = alloc(b.size)
+	}
+	return unsafe.Add(b.chunk, uintptr(b.used)*elemSize)
 }
 
 // agrees reports whether the fast path encodes v to the library's bytes

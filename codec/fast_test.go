@@ -249,3 +249,104 @@ func FuzzFastDecode(f *testing.F) {
 		}
 	})
 }
+
+func TestReadMessageCarvesIndependentValues(t *testing.T) {
+	r := newFastRegistry(t)
+	var stream bytes.Buffer
+	fw := NewFrameWriter(&stream, 0)
+	const n = 500
+	for i := range n {
+		var v any = fastBlob{Data: bytes.Repeat([]byte{byte(i)}, i%40)}
+		switch i % 7 {
+		case 3:
+			v = chatSay{Room: "r", Text: strings.Repeat("t", i)}
+		case 5:
+			v = Raw{Type: "unknown.Type", Body: []byte{0x18, byte(i)}}
+		}
+		typ, body, err := r.Encode(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%11 == 10 {
+			body = []byte{0xa1, 0x64, 'D', 'a', 't', 'a', 0x61, 'x'} // text where bytes belong
+			typ = "fast.Blob"
+		}
+		if err := fw.WriteEnvelope(&Envelope{Kind: KindUser, To: "sink", Type: typ, Body: body}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := fw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	fr := NewFrameReader(&stream, 0)
+	got := make([]any, n)
+	for i := range n {
+		var e Envelope
+		v, err := fr.ReadMessage(r, &e)
+		if i%11 == 10 {
+			if !errors.Is(err, ErrMalformed) || fr.Err() != nil || e.Type != "fast.Blob" {
+				t.Fatalf("message %d: %v, %v (stream error %v)", i, v, err, fr.Err())
+			}
+			continue
+		}
+		if err != nil || e.To != "sink" || e.Body != nil {
+			t.Fatalf("message %d: %v, %+v", i, err, e)
+		}
+		got[i] = v
+	}
+	for i, v := range got {
+		var want any
+		switch {
+		case i%11 == 10:
+			continue
+		case i%7 == 3:
+			want = chatSay{Room: "r", Text: strings.Repeat("t", i)}
+		case i%7 == 5:
+			want = Raw{Type: "unknown.Type", Body: []byte{0x18, byte(i)}}
+		case i%40 == 0:
+			want = fastBlob{Data: []byte{}}
+		default:
+			want = fastBlob{Data: bytes.Repeat([]byte{byte(i)}, i%40)}
+		}
+		if !reflect.DeepEqual(normalizeRaw(v), want) {
+			t.Fatalf("message %d = %#v, want %#v", i, v, want)
+		}
+	}
+}
+
+// normalizeRaw drops the RawMessage type of a Raw's body for comparison.
+func normalizeRaw(v any) any {
+	if raw, ok := v.(Raw); ok {
+		raw.Body = []byte(raw.Body)
+	}
+	return v
+}
+
+func TestReadMessageSteadyStateAllocs(t *testing.T) {
+	r := newFastRegistry(t)
+	var stream bytes.Buffer
+	fw := NewFrameWriter(&stream, 0)
+	const n = 1000
+	for i := range n {
+		_, body, err := r.Encode(fastBlob{Data: bytes.Repeat([]byte{byte(i)}, 100)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := fw.WriteEnvelope(&Envelope{Kind: KindUser, To: "sink", FromName: "src", Type: "fast.Blob", Body: body}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := fw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	fr := NewFrameReader(bytes.NewReader(stream.Bytes()), 0)
+	var e Envelope
+	allocs := testing.AllocsPerRun(n-1, func() {
+		if _, err := fr.ReadMessage(r, &e); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs > 0.2 {
+		t.Errorf("ReadMessage: %.2f allocations per message, want < 0.2", allocs)
+	}
+}

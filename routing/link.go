@@ -25,6 +25,7 @@ type queue struct {
 type link struct {
 	r         *Router
 	peer      libp2ppeer.ID
+	peerStr   string // peer.String()
 	user, ctl queue
 	closing   chan struct{} // closed by drain: write what is queued, then stop
 	drainOnce sync.Once
@@ -58,9 +59,9 @@ func (l *link) abort() {
 	}
 }
 
-func newLink(r *Router, id libp2ppeer.ID) *link {
+func newLink(r *Router, id libp2ppeer.ID, idStr string) *link {
 	return &link{
-		r: r, peer: id, closing: make(chan struct{}),
+		r: r, peer: id, peerStr: idStr, closing: make(chan struct{}),
 		user: queue{proto: ProtoMsg, q: newOutQueue(r.cfg.LinkQueue)},
 		ctl:  queue{proto: ProtoCtl, q: newOutQueue(r.cfg.LinkQueue)},
 	}
