@@ -141,7 +141,11 @@ func (r *Router) Deliver(e actor.Envelope) error {
 }
 
 // DeliverCtx queues e for its peer, waiting for queue space until ctx ends:
-// backpressure for plain Go code. It must not be called on an event loop.
+// backpressure for plain Go code. It waits as soon as 8,192 messages (or
+// the whole LinkQueue, if smaller) wait for that peer, leaving the rest of
+// the queue to Deliver, which cannot wait: enough to keep the link busy
+// without holding many messages in memory. It must not be called on an
+// event loop.
 func (r *Router) DeliverCtx(ctx context.Context, e actor.Envelope) error {
 	l, err := r.link(e.To.Peer())
 	if err != nil {
