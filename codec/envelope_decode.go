@@ -161,8 +161,11 @@ func parseEnvelope(data []byte, e *Envelope, c *streamCache, aliasBody bool) err
 		return fmt.Errorf("%w: %d trailing bytes after envelope", ErrMalformed, len(data)-r.off)
 	}
 	to, name, typ := data[toB:toE], data[nameB:nameE], data[typeB:typeE]
-	if err := checkUTF8(to, name, typ); err != nil {
-		return err
+	sameNames := c != nil && c.names.same(to, name, typ)
+	if !sameNames {
+		if err := checkUTF8(to, name, typ); err != nil {
+			return err
+		}
 	}
 
 	// Write *e only now, each field once: cheaper than zeroing it first.
@@ -194,9 +197,12 @@ func parseEnvelope(data []byte, e *Envelope, c *streamCache, aliasBody bool) err
 	if kind <= 0xff {
 		outKind = Kind(kind)
 	}
-	if c != nil {
+	switch {
+	case sameNames:
+		e.To, e.FromName, e.Type = c.names.lastTo, c.names.lastName, c.names.lastType
+	case c != nil:
 		e.To, e.FromName, e.Type = c.names.lookup(to, name, typ)
-	} else {
+	default:
 		e.To, e.FromName, e.Type = joinStrings(to, name, typ)
 	}
 	e.Kind, e.FromPeer, e.Body, e.Corr = outKind, outPeer, outBody, corr

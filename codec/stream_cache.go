@@ -85,7 +85,7 @@ func (c *nameCache) store(s string) {
 // lookup returns the three names as strings, from the cache if all three
 // are there, otherwise with one allocation, remembering the results.
 func (c *nameCache) lookup(to, name, typ []byte) (string, string, string) {
-	if string(to) == c.lastTo && string(name) == c.lastName && string(typ) == c.lastType {
+	if c.same(to, name, typ) {
 		return c.lastTo, c.lastName, c.lastType
 	}
 	s1, s2, s3 := c.lookupSlots(to, name, typ)
@@ -93,6 +93,12 @@ func (c *nameCache) lookup(to, name, typ []byte) (string, string, string) {
 		c.lastTo, c.lastName, c.lastType = s1, s2, s3
 	}
 	return s1, s2, s3
+}
+
+// same reports whether the names are those of the previous lookup, which
+// were valid UTF-8.
+func (c *nameCache) same(to, name, typ []byte) bool {
+	return string(to) == c.lastTo && string(name) == c.lastName && string(typ) == c.lastType
 }
 
 // lookupSlots is lookup without the previous envelope's names.

@@ -34,7 +34,7 @@ func (r *Router) handleStream(s network.Stream) {
 	fr := codec.NewFrameReader(s, r.cfg.MaxFrame)
 	var env codec.Envelope
 	for {
-		if len(in.batch) > 0 && (len(in.batch) >= maxInboundBatch || !fr.Buffered()) {
+		if in.received > 0 && (len(in.batch) >= maxInboundBatch || !fr.Buffered()) {
 			in.flush() // before waiting for the network
 		}
 		msg, err := fr.ReadMessage(r.cfg.Registry, &env)
@@ -59,7 +59,7 @@ func (r *Router) handleStream(s network.Stream) {
 			r.log.Debug("routing: skipping bad frame", "peer", remote, "type", env.Type, "err", err)
 			continue
 		}
-		r.received.Add(1)
+		in.received++
 		in.dispatch(&env, msg)
 	}
 }
@@ -75,11 +75,16 @@ type inbound struct {
 	remote    libp2ppeer.ID
 	remoteStr string
 	batch     []actor.Envelope
+	received  uint64 // frames decoded and not yet counted in r.received
 	refs      refCache
 }
 
 // flush hands the decoded messages to their actors, in order.
 func (in *inbound) flush() {
+	if in.received > 0 {
+		in.r.received.Add(in.received)
+		in.received = 0
+	}
 	if len(in.batch) == 0 {
 		return
 	}
