@@ -3,7 +3,6 @@ package routing
 import (
 	"context"
 	"sync"
-	"time"
 
 	"github.com/troupe-mesh/troupe/actor"
 )
@@ -22,7 +21,6 @@ type outQueue struct {
 	max     int
 	space   chan struct{} // closed and replaced when room appears and someone waits
 	waiting bool
-	busy    time.Time // last take of more than an eighth of buf
 
 	ready chan struct{} // capacity 1: wakes the writer
 }
@@ -112,13 +110,10 @@ func (q *outQueue) takeBatch(dst []actor.Envelope) []actor.Envelope {
 		q.buf[j] = actor.Envelope{}
 	}
 	q.n -= k
-	if k > len(q.buf)/8 {
-		q.busy = time.Now() // the queue is in use: keep its memory
-	}
 	if q.n == 0 {
 		q.head = 0
-		if len(q.buf) > 1024 && time.Since(q.busy) > time.Second {
-			q.buf = nil // the bursts are over: give their memory back
+		if len(q.buf) > 1024 && k < len(q.buf)/8 {
+			q.buf = nil // a burst is over: give its memory back
 		}
 	} else {
 		q.head = (q.head + k) % len(q.buf)
