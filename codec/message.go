@@ -101,7 +101,13 @@ func (r *Registry) Decode(typeName string, body []byte) (any, error) {
 // blocks; with copyRaw, the body of a Raw is copied (into c's blocks when
 // c is not nil) rather than aliased.
 func (r *Registry) decode(typeName string, body []byte, c *streamCache, copyRaw bool) (any, error) {
-	e, ok := r.tab.Load().byName[typeName]
+	var e *entry
+	var ok bool
+	if tab := r.tab.Load(); c != nil && c.lastTab == tab && c.lastEntry != nil && c.lastEntry.name == typeName {
+		e, ok = c.lastEntry, true // as the previous message on the stream
+	} else if e, ok = tab.byName[typeName]; ok && c != nil {
+		c.lastTab, c.lastEntry = tab, e
+	}
 	if ok && e.fast != nil {
 		// The fast path checks everything checkWellFormed would, for the
 		// strict form it accepts, and leaves the rest to the general path.

@@ -16,6 +16,9 @@ type streamCache struct {
 	names nameCache
 	slab  []byte // unused rest of the current block
 	boxes boxes  // decoded values of plain structs
+
+	lastTab   *table // the registrations lastEntry was found in
+	lastEntry *entry // the type of the previous message decoded
 }
 
 // bytes returns a new slice of length and capacity n. Small slices are cut
