@@ -91,6 +91,9 @@ func (q *outQueue) pushCtx(ctx context.Context, e actor.Envelope, stop <-chan st
 
 func (q *outQueue) growLocked() {
 	size := max(16, 2*len(q.buf))
+	if len(q.buf) >= 4096 {
+		size = len(q.buf) + len(q.buf)/2 // large: overshoot less
+	}
 	size = min(size, q.max)
 	nb := make([]actor.Envelope, size)
 	for i := range q.n {
