@@ -3,6 +3,8 @@ package actor
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -28,33 +30,79 @@ func (c *Context) Ask(to Ref, msg any, d time.Duration, then func(reply any, err
 	}))
 }
 
-type askResult struct {
-	v   any
-	err error
+// waiter stands in for an actor while plain Go code waits in System.Ask: a
+// registered name whose inbox is a channel, so that the reply goes straight
+// to the waiting goroutine, with no actor to spawn and no event loop in
+// between. Its Context is in the waiting state, is never scheduled, and its
+// fields do not change once it is registered.
+type waiter struct {
+	corr uint64
+	done atomic.Bool // set by the one offer that is taken, or when Ask gives up
+	ch   chan *node  // capacity 1: the reply, or the signal that ends the wait
+}
+
+// accepts is never called (a waiter is never an actor's continuation); it
+// makes *waiter a Case so that it can sit in Context.cont.
+func (w *waiter) accepts(*node) bool  { return false }
+func (w *waiter) run(*Context, *node) {}
+
+// offer takes the reply to the Ask, or a kill (System.Shutdown); anything
+// else is refused and becomes a dead letter, as for a stopped actor.
+func (w *waiter) offer(n *node) bool {
+	switch {
+	case n.kind == kindReply && n.corr == w.corr:
+	case n.kind == kindSignal:
+		if x, ok := n.msg.(ExitSignal); !ok || !x.Kill {
+			return false
+		}
+	default:
+		return false
+	}
+	if !w.done.CompareAndSwap(false, true) {
+		return false // a second reply, or Ask gave up
+	}
+	w.ch <- n
+	return true
 }
 
 // Ask sends msg to `to` from plain Go code and waits for the reply until ctx
 // ends. The error wraps ctx.Err() on timeout, is ErrNoSuchActor or
 // ErrNoRoute when the request reached no actor, and is ErrBlockingCall when
 // called on an event loop (inside an actor use Context.Ask).
+//
+// The request's sender is a generated name that exists while Ask waits;
+// other messages sent to it become dead letters.
 func (s *System) Ask(ctx context.Context, to Ref, msg any) (any, error) {
 	if s.group.InLoop() {
 		return nil, ErrBlockingCall
 	}
-	res := make(chan askResult, 1)
-	ref, err := s.Spawn("", func(c *Context) {
-		corr := s.ids.Add(1)
-		s.send(to, c.Self(), msg, corr, kindUser)
-		c.Receive(&askCase{corr: corr, then: func(v any, err error) { res <- askResult{v, err} }})
-	})
-	if err != nil {
-		return nil, err
+	if s.closing.Load() {
+		return nil, ErrClosed
 	}
+	w := &waiter{corr: s.ids.Add(1), ch: make(chan *node, 1)}
+	var buf [16]byte
+	c := &Context{sys: s, name: string(strconv.AppendUint(append(buf[:0], '$'), s.ids.Add(1), 36)), cont: w}
+	c.state.Store(waiting)
+	if !s.names.add(c) {
+		return nil, fmt.Errorf("%w: %q", ErrNameTaken, c.name)
+	}
+	defer s.names.remove(c)
+	s.send(to, c.Self(), msg, w.corr, kindUser)
+	var n *node
 	select {
-	case r := <-res:
-		return r.v, r.err
+	case n = <-w.ch:
 	case <-ctx.Done():
-		s.send(ref, Ref{}, ExitSignal{Kill: true, Reason: ctx.Err()}, 0, kindSignal)
-		return nil, fmt.Errorf("actor: ask %v: %w", to, ctx.Err())
+		if w.done.CompareAndSwap(false, true) {
+			return nil, fmt.Errorf("actor: ask %v: %w", to, ctx.Err())
+		}
+		n = <-w.ch // the reply came at the same time
 	}
+	defer s.free(n)
+	if n.kind == kindSignal {
+		return nil, fmt.Errorf("actor: ask %v: %w", to, n.msg.(ExitSignal).Reason)
+	}
+	if u, ok := n.msg.(Undeliverable); ok {
+		return nil, u.Reason
+	}
+	return n.msg, nil
 }

@@ -17,6 +17,7 @@ type Behavior func(c *Context)
 const (
 	idle      int32 = iota // no activation queued or running
 	scheduled              // an activation is queued or running
+	waiting                // not an actor: a System.Ask waiter, never scheduled
 )
 
 // Flags (Context.flags), owned by the actor's activation.
@@ -256,9 +257,29 @@ func (c *Context) fail(err error) {
 	c.sys.cfg.logger.Warn("actor: stopping on a programming error", "actor", c.String(), "err", err)
 }
 
+// pushRun is push for a run of nodes linked newest first, from first to
+// last: one atomic operation and at most one activation for all of them.
+func (c *Context) pushRun(first, last *node) bool {
+	if c.state.Load() == waiting {
+		return false // DeliverBatch hands the nodes over one at a time
+	}
+	if !c.inbox.pushRun(first, last) {
+		return false
+	}
+	if c.state.Load() == idle && c.state.CompareAndSwap(idle, scheduled) {
+		if c.loop.Submit(&c.task) != nil {
+			c.state.Store(idle) // the loop is gone: the system is shutting down
+		}
+	}
+	return true
+}
+
 // push appends n to the inbox and schedules the actor when it was idle. Safe
 // for concurrent use. It reports false when the actor is dead.
 func (c *Context) push(n *node) bool {
+	if c.state.Load() == waiting {
+		return c.cont.(*waiter).offer(n)
+	}
 	if !c.inbox.push(n) {
 		return false
 	}

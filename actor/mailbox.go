@@ -43,6 +43,22 @@ func (b *inbox) push(n *node) bool {
 	}
 }
 
+// pushRun adds the nodes linked from first (the newest) to last (the
+// oldest) at once, unless the inbox is closed.
+func (b *inbox) pushRun(first, last *node) bool {
+	for {
+		old := b.head.Load()
+		if old == closedNode {
+			last.next = nil
+			return false
+		}
+		last.next = old
+		if b.head.CompareAndSwap(old, first) {
+			return true
+		}
+	}
+}
+
 func (b *inbox) nonEmpty() bool {
 	h := b.head.Load()
 	return h != nil && h != closedNode

@@ -494,3 +494,77 @@ func TestPeerDownFiresRemoteMonitorsAndLinks(t *testing.T) {
 		t.Fatalf("second PeerDown fired %v", m)
 	}
 }
+
+func TestAskWaiterTakesOnlyItsReply(t *testing.T) {
+	var mu sync.Mutex
+	var letters []DeadLetter
+	s := newSys(t, WithDeadLetterHook(func(d DeadLetter) {
+		mu.Lock()
+		letters = append(letters, d)
+		mu.Unlock()
+	}))
+	// The target writes to the asker before replying, and replies twice.
+	chatty := mustSpawn(t, s, "chatty", func(c *Context) {
+		forever(c, func() []Case {
+			return []Case{Any(func(m any) {
+				c.Send(c.Sender(), "not a reply")
+				c.Reply(m)
+				c.Reply("second")
+			})}
+		})
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	before := s.Actors()
+	if v, err := s.Ask(ctx, chatty, 1); err != nil || v != 1 {
+		t.Fatalf("ask: %v, %v", v, err)
+	}
+	if s.Actors() != before {
+		t.Fatalf("Actors() = %d after an ask, want %d", s.Actors(), before)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mu.Lock()
+		n := len(letters)
+		mu.Unlock()
+		if n == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dead letters %+v, want the message and the second reply", letters)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestAskEndsAtShutdown(t *testing.T) {
+	s, err := New(WithLogger(quietLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	silent := mustSpawn(t, s, "silent", func(c *Context) {
+		forever(c, func() []Case { return []Case{Any(func(any) {})} })
+	})
+	errs := make(chan error, 1)
+	asked := make(chan struct{})
+	go func() {
+		go func() {
+			for s.names.load("silent") != nil && len(s.names.all()) < 2 {
+				time.Sleep(time.Millisecond)
+			}
+			close(asked)
+		}()
+		_, err := s.Ask(context.Background(), silent, 1)
+		errs <- err
+	}()
+	<-asked
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := recv(t, errs); !errors.Is(err, ErrShutdown) {
+		t.Fatalf("ask during shutdown: %v, want ErrShutdown", err)
+	}
+	if _, err := s.Ask(context.Background(), silent, 1); !errors.Is(err, ErrClosed) {
+		t.Fatalf("ask after shutdown: %v, want ErrClosed", err)
+	}
+}

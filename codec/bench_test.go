@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"bytes"
 	"io"
 	"testing"
 )
@@ -113,3 +114,55 @@ func BenchmarkRegistryDecode(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkRegistryAppendEncode(b *testing.B) {
+	r := newTestRegistry(b)
+	MustRegister[chatSay](r, "chat.Say")
+	var msg any = chatSay{Room: "lobby", Text: "hello, world"}
+	buf := make([]byte, 0, 256)
+	b.ReportAllocs()
+	for b.Loop() {
+		var err error
+		if _, buf, err = r.AppendEncode(buf[:0], msg); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkReadMessage reads and decodes envelopes carrying a 100-byte
+// []byte field from an in-memory stream, as a stream reader does.
+func BenchmarkReadMessage(b *testing.B) {
+	type blob struct{ Data []byte }
+	r := newTestRegistry(b)
+	MustRegister[blob](r, "bench.Blob")
+	var stream []byte
+	fw := NewFrameWriter(writerFunc(func(p []byte) (int, error) { stream = append(stream, p...); return len(p), nil }), 0)
+	const frames = 10_000
+	for i := range frames {
+		_, body, err := r.Encode(blob{Data: make([]byte, 100+i%2)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := fw.WriteEnvelope(&Envelope{Kind: KindUser, To: "sink", FromName: "source", Type: "bench.Blob", Body: body}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := fw.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	var e Envelope
+	var fr *FrameReader
+	for i := 0; b.Loop(); i++ {
+		if i%frames == 0 {
+			fr = NewFrameReader(bytes.NewReader(stream), 0)
+		}
+		if _, err := fr.ReadMessage(r, &e); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -102,18 +102,28 @@ type Envelope struct {
 func (e *Envelope) From() Ref { return Ref{Peer: e.FromPeer, Name: e.FromName} }
 
 // envelopeSize validates e and returns the length of its encoding.
-func envelopeSize(e *Envelope) (int, error) {
+func envelopeSize(e *Envelope) (int, error) { return envelopeSizeSeen(e, nil) }
+
+// envelopeSizeSeen is envelopeSize with valid, if not nil, holding names
+// known to be valid, which are not checked again; the names of e are
+// stored there once checked.
+func envelopeSizeSeen(e *Envelope, valid *validNames) (int, error) {
 	if !e.Kind.Valid() {
 		return 0, fmt.Errorf("%w: encoding envelope with %v", ErrUnknownKind, e.Kind)
 	}
-	if err := checkName("to", e.To); err != nil {
-		return 0, err
-	}
-	if err := checkName("from name", e.FromName); err != nil {
-		return 0, err
-	}
-	if err := checkName("type", e.Type); err != nil {
-		return 0, err
+	if valid == nil || e.To != valid.to || e.FromName != valid.from || e.Type != valid.typ {
+		if err := checkName("to", e.To); err != nil {
+			return 0, err
+		}
+		if err := checkName("from name", e.FromName); err != nil {
+			return 0, err
+		}
+		if err := checkName("type", e.Type); err != nil {
+			return 0, err
+		}
+		if valid != nil {
+			*valid = validNames{e.To, e.FromName, e.Type}
+		}
 	}
 	if len(e.FromPeer) > MaxPeerIDLen {
 		return 0, fmt.Errorf("%w: from peer ID of %d bytes exceeds limit of %d", ErrMalformed, len(e.FromPeer), MaxPeerIDLen)
@@ -127,6 +137,11 @@ func envelopeSize(e *Envelope) (int, error) {
 		headLen(uint64(len(e.Body))) + len(e.Body) +
 		headLen(e.Corr)
 	return n, nil
+}
+
+// validNames are the names of an envelope that passed checkName.
+type validNames struct {
+	to, from, typ string
 }
 
 // checkName reports whether s may be used as an envelope name.

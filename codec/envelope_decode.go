@@ -94,7 +94,7 @@ func DecodeEnvelope(data []byte, e *Envelope) error {
 // spares the string allocation when all three names were seen recently and
 // carves small peer IDs and bodies from shared blocks.
 func decodeEnvelope(data []byte, e *Envelope, c *streamCache) error {
-	err := parseEnvelope(data, e, c)
+	err := parseEnvelope(data, e, c, false)
 	if err != nil && !errors.Is(err, ErrUnknownKind) {
 		*e = Envelope{}
 	}
@@ -102,8 +102,9 @@ func decodeEnvelope(data []byte, e *Envelope, c *streamCache) error {
 }
 
 // parseEnvelope does the work of decodeEnvelope. It writes e only once the
-// envelope has been checked.
-func parseEnvelope(data []byte, e *Envelope, c *streamCache) error {
+// envelope has been checked. With aliasBody, e.Body is not copied: it
+// aliases data.
+func parseEnvelope(data []byte, e *Envelope, c *streamCache, aliasBody bool) error {
 	r := envReader{data: data}
 	n, err := r.head(majorArray, "array")
 	if err != nil {
@@ -160,13 +161,22 @@ func parseEnvelope(data []byte, e *Envelope, c *streamCache) error {
 		return fmt.Errorf("%w: %d trailing bytes after envelope", ErrMalformed, len(data)-r.off)
 	}
 	to, name, typ := data[toB:toE], data[nameB:nameE], data[typeB:typeE]
-	if err := checkUTF8(to, name, typ); err != nil {
-		return err
+	sameNames := c != nil && c.names.same(to, name, typ)
+	if !sameNames {
+		if err := checkUTF8(to, name, typ); err != nil {
+			return err
+		}
 	}
 
 	// Write *e only now, each field once: cheaper than zeroing it first.
 	var outBody, outPeer []byte
 	peer, body := data[peerB:peerE], data[bodyB:bodyE]
+	if aliasBody {
+		if len(body) > 0 {
+			outBody = body
+		}
+		body = nil
+	}
 	if nb := len(peer) + len(body); nb > 0 {
 		var buf []byte
 		if c != nil {
@@ -187,9 +197,12 @@ func parseEnvelope(data []byte, e *Envelope, c *streamCache) error {
 	if kind <= 0xff {
 		outKind = Kind(kind)
 	}
-	if c != nil {
+	switch {
+	case sameNames:
+		e.To, e.FromName, e.Type = c.names.lastTo, c.names.lastName, c.names.lastType
+	case c != nil:
 		e.To, e.FromName, e.Type = c.names.lookup(to, name, typ)
-	} else {
+	default:
 		e.To, e.FromName, e.Type = joinStrings(to, name, typ)
 	}
 	e.Kind, e.FromPeer, e.Body, e.Corr = outKind, outPeer, outBody, corr

@@ -71,6 +71,46 @@ func (fr *FrameReader) ReadEnvelope(e *Envelope) error {
 	return decodeEnvelope(frame, e, &fr.cache)
 }
 
+// ReadMessage reads the next frame, decodes its envelope into e as
+// ReadEnvelope does, and decodes the body with reg as Registry.Decode does,
+// straight from the reader's buffer: the body is not copied first, and
+// e.Body is left nil. The message shares memory with other messages from
+// the same reader as ReadEnvelope's bodies do (byte strings of plain structs
+// and the bodies of Raw messages are carved from shared blocks).
+//
+// A body that does not decode is reported with an error wrapping
+// ErrMalformed, with e filled in; like an envelope with bad contents it has
+// been consumed, and the stream is still in sync. See FrameReader for the
+// other errors.
+func (fr *FrameReader) ReadMessage(reg *Registry, e *Envelope) (any, error) {
+	frame, err := fr.Next()
+	if err != nil {
+		return nil, err
+	}
+	err = parseEnvelope(frame, e, &fr.cache, true)
+	body := e.Body
+	e.Body = nil
+	if err != nil {
+		if !errors.Is(err, ErrUnknownKind) {
+			*e = Envelope{}
+		}
+		return nil, err
+	}
+	return reg.decode(e.Type, body, &fr.cache, true)
+}
+
+// Buffered reports whether a whole frame is buffered, so that the next
+// call to Next, ReadEnvelope or ReadMessage returns without reading from
+// the underlying reader. A caller that hands messages on in batches can
+// use it to flush its batch before it would wait for the network.
+func (fr *FrameReader) Buffered() bool {
+	if fr.err != nil {
+		return false
+	}
+	size, hdr := parseUvarint(fr.buf[fr.start:fr.end])
+	return hdr > 0 && uint64(fr.end-fr.start-hdr) >= size
+}
+
 // Next returns the payload of the next frame. The slice aliases the reader's
 // buffer and is valid only until the next call to Next or ReadEnvelope.
 func (fr *FrameReader) Next() ([]byte, error) {

@@ -46,10 +46,11 @@ func maxFrameOrDefault(n int) int {
 // A FrameWriter is not safe for concurrent use; it is meant to be owned by
 // the one goroutine that drains a stream's outgoing queue.
 type FrameWriter struct {
-	w   io.Writer
-	max int
-	buf []byte
-	err error // sticky write error
+	w     io.Writer
+	max   int
+	buf   []byte
+	err   error      // sticky write error
+	valid validNames // names of the last envelope written
 }
 
 // NewFrameWriter returns a FrameWriter on w that refuses frames larger than
@@ -69,7 +70,7 @@ func (fw *FrameWriter) WriteEnvelope(e *Envelope) error {
 	if fw.err != nil {
 		return fw.err
 	}
-	n, err := envelopeSize(e)
+	n, err := envelopeSizeSeen(e, &fw.valid)
 	if err != nil {
 		return err
 	}

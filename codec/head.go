@@ -59,6 +59,12 @@ func putHead(b []byte, major byte, arg uint64) int {
 	}
 }
 
+// appendHead appends the shortest CBOR head for major and arg.
+func appendHead(dst []byte, major byte, arg uint64) []byte {
+	var b [9]byte
+	return append(dst, b[:putHead(b[:], major, arg)]...)
+}
+
 // headLen returns the number of bytes putHead writes for arg.
 func headLen(arg uint64) int {
 	switch {

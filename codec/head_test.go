@@ -7,12 +7,6 @@ import (
 	"github.com/fxamacker/cbor/v2"
 )
 
-// appendHead appends the shortest CBOR head for major and arg.
-func appendHead(dst []byte, major byte, arg uint64) []byte {
-	var b [9]byte
-	return append(dst, b[:putHead(b[:], major, arg)]...)
-}
-
 func TestHeads(t *testing.T) {
 	args := []uint64{0, 1, 23, 24, 255, 256, 65535, 65536, 1<<32 - 1, 1 << 32, 1<<64 - 1}
 	for major := byte(0); major <= majorTag; major++ {

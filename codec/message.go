@@ -18,35 +18,67 @@ import (
 // concurrent use.
 func (r *Registry) Encode(v any) (typeName string, body []byte, err error) {
 	if raw, ok := v.(Raw); ok {
-		if raw.Type == "" {
-			return "", nil, fmt.Errorf("%w: Raw with an empty type name", ErrMalformed)
-		}
-		if err := checkName("type", raw.Type); err != nil {
+		if err := checkRaw(raw, &r.lim); err != nil {
 			return "", nil, err
 		}
-		if err := checkWellFormed(raw.Body, &r.lim); err != nil {
-			return "", nil, fmt.Errorf("%w (body of Raw %q)", err, raw.Type)
-		}
 		return raw.Type, raw.Body, nil
+	}
+	return r.AppendEncode(make([]byte, 0, 64), v)
+}
+
+// AppendEncode is like Encode but appends the body to dst and returns the
+// extended slice; on error it returns dst unchanged. A Raw's body is
+// copied. Encoding into a reused buffer this way costs no allocation for
+// plain structs (exported fields of kinds bool, integer, string and
+// []byte), which are encoded without reflection. Safe for concurrent use.
+func (r *Registry) AppendEncode(dst []byte, v any) (typeName string, out []byte, err error) {
+	if raw, ok := v.(Raw); ok {
+		if err := checkRaw(raw, &r.lim); err != nil {
+			return "", dst, err
+		}
+		return raw.Type, append(dst, raw.Body...), nil
 	}
 	t := reflect.TypeOf(v)
 	e, ok := r.tab.Load().byType[t]
 	if !ok {
 		if t == nil {
-			return "", nil, fmt.Errorf("%w: nil", ErrUnregistered)
+			return "", dst, fmt.Errorf("%w: nil", ErrUnregistered)
 		}
-		return "", nil, fmt.Errorf("%w: %v", ErrUnregistered, t)
+		return "", dst, fmt.Errorf("%w: %v", ErrUnregistered, t)
 	}
-	body, err = r.enc.Marshal(v)
+	if e.fast != nil {
+		if out, ok := e.fast.encode(dst, v); ok {
+			return e.name, out, nil
+		}
+		// A value the general path reports, such as invalid UTF-8.
+	}
+	body, err := r.enc.Marshal(v)
 	if err != nil {
-		return "", nil, fmt.Errorf("%w: encoding %q (%v): %w", ErrMalformed, e.name, t, err)
+		return "", dst, fmt.Errorf("%w: encoding %q (%v): %w", ErrMalformed, e.name, t, err)
 	}
 	// Refuse to send what a peer with the same limits would reject, such
 	// as a string that is not valid UTF-8 or one over MaxStringLen.
 	if err := checkWellFormed(body, &r.lim); err != nil {
-		return "", nil, fmt.Errorf("%w (encoding %q from %v)", err, e.name, t)
+		return "", dst, fmt.Errorf("%w (encoding %q from %v)", err, e.name, t)
 	}
-	return e.name, body, nil
+	if len(dst) == 0 {
+		return e.name, body, nil
+	}
+	return e.name, append(dst, body...), nil
+}
+
+// checkRaw reports whether raw may be sent.
+func checkRaw(raw Raw, lim *Limits) error {
+	if raw.Type == "" {
+		return fmt.Errorf("%w: Raw with an empty type name", ErrMalformed)
+	}
+	if err := checkName("type", raw.Type); err != nil {
+		return err
+	}
+	if err := checkWellFormed(raw.Body, lim); err != nil {
+		return fmt.Errorf("%w (body of Raw %q)", err, raw.Type)
+	}
+	return nil
 }
 
 // Decode decodes body, the encoding of a message whose type is registered
@@ -62,11 +94,41 @@ func (r *Registry) Encode(v any) (typeName string, body []byte, err error) {
 // ones left zero (see the package documentation on schema evolution). Every
 // error wraps ErrMalformed. Safe for concurrent use.
 func (r *Registry) Decode(typeName string, body []byte) (any, error) {
+	return r.decode(typeName, body, nil, false)
+}
+
+// decode is Decode. With a streamCache, byte strings are carved from its
+// blocks; with copyRaw, the body of a Raw is copied (into c's blocks when
+// c is not nil) rather than aliased.
+func (r *Registry) decode(typeName string, body []byte, c *streamCache, copyRaw bool) (any, error) {
+	var e *entry
+	var ok bool
+	if tab := r.tab.Load(); c != nil && c.lastTab == tab && c.lastEntry != nil && c.lastEntry.name == typeName {
+		e, ok = c.lastEntry, true // as the previous message on the stream
+	} else if e, ok = tab.byName[typeName]; ok && c != nil {
+		c.lastTab, c.lastEntry = tab, e
+	}
+	if ok && e.fast != nil {
+		// The fast path checks everything checkWellFormed would, for the
+		// strict form it accepts, and leaves the rest to the general path.
+		if v, ok := e.fast.decode(body, c); ok {
+			return v, nil
+		}
+	}
 	if err := checkWellFormed(body, &r.lim); err != nil {
 		return nil, fmt.Errorf("%w (body of %q)", err, typeName)
 	}
-	e, ok := r.tab.Load().byName[typeName]
 	if !ok {
+		if copyRaw {
+			var b []byte
+			if c != nil {
+				b = c.bytes(len(body))
+			} else {
+				b = make([]byte, len(body))
+			}
+			copy(b, body)
+			body = b
+		}
 		return Raw{Type: typeName, Body: body}, nil
 	}
 	v, err := e.decode(r.dec, body)

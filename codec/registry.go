@@ -37,6 +37,7 @@ type entry struct {
 	name   string
 	typ    reflect.Type
 	decode func(dm cbor.DecMode, body []byte) (any, error)
+	fast   *fastCodec // nil: the type always takes the general path
 }
 
 // Option configures a Registry.
@@ -166,6 +167,7 @@ func Register[T any](r *Registry, name string) error {
 			}
 			return v, nil
 		},
+		fast: newFastCodec[T](r.lim, r.enc, r.dec),
 	}
 
 	r.mu.Lock()

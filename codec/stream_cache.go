@@ -15,6 +15,10 @@ const slabMaxObject = 512
 type streamCache struct {
 	names nameCache
 	slab  []byte // unused rest of the current block
+	boxes boxes  // decoded values of plain structs
+
+	lastTab   *table // the registrations lastEntry was found in
+	lastEntry *entry // the type of the previous message decoded
 }
 
 // bytes returns a new slice of length and capacity n. Small slices are cut
@@ -47,7 +51,9 @@ const nameCacheMaxLen = 64
 // decoding without a cache costs. A FrameReader owns one; it is not safe
 // for concurrent use.
 type nameCache struct {
-	slots [nameCacheSlots]string
+	slots            [nameCacheSlots]string
+	lastTo, lastName string // the names of the previous envelope, which
+	lastType         string // the next one most often repeats
 }
 
 // slot returns the table index for b, which is not empty.
@@ -82,6 +88,24 @@ func (c *nameCache) store(s string) {
 // lookup returns the three names as strings, from the cache if all three
 // are there, otherwise with one allocation, remembering the results.
 func (c *nameCache) lookup(to, name, typ []byte) (string, string, string) {
+	if c.same(to, name, typ) {
+		return c.lastTo, c.lastName, c.lastType
+	}
+	s1, s2, s3 := c.lookupSlots(to, name, typ)
+	if len(s1) <= nameCacheMaxLen && len(s2) <= nameCacheMaxLen && len(s3) <= nameCacheMaxLen {
+		c.lastTo, c.lastName, c.lastType = s1, s2, s3
+	}
+	return s1, s2, s3
+}
+
+// same reports whether the names are those of the previous lookup, which
+// were valid UTF-8.
+func (c *nameCache) same(to, name, typ []byte) bool {
+	return string(to) == c.lastTo && string(name) == c.lastName && string(typ) == c.lastType
+}
+
+// lookupSlots is lookup without the previous envelope's names.
+func (c *nameCache) lookupSlots(to, name, typ []byte) (string, string, string) {
 	s1, ok1 := c.find(to)
 	s2, ok2 := c.find(name)
 	s3, ok3 := c.find(typ)

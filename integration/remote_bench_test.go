@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -101,7 +102,7 @@ func BenchmarkRemoteOneWay(b *testing.B) {
 	done := make(chan error, 1)
 	b.ReportAllocs()
 	b.ResetTimer()
-	start := time.Now()
+	start, cpu0 := time.Now(), processCPU()
 	spawn(b, na, "source", oneWaySource(sink, b.N, done))
 	select {
 	case err := <-done:
@@ -111,7 +112,7 @@ func BenchmarkRemoteOneWay(b *testing.B) {
 	case <-time.After(5 * time.Minute):
 		b.Fatalf("timed out; stats a=%+v b=%+v", na.Router().Stats(), nb.Router().Stats())
 	}
-	el := time.Since(start)
+	el, cpu := time.Since(start), processCPU()-cpu0
 	b.StopTimer()
 	if st := na.Router().Stats(); st.LinkFull != 0 || st.Undeliverable != 0 {
 		b.Fatalf("sender lost messages: %+v", st)
@@ -120,6 +121,18 @@ func BenchmarkRemoteOneWay(b *testing.B) {
 		b.Fatalf("%d dead letters", dl)
 	}
 	b.ReportMetric(float64(b.N)/el.Seconds(), "msgs/s")
+	// CPU time of the whole process (both peers) per message: unlike the
+	// rate, it hardly depends on what else runs on the machine.
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/msg")
+}
+
+// processCPU returns the user and system CPU time this process used so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkRemoteAsk: b.N sequential System.Ask round trips from plain code

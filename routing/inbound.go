@@ -30,17 +30,21 @@ func (r *Router) handleStream(s network.Stream) {
 	defer stop()
 
 	remote := s.Conn().RemotePeer()
-	remoteStr := remote.String()
+	in := inbound{r: r, remote: remote, remoteStr: remote.String()}
 	fr := codec.NewFrameReader(s, r.cfg.MaxFrame)
 	var env codec.Envelope
-	var refs refCache
 	for {
-		err := fr.ReadEnvelope(&env)
+		if in.received > 0 && (len(in.batch) >= maxInboundBatch || !fr.Buffered()) {
+			in.flush() // before waiting for the network
+		}
+		msg, err := fr.ReadMessage(r.cfg.Registry, &env)
 		if errors.Is(err, io.EOF) {
+			in.flush()
 			_ = s.Close()
 			return
 		}
 		if err != nil {
+			in.flush()
 			if r.ctx.Err() != nil || !isCodecError(err) {
 				_ = s.Reset() // closing, or the stream or connection died
 				return
@@ -52,12 +56,41 @@ func (r *Router) handleStream(s network.Stream) {
 				_ = s.Reset()
 				return
 			}
-			r.log.Debug("routing: skipping bad frame", "peer", remote, "err", err)
+			r.log.Debug("routing: skipping bad frame", "peer", remote, "type", env.Type, "err", err)
 			continue
 		}
-		r.received.Add(1)
-		r.dispatch(remote, remoteStr, &env, &refs)
+		in.received++
+		in.dispatch(&env, msg)
 	}
+}
+
+// maxInboundBatch is the most messages a stream reader decodes before it
+// hands them to the actors.
+const maxInboundBatch = 256
+
+// inbound is the state of one inbound stream's reader goroutine: the
+// messages decoded and not yet handed over, and the last Refs built.
+type inbound struct {
+	r         *Router
+	remote    libp2ppeer.ID
+	remoteStr string
+	batch     []actor.Envelope
+	received  uint64 // frames decoded and not yet counted in r.received
+	refs      refCache
+}
+
+// flush hands the decoded messages to their actors, in order.
+func (in *inbound) flush() {
+	if in.received > 0 {
+		in.r.received.Add(in.received)
+		in.received = 0
+	}
+	if len(in.batch) == 0 {
+		return
+	}
+	in.r.sys.DeliverBatch(in.batch)
+	clear(in.batch)
+	in.batch = in.batch[:0]
 }
 
 // refCache remembers the last target and sender of a stream: consecutive
@@ -83,28 +116,32 @@ func isCodecError(err error) bool {
 	return errors.Is(err, codec.ErrMalformed) || errors.Is(err, codec.ErrFrameTooLarge) || errors.Is(err, codec.ErrUnknownKind)
 }
 
-func (r *Router) dispatch(remote libp2ppeer.ID, remoteStr string, env *codec.Envelope, refs *refCache) {
-	msg, reply, err := fromWire(r.cfg.Registry, env)
+// dispatch queues the message of env, whose body decoded to v, for its
+// actor; a hello is handled at once, after what came before it.
+func (in *inbound) dispatch(env *codec.Envelope, v any) {
+	r := in.r
+	msg, reply, err := fromValue(env, v)
 	if err != nil {
 		r.decodeErrors.Add(1)
-		r.log.Debug("routing: undecodable message", "peer", remote, "type", env.Type, "err", err)
+		r.log.Debug("routing: undecodable message", "peer", in.remote, "type", env.Type, "err", err)
 		return
 	}
 	if h, ok := msg.(helloBody); ok {
-		r.hello(remote, h.Incarnation)
+		in.flush()
+		r.hello(in.remote, h.Incarnation)
 		return
 	}
-	to, err := cachedRef(&refs.to, r.sys.Peer(), env.To)
+	to, err := cachedRef(&in.refs.to, r.sys.Peer(), env.To)
 	if err != nil {
 		r.decodeErrors.Add(1)
 		return
 	}
 	var from actor.Ref
 	if env.FromName != "" {
-		if from, err = cachedRef(&refs.from, remoteStr, env.FromName); err != nil {
+		if from, err = cachedRef(&in.refs.from, in.remoteStr, env.FromName); err != nil {
 			r.decodeErrors.Add(1)
 			return
 		}
 	}
-	r.sys.Deliver(actor.Envelope{To: to, From: from, Msg: msg, Corr: env.Corr, Reply: reply})
+	in.batch = append(in.batch, actor.Envelope{To: to, From: from, Msg: msg, Corr: env.Corr, Reply: reply})
 }

@@ -25,6 +25,7 @@ type queue struct {
 type link struct {
 	r         *Router
 	peer      libp2ppeer.ID
+	peerStr   string // peer.String()
 	user, ctl queue
 	closing   chan struct{} // closed by drain: write what is queued, then stop
 	drainOnce sync.Once
@@ -58,9 +59,9 @@ func (l *link) abort() {
 	}
 }
 
-func newLink(r *Router, id libp2ppeer.ID) *link {
+func newLink(r *Router, id libp2ppeer.ID, idStr string) *link {
 	return &link{
-		r: r, peer: id, closing: make(chan struct{}),
+		r: r, peer: id, peerStr: idStr, closing: make(chan struct{}),
 		user: queue{proto: ProtoMsg, q: newOutQueue(r.cfg.LinkQueue)},
 		ctl:  queue{proto: ProtoCtl, q: newOutQueue(r.cfg.LinkQueue)},
 	}
@@ -115,6 +116,7 @@ func (l *link) write(q *queue) {
 		s         network.Stream
 		fw        *codec.FrameWriter
 		batch     []actor.Envelope
+		scratch   []byte // one message body at a time
 		deadlined time.Time
 	)
 	defer func() {
@@ -165,9 +167,14 @@ func (l *link) write(q *queue) {
 		}
 		if s != nil {
 			var err error
+			sent := uint64(0)
 			for i := 0; err == nil && i < len(batch); i++ {
-				err = l.put(fw, &batch[i])
+				var ok bool
+				if ok, err = l.put(fw, &batch[i], &scratch); ok {
+					sent++
+				}
 			}
+			l.r.sent.Add(sent)
 			if err == nil {
 				if now := time.Now(); now.Sub(deadlined) > time.Second {
 					_ = s.SetWriteDeadline(now.Add(30 * time.Second))
@@ -193,35 +200,41 @@ func (l *link) write(q *queue) {
 	}
 }
 
-// put encodes e into fw. Errors about e itself (too large, unencodable)
-// fail e and return nil; only stream errors are returned.
-func (l *link) put(fw *codec.FrameWriter, e *actor.Envelope) error {
+// put encodes e into fw, encoding its body in scratch first, and reports
+// whether it did. Errors about e itself (too large, unencodable) fail e and
+// return a nil error; only stream errors are returned.
+func (l *link) put(fw *codec.FrameWriter, e *actor.Envelope, scratch *[]byte) (bool, error) {
 	if e.To.IsZero() {
-		return nil
+		return false, nil
 	}
-	kind, typ, body, err := toWire(l.r.cfg.Registry, e)
+	kind, typ, body, err := appendWire(l.r.cfg.Registry, (*scratch)[:0], e)
+	if cap(body) <= maxScratch {
+		*scratch = body
+	}
 	if err != nil {
 		l.r.encodeErrors.Add(1)
 		l.fail(e, err)
-		return nil
+		return false, nil
 	}
 	env := codec.Envelope{Kind: kind, To: e.To.Name(), FromName: e.From.Name(), Type: typ, Body: body, Corr: e.Corr}
 	err = fw.WriteEnvelope(&env)
 	switch {
 	case err == nil:
-		l.r.sent.Add(1)
-		return nil
+		return true, nil
 	case errors.Is(err, codec.ErrFrameTooLarge):
 		l.r.tooLarge.Add(1)
 		l.fail(e, fmt.Errorf("%w: %v", ErrTooLarge, err))
-		return nil
+		return false, nil
 	case errors.Is(err, codec.ErrMalformed):
 		l.r.encodeErrors.Add(1)
 		l.fail(e, err)
-		return nil
+		return false, nil
 	}
-	return err
+	return false, err
 }
+
+// maxScratch is the largest body buffer a writer keeps between messages.
+const maxScratch = 64 << 10
 
 // fail reports that e will not be sent: an Ask request is answered with
 // Undeliverable so the asker fails fast.

@@ -30,9 +30,12 @@ func newOutQueue(max int) *outQueue {
 }
 
 // push appends e unless the queue is full.
-func (q *outQueue) push(e actor.Envelope) bool {
+func (q *outQueue) push(e actor.Envelope) bool { return q.pushBelow(e, q.max) }
+
+// pushBelow appends e unless limit or more envelopes wait.
+func (q *outQueue) pushBelow(e actor.Envelope, limit int) bool {
 	q.mu.Lock()
-	if q.n == q.max {
+	if q.n >= limit {
 		q.mu.Unlock()
 		return false
 	}
@@ -49,15 +52,24 @@ func (q *outQueue) push(e actor.Envelope) bool {
 	return true
 }
 
-// pushCtx appends e, waiting for room until ctx or stop ends. It reports
-// ctx's error, or errStop when stop closed first.
+// waitLimit is the queue length from which pushCtx waits. A sender that
+// can wait needs no deep queue to keep the writer busy (it takes at most
+// maxBatch envelopes at a time), so it waits well before the queue is full:
+// messages waiting in the queue cost memory, their bodies included. The
+// rest of the queue is for senders that cannot wait (event loops).
+const waitLimit = 8 * maxBatch
+
+// pushCtx appends e, waiting until fewer than min(waitLimit, the queue's
+// bound) envelopes wait, or ctx or stop ends. It reports ctx's error, or
+// ErrClosed when stop closed first.
 func (q *outQueue) pushCtx(ctx context.Context, e actor.Envelope, stop <-chan struct{}) error {
+	limit := min(waitLimit, q.max)
 	for {
-		if q.push(e) {
+		if q.pushBelow(e, limit) {
 			return nil
 		}
 		q.mu.Lock()
-		if q.n < q.max { // room appeared meanwhile
+		if q.n < limit { // room appeared meanwhile
 			q.mu.Unlock()
 			continue
 		}
@@ -79,6 +91,9 @@ func (q *outQueue) pushCtx(ctx context.Context, e actor.Envelope, stop <-chan st
 
 func (q *outQueue) growLocked() {
 	size := max(16, 2*len(q.buf))
+	if len(q.buf) >= 4096 {
+		size = len(q.buf) + len(q.buf)/2 // large: overshoot less
+	}
 	size = min(size, q.max)
 	nb := make([]actor.Envelope, size)
 	for i := range q.n {

@@ -66,7 +66,8 @@ type Router struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	fast sync.Map // peer ID string -> *link, read on every send without a lock
+	fast sync.Map             // peer ID string -> *link, read on every send without a lock
+	last atomic.Pointer[link] // the link used last: most sends go to the same peer
 
 	mu     sync.Mutex // guards links, remote, closed
 	links  map[string]*link
@@ -140,7 +141,11 @@ func (r *Router) Deliver(e actor.Envelope) error {
 }
 
 // DeliverCtx queues e for its peer, waiting for queue space until ctx ends:
-// backpressure for plain Go code. It must not be called on an event loop.
+// backpressure for plain Go code. It waits as soon as 8,192 messages (or
+// the whole LinkQueue, if smaller) wait for that peer, leaving the rest of
+// the queue to Deliver, which cannot wait: enough to keep the link busy
+// without holding many messages in memory. It must not be called on an
+// event loop.
 func (r *Router) DeliverCtx(ctx context.Context, e actor.Envelope) error {
 	l, err := r.link(e.To.Peer())
 	if err != nil {
@@ -150,7 +155,11 @@ func (r *Router) DeliverCtx(ctx context.Context, e actor.Envelope) error {
 }
 
 func (r *Router) link(peerStr string) (*link, error) {
+	if l := r.last.Load(); l != nil && l.peerStr == peerStr {
+		return l, nil
+	}
 	if l, ok := r.fast.Load(peerStr); ok {
+		r.last.Store(l.(*link))
 		return l.(*link), nil
 	}
 	r.mu.Lock()
@@ -165,7 +174,7 @@ func (r *Router) link(peerStr string) (*link, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %q: %w", ErrBadPeer, peerStr, err)
 	}
-	l := newLink(r, id)
+	l := newLink(r, id, peerStr)
 	r.links[peerStr] = l
 	r.fast.Store(peerStr, l)
 	l.start()
@@ -246,6 +255,7 @@ func (r *Router) Close(ctx context.Context) error {
 	}
 	r.closed = true
 	r.fast.Clear()
+	r.last.Store(nil)
 	links := make([]*link, 0, len(r.links))
 	for _, l := range r.links {
 		links = append(links, l)

@@ -115,6 +115,12 @@ func decodeReason(r reasonBody) error {
 // toWire turns a message for the network into an envelope's kind, type and
 // body. Signals and Undeliverable become system messages.
 func toWire(reg *codec.Registry, e *actor.Envelope) (kind codec.Kind, typ string, body []byte, err error) {
+	return appendWire(reg, nil, e)
+}
+
+// appendWire is toWire appending the body to dst, which it returns
+// extended (or unchanged on error).
+func appendWire(reg *codec.Registry, dst []byte, e *actor.Envelope) (kind codec.Kind, typ string, body []byte, err error) {
 	var v any
 	kind = codec.KindSystem
 	switch m := e.Msg.(type) {
@@ -137,13 +143,13 @@ func toWire(reg *codec.Registry, e *actor.Envelope) (kind codec.Kind, typ string
 		if e.Reply {
 			kind = codec.KindReply
 		}
-		typ, body, err = reg.Encode(e.Msg)
+		typ, body, err = reg.AppendEncode(dst, e.Msg)
 		return kind, typ, body, err
 	}
 	if e.Reply {
 		kind = codec.KindReply
 	}
-	_, body, err = reg.Encode(v)
+	_, body, err = reg.AppendEncode(dst, v)
 	return kind, typ, body, err
 }
 
@@ -151,14 +157,18 @@ func toWire(reg *codec.Registry, e *actor.Envelope) (kind codec.Kind, typ string
 // system: a Signal, Undeliverable, or the decoded user value (codec.Raw for
 // unknown types). reply reports an answer to an Ask.
 func fromWire(reg *codec.Registry, env *codec.Envelope) (msg any, reply bool, err error) {
-	reply = env.Kind == codec.KindReply
-	if env.Kind == codec.KindUser {
-		msg, err = reg.Decode(env.Type, env.Body)
-		return msg, false, err
-	}
 	v, err := reg.Decode(env.Type, env.Body)
 	if err != nil {
-		return nil, reply, err
+		return nil, env.Kind == codec.KindReply, err
+	}
+	return fromValue(env, v)
+}
+
+// fromValue is fromWire for a body already decoded into v.
+func fromValue(env *codec.Envelope, v any) (msg any, reply bool, err error) {
+	reply = env.Kind == codec.KindReply
+	if env.Kind == codec.KindUser {
+		return v, false, nil
 	}
 	switch b := v.(type) {
 	case linkBody:
