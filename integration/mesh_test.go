@@ -177,6 +177,7 @@ func TestMillionMessagesInOrder(t *testing.T) {
 		})
 		c.Receive(h)
 	})
+	acked := make(chan struct{})
 	spawn(t, a, "source", func(c *actor.Context) {
 		sent := 0
 		var burst func()
@@ -185,7 +186,8 @@ func TestMillionMessagesInOrder(t *testing.T) {
 				c.Send(sink, Batch{sent})
 				sent++
 			}
-			if sent == total {
+			if sent == total { // the last Ack comes too: wait for it
+				c.Receive(actor.On(func(Ack) { close(acked) }))
 				return
 			}
 			c.Receive(actor.On(func(Ack) { burst() }))
@@ -199,6 +201,11 @@ func TestMillionMessagesInOrder(t *testing.T) {
 		}
 	case <-time.After(2 * time.Minute):
 		t.Fatalf("timed out; stats a=%+v b=%+v", a.Router().Stats(), b.Router().Stats())
+	}
+	select {
+	case <-acked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the last Ack did not reach the source")
 	}
 	if dl := a.System().DeadLetters(); dl != 0 {
 		t.Fatalf("%d dead letters on the sender", dl)
