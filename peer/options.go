@@ -153,7 +153,8 @@ func WithDHT(bootstrap ...libp2ppeer.AddrInfo) Option {
 }
 
 // WithAdvertisements sets how often the node looks for changes in what it
-// hosts to advertise them (default 10 s) and how long its advertisements
+// hosts to advertise them (default 2 s; a poll is cheap, and groups joined
+// or left are advertised at once) and how long its advertisements
 // live (default 90 s). Advertisements run with WithGroups.
 func WithAdvertisements(every, ttl time.Duration) Option {
 	return func(c *config) error {
