@@ -424,27 +424,28 @@ func (d *Directory) fresh(id libp2ppeer.ID, ad *Advertisement) bool {
 // store keeps ad (signed as raw) for ttl unless we hold a newer one. An
 // advertisement relayed in a directory exchange may be older than one of
 // another incarnation we hold (the peer restarted): it replaces only an
-// older one of its own incarnation. It reports whether ad was stored.
-func (d *Directory) store(ad *Advertisement, raw []byte, ttl time.Duration, relayed bool) bool {
+// older one of its own incarnation. It reports whether ad was stored, and
+// whether it is of a peer we held nothing of.
+func (d *Directory) store(ad *Advertisement, raw []byte, ttl time.Duration, relayed bool) (stored, added bool) {
 	id, err := libp2ppeer.IDFromBytes(ad.Peer)
 	if err != nil || id == d.h.ID() || ttl <= 0 {
-		return false
+		return false, false
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	old, ok := d.peers[id]
 	switch {
 	case !ok && len(d.peers) >= maxDirectory:
-		return false
+		return false, false
 	case ok && old.ad.Incarnation == ad.Incarnation && old.ad.Seq >= ad.Seq:
-		return false
+		return false, false
 	case ok && old.ad.Incarnation != ad.Incarnation && relayed:
-		return false
+		return false, false
 	case relayed && time.Since(d.gone[id]) < time.Duration(ad.TTLSeconds)*time.Second:
-		return false // a departed peer's advertisement, still held elsewhere
+		return false, false // a departed peer's advertisement, still held elsewhere
 	}
 	d.peers[id] = adEntry{ad: ad, raw: raw, expires: time.Now().Add(ttl)}
-	return true
+	return true, !ok
 }
 
 // expire drops advertisements whose TTL lapsed or whose peer disconnected.

@@ -256,11 +256,15 @@ func (d *Directory) watchIdentify(sub event.Subscription) {
 }
 
 // pull asks a random connected peer for what we lack, often while that
-// brings something new (a peer learns of the others through the first peer
-// it meets long before gossip reaches it), rarely once it brings nothing.
+// brings new peers (a peer learns of the others through the first peer it
+// meets long before gossip reaches it), rarely once it brings none.
 func (d *Directory) pull() {
 	defer d.wg.Done()
 	proto := SyncProtocol(d.cfg.Mesh)
+	// Refreshing what we hold is gossip's job; a pull that only refreshes
+	// backs off, but not beyond a third of the TTL, so that an
+	// advertisement gossip fails to refresh is pulled before it expires.
+	maxWait := min(pullMax, d.cfg.TTL/3)
 	wait := pullMin
 	t := time.NewTimer(wait)
 	defer t.Stop()
@@ -280,15 +284,15 @@ func (d *Directory) pull() {
 		}
 		if len(candidates) > 0 {
 			ctx, cancel := context.WithTimeout(d.ctx, syncTimeout)
-			n, err := d.syncWith(ctx, candidates[rand.IntN(len(candidates))])
+			n, added, err := d.syncWith(ctx, candidates[rand.IntN(len(candidates))])
 			cancel()
 			if err == nil {
 				d.synced.Add(uint64(n))
 			}
-			if n > 0 {
+			if added > 0 {
 				wait = pullMin
 			} else {
-				wait = min(2*wait, pullMax)
+				wait = min(2*wait, maxWait)
 			}
 		}
 		t.Reset(wait/2 + rand.N(wait)) // jittered, so that peers do not ask in step
@@ -304,7 +308,7 @@ func (d *Directory) syncWorker() {
 			return
 		case p := <-d.syncq:
 			ctx, cancel := context.WithTimeout(d.ctx, syncTimeout)
-			n, err := d.syncWith(ctx, p)
+			n, _, err := d.syncWith(ctx, p)
 			cancel()
 			if err != nil {
 				d.cfg.Logger.Debug("discovery: directory exchange", "peer", p, "err", err)
@@ -317,30 +321,30 @@ func (d *Directory) syncWorker() {
 
 // syncWith asks peer p for the advertisements we lack and stores the valid
 // ones; each bad one is counted as rejected and dropped. It returns how many
-// were stored.
-func (d *Directory) syncWith(ctx context.Context, p libp2ppeer.ID) (int, error) {
+// were stored, and how many of them are of peers we held nothing of.
+func (d *Directory) syncWith(ctx context.Context, p libp2ppeer.ID) (stored, added int, err error) {
 	r := syncRequest{Have: d.summary()}
 	if own := d.own.Load(); own != nil {
 		r.Own = own.raw
 	}
 	req, err := cbor.Marshal(r)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	s, err := d.h.NewStream(ctx, p, SyncProtocol(d.cfg.Mesh))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer s.Close()
 	deadline, _ := ctx.Deadline()
 	_ = s.SetDeadline(deadline)
 	if _, err := s.Write(req); err != nil {
 		_ = s.Reset()
-		return 0, err
+		return 0, 0, err
 	}
 	if err := s.CloseWrite(); err != nil {
 		_ = s.Reset()
-		return 0, err
+		return 0, 0, err
 	}
 	data, err := readCapped(s, MaxSyncBytes)
 	var resp syncResponse
@@ -350,9 +354,8 @@ func (d *Directory) syncWith(ctx context.Context, p libp2ppeer.ID) (int, error) 
 	if err != nil {
 		d.rejected.Add(1)
 		_ = s.Reset()
-		return 0, fmt.Errorf("%w: %w", ErrBadSync, err)
+		return 0, 0, fmt.Errorf("%w: %w", ErrBadSync, err)
 	}
-	stored := 0
 	for _, sa := range resp.Ads {
 		ad, err := d.verifyRelayed(sa.Data)
 		if err != nil {
@@ -363,11 +366,14 @@ func (d *Directory) syncWith(ctx context.Context, p libp2ppeer.ID) (int, error) 
 			continue
 		}
 		ttl := min(time.Duration(sa.TTLSeconds), time.Duration(ad.TTLSeconds)) * time.Second
-		if d.store(ad, sa.Data, ttl, true) {
+		if ok, isNew := d.store(ad, sa.Data, ttl, true); ok {
 			stored++
+			if isNew {
+				added++
+			}
 		}
 	}
-	return stored, nil
+	return stored, added, nil
 }
 
 // verifyRelayed verifies an advertisement that reached us through another

@@ -30,9 +30,10 @@
 //     request and one response on SyncProtocol, for the advertisements it
 //     lacks or holds older, and tells its own in the request;
 //   - every peer pulls the same way from a random connected peer, every
-//     250 ms while that brings something new, backing off to 30 s when it
-//     brings nothing (at steady state an exchange is a summary and an empty
-//     answer);
+//     250 ms while that brings new peers, backing off to a third of the TTL
+//     (at most 30 s) when it does not; at steady state an exchange is a
+//     summary and an empty answer, and when gossip loses republications,
+//     pulls refresh what would otherwise expire;
 //   - a peer republishes once when the topic gains its first peer.
 //
 // Every advertisement is verified against the key of the peer it describes,
