@@ -9,6 +9,12 @@
 // bounded queue and two worker goroutines, so a burst of them costs no
 // goroutine per announcement, and a peer is dialed at most once per 5 s.
 //
+// The mDNS service joins its multicast groups on the interfaces that are up
+// when it starts, so StartMDNS restarts it when the usable interfaces change
+// (looked at every 2 s: a laptop's Wi-Fi coming up later) or the host's
+// addresses do (EvtLocalAddressesUpdated), at most once a second; with no
+// multicast interface at all it waits for one instead of failing.
+//
 // mDNS needs an interface with the MULTICAST flag and a non-loopback listen
 // address. Tests run it only inside network namespaces they create: on a
 // CI machine the default interface leads off the machine.

@@ -176,8 +176,9 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		}
 	}
 	if cfg.mdns {
-		// No multicast interface (a container, a VM, loopback only) is a
-		// reason to run without LAN discovery, not to fail.
+		// StartMDNS waits for a multicast interface when there is none yet;
+		// any other failure is a reason to run without LAN discovery, not
+		// to fail.
 		if n.mdns, err = discovery.StartMDNS(h, cfg.mesh, n.Connect, cfg.logger); err != nil {
 			cfg.logger.Warn("peer: mDNS is off", "err", err)
 			n.mdns = nil

@@ -136,8 +136,9 @@ func WithMesh(name string) Option {
 
 // WithMDNS turns on announcing the node on the LAN by multicast DNS and
 // connecting to the peers of the same mesh it finds (default off). It needs
-// a multicast interface and a non-loopback listen address; without one the
-// node runs without it and logs a warning.
+// a multicast interface and a non-loopback listen address; without an
+// interface it logs a warning and starts once one comes up. It restarts
+// when the interfaces or the node's addresses change.
 func WithMDNS(on bool) Option { return func(c *config) error { c.mdns = on; return nil } }
 
 // WithDHT joins Troupe's Kademlia DHT (server mode, protocol prefix
