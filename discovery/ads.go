@@ -148,9 +148,10 @@ type AdsConfig struct {
 // adEntry is an advertisement held, with its signed bytes as its origin
 // published them (to pass on in directory exchanges).
 type adEntry struct {
-	ad      *Advertisement
-	raw     []byte
-	expires time.Time
+	ad         *Advertisement
+	raw        []byte
+	expires    time.Time
+	refreshing bool // its origin was asked for a newer one
 }
 
 // Directory advertises this peer on the mesh's advertisement topic and
@@ -477,8 +478,17 @@ func (d *Directory) expire(events event.Subscription) {
 		case now := <-tick.C:
 			d.mu.Lock()
 			for id, e := range d.peers {
-				if now.After(e.expires) {
+				switch {
+				case now.After(e.expires):
 					delete(d.peers, id)
+				case !e.refreshing && e.expires.Sub(now) < refreshAhead && d.h.Network().Connectedness(id) == network.Connected:
+					// Gossip has not brought a newer one: ask its origin.
+					select {
+					case d.syncq <- id:
+						e.refreshing = true
+						d.peers[id] = e
+					default:
+					}
 				}
 			}
 			for id, t := range d.gone {

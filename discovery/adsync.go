@@ -33,6 +33,7 @@ const (
 	resyncAfter   = 30 * time.Second // a peer is asked on identify at most this often
 	maxDirectory  = 4096             // advertisements held; newer peers are ignored
 	forceInterval = time.Second      // forced republications are at least this far apart
+	refreshAhead  = 3 * time.Second  // an advertisement this close to expiry is asked of its origin
 
 	// A random connected peer is asked every pullMin at first; the wait
 	// doubles up to pullMax while the exchanges bring nothing new, and
@@ -126,6 +127,8 @@ func (d *Directory) serveSync(s network.Stream) {
 		return
 	}
 	_ = s.SetDeadline(time.Now().Add(syncTimeout))
+	stop := context.AfterFunc(d.ctx, func() { _ = s.Reset() }) // Close does not wait for the deadline
+	defer stop()
 	data, err := readCapped(s, maxSyncRequest)
 	var req syncRequest
 	if err == nil {
@@ -338,6 +341,8 @@ func (d *Directory) syncWith(ctx context.Context, p libp2ppeer.ID) (stored, adde
 	defer s.Close()
 	deadline, _ := ctx.Deadline()
 	_ = s.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
+	defer stop()
 	if _, err := s.Write(req); err != nil {
 		_ = s.Reset()
 		return 0, 0, err
