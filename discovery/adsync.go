@@ -130,6 +130,10 @@ func (d *Directory) serveSync(s network.Stream) {
 	stop := context.AfterFunc(d.ctx, func() { _ = s.Reset() }) // Close does not wait for the deadline
 	defer stop()
 	data, err := readCapped(s, maxSyncRequest)
+	if err != nil && !errors.Is(err, ErrBadSync) {
+		_ = s.Reset() // a transport error is no rejection
+		return
+	}
 	var req syncRequest
 	if err == nil {
 		err = syncDecMode.Unmarshal(data, &req)
@@ -354,12 +358,16 @@ func (d *Directory) syncWith(ctx context.Context, p libp2ppeer.ID) (stored, adde
 	data, err := readCapped(s, MaxSyncBytes)
 	var resp syncResponse
 	if err == nil {
-		err = syncDecMode.Unmarshal(data, &resp)
+		if err = syncDecMode.Unmarshal(data, &resp); err != nil {
+			err = fmt.Errorf("%w: %w", ErrBadSync, err)
+		}
 	}
 	if err != nil {
-		d.rejected.Add(1)
+		if errors.Is(err, ErrBadSync) { // a transport error is no rejection
+			d.rejected.Add(1)
+		}
 		_ = s.Reset()
-		return 0, 0, fmt.Errorf("%w: %w", ErrBadSync, err)
+		return 0, 0, err
 	}
 	for _, sa := range resp.Ads {
 		ad, err := d.verifyRelayed(sa.Data)
