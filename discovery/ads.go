@@ -481,8 +481,10 @@ func (d *Directory) expire(events event.Subscription) {
 				switch {
 				case now.After(e.expires):
 					delete(d.peers, id)
-				case !e.refreshing && e.expires.Sub(now) < refreshAhead && d.h.Network().Connectedness(id) == network.Connected:
-					// Gossip has not brought a newer one: ask its origin.
+				case !e.refreshing && e.expires.Sub(now) < time.Duration(e.ad.TTLSeconds)*time.Second/3 &&
+					d.h.Network().Connectedness(id) == network.Connected:
+					// Republished every third of its TTL, it should have
+					// been refreshed by now: gossip missed it; ask its origin.
 					select {
 					case d.syncq <- id:
 						e.refreshing = true

@@ -33,7 +33,6 @@ const (
 	resyncAfter   = 30 * time.Second // a peer is asked on identify at most this often
 	maxDirectory  = 4096             // advertisements held; newer peers are ignored
 	forceInterval = time.Second      // forced republications are at least this far apart
-	refreshAhead  = 3 * time.Second  // an advertisement this close to expiry is asked of its origin
 
 	// A random connected peer is asked every pullMin at first; the wait
 	// doubles up to pullMax while the exchanges bring nothing new, and

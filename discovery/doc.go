@@ -41,8 +41,8 @@
 //     summary and an empty answer, and when gossip loses republications,
 //     pulls refresh what would otherwise expire;
 //   - a peer republishes once when the topic gains its first peer;
-//   - an advertisement 3 s from expiry that gossip has not refreshed is
-//     asked of its origin, when connected to it.
+//   - an advertisement within a third of its TTL from expiry, so that gossip
+//     missed a republication, is asked of its origin when connected to it.
 //
 // Every advertisement is verified against the key of the peer it describes,
 // however it arrived; a bad one, or a malformed exchange, is dropped and
