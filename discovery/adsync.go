@@ -24,7 +24,7 @@ const (
 	// MaxSyncBytes caps an exchange's response; a request is capped at
 	// maxSyncRequest.
 	MaxSyncBytes   = 4 << 20
-	maxSyncRequest = 128 << 10
+	maxSyncRequest = 256 << 10 // a full summary and our own advertisement
 
 	syncTimeout   = 10 * time.Second
 	syncWorkers   = 2
