@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -63,9 +64,10 @@ type MDNS struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu     sync.Mutex // guards dialed, svc and closed
+	mu     sync.Mutex // guards dialed, svc, addrs and closed
 	dialed map[libp2ppeer.ID]time.Time
 	svc    mdns.Service // nil while no interface can carry it
+	addrs  string       // the addresses the running service announces
 	closed bool
 
 	restarts atomic.Uint64
@@ -120,13 +122,35 @@ func (m *MDNS) restart() error {
 	if m.closed {
 		return nil
 	}
+	addrs := m.listenAddrs()
 	svc := mdns.NewMdnsService(m.h, m.service, m)
 	if err := svc.Start(); err != nil {
 		_ = svc.Close()
 		return err
 	}
-	m.svc = svc
+	m.svc, m.addrs = svc, addrs
 	return nil
+}
+
+// listenAddrs describes the addresses the service announces.
+func (m *MDNS) listenAddrs() string {
+	addrs, _ := m.h.Network().InterfaceListenAddresses()
+	out := make([]string, len(addrs))
+	for i, a := range addrs {
+		out[i] = a.String()
+	}
+	slices.Sort(out)
+	return strings.Join(out, " ")
+}
+
+// addrsChanged reports whether the host's addresses differ from those the
+// running service announces (the address event also replays the current
+// addresses to a new subscriber, which must not restart it).
+func (m *MDNS) addrsChanged() bool {
+	now := m.listenAddrs()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.svc == nil || now != m.addrs
 }
 
 // watch restarts the service when the multicast interfaces or the host's
@@ -151,6 +175,9 @@ func (m *MDNS) watch(ifaces string, addrEvents event.Subscription) {
 		case _, ok := <-addrEvents.Out():
 			if !ok {
 				return
+			}
+			if !m.addrsChanged() {
+				continue
 			}
 		case <-due:
 			due = nil
