@@ -11,6 +11,7 @@ import (
 	"github.com/fxamacker/cbor/v2"
 	"github.com/libp2p/go-libp2p"
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
@@ -200,7 +201,14 @@ func TestDirectoryExchange(t *testing.T) {
 	}
 	defer liar.Close()
 	liarOwn, _ := discovery.Sign(liar, &discovery.Advertisement{Peer: []byte(liar.ID()), Actors: []string{"liar-actor"}, TTLSeconds: 30})
-	forgedC, _ := discovery.Sign(liar, &discovery.Advertisement{Peer: []byte(b.ID()), Actors: []string{"fake"}, TTLSeconds: 30})
+	// Forged for a peer a knows nothing of (one it holds an advertisement
+	// of would not even be checked: it could not replace what a holds).
+	_, victimKey, err := crypto.GenerateEd25519Key(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim, _ := libp2ppeer.IDFromPublicKey(victimKey)
+	forgedC, _ := discovery.Sign(liar, &discovery.Advertisement{Peer: []byte(victim), Actors: []string{"fake"}, TTLSeconds: 30})
 	answer, _ := cbor.Marshal(exchangeResponse{Ads: []exchangeAd{{Data: forgedC, TTL: 30}, {Data: []byte("junk"), TTL: 30}, {Data: liarOwn, TTL: 30}}})
 	liar.SetStreamHandler(proto, func(s network.Stream) {
 		defer s.Close()
