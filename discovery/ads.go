@@ -17,6 +17,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
 )
 
 // Limits on an advertisement; larger ones are rejected.
@@ -25,7 +26,7 @@ const (
 	MaxAdNames  = 1000 // actor names, and group names
 	MaxAdAddrs  = 32
 	defaultTTL  = 90 * time.Second
-	defaultTick = 10 * time.Second
+	defaultTick = 2 * time.Second
 )
 
 // ErrBadAd reports an advertisement that is malformed, oversize, unsigned,
@@ -84,32 +85,48 @@ func Sign(h host.Host, ad *Advertisement) ([]byte, error) {
 // Verify decodes a signed advertisement, checks its limits and that it is
 // signed by the peer it describes, which must be from (the pubsub origin).
 func Verify(data []byte, from libp2ppeer.ID) (*Advertisement, error) {
+	ad, body, sig, err := decodeAd(data)
+	if err != nil {
+		return nil, err
+	}
+	return ad, checkAd(ad, body, sig, from)
+}
+
+// decodeAd decodes a signed advertisement and checks its limits, but not
+// its signature.
+func decodeAd(data []byte) (ad *Advertisement, body, sig []byte, err error) {
 	if len(data) > MaxAdBytes {
-		return nil, fmt.Errorf("%w: %d bytes", ErrBadAd, len(data))
+		return nil, nil, nil, fmt.Errorf("%w: %d bytes", ErrBadAd, len(data))
 	}
 	var s signedAd
 	if err := adDecMode.Unmarshal(data, &s); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadAd, err)
+		return nil, nil, nil, fmt.Errorf("%w: %w", ErrBadAd, err)
 	}
-	var ad Advertisement
-	if err := adDecMode.Unmarshal(s.Ad, &ad); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadAd, err)
+	ad = new(Advertisement)
+	if err := adDecMode.Unmarshal(s.Ad, ad); err != nil {
+		return nil, nil, nil, fmt.Errorf("%w: %w", ErrBadAd, err)
 	}
+	if len(ad.Actors) > MaxAdNames || len(ad.Groups) > MaxAdNames || len(ad.Addrs) > MaxAdAddrs {
+		return nil, nil, nil, fmt.Errorf("%w: too many names", ErrBadAd)
+	}
+	return ad, s.Ad, s.Sig, nil
+}
+
+// checkAd checks that ad describes from and that sig is from's signature
+// over body.
+func checkAd(ad *Advertisement, body, sig []byte, from libp2ppeer.ID) error {
 	id, err := libp2ppeer.IDFromBytes(ad.Peer)
 	if err != nil || id != from {
-		return nil, fmt.Errorf("%w: describes %v, sent by %v", ErrBadAd, id, from)
+		return fmt.Errorf("%w: describes %v, sent by %v", ErrBadAd, id, from)
 	}
 	pub, err := id.ExtractPublicKey()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrBadAd, err)
+		return fmt.Errorf("%w: %w", ErrBadAd, err)
 	}
-	if ok, err := pub.Verify(s.Ad, s.Sig); err != nil || !ok {
-		return nil, fmt.Errorf("%w: bad signature", ErrBadAd)
+	if ok, err := pub.Verify(body, sig); err != nil || !ok {
+		return fmt.Errorf("%w: bad signature", ErrBadAd)
 	}
-	if len(ad.Actors) > MaxAdNames || len(ad.Groups) > MaxAdNames || len(ad.Addrs) > MaxAdAddrs {
-		return nil, fmt.Errorf("%w: too many names", ErrBadAd)
-	}
-	return &ad, nil
+	return nil
 }
 
 // AdSource says what this peer hosts now.
@@ -122,13 +139,19 @@ type AdsConfig struct {
 	Incarnation uint64
 	Source      AdSource
 	TTL         time.Duration // default 90 s; republished at a third of it
-	Tick        time.Duration // how often changes are looked for (default 10 s)
-	Logger      *slog.Logger
+	// Tick is how often Source is polled for changes (default 2 s); Changed
+	// asks for a poll at once.
+	Tick   time.Duration
+	Logger *slog.Logger
 }
 
+// adEntry is an advertisement held, with its signed bytes as its origin
+// published them (to pass on in directory exchanges).
 type adEntry struct {
-	ad      *Advertisement
-	expires time.Time
+	ad         *Advertisement
+	raw        []byte
+	expires    time.Time
+	refreshing bool // its origin was asked for a newer one
 }
 
 // Directory advertises this peer on the mesh's advertisement topic and
@@ -140,16 +163,27 @@ type Directory struct {
 	topic *pubsub.Topic
 	sub   *pubsub.Subscription
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	kick   chan struct{}
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	kick    chan struct{}
+	force   atomic.Bool // republish at the next poll even if nothing changed
+	syncq   chan libp2ppeer.ID
+	pullNow chan struct{}
+	serving chan struct{} // a token per directory request being answered
 
-	mu    sync.Mutex // guards peers
+	mu    sync.Mutex // guards peers, gone and closed
 	peers map[libp2ppeer.ID]adEntry
+	// gone holds when peers disconnected: an advertisement of theirs
+	// relayed by a third peer is refused for its TTL after that.
+	gone   map[libp2ppeer.ID]time.Time
+	closed bool // no more directory requests are answered
 
-	seq      atomic.Uint64
-	rejected atomic.Uint64
+	own atomic.Pointer[adEntry] // our latest published advertisement
+
+	seq                      atomic.Uint64
+	rejected, synced, forced atomic.Uint64
+	syncBusy                 atomic.Uint64
 }
 
 // StartAds starts advertising and collecting advertisements.
@@ -169,13 +203,21 @@ func StartAds(h host.Host, cfg AdsConfig) (*Directory, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	d := &Directory{cfg: cfg, h: h, peers: make(map[libp2ppeer.ID]adEntry), kick: make(chan struct{}, 1)}
+	d := &Directory{
+		cfg: cfg, h: h, peers: make(map[libp2ppeer.ID]adEntry), kick: make(chan struct{}, 1),
+		syncq: make(chan libp2ppeer.ID, syncQueue), serving: make(chan struct{}, syncServing),
+		pullNow: make(chan struct{}, 1), gone: make(map[libp2ppeer.ID]time.Time),
+	}
 	name := "/troupe/" + cfg.Mesh + "/ads"
 	err := cfg.PubSub.RegisterTopicValidator(name, func(_ context.Context, _ libp2ppeer.ID, m *pubsub.Message) pubsub.ValidationResult {
 		origin, err := libp2ppeer.IDFromBytes(m.From)
 		if err != nil {
 			d.rejected.Add(1)
 			return pubsub.ValidationReject
+		}
+		if ad := d.holds(origin, m.Data); ad != nil {
+			m.ValidatorData = ad // a copy of what we verified already
+			return pubsub.ValidationAccept
 		}
 		ad, err := Verify(m.Data, origin)
 		if err != nil {
@@ -196,16 +238,39 @@ func StartAds(h host.Host, cfg AdsConfig) (*Directory, error) {
 		_ = cfg.PubSub.UnregisterTopicValidator(name)
 		return nil, fmt.Errorf("discovery: advertisements: %w", err)
 	}
+	fail := func(err error) (*Directory, error) {
+		d.sub.Cancel()
+		_ = d.topic.Close()
+		_ = cfg.PubSub.UnregisterTopicValidator(name)
+		return nil, fmt.Errorf("discovery: advertisements: %w", err)
+	}
+	topicEvents, err := d.topic.EventHandler()
+	if err != nil {
+		return fail(err)
+	}
 	events, err := h.EventBus().Subscribe(new(event.EvtPeerConnectednessChanged))
 	if err != nil {
-		d.sub.Cancel()
-		return nil, err
+		topicEvents.Cancel()
+		return fail(err)
+	}
+	identified, err := h.EventBus().Subscribe(new(event.EvtPeerIdentificationCompleted))
+	if err != nil {
+		topicEvents.Cancel()
+		_ = events.Close()
+		return fail(err)
 	}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
-	d.wg.Add(3)
+	h.SetStreamHandler(SyncProtocol(cfg.Mesh), d.serveSync)
+	d.wg.Add(6 + syncWorkers)
+	go d.pull()
 	go d.advertise()
 	go d.collect()
 	go d.expire(events)
+	go d.watchTopic(topicEvents)
+	go d.watchIdentify(identified)
+	for range syncWorkers {
+		go d.syncWorker()
+	}
 	return d, nil
 }
 
@@ -217,32 +282,52 @@ func (d *Directory) Changed() {
 	}
 }
 
+// advertise publishes our advertisement when what we host changed, when a
+// third of its TTL has passed, and (forced, at most once per second) when
+// the topic gains its first peer: what was published before reached nobody.
+// A poll costs Source and a comparison; nothing is signed unless it
+// publishes.
 func (d *Directory) advertise() {
 	defer d.wg.Done()
 	tick := time.NewTicker(d.cfg.Tick)
 	defer tick.Stop()
-	var last []byte
-	var lastAt time.Time
+	var (
+		lastActors, lastGroups []string
+		lastAddrs              []ma.Multiaddr
+		lastAt, lastForced     time.Time
+		published              bool
+		forceC                 <-chan time.Time
+	)
 	for {
 		actors, groups := d.cfg.Source()
-		ad := Advertisement{
-			Peer: []byte(d.h.ID()), Incarnation: d.cfg.Incarnation,
-			Actors: capNames(actors), Groups: capNames(groups),
-			TTLSeconds: uint32(d.cfg.TTL / time.Second),
+		actors, groups = capNames(actors), capNames(groups)
+		addrs := d.h.Addrs()
+		if len(addrs) > MaxAdAddrs {
+			addrs = addrs[:MaxAdAddrs]
 		}
-		for i, a := range d.h.Addrs() {
-			if i == MaxAdAddrs {
-				break
+		changed := !published || !slices.Equal(actors, lastActors) || !slices.Equal(groups, lastGroups) ||
+			!slices.EqualFunc(addrs, lastAddrs, ma.Multiaddr.Equal)
+		force := false
+		if d.force.Load() {
+			if wait := time.Until(lastForced.Add(forceInterval)); wait > 0 {
+				if forceC == nil {
+					forceC = time.After(wait)
+				}
+			} else {
+				d.force.Store(false)
+				force = true
 			}
-			ad.Addrs = append(ad.Addrs, a.String())
 		}
-		content, _ := cbor.Marshal(ad) // without Seq: what changed?
-		if !bytes.Equal(content, last) || time.Since(lastAt) >= d.cfg.TTL/3 {
-			ad.Seq = d.seq.Add(1)
-			if data, err := Sign(d.h, &ad); err != nil {
-				d.cfg.Logger.Warn("discovery: cannot sign advertisement", "err", err)
-			} else if err := d.topic.Publish(d.ctx, data); err == nil {
-				last, lastAt = content, time.Now()
+		if changed || force || time.Since(lastAt) >= d.cfg.TTL/3 {
+			if err := d.publishAd(actors, groups, addrs); err != nil {
+				d.cfg.Logger.Debug("discovery: advertisement not published", "err", err)
+			} else {
+				lastActors, lastGroups, lastAddrs, published = actors, groups, addrs, true
+				lastAt = time.Now()
+				if force {
+					lastForced = lastAt
+					d.forced.Add(1)
+				}
 			}
 		}
 		select {
@@ -250,6 +335,49 @@ func (d *Directory) advertise() {
 			return
 		case <-tick.C:
 		case <-d.kick:
+		case <-forceC:
+			forceC = nil
+		}
+	}
+}
+
+// publishAd signs and publishes a new advertisement, and keeps it to answer
+// directory requests.
+func (d *Directory) publishAd(actors, groups []string, addrs []ma.Multiaddr) error {
+	ad := &Advertisement{
+		Peer: []byte(d.h.ID()), Incarnation: d.cfg.Incarnation, Seq: d.seq.Add(1),
+		Actors: actors, Groups: groups,
+		TTLSeconds: uint32(d.cfg.TTL / time.Second),
+	}
+	for _, a := range addrs {
+		ad.Addrs = append(ad.Addrs, a.String())
+	}
+	data, err := Sign(d.h, ad)
+	if err != nil {
+		return fmt.Errorf("discovery: signing advertisement: %w", err)
+	}
+	d.own.Store(&adEntry{ad: ad, raw: data})
+	return d.topic.Publish(d.ctx, data)
+}
+
+// watchTopic asks for a republication when the topic gains its first peer.
+func (d *Directory) watchTopic(events *pubsub.TopicEventHandler) {
+	defer d.wg.Done()
+	defer events.Cancel()
+	n := 0
+	for {
+		ev, err := events.NextPeerEvent(d.ctx)
+		if err != nil {
+			return
+		}
+		switch ev.Type {
+		case pubsub.PeerJoin:
+			if n++; n == 1 {
+				d.force.Store(true)
+				d.Changed()
+			}
+		case pubsub.PeerLeave:
+			n = max(0, n-1)
 		}
 	}
 }
@@ -268,20 +396,57 @@ func (d *Directory) collect() {
 		if err != nil {
 			return
 		}
-		ad, ok := m.ValidatorData.(*Advertisement)
-		if !ok {
-			continue
+		if ad, ok := m.ValidatorData.(*Advertisement); ok {
+			d.store(ad, m.Data, time.Duration(ad.TTLSeconds)*time.Second, false)
 		}
-		id, _ := libp2ppeer.IDFromBytes(ad.Peer)
-		if id == d.h.ID() {
-			continue
-		}
-		d.mu.Lock()
-		if old, ok := d.peers[id]; !ok || old.ad.Incarnation != ad.Incarnation || old.ad.Seq < ad.Seq {
-			d.peers[id] = adEntry{ad: ad, expires: time.Now().Add(time.Duration(ad.TTLSeconds) * time.Second)}
-		}
-		d.mu.Unlock()
 	}
+}
+
+// holds returns the advertisement held for id if its signed bytes are
+// data, nil otherwise.
+func (d *Directory) holds(id libp2ppeer.ID, data []byte) *Advertisement {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if e, ok := d.peers[id]; ok && bytes.Equal(e.raw, data) {
+		return e.ad
+	}
+	return nil
+}
+
+// fresh reports whether ad would replace what we hold (see store), so that
+// a signature is checked only when it matters.
+func (d *Directory) fresh(id libp2ppeer.ID, ad *Advertisement) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	old, ok := d.peers[id]
+	return !ok || old.ad.Incarnation == ad.Incarnation && old.ad.Seq < ad.Seq
+}
+
+// store keeps ad (signed as raw) for ttl unless we hold a newer one. An
+// advertisement relayed in a directory exchange may be older than one of
+// another incarnation we hold (the peer restarted): it replaces only an
+// older one of its own incarnation. It reports whether ad was stored, and
+// whether it is of a peer we held nothing of.
+func (d *Directory) store(ad *Advertisement, raw []byte, ttl time.Duration, relayed bool) (stored, added bool) {
+	id, err := libp2ppeer.IDFromBytes(ad.Peer)
+	if err != nil || id == d.h.ID() || ttl <= 0 {
+		return false, false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	old, ok := d.peers[id]
+	switch {
+	case !ok && len(d.peers) >= maxDirectory:
+		return false, false
+	case ok && old.ad.Incarnation == ad.Incarnation && old.ad.Seq >= ad.Seq:
+		return false, false
+	case ok && old.ad.Incarnation != ad.Incarnation && relayed:
+		return false, false
+	case relayed && time.Since(d.gone[id]) < time.Duration(ad.TTLSeconds)*time.Second:
+		return false, false // a departed peer's advertisement, still held elsewhere
+	}
+	d.peers[id] = adEntry{ad: ad, raw: raw, expires: time.Now().Add(ttl)}
+	return true, !ok
 }
 
 // expire drops advertisements whose TTL lapsed or whose peer disconnected.
@@ -298,16 +463,39 @@ func (d *Directory) expire(events event.Subscription) {
 			if !ok {
 				return
 			}
-			if e := ev.(event.EvtPeerConnectednessChanged); e.Connectedness == network.NotConnected {
-				d.mu.Lock()
+			e := ev.(event.EvtPeerConnectednessChanged)
+			d.mu.Lock()
+			switch {
+			case e.Connectedness == network.Connected:
+				delete(d.gone, e.Peer)
+			case e.Connectedness == network.NotConnected:
 				delete(d.peers, e.Peer)
-				d.mu.Unlock()
+				if len(d.gone) < maxDirectory {
+					d.gone[e.Peer] = time.Now()
+				}
 			}
+			d.mu.Unlock()
 		case now := <-tick.C:
 			d.mu.Lock()
 			for id, e := range d.peers {
-				if now.After(e.expires) {
+				switch {
+				case now.After(e.expires):
 					delete(d.peers, id)
+				case !e.refreshing && e.expires.Sub(now) < time.Duration(e.ad.TTLSeconds)*time.Second/3 &&
+					d.h.Network().Connectedness(id) == network.Connected:
+					// Republished every third of its TTL, it should have
+					// been refreshed by now: gossip missed it; ask its origin.
+					select {
+					case d.syncq <- id:
+						e.refreshing = true
+						d.peers[id] = e
+					default:
+					}
+				}
+			}
+			for id, t := range d.gone {
+				if now.Sub(t) > d.cfg.TTL && now.Sub(t) > defaultTTL {
+					delete(d.gone, id)
 				}
 			}
 			d.mu.Unlock()
@@ -341,11 +529,30 @@ func (d *Directory) Lookup(name string) []libp2ppeer.ID {
 	return out
 }
 
-// Rejected returns how many advertisements were rejected.
+// Rejected returns how many advertisements (gossiped or relayed) and
+// directory exchanges were rejected.
 func (d *Directory) Rejected() uint64 { return d.rejected.Load() }
 
-// Close stops advertising and waits for its goroutines.
+// DirectoryStats are a directory's counters.
+type DirectoryStats struct {
+	Rejected uint64 // bad advertisements and directory exchanges
+	Synced   uint64 // advertisements stored from directory exchanges
+	Busy     uint64 // directory exchanges skipped: too many at once
+	Forced   uint64 // republications because the topic gained its first peer
+}
+
+// Stats returns the directory's counters.
+func (d *Directory) Stats() DirectoryStats {
+	return DirectoryStats{Rejected: d.rejected.Load(), Synced: d.synced.Load(), Busy: d.syncBusy.Load(), Forced: d.forced.Load()}
+}
+
+// Close stops advertising and answering, and waits for its goroutines and
+// for the directory requests being answered.
 func (d *Directory) Close() {
+	d.h.RemoveStreamHandler(SyncProtocol(d.cfg.Mesh))
+	d.mu.Lock()
+	d.closed = true
+	d.mu.Unlock()
 	d.cancel()
 	d.sub.Cancel()
 	d.wg.Wait()

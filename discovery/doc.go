@@ -9,9 +9,44 @@
 // bounded queue and two worker goroutines, so a burst of them costs no
 // goroutine per announcement, and a peer is dialed at most once per 5 s.
 //
+// The mDNS service joins its multicast groups on the interfaces that are up
+// when it starts, so StartMDNS restarts it when the usable interfaces change
+// (looked at every 2 s: a laptop's Wi-Fi coming up later) or the host's
+// addresses do (EvtLocalAddressesUpdated), at most once a second; with no
+// multicast interface at all it waits for one instead of failing.
+//
 // mDNS needs an interface with the MULTICAST flag and a non-loopback listen
 // address. Tests run it only inside network namespaces they create: on a
 // CI machine the default interface leads off the machine.
 //
-// The DHT, advertisements and groups are the next steps of this package.
+// # Beyond the LAN
+//
+// StartDHT joins Troupe's Kademlia DHT through bootstrap peers and meets
+// the mesh's other peers at a rendezvous key.
+//
+// # Advertisements
+//
+// StartAds publishes this peer's signed advertisement (its public actors,
+// groups and addresses) on the mesh's GossipSub topic and keeps the others'
+// in a Directory until they expire or their peer disconnects. Gossip alone
+// is slow to reach everyone while a mesh forms: a message published before
+// a peer's GossipSub mesh exists reaches almost nobody. So:
+//
+//   - on every connection it dials, a peer asks the other side, in one
+//     request and one response on SyncProtocol, for the advertisements it
+//     lacks or holds older, and tells its own in the request;
+//   - every peer pulls the same way from a random connected peer, every
+//     250 ms while that brings new peers, backing off to a third of the TTL
+//     (at most 30 s) when it does not; at steady state an exchange is a
+//     summary and an empty answer, and when gossip loses republications,
+//     pulls refresh what would otherwise expire;
+//   - a peer republishes once when the topic gains its first peer;
+//   - an advertisement within a third of its TTL from expiry, so that gossip
+//     missed a republication, is asked of its origin when connected to it.
+//
+// Every advertisement is verified against the key of the peer it describes,
+// however it arrived; a bad one, or a malformed exchange, is dropped and
+// counted (Directory.Stats). Exchanges are bounded: MaxSyncAds, MaxSyncBytes,
+// a 10 s deadline, 8 answered at once (more are reset), a queue of 256
+// peers to ask.
 package discovery

@@ -5,10 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"regexp"
+	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
@@ -35,10 +40,22 @@ func ServiceName(mesh string) string { return "_troupe-" + mesh + "._udp" }
 // redialAfter is how long a peer that was just dialed is left alone.
 const redialAfter = 5 * time.Second
 
-// MDNS announces a host on the LAN and connects to the peers it finds.
+const (
+	// ifacePoll is how often the interfaces are looked at: no portable
+	// event announces a link coming up.
+	ifacePoll = 2 * time.Second
+	// restartGap is the least time between two restarts of the service.
+	restartGap = time.Second
+)
+
+// MDNS announces a host on the LAN and connects to the peers it finds. The
+// underlying service joins its multicast groups on the interfaces that are
+// up when it starts, so MDNS restarts it when the interfaces change (a
+// laptop's Wi-Fi coming up later) or the host's addresses do (the records
+// carry them). Its methods are safe for concurrent use.
 type MDNS struct {
 	h       host.Host
-	svc     mdns.Service
+	service string
 	connect func(context.Context, libp2ppeer.AddrInfo) error
 	log     *slog.Logger
 	found   chan libp2ppeer.AddrInfo
@@ -47,12 +64,18 @@ type MDNS struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu     sync.Mutex // guards dialed
+	mu     sync.Mutex // guards dialed, svc, addrs and closed
 	dialed map[libp2ppeer.ID]time.Time
+	svc    mdns.Service // nil while no interface can carry it
+	addrs  string       // the addresses the running service announces
+	closed bool
+
+	restarts atomic.Uint64
 }
 
 // StartMDNS starts announcing h for mesh and connecting to the peers found,
-// with connect (a node's Connect). Close stops it.
+// with connect (a node's Connect). Without a multicast interface yet it
+// waits for one. Close stops it.
 func StartMDNS(h host.Host, mesh string, connect func(context.Context, libp2ppeer.AddrInfo) error, logger *slog.Logger) (*MDNS, error) {
 	if err := CheckMesh(mesh); err != nil {
 		return nil, err
@@ -60,23 +83,148 @@ func StartMDNS(h host.Host, mesh string, connect func(context.Context, libp2ppee
 	if logger == nil {
 		logger = slog.Default()
 	}
+	addrEvents, err := h.EventBus().Subscribe(new(event.EvtLocalAddressesUpdated))
+	if err != nil {
+		return nil, fmt.Errorf("discovery: mDNS: %w", err)
+	}
 	m := &MDNS{
-		h: h, connect: connect, log: logger,
+		h: h, service: ServiceName(mesh), connect: connect, log: logger,
 		found:  make(chan libp2ppeer.AddrInfo, 64),
 		dialed: make(map[libp2ppeer.ID]time.Time),
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
-	m.svc = mdns.NewMdnsService(h, ServiceName(mesh), m)
-	if err := m.svc.Start(); err != nil {
-		m.cancel()
-		_ = m.svc.Close()
-		return nil, fmt.Errorf("discovery: mDNS: %w", err)
+	ifaces := interfaceState()
+	if err := m.restart(); err != nil {
+		if ifaces != "" {
+			m.cancel()
+			_ = addrEvents.Close()
+			return nil, fmt.Errorf("discovery: mDNS: %w", err)
+		}
+		logger.Warn("discovery: no multicast interface yet; mDNS starts when one comes up", "err", err)
 	}
-	m.wg.Add(2)
+	m.wg.Add(3)
 	for range 2 {
 		go m.work()
 	}
+	go m.watch(ifaces, addrEvents)
 	return m, nil
+}
+
+// restart stops the service, if running, and starts a new one on the
+// interfaces up now.
+func (m *MDNS) restart() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.svc != nil {
+		_ = m.svc.Close()
+		m.svc = nil
+	}
+	if m.closed {
+		return nil
+	}
+	addrs := m.listenAddrs()
+	svc := mdns.NewMdnsService(m.h, m.service, m)
+	if err := svc.Start(); err != nil {
+		_ = svc.Close()
+		return err
+	}
+	m.svc, m.addrs = svc, addrs
+	return nil
+}
+
+// listenAddrs describes the addresses the service announces.
+func (m *MDNS) listenAddrs() string {
+	addrs, _ := m.h.Network().InterfaceListenAddresses()
+	out := make([]string, len(addrs))
+	for i, a := range addrs {
+		out[i] = a.String()
+	}
+	slices.Sort(out)
+	return strings.Join(out, " ")
+}
+
+// addrsChanged reports whether the host's addresses differ from those the
+// running service announces (the address event also replays the current
+// addresses to a new subscriber, which must not restart it).
+func (m *MDNS) addrsChanged() bool {
+	now := m.listenAddrs()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.svc == nil || now != m.addrs
+}
+
+// watch restarts the service when the multicast interfaces or the host's
+// addresses change, at most once per restartGap.
+func (m *MDNS) watch(ifaces string, addrEvents event.Subscription) {
+	defer m.wg.Done()
+	defer addrEvents.Close()
+	tick := time.NewTicker(ifacePoll)
+	defer tick.Stop()
+	var due <-chan time.Time // a restart waiting for restartGap
+	var last time.Time
+	for {
+		select {
+		case <-m.ctx.Done():
+			return
+		case <-tick.C:
+			now := interfaceState()
+			if now == ifaces {
+				continue
+			}
+			ifaces = now
+		case _, ok := <-addrEvents.Out():
+			if !ok {
+				return
+			}
+			if !m.addrsChanged() {
+				continue
+			}
+		case <-due:
+			due = nil
+		}
+		if wait := time.Until(last.Add(restartGap)); wait > 0 {
+			if due == nil {
+				due = time.After(wait)
+			}
+			continue
+		}
+		last = time.Now()
+		m.restarts.Add(1)
+		if err := m.restart(); err != nil {
+			m.log.Debug("discovery: mDNS restart", "err", err)
+		} else {
+			m.log.Debug("discovery: mDNS restarted", "interfaces", ifaces)
+		}
+	}
+}
+
+// Restarts returns how many times the service was restarted.
+func (m *MDNS) Restarts() uint64 { return m.restarts.Load() }
+
+// interfaceState describes the interfaces mDNS can use (up, multicast,
+// with an address): it changes when one comes up, goes down or changes
+// address. It is "" when there is none.
+func interfaceState() string {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, ifi := range ifs {
+		if ifi.Flags&net.FlagUp == 0 || ifi.Flags&net.FlagMulticast == 0 {
+			continue
+		}
+		addrs, err := ifi.Addrs()
+		if err != nil || len(addrs) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "%s %v", ifi.Name, ifi.Flags&net.FlagRunning != 0)
+		for _, a := range addrs {
+			b.WriteString(" " + a.String())
+		}
+		b.WriteString(";")
+	}
+	return b.String()
 }
 
 // HandlePeerFound is called by the mDNS service, concurrently and
@@ -133,10 +281,18 @@ func (m *MDNS) shouldDial(id libp2ppeer.ID) bool {
 	return true
 }
 
-// Close stops announcing and dialing and waits for its goroutines.
+// Close stops announcing, watching and dialing, and waits for its
+// goroutines.
 func (m *MDNS) Close() error {
 	m.cancel()
-	err := m.svc.Close()
-	m.wg.Wait()
-	return err
+	m.wg.Wait() // the watcher restarts no more
+	m.mu.Lock()
+	m.closed = true
+	svc := m.svc
+	m.svc = nil
+	m.mu.Unlock()
+	if svc != nil {
+		return svc.Close()
+	}
+	return nil
 }

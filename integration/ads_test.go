@@ -3,12 +3,17 @@ package integration
 import (
 	"context"
 	"errors"
+	"io"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/fxamacker/cbor/v2"
 	"github.com/libp2p/go-libp2p"
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/network"
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/discovery"
 	"github.com/troupe-mesh/troupe/peer"
@@ -91,4 +96,170 @@ func TestAdvertisementsAndDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { return len(a.Directory().Lookup("alpha")) == 0 })
+}
+
+// exchangeAd and exchangeResponse mirror the directory exchange's response
+// (discovery.SyncProtocol) for a raw peer that speaks it by hand.
+type exchangeAd struct {
+	Data []byte `cbor:"1,keyasint"`
+	TTL  uint32 `cbor:"2,keyasint"`
+}
+
+type exchangeResponse struct {
+	Ads []exchangeAd `cbor:"1,keyasint,omitempty"`
+}
+
+type exchangeRequest struct {
+	Own []byte `cbor:"2,keyasint,omitempty"`
+}
+
+// A newly connected peer is told the directory in one exchange, before
+// gossip: a raw peer asks a node and gets the advertisements of both the
+// node and the node's other peer. Bad exchanges, in either direction, are
+// dropped and counted, and store nothing.
+func TestDirectoryExchange(t *testing.T) {
+	opts := []peer.Option{peer.WithMesh("xtest"), peer.WithGroups(true), peer.WithAdvertisements(50*time.Millisecond, 30*time.Second)}
+	a, b := newNode(t, opts...), newNode(t, opts...)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	spawn(t, b, "beta", echo)
+	if err := b.Connect(ctx, *a.AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return len(a.Directory().Lookup("beta")) == 1 })
+
+	raw, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if err := raw.Connect(ctx, *a.AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	proto := discovery.SyncProtocol("xtest")
+	ask := func(req []byte) ([]byte, error) {
+		s, err := raw.NewStream(ctx, a.ID(), proto)
+		if err != nil {
+			return nil, err
+		}
+		defer s.Close()
+		if _, err := s.Write(req); err != nil {
+			return nil, err
+		}
+		if err := s.CloseWrite(); err != nil {
+			return nil, err
+		}
+		return io.ReadAll(s)
+	}
+	own, err := discovery.Sign(raw, &discovery.Advertisement{Peer: []byte(raw.ID()), Actors: []string{"raw-actor"}, TTLSeconds: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := cbor.Marshal(exchangeRequest{Own: own})
+	data, err := ask(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resp exchangeResponse
+	if err := cbor.Unmarshal(data, &resp); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, x := range resp.Ads {
+		for _, id := range []libp2ppeer.ID{a.ID(), b.ID()} {
+			if ad, err := discovery.Verify(x.Data, id); err == nil {
+				got[id.String()] = slices.Contains(ad.Actors, "beta") || id == a.ID()
+			}
+		}
+	}
+	if !got[a.ID().String()] || !got[b.ID().String()] {
+		t.Fatalf("exchange returned %d advertisements, valid for %v", len(resp.Ads), got)
+	}
+	// The raw peer's own advertisement, in its request, reached a.
+	if refs := a.Directory().Lookup("raw-actor"); len(refs) != 1 {
+		t.Fatalf("own advertisement in the request: %v", refs)
+	}
+
+	// Bad requests: garbage, and an advertisement forged for b.
+	before := a.DirectoryRejected()
+	forged, _ := discovery.Sign(raw, &discovery.Advertisement{Peer: []byte(b.ID()), Actors: []string{"fake"}, TTLSeconds: 30})
+	forgedReq, _ := cbor.Marshal(exchangeRequest{Own: forged})
+	for _, bad := range [][]byte{[]byte("garbage"), forgedReq} {
+		if _, err := ask(bad); err == nil {
+			t.Fatal("a bad request was answered")
+		}
+	}
+	if got := a.DirectoryRejected() - before; got != 2 {
+		t.Fatalf("%d bad requests counted, want 2", got)
+	}
+
+	// Bad answers: a dials a raw peer whose answer holds a forged and a
+	// garbled advertisement next to a valid one.
+	liar, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer liar.Close()
+	liarOwn, _ := discovery.Sign(liar, &discovery.Advertisement{Peer: []byte(liar.ID()), Actors: []string{"liar-actor"}, TTLSeconds: 30})
+	// Forged for a peer a knows nothing of (one it holds an advertisement
+	// of would not even be checked: it could not replace what a holds).
+	_, victimKey, err := crypto.GenerateEd25519Key(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	victim, _ := libp2ppeer.IDFromPublicKey(victimKey)
+	forgedC, _ := discovery.Sign(liar, &discovery.Advertisement{Peer: []byte(victim), Actors: []string{"fake"}, TTLSeconds: 30})
+	answer, _ := cbor.Marshal(exchangeResponse{Ads: []exchangeAd{{Data: forgedC, TTL: 30}, {Data: []byte("junk"), TTL: 30}, {Data: liarOwn, TTL: 30}}})
+	liar.SetStreamHandler(proto, func(s network.Stream) {
+		defer s.Close()
+		_, _ = io.ReadAll(io.LimitReader(s, 1<<20))
+		_, _ = s.Write(answer)
+	})
+	before = a.DirectoryRejected()
+	if err := a.Connect(ctx, libp2ppeer.AddrInfo{ID: liar.ID(), Addrs: liar.Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return len(a.Directory().Lookup("liar-actor")) == 1 })
+	waitFor(t, func() bool { return a.DirectoryRejected()-before >= 2 })
+	if refs := a.Directory().Lookup("fake"); len(refs) != 0 {
+		t.Fatalf("forged advertisement accepted: %v", refs)
+	}
+	if refs := a.Directory().Lookup("beta"); len(refs) != 1 || refs[0].Peer() != b.ID().String() {
+		t.Fatalf("b's advertisement after the lie: %v", refs)
+	}
+}
+
+// Joining and leaving a group is advertised at once, not at the next poll
+// (here an hour away).
+func TestGroupChangeAdvertisedAtOnce(t *testing.T) {
+	opts := []peer.Option{peer.WithMesh("gtest"), peer.WithGroups(true), peer.WithAdvertisements(time.Hour, 90*time.Second)}
+	a, b := newNode(t, opts...), newNode(t, opts...)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := b.Connect(ctx, *a.AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	groupsOf := func(id libp2ppeer.ID) []string {
+		for _, ad := range a.Directory().Peers() {
+			if string(ad.Peer) == string(id) {
+				return ad.Groups
+			}
+		}
+		return nil
+	}
+	waitFor(t, func() bool { return len(a.Directory().Peers()) == 1 })
+	leave := make(chan struct{})
+	spawn(t, b, "member", func(c *actor.Context) {
+		if err := c.Join("room"); err != nil {
+			t.Error(err)
+		}
+		var h actor.Case
+		h = actor.On(func(Ping) { c.Leave("room"); close(leave) })
+		c.Receive(h)
+	})
+	waitFor(t, func() bool { return slices.Contains(groupsOf(b.ID()), "room") })
+	ref, _ := b.System().Whereis("member")
+	b.System().Send(ref, Ping{})
+	recv(t, leave)
+	waitFor(t, func() bool { return len(a.Directory().Peers()) == 1 && !slices.Contains(groupsOf(b.ID()), "room") })
 }

@@ -71,3 +71,11 @@ func (n *Node) DirectoryRejected() uint64 {
 	}
 	return n.dir.Rejected()
 }
+
+// Stats returns the directory's counters (zero without WithGroups).
+func (d Directory) Stats() discovery.DirectoryStats {
+	if d.d == nil {
+		return discovery.DirectoryStats{}
+	}
+	return d.d.Stats()
+}

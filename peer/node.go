@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/host"
@@ -114,8 +115,17 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 	aopts := append([]actor.Option{actor.WithLogger(cfg.logger)}, cfg.actorOpts...)
 	aopts = append(aopts, actor.WithPeer(h.ID().String()), actor.WithRemote(r))
 	var groups *routing.Groups
+	var dir atomic.Pointer[discovery.Directory] // set once advertising starts
 	if cfg.groups {
-		groups, err = routing.NewGroups(routing.GroupsConfig{Host: h, Registry: reg, Mesh: cfg.mesh, Logger: cfg.logger})
+		groups, err = routing.NewGroups(routing.GroupsConfig{
+			Host: h, Registry: reg, Mesh: cfg.mesh, Logger: cfg.logger,
+			// A group joined or left changes the advertisement at once.
+			OnChange: func() {
+				if d := dir.Load(); d != nil {
+					d.Changed()
+				}
+			},
+		})
 		if err != nil {
 			_ = r.Close(ctx)
 			_ = h.Close()
@@ -153,6 +163,7 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 			_ = n.Close(ctx)
 			return nil, err
 		}
+		dir.Store(n.dir)
 	}
 	if cfg.dht {
 		n.dht, err = discovery.StartDHT(h, discovery.DHTConfig{
@@ -165,8 +176,9 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		}
 	}
 	if cfg.mdns {
-		// No multicast interface (a container, a VM, loopback only) is a
-		// reason to run without LAN discovery, not to fail.
+		// StartMDNS waits for a multicast interface when there is none yet;
+		// any other failure is a reason to run without LAN discovery, not
+		// to fail.
 		if n.mdns, err = discovery.StartMDNS(h, cfg.mesh, n.Connect, cfg.logger); err != nil {
 			cfg.logger.Warn("peer: mDNS is off", "err", err)
 			n.mdns = nil

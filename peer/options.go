@@ -137,8 +137,9 @@ func WithMesh(name string) Option {
 
 // WithMDNS turns on announcing the node on the LAN by multicast DNS and
 // connecting to the peers of the same mesh it finds (default off). It needs
-// a multicast interface and a non-loopback listen address; without one the
-// node runs without it and logs a warning.
+// a multicast interface and a non-loopback listen address; without an
+// interface it logs a warning and starts once one comes up. It restarts
+// when the interfaces or the node's addresses change.
 func WithMDNS(on bool) Option { return func(c *config) error { c.mdns = on; return nil } }
 
 // WithDHT joins Troupe's Kademlia DHT (server mode, protocol prefix
@@ -159,7 +160,8 @@ func WithDHT(bootstrap ...libp2ppeer.AddrInfo) Option {
 func WithDHTClient(on bool) Option { return func(c *config) error { c.dhtClient = on; return nil } }
 
 // WithAdvertisements sets how often the node looks for changes in what it
-// hosts to advertise them (default 10 s) and how long its advertisements
+// hosts to advertise them (default 2 s; a poll is cheap, and groups joined
+// or left are advertised at once) and how long its advertisements
 // live (default 90 s). Advertisements run with WithGroups.
 func WithAdvertisements(every, ttl time.Duration) Option {
 	return func(c *config) error {

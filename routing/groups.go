@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/event"
@@ -22,12 +23,29 @@ import (
 // which must agree on all peers).
 const MaxGroupMessage = 1 << 20
 
+// validateQueue is how many received messages may await validation.
+const validateQueue = 1024
+
+// pruneBackoff is how long a pruned peer waits before grafting again
+// (GossipSub's default is a minute, during which a new peer whose only
+// topic peer pruned it has no mesh and misses most messages).
+const pruneBackoff = 10 * time.Second
+
+// outboundQueue is how many RPCs may wait for one peer (default 32, which
+// overflows while a hundred peers connect at once).
+const outboundQueue = 256
+
 // GroupsConfig configures Groups.
 type GroupsConfig struct {
 	Host     host.Host
 	Registry *codec.Registry
 	Mesh     string // topics are "/troupe/<mesh>/group/<name>"
 	Logger   *slog.Logger
+	// OnChange, when set, is called after the node joined a group (its first
+	// local member) or left one (its last): what the node advertises
+	// changed. It is called on an event loop or the publisher goroutine
+	// and must not block.
+	OnChange func()
 }
 
 // Groups carries actor group messages on GossipSub: one topic per group,
@@ -86,10 +104,20 @@ func NewGroups(cfg GroupsConfig) (*Groups, error) {
 		}
 	}
 	g.ctx, g.cancel = context.WithCancel(context.Background())
+	params := pubsub.DefaultGossipSubParams()
+	params.PruneBackoff = pruneBackoff
 	ps, err := pubsub.NewGossipSub(g.ctx, cfg.Host,
+		pubsub.WithGossipSubParams(params),
+		// A peer that a full mesh prunes (a bootstrap peer that every new
+		// peer grafts) learns other peers of the topic to graft instead.
+		pubsub.WithPeerExchange(true),
 		pubsub.WithMaxMessageSize(MaxGroupMessage),
 		pubsub.WithMessageSignaturePolicy(pubsub.StrictSign),
 		pubsub.WithRawTracer(g.mesh),
+		// The default queue of 32 messages awaiting validation overflows
+		// (and drops) when a hundred peers start together on two cores.
+		pubsub.WithValidateQueueSize(validateQueue),
+		pubsub.WithPeerOutboundQueueSize(outboundQueue),
 	)
 	if err != nil {
 		g.cancel()
@@ -190,7 +218,14 @@ func (g *Groups) JoinGroup(group string) error {
 	g.topics[group] = gt
 	g.wg.Add(1)
 	go g.read(ctx, group, sub)
+	g.changed()
 	return nil
+}
+
+func (g *Groups) changed() {
+	if g.cfg.OnChange != nil {
+		g.cfg.OnChange()
+	}
 }
 
 // LeaveGroup unsubscribes from the group's topic once the messages queued
@@ -224,6 +259,9 @@ func (g *Groups) leave(group string, gen uint64) {
 	gt.stop()
 	if gt.t.Close() == nil {
 		_ = g.ps.UnregisterTopicValidator(g.topicName(group))
+	}
+	if gt.sub != nil {
+		g.changed()
 	}
 }
 

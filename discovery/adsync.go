@@ -1,0 +1,408 @@
+package discovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/fxamacker/cbor/v2"
+	"github.com/libp2p/go-libp2p/core/event"
+	"github.com/libp2p/go-libp2p/core/network"
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+)
+
+// Limits of the directory exchange between two newly connected peers.
+const (
+	// MaxSyncAds is the most advertisements one exchange carries, and the
+	// most entries in a request's summary.
+	MaxSyncAds = 1024
+	// MaxSyncBytes caps an exchange's response; a request is capped at
+	// maxSyncRequest.
+	MaxSyncBytes   = 4 << 20
+	maxSyncRequest = 256 << 10 // a full summary and our own advertisement
+
+	syncTimeout   = 10 * time.Second
+	syncWorkers   = 2
+	syncServing   = 8                // concurrent answers; more are reset
+	syncQueue     = 256              // peers waiting to be asked; more are skipped
+	resyncAfter   = 30 * time.Second // a peer is asked on identify at most this often
+	maxDirectory  = 4096             // advertisements held; newer peers are ignored
+	forceInterval = time.Second      // forced republications are at least this far apart
+
+	// A random connected peer is asked every pullMin at first; the wait
+	// doubles up to pullMax while the exchanges bring nothing new, and
+	// falls back to pullMin when one does.
+	pullMin = 250 * time.Millisecond
+	pullMax = 30 * time.Second
+)
+
+// ErrBadSync reports a directory exchange that is malformed or oversize.
+var ErrBadSync = errors.New("discovery: bad directory exchange")
+
+// SyncProtocol is the stream protocol by which a peer asks a newly
+// connected peer for the advertisements it lacks (the mesh's directory, in
+// one request and one response).
+func SyncProtocol(mesh string) protocol.ID { return protocol.ID("/troupe/" + mesh + "/ads/1.0.0") }
+
+// syncRequest summarizes the advertisements the asking peer holds, so that
+// only those it lacks and newer ones come back. While gossip delivers every
+// republication, an exchange carries a summary and an empty answer; when it
+// does not (a peer whose GossipSub mesh has not formed), exchanges keep the
+// advertisements it holds from expiring.
+type syncRequest struct {
+	Have []haveEntry `cbor:"1,keyasint,omitempty"`
+	// Own is the asking peer's own signed advertisement: one exchange
+	// tells each side about the other.
+	Own []byte `cbor:"2,keyasint,omitempty"`
+}
+
+type haveEntry struct {
+	Peer        []byte `cbor:"1,keyasint"`
+	Incarnation uint64 `cbor:"2,keyasint"`
+	Seq         uint64 `cbor:"3,keyasint"`
+}
+
+type syncResponse struct {
+	Ads []syncAd `cbor:"1,keyasint,omitempty"`
+}
+
+// syncAd is a signed advertisement as its origin published it, with the
+// time it has left as the sender sees it (a hint: it never extends the
+// advertisement's own TTL).
+type syncAd struct {
+	Data       []byte `cbor:"1,keyasint"`
+	TTLSeconds uint32 `cbor:"2,keyasint"`
+}
+
+var syncDecMode = func() cbor.DecMode {
+	dm, err := cbor.DecOptions{
+		DupMapKey:        cbor.DupMapKeyEnforcedAPF,
+		MaxNestedLevels:  4,
+		MaxArrayElements: MaxSyncAds,
+		MaxMapPairs:      16,
+	}.DecMode()
+	if err != nil {
+		panic(err)
+	}
+	return dm
+}()
+
+// readCapped reads r to its end, failing when it holds more than limit bytes.
+func readCapped(r io.Reader, limit int) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > limit {
+		return nil, fmt.Errorf("%w: more than %d bytes", ErrBadSync, limit)
+	}
+	return data, nil
+}
+
+// serveSync answers one request. libp2p runs it on its own goroutine; it
+// joins the directory's WaitGroup so that Close waits for it, and at most
+// syncServing run at once.
+func (d *Directory) serveSync(s network.Stream) {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		_ = s.Reset()
+		return
+	}
+	d.wg.Add(1)
+	d.mu.Unlock()
+	defer d.wg.Done()
+	select {
+	case d.serving <- struct{}{}:
+		defer func() { <-d.serving }()
+	default:
+		d.syncBusy.Add(1)
+		_ = s.Reset()
+		return
+	}
+	_ = s.SetDeadline(time.Now().Add(syncTimeout))
+	stop := context.AfterFunc(d.ctx, func() { _ = s.Reset() }) // Close does not wait for the deadline
+	defer stop()
+	data, err := readCapped(s, maxSyncRequest)
+	if err != nil && !errors.Is(err, ErrBadSync) {
+		_ = s.Reset() // a transport error is no rejection
+		return
+	}
+	var req syncRequest
+	if err == nil {
+		err = syncDecMode.Unmarshal(data, &req)
+	}
+	asker := s.Conn().RemotePeer()
+	if err == nil && req.Own != nil {
+		var ad *Advertisement
+		if ad, err = Verify(req.Own, asker); err == nil {
+			d.store(ad, req.Own, time.Duration(ad.TTLSeconds)*time.Second, false)
+		}
+	}
+	if err != nil {
+		d.rejected.Add(1)
+		d.cfg.Logger.Debug("discovery: bad directory request", "from", asker, "err", err)
+		_ = s.Reset()
+		return
+	}
+	resp, err := cbor.Marshal(d.answer(asker, req.Have))
+	if err == nil {
+		_, err = s.Write(resp)
+	}
+	if err != nil {
+		_ = s.Reset()
+		return
+	}
+	_ = s.Close()
+}
+
+// answer selects what the asker lacks: our own advertisement and those we
+// hold that are missing from its summary or newer than it holds (of the
+// same incarnation: the asker keeps what it holds of another), within the
+// exchange's limits.
+func (d *Directory) answer(asker libp2ppeer.ID, have []haveEntry) syncResponse {
+	known := make(map[string]haveEntry, len(have))
+	for _, h := range have {
+		known[string(h.Peer)] = h
+	}
+	newer := func(ad *Advertisement) bool {
+		h, ok := known[string(ad.Peer)]
+		return !ok || h.Incarnation == ad.Incarnation && h.Seq < ad.Seq
+	}
+	var resp syncResponse
+	size := 0
+	add := func(ad *Advertisement, raw []byte, left time.Duration) bool {
+		if len(resp.Ads) == MaxSyncAds || size+len(raw)+16 > MaxSyncBytes {
+			return false
+		}
+		size += len(raw) + 16
+		resp.Ads = append(resp.Ads, syncAd{Data: raw, TTLSeconds: uint32(max(left, time.Second) / time.Second)})
+		return true
+	}
+	if own := d.own.Load(); own != nil && newer(own.ad) {
+		add(own.ad, own.raw, d.cfg.TTL)
+	}
+	now := time.Now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for id, e := range d.peers {
+		if id == asker || !newer(e.ad) || now.After(e.expires) {
+			continue
+		}
+		if !add(e.ad, e.raw, e.expires.Sub(now)) {
+			break
+		}
+	}
+	return resp
+}
+
+// summary lists the advertisements we hold, for a request. Beyond
+// MaxSyncAds it is partial, and answers repeat some of what we hold.
+func (d *Directory) summary() []haveEntry {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]haveEntry, 0, min(len(d.peers), MaxSyncAds))
+	for _, e := range d.peers {
+		if len(out) == MaxSyncAds {
+			break
+		}
+		out = append(out, haveEntry{Peer: e.ad.Peer, Incarnation: e.ad.Incarnation, Seq: e.ad.Seq})
+	}
+	return out
+}
+
+// watchIdentify queues every peer newly identified on a connection we
+// dialed that speaks the sync protocol, unless it was asked recently or the
+// queue is full (pulls and gossip then bring what it holds, only later).
+// The dialing side asks, and tells its own advertisement in the request: a
+// peer that hundreds dial at once (a bootstrap peer) only answers.
+func (d *Directory) watchIdentify(sub event.Subscription) {
+	defer d.wg.Done()
+	defer sub.Close()
+	proto := SyncProtocol(d.cfg.Mesh)
+	asked := make(map[libp2ppeer.ID]time.Time)
+	for {
+		select {
+		case <-d.ctx.Done():
+			return
+		case ev, ok := <-sub.Out():
+			if !ok {
+				return
+			}
+			e := ev.(event.EvtPeerIdentificationCompleted)
+			if e.Conn == nil || e.Conn.Stat().Direction != network.DirOutbound || !slices.Contains(e.Protocols, proto) {
+				continue
+			}
+			now := time.Now()
+			if t, ok := asked[e.Peer]; ok && now.Sub(t) < resyncAfter {
+				continue
+			}
+			for p, t := range asked { // keep the map small
+				if now.Sub(t) >= resyncAfter {
+					delete(asked, p)
+				}
+			}
+			select {
+			case d.syncq <- e.Peer:
+				asked[e.Peer] = now
+			default:
+				d.syncBusy.Add(1)
+			}
+			select { // a new peer: pull often again
+			case d.pullNow <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// pull asks a random connected peer for what we lack, often while that
+// brings new peers (a peer learns of the others through the first peer it
+// meets long before gossip reaches it), rarely once it brings none.
+func (d *Directory) pull() {
+	defer d.wg.Done()
+	proto := SyncProtocol(d.cfg.Mesh)
+	// Refreshing what we hold is gossip's job; a pull that only refreshes
+	// backs off, but not beyond a third of the TTL, so that an
+	// advertisement gossip fails to refresh is pulled before it expires.
+	maxWait := min(pullMax, d.cfg.TTL/3)
+	wait := pullMin
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.ctx.Done():
+			return
+		case <-d.pullNow:
+			wait = pullMin
+		case <-t.C:
+		}
+		var candidates []libp2ppeer.ID
+		for _, p := range d.h.Network().Peers() {
+			if ok, _ := d.h.Peerstore().SupportsProtocols(p, proto); len(ok) > 0 {
+				candidates = append(candidates, p)
+			}
+		}
+		if len(candidates) > 0 {
+			ctx, cancel := context.WithTimeout(d.ctx, syncTimeout)
+			n, added, err := d.syncWith(ctx, candidates[rand.IntN(len(candidates))])
+			cancel()
+			if err == nil {
+				d.synced.Add(uint64(n))
+			}
+			if added > 0 {
+				wait = pullMin
+			} else {
+				wait = min(2*wait, maxWait)
+			}
+		}
+		t.Reset(wait/2 + rand.N(wait)) // jittered, so that peers do not ask in step
+	}
+}
+
+// syncWorker asks the queued peers for what they hold.
+func (d *Directory) syncWorker() {
+	defer d.wg.Done()
+	for {
+		select {
+		case <-d.ctx.Done():
+			return
+		case p := <-d.syncq:
+			ctx, cancel := context.WithTimeout(d.ctx, syncTimeout)
+			n, _, err := d.syncWith(ctx, p)
+			cancel()
+			if err != nil {
+				d.cfg.Logger.Debug("discovery: directory exchange", "peer", p, "err", err)
+				continue
+			}
+			d.synced.Add(uint64(n))
+		}
+	}
+}
+
+// syncWith asks peer p for the advertisements we lack and stores the valid
+// ones; each bad one is counted as rejected and dropped. It returns how many
+// were stored, and how many of them are of peers we held nothing of.
+func (d *Directory) syncWith(ctx context.Context, p libp2ppeer.ID) (stored, added int, err error) {
+	r := syncRequest{Have: d.summary()}
+	if own := d.own.Load(); own != nil {
+		r.Own = own.raw
+	}
+	req, err := cbor.Marshal(r)
+	if err != nil {
+		return 0, 0, err
+	}
+	s, err := d.h.NewStream(ctx, p, SyncProtocol(d.cfg.Mesh))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer s.Close()
+	deadline, _ := ctx.Deadline()
+	_ = s.SetDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { _ = s.Reset() })
+	defer stop()
+	if _, err := s.Write(req); err != nil {
+		_ = s.Reset()
+		return 0, 0, err
+	}
+	if err := s.CloseWrite(); err != nil {
+		_ = s.Reset()
+		return 0, 0, err
+	}
+	data, err := readCapped(s, MaxSyncBytes)
+	var resp syncResponse
+	if err == nil {
+		if err = syncDecMode.Unmarshal(data, &resp); err != nil {
+			err = fmt.Errorf("%w: %w", ErrBadSync, err)
+		}
+	}
+	if err != nil {
+		if errors.Is(err, ErrBadSync) { // a transport error is no rejection
+			d.rejected.Add(1)
+		}
+		_ = s.Reset()
+		return 0, 0, err
+	}
+	for _, sa := range resp.Ads {
+		ad, err := d.verifyRelayed(sa.Data)
+		if err != nil {
+			d.rejected.Add(1)
+			continue
+		}
+		if ad == nil {
+			continue
+		}
+		ttl := min(time.Duration(sa.TTLSeconds), time.Duration(ad.TTLSeconds)) * time.Second
+		if ok, isNew := d.store(ad, sa.Data, ttl, true); ok {
+			stored++
+			if isNew {
+				added++
+			}
+		}
+	}
+	return stored, added, nil
+}
+
+// verifyRelayed verifies an advertisement that reached us through another
+// peer than its origin: the signature must be that of the peer it
+// describes. It returns nil and no error for a valid-looking one that would
+// not replace what we hold (its signature is not checked).
+func (d *Directory) verifyRelayed(data []byte) (*Advertisement, error) {
+	ad, body, sig, err := decodeAd(data)
+	if err != nil {
+		return nil, err
+	}
+	id, err := libp2ppeer.IDFromBytes(ad.Peer)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadAd, err)
+	}
+	if !d.fresh(id, ad) {
+		return nil, nil
+	}
+	return ad, checkAd(ad, body, sig, id)
+}
