@@ -7,17 +7,15 @@ import (
 	"github.com/troupe-mesh/troupe/actor"
 )
 
-// maxBatch is the most envelopes a writer takes at once: enough to fill
-// many frames per write, few enough to keep the copy small.
-const maxBatch = 1024
-
 // outQueue is a bounded queue of envelopes for one writer goroutine. It
 // grows with use up to its bound, so an idle link costs a few words, not
-// its whole capacity, and the writer takes many envelopes per step.
+// its whole capacity. The writer takes everything queued at once by
+// swapping buffers with the queue: no envelope is copied out, and the
+// buffer the writer gives back (emptied) takes the next burst, so a busy
+// link reuses two buffers instead of growing one per burst.
 type outQueue struct {
-	mu      sync.Mutex // guards the fields below
-	buf     []actor.Envelope
-	head, n int
+	mu      sync.Mutex       // guards the fields below
+	buf     []actor.Envelope // queued, oldest first
 	max     int
 	space   chan struct{} // closed and replaced when room appears and someone waits
 	waiting bool
@@ -35,15 +33,14 @@ func (q *outQueue) push(e actor.Envelope) bool { return q.pushBelow(e, q.max) }
 // pushBelow appends e unless limit or more envelopes wait.
 func (q *outQueue) pushBelow(e actor.Envelope, limit int) bool {
 	q.mu.Lock()
-	if q.n >= limit {
+	if len(q.buf) >= limit {
 		q.mu.Unlock()
 		return false
 	}
-	if q.n == len(q.buf) {
+	if len(q.buf) == cap(q.buf) {
 		q.growLocked()
 	}
-	q.buf[(q.head+q.n)%len(q.buf)] = e
-	q.n++
+	q.buf = append(q.buf, e)
 	q.mu.Unlock()
 	select {
 	case q.ready <- struct{}{}:
@@ -53,11 +50,12 @@ func (q *outQueue) pushBelow(e actor.Envelope, limit int) bool {
 }
 
 // waitLimit is the queue length from which pushCtx waits. A sender that
-// can wait needs no deep queue to keep the writer busy (it takes at most
-// maxBatch envelopes at a time), so it waits well before the queue is full:
+// can wait needs no deep queue to keep the writer busy (it takes what is
+// queued while it writes the previous batch), so it waits well before the
+// queue is full:
 // messages waiting in the queue cost memory, their bodies included. The
 // rest of the queue is for senders that cannot wait (event loops).
-const waitLimit = 8 * maxBatch
+const waitLimit = 8 << 10
 
 // pushCtx appends e, waiting until fewer than min(waitLimit, the queue's
 // bound) envelopes wait, or ctx or stop ends. It reports ctx's error, or
@@ -69,7 +67,7 @@ func (q *outQueue) pushCtx(ctx context.Context, e actor.Envelope, stop <-chan st
 			return nil
 		}
 		q.mu.Lock()
-		if q.n < limit { // room appeared meanwhile
+		if len(q.buf) < limit { // room appeared meanwhile
 			q.mu.Unlock()
 			continue
 		}
@@ -89,49 +87,45 @@ func (q *outQueue) pushCtx(ctx context.Context, e actor.Envelope, stop <-chan st
 	}
 }
 
+// growLocked makes room for more envelopes in q.buf, up to the bound.
 func (q *outQueue) growLocked() {
-	size := max(16, 2*len(q.buf))
-	if len(q.buf) >= 4096 {
-		size = len(q.buf) + len(q.buf)/2 // large: overshoot less
+	size := max(16, 2*cap(q.buf))
+	if cap(q.buf) >= 4096 {
+		size = cap(q.buf) + cap(q.buf)/2 // large: overshoot less
 	}
 	size = min(size, q.max)
-	nb := make([]actor.Envelope, size)
-	for i := range q.n {
-		nb[i] = q.buf[(q.head+i)%len(q.buf)]
-	}
-	q.buf, q.head = nb, 0
+	nb := make([]actor.Envelope, len(q.buf), size)
+	copy(nb, q.buf)
+	q.buf = nb
 }
 
-// takeBatch moves up to maxBatch of the oldest envelopes to dst and
-// returns it.
-func (q *outQueue) takeBatch(dst []actor.Envelope) []actor.Envelope {
+// keepLimit is the capacity above which the writer's emptied buffer is
+// dropped rather than reused once a burst is over.
+const keepLimit = 1024
+
+// takeBatch returns every queued envelope, oldest first. done is the
+// previous batch, whose envelopes the caller cleared: the queue reuses it
+// for what comes next, unless it is large and the burst that needed it is
+// over (the batch taken is small), so that its memory goes back.
+func (q *outQueue) takeBatch(done []actor.Envelope) []actor.Envelope {
+	done = done[:0]
 	q.mu.Lock()
-	k := min(q.n, maxBatch)
-	for i := range k {
-		j := (q.head + i) % len(q.buf)
-		dst = append(dst, q.buf[j])
-		q.buf[j] = actor.Envelope{}
+	out := q.buf
+	if cap(done) > keepLimit && len(out) < cap(done)/8 {
+		done = nil // a burst is over: give its memory back
 	}
-	q.n -= k
-	if q.n == 0 {
-		q.head = 0
-		if len(q.buf) > 1024 && k < len(q.buf)/8 {
-			q.buf = nil // a burst is over: give its memory back
-		}
-	} else {
-		q.head = (q.head + k) % len(q.buf)
-	}
+	q.buf = done
 	if q.waiting {
 		close(q.space)
 		q.space, q.waiting = nil, false
 	}
 	q.mu.Unlock()
-	return dst
+	return out
 }
 
 // len returns how many envelopes wait.
 func (q *outQueue) len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.n
+	return len(q.buf)
 }

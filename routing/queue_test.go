@@ -36,17 +36,55 @@ func TestOutQueueWaitsBeforeItIsFull(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- q.pushCtx(ctx, actor.Envelope{Corr: 1 << 40}, nil) }()
 	// The waiting sender gets in once fewer than waitLimit wait.
-	for q.len() >= waitLimit {
-		select {
-		case err := <-done:
-			t.Fatalf("pushCtx returned %v with %d waiting", err, q.len())
-		default:
-		}
-		if batch := q.takeBatch(nil); len(batch) != maxBatch {
-			t.Fatalf("batch of %d, want %d", len(batch), maxBatch)
+	select {
+	case err := <-done:
+		t.Fatalf("pushCtx returned %v with %d waiting", err, q.len())
+	case <-time.After(20 * time.Millisecond):
+	}
+	batch := q.takeBatch(nil)
+	if len(batch) != 2*waitLimit {
+		t.Fatalf("batch of %d, want %d", len(batch), 2*waitLimit)
+	}
+	for i := range waitLimit {
+		if batch[i].Corr != uint64(i) {
+			t.Fatalf("batch[%d].Corr = %d: out of order", i, batch[i].Corr)
 		}
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+	if got := q.takeBatch(batch); len(got) != 1 || got[0].Corr != 1<<40 {
+		t.Fatalf("second batch %v, want the waiting sender's envelope", got)
+	}
+}
+
+// The writer's emptied buffer takes the next envelopes, unless it is large
+// and the burst is over.
+func TestOutQueueReusesTheWritersBuffer(t *testing.T) {
+	q := newOutQueue(1 << 16)
+	for range 100 {
+		q.push(actor.Envelope{})
+	}
+	first := q.takeBatch(nil)
+	q.push(actor.Envelope{Corr: 1})
+	second := q.takeBatch(first)
+	if len(second) != 1 || second[0].Corr != 1 {
+		t.Fatalf("second batch %v", second)
+	}
+	q.push(actor.Envelope{Corr: 2})
+	if third := q.takeBatch(second); &third[0] != &first[0] {
+		t.Fatal("the first batch's buffer was not reused")
+	}
+	for range 4 * keepLimit {
+		q.push(actor.Envelope{})
+	}
+	big := q.takeBatch(nil)
+	q.push(actor.Envelope{})
+	small := q.takeBatch(big[:0])
+	q.push(actor.Envelope{})
+	q.takeBatch(small)
+	if q.mu.Lock(); cap(q.buf) > keepLimit {
+		t.Fatalf("queue kept a buffer of %d after the burst", cap(q.buf))
+	}
+	q.mu.Unlock()
 }
