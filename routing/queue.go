@@ -19,6 +19,7 @@ type outQueue struct {
 	max     int
 	space   chan struct{} // closed and replaced when room appears and someone waits
 	waiting bool
+	small   int // small batches in a row
 
 	ready chan struct{} // capacity 1: wakes the writer
 }
@@ -100,18 +101,25 @@ func (q *outQueue) growLocked() {
 }
 
 // keepLimit is the capacity above which the writer's emptied buffer is
-// dropped rather than reused once a burst is over.
-const keepLimit = 1024
+// dropped rather than reused once a burst is over: after smallTakes
+// batches in a row of fewer than keepLimit/8 envelopes. (A writer wakes
+// on the first message of a burst, so one small batch says nothing.)
+const (
+	keepLimit  = 1024
+	smallTakes = 64
+)
 
 // takeBatch returns every queued envelope, oldest first. done is the
 // previous batch, whose envelopes the caller cleared: the queue reuses it
 // for what comes next, unless it is large and the burst that needed it is
-// over (the batch taken is small), so that its memory goes back.
+// over, so that its memory goes back.
 func (q *outQueue) takeBatch(done []actor.Envelope) []actor.Envelope {
 	done = done[:0]
 	q.mu.Lock()
 	out := q.buf
-	if cap(done) > keepLimit && len(out) < cap(done)/8 {
+	if len(out) >= keepLimit/8 {
+		q.small = 0
+	} else if q.small++; q.small > smallTakes && cap(done) > keepLimit {
 		done = nil // a burst is over: give its memory back
 	}
 	q.buf = done

@@ -78,13 +78,18 @@ func TestOutQueueReusesTheWritersBuffer(t *testing.T) {
 	for range 4 * keepLimit {
 		q.push(actor.Envelope{})
 	}
-	big := q.takeBatch(nil)
-	q.push(actor.Envelope{})
-	small := q.takeBatch(big[:0])
-	q.push(actor.Envelope{})
-	q.takeBatch(small)
-	if q.mu.Lock(); cap(q.buf) > keepLimit {
-		t.Fatalf("queue kept a buffer of %d after the burst", cap(q.buf))
+	batch := q.takeBatch(nil)
+	for i := range 2 * smallTakes {
+		q.push(actor.Envelope{})
+		batch = q.takeBatch(batch)
+		q.mu.Lock()
+		kept := cap(q.buf) > keepLimit || cap(batch) > keepLimit
+		q.mu.Unlock()
+		if i < smallTakes && !kept {
+			t.Fatalf("large buffers dropped after %d small batches", i+1)
+		}
+		if i == 2*smallTakes-1 && kept {
+			t.Fatal("large buffers kept after the burst")
+		}
 	}
-	q.mu.Unlock()
 }
