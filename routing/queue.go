@@ -7,15 +7,22 @@ import (
 	"github.com/troupe-mesh/troupe/actor"
 )
 
-// outQueue is a bounded queue of envelopes for one writer goroutine. It
-// grows with use up to its bound, so an idle link costs a few words, not
-// its whole capacity. The writer takes everything queued at once by
-// swapping buffers with the queue: no envelope is copied out, and the
-// buffer the writer gives back (emptied) takes the next burst, so a busy
-// link reuses two buffers instead of growing one per burst.
+// chunkSize is the most envelopes a writer takes at once: enough to fill
+// many frames per write, few enough that a burst's envelopes never sit in
+// one large buffer.
+const chunkSize = 1024
+
+// outQueue is a bounded queue of envelopes for one writer goroutine: a
+// list of chunks of up to chunkSize envelopes. The writer takes the oldest
+// chunk whole, so no envelope is copied out, and gives it back emptied for
+// reuse while the burst lasts: a busy link holds about as many chunks as
+// envelopes wait at the peak of its bursts, and allocates none. The first
+// chunk grows with use, so an idle link costs a few words, not a chunk.
 type outQueue struct {
-	mu      sync.Mutex       // guards the fields below
-	buf     []actor.Envelope // queued, oldest first
+	mu      sync.Mutex         // guards the fields below
+	chunks  [][]actor.Envelope // queued, oldest first
+	n       int                // envelopes queued
+	spare   [][]actor.Envelope // emptied full-size chunks, kept while a burst lasts
 	max     int
 	space   chan struct{} // closed and replaced when room appears and someone waits
 	waiting bool
@@ -34,14 +41,16 @@ func (q *outQueue) push(e actor.Envelope) bool { return q.pushBelow(e, q.max) }
 // pushBelow appends e unless limit or more envelopes wait.
 func (q *outQueue) pushBelow(e actor.Envelope, limit int) bool {
 	q.mu.Lock()
-	if len(q.buf) >= limit {
+	if q.n >= limit {
 		q.mu.Unlock()
 		return false
 	}
-	if len(q.buf) == cap(q.buf) {
-		q.growLocked()
+	last := len(q.chunks) - 1
+	if last < 0 || len(q.chunks[last]) == cap(q.chunks[last]) {
+		last = q.growLocked()
 	}
-	q.buf = append(q.buf, e)
+	q.chunks[last] = append(q.chunks[last], e)
+	q.n++
 	q.mu.Unlock()
 	select {
 	case q.ready <- struct{}{}:
@@ -51,12 +60,12 @@ func (q *outQueue) pushBelow(e actor.Envelope, limit int) bool {
 }
 
 // waitLimit is the queue length from which pushCtx waits. A sender that
-// can wait needs no deep queue to keep the writer busy (it takes what is
-// queued while it writes the previous batch), so it waits well before the
-// queue is full:
+// can wait needs no deep queue to keep the writer busy (it takes at most
+// chunkSize envelopes at a time), so it waits well before the queue is
+// full:
 // messages waiting in the queue cost memory, their bodies included. The
 // rest of the queue is for senders that cannot wait (event loops).
-const waitLimit = 8 << 10
+const waitLimit = 8 * chunkSize
 
 // pushCtx appends e, waiting until fewer than min(waitLimit, the queue's
 // bound) envelopes wait, or ctx or stop ends. It reports ctx's error, or
@@ -68,7 +77,7 @@ func (q *outQueue) pushCtx(ctx context.Context, e actor.Envelope, stop <-chan st
 			return nil
 		}
 		q.mu.Lock()
-		if len(q.buf) < limit { // room appeared meanwhile
+		if q.n < limit { // room appeared meanwhile
 			q.mu.Unlock()
 			continue
 		}
@@ -88,41 +97,68 @@ func (q *outQueue) pushCtx(ctx context.Context, e actor.Envelope, stop <-chan st
 	}
 }
 
-// growLocked makes room for more envelopes in q.buf, up to the bound.
-func (q *outQueue) growLocked() {
-	size := max(16, 2*cap(q.buf))
-	if cap(q.buf) >= 4096 {
-		size = cap(q.buf) + cap(q.buf)/2 // large: overshoot less
+// growLocked makes room for one more envelope at the end of the queue
+// and returns the index of the chunk it goes to: the last chunk grown
+// (only a first chunk smaller than chunkSize grows), or a new chunk.
+func (q *outQueue) growLocked() int {
+	last := len(q.chunks) - 1
+	if last >= 0 && cap(q.chunks[last]) < chunkSize {
+		c := q.chunks[last]
+		nc := make([]actor.Envelope, len(c), min(2*cap(c), chunkSize))
+		copy(nc, c)
+		q.chunks[last] = nc
+		return last
 	}
-	size = min(size, q.max)
-	nb := make([]actor.Envelope, len(q.buf), size)
-	copy(nb, q.buf)
-	q.buf = nb
+	var c []actor.Envelope
+	switch {
+	case len(q.spare) > 0:
+		c = q.spare[len(q.spare)-1]
+		q.spare[len(q.spare)-1] = nil
+		q.spare = q.spare[:len(q.spare)-1]
+	case last >= 0:
+		c = make([]actor.Envelope, 0, chunkSize) // a burst: full size at once
+	default:
+		c = make([]actor.Envelope, 0, 16)
+	}
+	q.chunks = append(q.chunks, c)
+	return len(q.chunks) - 1
 }
 
-// keepLimit is the capacity above which the writer's emptied buffer is
-// dropped rather than reused once a burst is over: after smallTakes
-// batches in a row of fewer than keepLimit/8 envelopes. (A writer wakes
-// on the first message of a burst, so one small batch says nothing.)
+// keepLimit is the batch size below which a batch counts as small: after
+// smallTakes small batches in a row a burst is over, and the queue drops
+// its spare chunks. (A writer wakes on the first message of a burst, so
+// one small batch says nothing.)
 const (
-	keepLimit  = 1024
+	keepLimit  = chunkSize / 8
 	smallTakes = 64
 )
 
-// takeBatch returns every queued envelope, oldest first. done is the
-// previous batch, whose envelopes the caller cleared: the queue reuses it
-// for what comes next, unless it is large and the burst that needed it is
-// over, so that its memory goes back.
+// takeBatch returns the oldest chunk of queued envelopes (none when the
+// queue is empty). done is the previous batch, whose envelopes the caller
+// cleared: the queue keeps it for reuse while a burst lasts.
 func (q *outQueue) takeBatch(done []actor.Envelope) []actor.Envelope {
-	done = done[:0]
 	q.mu.Lock()
-	out := q.buf
-	if len(out) >= keepLimit/8 {
-		q.small = 0
-	} else if q.small++; q.small > smallTakes && cap(done) > keepLimit {
-		done = nil // a burst is over: give its memory back
+	var out []actor.Envelope
+	if len(q.chunks) > 0 {
+		out = q.chunks[0]
+		q.chunks[0] = nil
+		q.chunks = q.chunks[1:]
+		if len(q.chunks) == 0 {
+			q.chunks = nil
+		}
+		q.n -= len(out)
 	}
-	q.buf = done
+	if len(out) >= keepLimit {
+		q.small = 0
+	} else if q.small < smallTakes {
+		q.small++
+	} else {
+		clear(q.spare)
+		q.spare = q.spare[:0]
+	}
+	if cap(done) == chunkSize && len(q.spare) <= q.max/chunkSize && q.small < smallTakes {
+		q.spare = append(q.spare, done[:0])
+	}
 	if q.waiting {
 		close(q.space)
 		q.space, q.waiting = nil, false
@@ -135,5 +171,5 @@ func (q *outQueue) takeBatch(done []actor.Envelope) []actor.Envelope {
 func (q *outQueue) len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return len(q.buf)
+	return q.n
 }

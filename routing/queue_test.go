@@ -35,61 +35,70 @@ func TestOutQueueWaitsBeforeItIsFull(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- q.pushCtx(ctx, actor.Envelope{Corr: 1 << 40}, nil) }()
-	// The waiting sender gets in once fewer than waitLimit wait.
-	select {
-	case err := <-done:
-		t.Fatalf("pushCtx returned %v with %d waiting", err, q.len())
-	case <-time.After(20 * time.Millisecond):
-	}
-	batch := q.takeBatch(nil)
-	if len(batch) != 2*waitLimit {
-		t.Fatalf("batch of %d, want %d", len(batch), 2*waitLimit)
-	}
-	for i := range waitLimit {
-		if batch[i].Corr != uint64(i) {
-			t.Fatalf("batch[%d].Corr = %d: out of order", i, batch[i].Corr)
+	// The waiting sender gets in once fewer than waitLimit wait; batches
+	// come oldest first, a chunk at a time.
+	next := 0
+	for q.len() >= waitLimit {
+		select {
+		case err := <-done:
+			t.Fatalf("pushCtx returned %v with %d waiting", err, q.len())
+		default:
+		}
+		batch := q.takeBatch(nil)
+		if len(batch) != chunkSize {
+			t.Fatalf("batch of %d, want %d", len(batch), chunkSize)
+		}
+		for _, e := range batch {
+			if next < waitLimit && e.Corr != uint64(next) {
+				t.Fatalf("envelope %d has Corr %d: out of order", next, e.Corr)
+			}
+			next++
 		}
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if got := q.takeBatch(batch); len(got) != 1 || got[0].Corr != 1<<40 {
-		t.Fatalf("second batch %v, want the waiting sender's envelope", got)
-	}
 }
 
-// The writer's emptied buffer takes the next envelopes, unless it is large
-// and the burst is over.
-func TestOutQueueReusesTheWritersBuffer(t *testing.T) {
+// The writer's emptied chunks take the next envelopes while a burst lasts,
+// and go once it is over.
+func TestOutQueueReusesChunks(t *testing.T) {
 	q := newOutQueue(1 << 16)
-	for range 100 {
-		q.push(actor.Envelope{})
+	for i := range 3 * chunkSize {
+		q.push(actor.Envelope{Corr: uint64(i)})
 	}
 	first := q.takeBatch(nil)
-	q.push(actor.Envelope{Corr: 1})
+	if len(first) != chunkSize || first[0].Corr != 0 {
+		t.Fatalf("first batch: %d envelopes from %d", len(first), first[0].Corr)
+	}
+	clear(first)
 	second := q.takeBatch(first)
-	if len(second) != 1 || second[0].Corr != 1 {
-		t.Fatalf("second batch %v", second)
+	if len(second) != chunkSize || second[0].Corr != chunkSize {
+		t.Fatalf("second batch: %d envelopes from %d", len(second), second[0].Corr)
 	}
-	q.push(actor.Envelope{Corr: 2})
-	if third := q.takeBatch(second); &third[0] != &first[0] {
-		t.Fatal("the first batch's buffer was not reused")
-	}
-	for range 4 * keepLimit {
+	for range 2 * chunkSize {
 		q.push(actor.Envelope{})
 	}
-	batch := q.takeBatch(nil)
-	for i := range 2 * smallTakes {
-		q.push(actor.Envelope{})
+	q.mu.Lock()
+	reused := &q.chunks[1][0] == &first[:1][0]
+	q.mu.Unlock()
+	if !reused {
+		t.Fatal("the writer's emptied chunk was not reused")
+	}
+	batch := second
+	for q.len() > 0 {
+		clear(batch)
 		batch = q.takeBatch(batch)
-		q.mu.Lock()
-		kept := cap(q.buf) > keepLimit || cap(batch) > keepLimit
-		q.mu.Unlock()
-		if i < smallTakes && !kept {
-			t.Fatalf("large buffers dropped after %d small batches", i+1)
-		}
-		if i == 2*smallTakes-1 && kept {
-			t.Fatal("large buffers kept after the burst")
-		}
+	}
+	for range smallTakes + 1 {
+		q.push(actor.Envelope{})
+		clear(batch)
+		batch = q.takeBatch(batch)
+	}
+	q.mu.Lock()
+	spare := len(q.spare)
+	q.mu.Unlock()
+	if spare != 0 {
+		t.Fatalf("%d spare chunks kept after the burst", spare)
 	}
 }
