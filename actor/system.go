@@ -257,43 +257,12 @@ func (s *System) Deliver(e Envelope) {
 // operation and wake it at most once. Remotes call it when they decoded
 // several messages at once. es is not retained.
 func (s *System) DeliverBatch(es []Envelope) {
-	src := nodeSource{s: s}
-	defer src.done()
-	for i := 0; i < len(es); {
-		to := es[i].To
-		j := i + 1
-		for j < len(es) && es[j].To == to {
-			j++
-		}
-		var first, last *node // the run, newest first: last is the oldest
-		for k := i; k < j; k++ {
-			e := &es[k]
-			kind := kindUser
-			switch {
-			case e.Reply:
-				kind = kindReply
-			case isSignal(e.Msg):
-				kind = kindSignal
-			}
-			n := src.get(e.Msg, e.From, e.Corr, kind)
-			n.next = first
-			first = n
-			if last == nil {
-				last = n
-			}
-		}
-		if c := s.names.load(to.name); c == nil || !c.pushRun(first, last) {
-			for n := reverseNodes(first); n != nil; {
-				next := n.next
-				n.next = nil
-				if c == nil || !c.push(n) { // c may be a waiter
-					s.undeliverable(to, n, ErrNoSuchActor)
-				}
-				n = next
-			}
-		}
-		i = j
+	in := s.NewInbound()
+	for i := range es {
+		in.Add(&es[i])
 	}
+	in.Flush()
+	in.src.done()
 }
 
 func isSignal(m any) bool {
