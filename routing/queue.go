@@ -20,9 +20,11 @@ const chunkSize = 1024
 // chunk grows with use, so an idle link costs a few words, not a chunk.
 type outQueue struct {
 	mu      sync.Mutex         // guards the fields below
-	chunks  [][]actor.Envelope // queued, oldest first
+	chunks  [][]actor.Envelope // queued from head on, oldest first
+	head    int
 	n       int                // envelopes queued
 	spare   [][]actor.Envelope // emptied full-size chunks, kept while a burst lasts
+	first   []actor.Envelope   // an emptied smaller chunk, kept for the next message
 	max     int
 	space   chan struct{} // closed and replaced when room appears and someone waits
 	waiting bool
@@ -115,6 +117,8 @@ func (q *outQueue) growLocked() int {
 		c = q.spare[len(q.spare)-1]
 		q.spare[len(q.spare)-1] = nil
 		q.spare = q.spare[:len(q.spare)-1]
+	case last < 0 && q.first != nil:
+		c, q.first = q.first, nil
 	case last >= 0:
 		c = make([]actor.Envelope, 0, chunkSize) // a burst: full size at once
 	default:
@@ -139,12 +143,17 @@ const (
 func (q *outQueue) takeBatch(done []actor.Envelope) []actor.Envelope {
 	q.mu.Lock()
 	var out []actor.Envelope
-	if len(q.chunks) > 0 {
-		out = q.chunks[0]
-		q.chunks[0] = nil
-		q.chunks = q.chunks[1:]
-		if len(q.chunks) == 0 {
-			q.chunks = nil
+	if q.head < len(q.chunks) {
+		out = q.chunks[q.head]
+		q.chunks[q.head] = nil
+		q.head++
+		switch {
+		case q.head == len(q.chunks):
+			q.chunks, q.head = q.chunks[:0], 0
+		case q.head >= 16 && 2*q.head >= len(q.chunks):
+			n := copy(q.chunks, q.chunks[q.head:])
+			clear(q.chunks[n:])
+			q.chunks, q.head = q.chunks[:n], 0
 		}
 		q.n -= len(out)
 	}
@@ -156,8 +165,13 @@ func (q *outQueue) takeBatch(done []actor.Envelope) []actor.Envelope {
 		clear(q.spare)
 		q.spare = q.spare[:0]
 	}
-	if cap(done) == chunkSize && len(q.spare) <= q.max/chunkSize && q.small < smallTakes {
-		q.spare = append(q.spare, done[:0])
+	switch {
+	case cap(done) == chunkSize:
+		if len(q.spare) <= q.max/chunkSize && q.small < smallTakes {
+			q.spare = append(q.spare, done[:0])
+		}
+	case cap(done) > 0:
+		q.first = done[:0] // small: kept for a link's occasional messages
 	}
 	if q.waiting {
 		close(q.space)

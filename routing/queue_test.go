@@ -80,7 +80,7 @@ func TestOutQueueReusesChunks(t *testing.T) {
 		q.push(actor.Envelope{})
 	}
 	q.mu.Lock()
-	reused := &q.chunks[1][0] == &first[:1][0]
+	reused := &q.chunks[q.head+1][0] == &first[:1][0]
 	q.mu.Unlock()
 	if !reused {
 		t.Fatal("the writer's emptied chunk was not reused")
@@ -100,5 +100,41 @@ func TestOutQueueReusesChunks(t *testing.T) {
 	q.mu.Unlock()
 	if spare != 0 {
 		t.Fatalf("%d spare chunks kept after the burst", spare)
+	}
+	// A link's occasional messages reuse one small chunk.
+	q = newOutQueue(1 << 16)
+	q.push(actor.Envelope{})
+	batch = q.takeBatch(nil)
+	if allocs := testing.AllocsPerRun(100, func() {
+		q.push(actor.Envelope{})
+		clear(batch)
+		batch = q.takeBatch(batch)
+	}); allocs != 0 {
+		t.Fatalf("%v allocations per message on a quiet link", allocs)
+	}
+}
+
+// A queue that never empties keeps its list of chunks short.
+func TestOutQueueNeverEmpty(t *testing.T) {
+	q := newOutQueue(1 << 20)
+	var batch []actor.Envelope
+	next := uint64(0)
+	for i := range 200 * chunkSize {
+		q.push(actor.Envelope{Corr: uint64(i)})
+		if i%chunkSize == chunkSize-1 && i > 4*chunkSize {
+			clear(batch)
+			batch = q.takeBatch(batch)
+			for _, e := range batch {
+				if e.Corr != next {
+					t.Fatalf("got %d, want %d", e.Corr, next)
+				}
+				next++
+			}
+		}
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.chunks) > 64 {
+		t.Fatalf("%d chunk slots for %d chunks", len(q.chunks), len(q.chunks)-q.head)
 	}
 }
