@@ -8,6 +8,9 @@ import (
 // up to the system's throughput of messages, one step at a time, and never
 // recurses. It must only be called by the loop.
 func (c *Context) Run() {
+	// The nodes handled go back to the system's pool together, at the end.
+	var freed *node
+	defer func() { c.sys.freeRun(freed) }()
 	if c.flags&fStarted == 0 {
 		c.flags |= fStarted
 		b := c.cont.(startCase).b
@@ -22,7 +25,9 @@ func (c *Context) Run() {
 			c.flags &^= fRescan
 			if n, cs := c.saved.takeFirst(c.cont); n != nil {
 				budget--
-				if c.step(n, cs) {
+				done := c.step(n, cs)
+				freed = release(freed, n)
+				if done {
 					return
 				}
 				continue
@@ -40,7 +45,7 @@ func (c *Context) Run() {
 		switch n.kind {
 		case kindSignal:
 			if !c.signal(n) {
-				c.sys.free(n)
+				freed = release(freed, n)
 				if c.flags&fStopping != 0 && c.endStep() {
 					return
 				}
@@ -50,16 +55,20 @@ func (c *Context) Run() {
 		case kindTimeout:
 			if c.flags&fWithin != 0 && uint32(n.corr) == c.gen {
 				c.timer = nil
-				if c.step(n, timeoutOf(c.cont)) {
+				done := c.step(n, timeoutOf(c.cont))
+				freed = release(freed, n)
+				if done {
 					return
 				}
 				continue
 			}
-			c.sys.free(n) // stale: a message matched first
+			freed = release(freed, n) // stale: a message matched first
 			continue
 		}
 		if cs := match(c.cont, n); cs != nil {
-			if c.step(n, cs) {
+			done := c.step(n, cs)
+			freed = release(freed, n)
+			if done {
 				return
 			}
 			continue
@@ -67,7 +76,7 @@ func (c *Context) Run() {
 		if n.kind == kindReply {
 			// Nobody waits for it any more (the Ask timed out).
 			c.sys.deadLetter(DeadLetter{To: c.Self(), From: n.from, Msg: n.msg, Reason: ErrLateReply})
-			c.sys.free(n)
+			freed = release(freed, n)
 			continue
 		}
 		c.saved.append(n)
@@ -91,8 +100,8 @@ func (c *Context) yield() {
 	}
 }
 
-// step runs case cs for message n. It reports true when the actor
-// terminated.
+// step runs case cs for message n, which the caller then frees. It
+// reports true when the actor terminated.
 func (c *Context) step(n *node, cs Case) bool {
 	c.cont = nil
 	c.gen++
@@ -105,9 +114,7 @@ func (c *Context) step(n *node, cs Case) bool {
 	}
 	c.cur = n
 	cs.run(c, n)
-	done := c.endStep()
-	c.sys.free(n)
-	return done
+	return c.endStep()
 }
 
 // endStep is called after the behavior or a handler returned. It reports

@@ -261,7 +261,7 @@ func (c *Context) fail(err error) {
 // last: one atomic operation and at most one activation for all of them.
 func (c *Context) pushRun(first, last *node) bool {
 	if c.state.Load() == waiting {
-		return false // DeliverBatch hands the nodes over one at a time
+		return false // Inbound.Flush hands the nodes over one at a time
 	}
 	if !c.inbox.pushRun(first, last) {
 		return false

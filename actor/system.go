@@ -179,10 +179,18 @@ func (s *System) DeadLetters() uint64 { return s.deadLetters.Load() }
 // sender). It never blocks.
 func (s *System) Send(to Ref, msg any) { s.send(to, Ref{}, msg, 0, kindUser) }
 
+// The node pool holds runs of free nodes linked through next: an
+// activation gives back all the nodes it handled at once, and DeliverBatch
+// takes a run for a batch, so that a stream of remote messages costs two
+// pool operations per batch instead of two per message.
+
 func (s *System) newNode(msg any, from Ref, corr uint64, kind uint8) *node {
 	n, _ := s.nodes.Get().(*node)
 	if n == nil {
 		n = new(node)
+	} else if n.next != nil {
+		s.nodes.Put(n.next)
+		n.next = nil
 	}
 	n.msg, n.from, n.corr, n.kind = msg, from, corr, kind
 	return n
@@ -193,6 +201,41 @@ func (s *System) free(n *node) {
 	*n = node{}
 	s.nodes.Put(n)
 }
+
+// release clears n, which nothing refers to any more, and adds it to the
+// run of free nodes that starts at run; it returns the new start.
+func release(run, n *node) *node {
+	*n = node{next: run}
+	return n
+}
+
+// freeRun recycles a run of nodes made by release.
+func (s *System) freeRun(run *node) {
+	if run != nil {
+		s.nodes.Put(run)
+	}
+}
+
+// nodeSource hands out nodes from runs taken from the pool.
+type nodeSource struct {
+	s    *System
+	free *node // the rest of the run taken
+}
+
+func (ns *nodeSource) get(msg any, from Ref, corr uint64, kind uint8) *node {
+	n := ns.free
+	if n == nil {
+		if n, _ = ns.s.nodes.Get().(*node); n == nil {
+			n = new(node)
+		}
+	}
+	ns.free, n.next = n.next, nil
+	n.msg, n.from, n.corr, n.kind = msg, from, corr, kind
+	return n
+}
+
+// done gives back the nodes not handed out.
+func (ns *nodeSource) done() { ns.s.freeRun(ns.free) }
 
 // Deliver hands a message that arrived from another peer to its local
 // actor. Remotes call it; a message for an unknown actor becomes a dead
@@ -214,41 +257,12 @@ func (s *System) Deliver(e Envelope) {
 // operation and wake it at most once. Remotes call it when they decoded
 // several messages at once. es is not retained.
 func (s *System) DeliverBatch(es []Envelope) {
-	for i := 0; i < len(es); {
-		to := es[i].To
-		j := i + 1
-		for j < len(es) && es[j].To == to {
-			j++
-		}
-		var first, last *node // the run, newest first: last is the oldest
-		for k := i; k < j; k++ {
-			e := &es[k]
-			kind := kindUser
-			switch {
-			case e.Reply:
-				kind = kindReply
-			case isSignal(e.Msg):
-				kind = kindSignal
-			}
-			n := s.newNode(e.Msg, e.From, e.Corr, kind)
-			n.next = first
-			first = n
-			if last == nil {
-				last = n
-			}
-		}
-		if c := s.names.load(to.name); c == nil || !c.pushRun(first, last) {
-			for n := reverseNodes(first); n != nil; {
-				next := n.next
-				n.next = nil
-				if c == nil || !c.push(n) { // c may be a waiter
-					s.undeliverable(to, n, ErrNoSuchActor)
-				}
-				n = next
-			}
-		}
-		i = j
+	in := s.NewInbound()
+	for i := range es {
+		in.Add(&es[i])
 	}
+	in.Flush()
+	in.src.done()
 }
 
 func isSignal(m any) bool {

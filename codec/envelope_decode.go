@@ -17,14 +17,14 @@ type envReader struct {
 // head reads a definite-length head of the wanted major type for field.
 func (r *envReader) head(want byte, field string) (uint64, error) {
 	// Fast path: an argument in the initial byte or in one more byte.
-	if r.off+1 < len(r.data) {
+	if r.off < len(r.data) {
 		b := r.data[r.off]
 		if b>>5 == want {
 			switch ai := b & 0x1f; {
 			case ai < aiOneByte:
 				r.off++
 				return uint64(ai), nil
-			case ai == aiOneByte:
+			case ai == aiOneByte && r.off+1 < len(r.data):
 				arg := r.data[r.off+1]
 				r.off += 2
 				return uint64(arg), nil
@@ -105,6 +105,114 @@ func decodeEnvelope(data []byte, e *Envelope, c *streamCache) error {
 // envelope has been checked. With aliasBody, e.Body is not copied: it
 // aliases data.
 func parseEnvelope(data []byte, e *Envelope, c *streamCache, aliasBody bool) error {
+	var f envFields
+	if c == nil || !f.parseShort(data) {
+		if err := f.parse(data); err != nil {
+			return err
+		}
+	}
+	return f.finish(data, e, c, aliasBody)
+}
+
+// envFields are the offsets of an envelope's fields in its encoding, as
+// parsed and checked by envFields.parse.
+type envFields struct {
+	kind, corr   uint64
+	toH          int // start of the head of To: names run from here to typeE
+	toB, toE     int
+	peerB, peerE int
+	nameB, nameE int
+	typeB, typeE int
+	bodyB, bodyE int
+}
+
+// parseShort parses the envelope layout that writers produce for small
+// messages: six fields, kind and names with heads of at most two bytes, a
+// body of less than 64 KiB. It reports false, having checked nothing,
+// for anything else, which parse then handles (and rejects, if it must):
+// what parseShort accepts, parse accepts with the same result.
+func (f *envFields) parseShort(d []byte) bool {
+	if len(d) < 11 || d[0] != majorArray<<5|envelopeFields || d[1] >= aiOneByte {
+		return false
+	}
+	f.kind = uint64(d[1])
+	i, ok := 2, false
+	f.toH = i
+	if f.toB, f.toE, i, ok = shortString(d, i, majorText); !ok || i >= len(d) || d[i] != majorArray<<5|2 {
+		return false
+	}
+	if f.peerB, f.peerE, i, ok = shortString(d, i+1, majorBytes); !ok || f.peerE-f.peerB > MaxPeerIDLen {
+		return false
+	}
+	if f.nameB, f.nameE, i, ok = shortString(d, i, majorText); !ok {
+		return false
+	}
+	if f.typeB, f.typeE, i, ok = shortString(d, i, majorText); !ok || i+1 >= len(d) {
+		return false
+	}
+	// The body: a byte string with a head of up to three bytes.
+	switch b := d[i]; {
+	case b>>5 != majorBytes:
+		return false
+	case b&0x1f < aiOneByte:
+		f.bodyB, f.bodyE = i+1, i+1+int(b&0x1f)
+	case b&0x1f == aiOneByte:
+		f.bodyB = i + 2
+		f.bodyE = f.bodyB + int(d[i+1])
+	case b&0x1f == aiTwoBytes && i+2 < len(d):
+		f.bodyB = i + 3
+		f.bodyE = f.bodyB + (int(d[i+1])<<8 | int(d[i+2]))
+	default:
+		return false
+	}
+	// The correlation ID ends the envelope.
+	i = f.bodyE
+	if i >= len(d) || d[i]>>5 != majorUint {
+		return false
+	}
+	switch ai := d[i] & 0x1f; {
+	case ai < aiOneByte:
+		f.corr, i = uint64(ai), i+1
+	case ai <= aiEightBytes:
+		n := 1 << (ai - aiOneByte)
+		if len(d)-(i+1) < n {
+			return false
+		}
+		var v uint64
+		for _, b := range d[i+1 : i+1+n] {
+			v = v<<8 | uint64(b)
+		}
+		f.corr, i = v, i+1+n
+	default:
+		return false
+	}
+	return i == len(d)
+}
+
+// shortString reads a definite string of the major type whose head is at
+// most two bytes long, at d[i:], returning its payload's offsets and the
+// offset after it.
+func shortString(d []byte, i int, major byte) (b, e, next int, ok bool) {
+	if i >= len(d) || d[i]>>5 != major {
+		return 0, 0, 0, false
+	}
+	switch ai := int(d[i] & 0x1f); {
+	case ai < aiOneByte:
+		b, e = i+1, i+1+ai
+	case ai == aiOneByte && i+1 < len(d):
+		b = i + 2
+		e = b + int(d[i+1])
+	default:
+		return 0, 0, 0, false
+	}
+	if e > len(d) {
+		return 0, 0, 0, false
+	}
+	return b, e, e, true
+}
+
+// parse parses and checks any envelope layout.
+func (f *envFields) parse(data []byte) error {
 	r := envReader{data: data}
 	n, err := r.head(majorArray, "array")
 	if err != nil {
@@ -113,12 +221,11 @@ func parseEnvelope(data []byte, e *Envelope, c *streamCache, aliasBody bool) err
 	if n < envelopeFields || n > maxEnvelopeFields {
 		return fmt.Errorf("%w: envelope has %d fields, want %d..%d", ErrMalformed, n, envelopeFields, maxEnvelopeFields)
 	}
-	kind, err := r.head(majorUint, "kind")
-	if err != nil {
+	if f.kind, err = r.head(majorUint, "kind"); err != nil {
 		return err
 	}
-	toB, toE, err := r.str(majorText, "to", MaxNameLen)
-	if err != nil {
+	f.toH = r.off
+	if f.toB, f.toE, err = r.str(majorText, "to", MaxNameLen); err != nil {
 		return err
 	}
 	refLen, err := r.head(majorArray, "from")
@@ -128,24 +235,19 @@ func parseEnvelope(data []byte, e *Envelope, c *streamCache, aliasBody bool) err
 	if refLen != 2 {
 		return fmt.Errorf("%w: envelope from has %d fields, want 2", ErrMalformed, refLen)
 	}
-	peerB, peerE, err := r.str(majorBytes, "from peer", MaxPeerIDLen)
-	if err != nil {
+	if f.peerB, f.peerE, err = r.str(majorBytes, "from peer", MaxPeerIDLen); err != nil {
 		return err
 	}
-	nameB, nameE, err := r.str(majorText, "from name", MaxNameLen)
-	if err != nil {
+	if f.nameB, f.nameE, err = r.str(majorText, "from name", MaxNameLen); err != nil {
 		return err
 	}
-	typeB, typeE, err := r.str(majorText, "type", MaxNameLen)
-	if err != nil {
+	if f.typeB, f.typeE, err = r.str(majorText, "type", MaxNameLen); err != nil {
 		return err
 	}
-	bodyB, bodyE, err := r.str(majorBytes, "body", MaxFrameLimit)
-	if err != nil {
+	if f.bodyB, f.bodyE, err = r.str(majorBytes, "body", MaxFrameLimit); err != nil {
 		return err
 	}
-	corr, err := r.head(majorUint, "corr")
-	if err != nil {
+	if f.corr, err = r.head(majorUint, "corr"); err != nil {
 		return err
 	}
 	if n > envelopeFields {
@@ -160,8 +262,16 @@ func parseEnvelope(data []byte, e *Envelope, c *streamCache, aliasBody bool) err
 	if r.off != len(data) {
 		return fmt.Errorf("%w: %d trailing bytes after envelope", ErrMalformed, len(data)-r.off)
 	}
-	to, name, typ := data[toB:toE], data[nameB:nameE], data[typeB:typeE]
-	sameNames := c != nil && c.names.same(to, name, typ)
+	return nil
+}
+
+// finish checks the names of the parsed envelope and writes it to e.
+func (f *envFields) finish(data []byte, e *Envelope, c *streamCache, aliasBody bool) error {
+	to, name, typ := data[f.toB:f.toE], data[f.nameB:f.nameE], data[f.typeB:f.typeE]
+	// The encoding from To's head to the end of Type determines the three
+	// names: when it repeats the previous envelope's, so do they.
+	names := data[f.toH:f.typeE]
+	sameNames := c != nil && c.names.sameEncoding(names)
 	if !sameNames {
 		if err := checkUTF8(to, name, typ); err != nil {
 			return err
@@ -170,7 +280,7 @@ func parseEnvelope(data []byte, e *Envelope, c *streamCache, aliasBody bool) err
 
 	// Write *e only now, each field once: cheaper than zeroing it first.
 	var outBody, outPeer []byte
-	peer, body := data[peerB:peerE], data[bodyB:bodyE]
+	peer, body := data[f.peerB:f.peerE], data[f.bodyB:f.bodyE]
 	if aliasBody {
 		if len(body) > 0 {
 			outBody = body
@@ -194,20 +304,20 @@ func parseEnvelope(data []byte, e *Envelope, c *streamCache, aliasBody bool) err
 		}
 	}
 	outKind := Kind(0)
-	if kind <= 0xff {
-		outKind = Kind(kind)
+	if f.kind <= 0xff {
+		outKind = Kind(f.kind)
 	}
 	switch {
 	case sameNames:
 		e.To, e.FromName, e.Type = c.names.lastTo, c.names.lastName, c.names.lastType
 	case c != nil:
-		e.To, e.FromName, e.Type = c.names.lookup(to, name, typ)
+		e.To, e.FromName, e.Type = c.names.lookup(names, to, name, typ)
 	default:
 		e.To, e.FromName, e.Type = joinStrings(to, name, typ)
 	}
-	e.Kind, e.FromPeer, e.Body, e.Corr = outKind, outPeer, outBody, corr
+	e.Kind, e.FromPeer, e.Body, e.Corr = outKind, outPeer, outBody, f.corr
 	if !outKind.Valid() {
-		return fmt.Errorf("%w: %d", ErrUnknownKind, kind)
+		return fmt.Errorf("%w: %d", ErrUnknownKind, f.kind)
 	}
 	return nil
 }

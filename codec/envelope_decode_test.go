@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -152,5 +155,63 @@ func TestDecodeEnvelopeNonMinimalHeads(t *testing.T) {
 	}
 	if e.Kind != KindUser || e.To != "a" || e.Type != "t" {
 		t.Errorf("decoded %+v", e)
+	}
+}
+
+// A stream reader parses the short layout apart and remembers names: on
+// every envelope one byte away from a valid one, its result must be
+// DecodeEnvelope's, after another envelope and when repeated.
+func TestStreamDecodingMatchesDecodeEnvelope(t *testing.T) {
+	bigBody := append([]byte{0x59, 0x01, 0x00}, make([]byte, 256)...)
+	bases := [][]byte{seedEnvelope, validEnvelope()}
+	for _, e := range []*Envelope{
+		chatEnvelope(t, testPeerID),
+		{Kind: KindReply, To: "a-name-longer-than-24-bytes", FromName: "b", Type: "t", Body: bigBody[3:], Corr: 1 << 40},
+		{Kind: KindSystem, Corr: 300},
+	} {
+		data, err := AppendEnvelope(nil, e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bases = append(bases, data)
+	}
+	for _, base := range bases {
+		var f envFields
+		if !f.parseShort(base) {
+			t.Fatalf("% x: not parsed as a short envelope", base)
+		}
+	}
+	// A peer ID one byte over the limit, in the short layout otherwise.
+	long, err := AppendEnvelope(nil, &Envelope{Kind: KindUser, FromPeer: make([]byte, MaxPeerIDLen)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(long, []byte{0x58, MaxPeerIDLen})
+	long = slices.Concat(long[:i], []byte{0x58, MaxPeerIDLen + 1, 0}, long[i+2:])
+	if err := DecodeEnvelope(long, new(Envelope)); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("peer ID over the limit: %v", err)
+	}
+	bases = append(bases, long)
+	for _, base := range bases {
+		for i := range base {
+			for v := range 256 {
+				data := bytes.Clone(base)
+				data[i] = byte(v)
+				var want Envelope
+				wantErr := DecodeEnvelope(data, &want)
+				var c streamCache
+				var prev Envelope
+				if err := decodeEnvelope(seedEnvelope, &prev, &c); err != nil {
+					t.Fatal(err)
+				}
+				for range 2 {
+					var got Envelope
+					err := decodeEnvelope(data, &got, &c)
+					if fmt.Sprint(err) != fmt.Sprint(wantErr) || !reflect.DeepEqual(got, want) {
+						t.Fatalf("% x: with a stream cache %+v, %v; without %+v, %v", data, got, err, want, wantErr)
+					}
+				}
+			}
+		}
 	}
 }

@@ -15,10 +15,12 @@ const (
 	MaxFrameLimit = 1 << 30
 )
 
-// flushThreshold is the amount of buffered data at which a FrameWriter
+// flushThreshold is the most buffered data a FrameWriter holds before it
 // flushes on its own, bounding its memory when the caller's queue does not
-// drain.
-const flushThreshold = 64 << 10
+// drain. It is the largest payload of one yamux message (64 KiB with its
+// 12-byte header), so that an automatic flush costs one multiplexer frame
+// rather than a full one and a sliver.
+const flushThreshold = 64<<10 - 12
 
 // shrinkThreshold is the buffer capacity above which a FrameWriter or
 // FrameReader returns to a small buffer once it is empty, so that one large
@@ -40,8 +42,9 @@ func maxFrameOrDefault(n int) int {
 // WriteEnvelope and WriteFrame append to an internal buffer; Flush hands the
 // whole buffer to the underlying writer in one Write call. The caller should
 // call Flush when its outgoing queue drains, so that a burst of messages
-// costs one write. To bound memory, a write that leaves 64 KiB or more
-// buffered also flushes.
+// costs one write. To bound memory, the buffer is also flushed before a
+// frame would take it past 65,524 bytes (the largest yamux message
+// payload), and at once after a frame that large by itself.
 //
 // A FrameWriter is not safe for concurrent use; it is meant to be owned by
 // the one goroutine that drains a stream's outgoing queue.
@@ -77,6 +80,9 @@ func (fw *FrameWriter) WriteEnvelope(e *Envelope) error {
 	if n > fw.max {
 		return fmt.Errorf("%w: envelope of %d bytes exceeds limit of %d", ErrFrameTooLarge, n, fw.max)
 	}
+	if err := fw.room(uvarintLen(uint64(n)) + n); err != nil {
+		return err
+	}
 	fw.buf = binary.AppendUvarint(fw.buf, uint64(n))
 	fw.buf = appendEnvelope(fw.buf, e, n)
 	return fw.maybeFlush()
@@ -92,9 +98,31 @@ func (fw *FrameWriter) WriteFrame(p []byte) error {
 	if len(p) > fw.max {
 		return fmt.Errorf("%w: frame of %d bytes exceeds limit of %d", ErrFrameTooLarge, len(p), fw.max)
 	}
+	if err := fw.room(uvarintLen(uint64(len(p))) + len(p)); err != nil {
+		return err
+	}
 	fw.buf = binary.AppendUvarint(fw.buf, uint64(len(p)))
 	fw.buf = append(fw.buf, p...)
 	return fw.maybeFlush()
+}
+
+// room flushes the buffer first if a frame of size bytes would take it
+// past the flush threshold.
+func (fw *FrameWriter) room(size int) error {
+	if len(fw.buf) > 0 && len(fw.buf)+size > flushThreshold {
+		return fw.Flush()
+	}
+	return nil
+}
+
+// uvarintLen returns the length of the unsigned varint encoding of v.
+func uvarintLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
 }
 
 // maybeFlush flushes once the buffer reaches the flush threshold.

@@ -73,8 +73,17 @@ func TestFrameWriterFlushesAtThreshold(t *testing.T) {
 			t.Fatal("no automatic flush")
 		}
 	}
-	if fw.Buffered() != 0 || w.Len() < flushThreshold {
+	// The frame that did not fit waits in the buffer; what was written
+	// fits in one yamux message.
+	if fw.Buffered() == 0 || w.Len() > flushThreshold || w.Len()+fw.Buffered() <= flushThreshold {
 		t.Errorf("after automatic flush: %d buffered, %d written", fw.Buffered(), w.Len())
+	}
+	// A frame larger than the threshold goes out at once, alone.
+	if err := fw.WriteFrame(make([]byte, flushThreshold+1)); err != nil {
+		t.Fatal(err)
+	}
+	if fw.Buffered() != 0 || w.calls != 3 {
+		t.Errorf("after a large frame: %d buffered, %d writes, want 0 and 3", fw.Buffered(), w.calls)
 	}
 }
 

@@ -3,6 +3,7 @@ package codec
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"reflect"
 	"testing"
@@ -120,6 +121,16 @@ func FuzzFrameReader(f *testing.F) {
 	})
 }
 
+// seedEnvelope is an envelope whose names FuzzDecodeEnvelope puts in a
+// stream cache before decoding the input with it.
+var seedEnvelope = func() []byte {
+	b, err := AppendEnvelope(nil, &Envelope{Kind: KindUser, To: "lobby", FromName: "alice", Type: "chat.Say", Body: []byte{0xa0}})
+	if err != nil {
+		panic(err)
+	}
+	return b
+}()
+
 func FuzzDecodeEnvelope(f *testing.F) {
 	for _, e := range []*Envelope{chatEnvelope(f, testPeerID), {Kind: KindSystem}} {
 		data, err := AppendEnvelope(nil, e)
@@ -129,6 +140,7 @@ func FuzzDecodeEnvelope(f *testing.F) {
 		f.Add(data)
 	}
 	f.Add(validEnvelope())
+	f.Add(seedEnvelope)
 	f.Add(cat(hx("88"), envKind, envTo, envFrom, envType, envBody, envCorr, hx("a1 01 82 f5 f4 63 6e6577")))
 	reg := newTestRegistry(f)
 	generic, err := cbor.DecOptions{MaxNestedLevels: 64}.DecMode()
@@ -146,6 +158,21 @@ func FuzzDecodeEnvelope(f *testing.F) {
 		}
 		var e Envelope
 		err := DecodeEnvelope(data, &e)
+		// A stream reader's decoding (short layouts parsed apart, names
+		// remembered from the previous envelope) gives the same result,
+		// after another envelope and repeated.
+		var c streamCache
+		var prev Envelope
+		if err := decodeEnvelope(seedEnvelope, &prev, &c); err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			var ec Envelope
+			errc := decodeEnvelope(data, &ec, &c)
+			if fmt.Sprint(errc) != fmt.Sprint(err) || !reflect.DeepEqual(ec, e) {
+				t.Fatalf("with a stream cache: %+v, %v; without: %+v, %v", ec, errc, e, err)
+			}
+		}
 		if err != nil {
 			checkInputError(t, err)
 			if !errors.Is(err, ErrUnknownKind) {

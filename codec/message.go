@@ -39,12 +39,16 @@ func (r *Registry) AppendEncode(dst []byte, v any) (typeName string, out []byte,
 		return raw.Type, append(dst, raw.Body...), nil
 	}
 	t := reflect.TypeOf(v)
-	e, ok := r.tab.Load().byType[t]
-	if !ok {
-		if t == nil {
-			return "", dst, fmt.Errorf("%w: nil", ErrUnregistered)
+	e := r.lastEnc.Load()
+	if e == nil || e.typ != t {
+		var ok bool
+		if e, ok = r.tab.Load().byType[t]; !ok {
+			if t == nil {
+				return "", dst, fmt.Errorf("%w: nil", ErrUnregistered)
+			}
+			return "", dst, fmt.Errorf("%w: %v", ErrUnregistered, t)
 		}
-		return "", dst, fmt.Errorf("%w: %v", ErrUnregistered, t)
+		r.lastEnc.Store(e)
 	}
 	if e.fast != nil {
 		if out, ok := e.fast.encode(dst, v); ok {

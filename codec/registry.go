@@ -24,6 +24,10 @@ type Registry struct {
 
 	mu  sync.Mutex // serializes Register; readers use tab without it
 	tab atomic.Pointer[table]
+
+	// lastEnc is the entry AppendEncode used last: most messages have the
+	// type of the one before. Entries never change once registered.
+	lastEnc atomic.Pointer[entry]
 }
 
 // table is an immutable snapshot of the registrations.

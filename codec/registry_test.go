@@ -401,3 +401,30 @@ func TestEncodeRefusesWhatDecodeRejects(t *testing.T) {
 		}
 	}
 }
+
+// Encoding remembers the last type it saw; values of other types, from
+// several goroutines at once, still get their own names.
+func TestAppendEncodeAlternatingTypes(t *testing.T) {
+	r := newTestRegistry(t)
+	values := []struct {
+		v    any
+		name string
+	}{{point{}, "test.Point"}, {empty{}, "test.Empty"}, {point{}, "test.Point"}, {Raw{Type: "x.Y", Body: []byte{0xa0}}, "x.Y"}}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 1000 {
+				want := values[(i+g)%len(values)]
+				name, _, err := r.AppendEncode(nil, want.v)
+				if err != nil || name != want.name {
+					t.Errorf("AppendEncode(%T) = %q, %v; want %q", want.v, name, err, want.name)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if _, _, err := r.AppendEncode(nil, struct{ X int }{}); !errors.Is(err, ErrUnregistered) {
+		t.Fatalf("unregistered type: %v", err)
+	}
+}

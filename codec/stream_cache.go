@@ -54,6 +54,7 @@ type nameCache struct {
 	slots            [nameCacheSlots]string
 	lastTo, lastName string // the names of the previous envelope, which
 	lastType         string // the next one most often repeats
+	lastEncoding     []byte // their encoding, from To's head to Type's end
 }
 
 // slot returns the table index for b, which is not empty.
@@ -85,23 +86,27 @@ func (c *nameCache) store(s string) {
 	}
 }
 
-// lookup returns the three names as strings, from the cache if all three
-// are there, otherwise with one allocation, remembering the results.
-func (c *nameCache) lookup(to, name, typ []byte) (string, string, string) {
-	if c.same(to, name, typ) {
+// lookup returns the three names, which enc encodes, as strings: from the
+// cache if all three are there, otherwise with one allocation, remembering
+// the results.
+func (c *nameCache) lookup(enc, to, name, typ []byte) (string, string, string) {
+	if string(to) == c.lastTo && string(name) == c.lastName && string(typ) == c.lastType {
+		c.lastEncoding = append(c.lastEncoding[:0], enc...)
 		return c.lastTo, c.lastName, c.lastType
 	}
 	s1, s2, s3 := c.lookupSlots(to, name, typ)
 	if len(s1) <= nameCacheMaxLen && len(s2) <= nameCacheMaxLen && len(s3) <= nameCacheMaxLen {
 		c.lastTo, c.lastName, c.lastType = s1, s2, s3
+		c.lastEncoding = append(c.lastEncoding[:0], enc...)
 	}
 	return s1, s2, s3
 }
 
-// same reports whether the names are those of the previous lookup, which
-// were valid UTF-8.
-func (c *nameCache) same(to, name, typ []byte) bool {
-	return string(to) == c.lastTo && string(name) == c.lastName && string(typ) == c.lastType
+// sameEncoding reports whether enc, the encoding of an envelope's names
+// from To's head to the end of Type, is that of the names of the previous
+// lookup, which were valid UTF-8.
+func (c *nameCache) sameEncoding(enc []byte) bool {
+	return len(c.lastEncoding) > 0 && string(enc) == string(c.lastEncoding)
 }
 
 // lookupSlots is lookup without the previous envelope's names.

@@ -17,7 +17,7 @@ func TestNameCacheReturnsEqualStrings(t *testing.T) {
 	for round := range 3 {
 		for i, n := range names {
 			other := names[(i+7)%len(names)]
-			a, b, ty := c.lookup([]byte(n), []byte(other), []byte("chat.Say"))
+			a, b, ty := c.lookup(nil, []byte(n), []byte(other), []byte("chat.Say"))
 			if a != n || b != other || ty != "chat.Say" {
 				t.Fatalf("round %d: lookup(%q, %q) = %q, %q, %q", round, n, other, a, b, ty)
 			}
@@ -28,12 +28,12 @@ func TestNameCacheReturnsEqualStrings(t *testing.T) {
 func TestNameCacheSparesAllocations(t *testing.T) {
 	var c nameCache
 	to, from, typ := []byte("lobby"), []byte("alice"), []byte("chat.Say")
-	c.lookup(to, from, typ)
-	if allocs := testing.AllocsPerRun(100, func() { c.lookup(to, from, typ) }); allocs != 0 {
+	c.lookup(nil, to, from, typ)
+	if allocs := testing.AllocsPerRun(100, func() { c.lookup(nil, to, from, typ) }); allocs != 0 {
 		t.Errorf("cached lookup: %v allocations, want 0", allocs)
 	}
 	long := []byte(strings.Repeat("n", nameCacheMaxLen+1))
-	if allocs := testing.AllocsPerRun(100, func() { c.lookup(long, from, typ) }); allocs != 1 {
+	if allocs := testing.AllocsPerRun(100, func() { c.lookup(nil, long, from, typ) }); allocs != 1 {
 		t.Errorf("lookup of an uncacheable name: %v allocations, want 1", allocs)
 	}
 }

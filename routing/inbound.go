@@ -30,11 +30,11 @@ func (r *Router) handleStream(s network.Stream) {
 	defer stop()
 
 	remote := s.Conn().RemotePeer()
-	in := inbound{r: r, remote: remote, remoteStr: remote.String()}
+	in := inbound{r: r, remote: remote, remoteStr: remote.String(), out: r.sys.NewInbound()}
 	fr := codec.NewFrameReader(s, r.cfg.MaxFrame)
 	var env codec.Envelope
 	for {
-		if in.received > 0 && (len(in.batch) >= maxInboundBatch || !fr.Buffered()) {
+		if in.received > 0 && (in.out.Len() >= maxInboundBatch || !fr.Buffered()) {
 			in.flush() // before waiting for the network
 		}
 		msg, err := fr.ReadMessage(r.cfg.Registry, &env)
@@ -74,8 +74,8 @@ type inbound struct {
 	r         *Router
 	remote    libp2ppeer.ID
 	remoteStr string
-	batch     []actor.Envelope
-	received  uint64 // frames decoded and not yet counted in r.received
+	out       *actor.Inbound // messages decoded and not yet handed over
+	received  uint64         // frames decoded and not yet counted in r.received
 	refs      refCache
 }
 
@@ -85,12 +85,7 @@ func (in *inbound) flush() {
 		in.r.received.Add(in.received)
 		in.received = 0
 	}
-	if len(in.batch) == 0 {
-		return
-	}
-	in.r.sys.DeliverBatch(in.batch)
-	clear(in.batch)
-	in.batch = in.batch[:0]
+	in.out.Flush()
 }
 
 // refCache remembers the last target and sender of a stream: consecutive
@@ -143,5 +138,5 @@ func (in *inbound) dispatch(env *codec.Envelope, v any) {
 			return
 		}
 	}
-	in.batch = append(in.batch, actor.Envelope{To: to, From: from, Msg: msg, Corr: env.Corr, Reply: reply})
+	in.out.Add(&actor.Envelope{To: to, From: from, Msg: msg, Corr: env.Corr, Reply: reply})
 }

@@ -7,20 +7,28 @@ import (
 	"github.com/troupe-mesh/troupe/actor"
 )
 
-// maxBatch is the most envelopes a writer takes at once: enough to fill
-// many frames per write, few enough to keep the copy small.
-const maxBatch = 1024
+// chunkSize is the most envelopes a writer takes at once: enough to fill
+// many frames per write, few enough that a burst's envelopes never sit in
+// one large buffer.
+const chunkSize = 1024
 
-// outQueue is a bounded queue of envelopes for one writer goroutine. It
-// grows with use up to its bound, so an idle link costs a few words, not
-// its whole capacity, and the writer takes many envelopes per step.
+// outQueue is a bounded queue of envelopes for one writer goroutine: a
+// list of chunks of up to chunkSize envelopes. The writer takes the oldest
+// chunk whole, so no envelope is copied out, and gives it back emptied for
+// reuse while the burst lasts: a busy link holds about as many chunks as
+// envelopes wait at the peak of its bursts, and allocates none. The first
+// chunk grows with use, so an idle link costs a few words, not a chunk.
 type outQueue struct {
-	mu      sync.Mutex // guards the fields below
-	buf     []actor.Envelope
-	head, n int
+	mu      sync.Mutex         // guards the fields below
+	chunks  [][]actor.Envelope // queued from head on, oldest first
+	head    int
+	n       int                // envelopes queued
+	spare   [][]actor.Envelope // emptied full-size chunks, kept while a burst lasts
+	first   []actor.Envelope   // an emptied smaller chunk, kept for the next message
 	max     int
 	space   chan struct{} // closed and replaced when room appears and someone waits
 	waiting bool
+	small   int // small batches in a row
 
 	ready chan struct{} // capacity 1: wakes the writer
 }
@@ -39,10 +47,11 @@ func (q *outQueue) pushBelow(e actor.Envelope, limit int) bool {
 		q.mu.Unlock()
 		return false
 	}
-	if q.n == len(q.buf) {
-		q.growLocked()
+	last := len(q.chunks) - 1
+	if last < 0 || len(q.chunks[last]) == cap(q.chunks[last]) {
+		last = q.growLocked()
 	}
-	q.buf[(q.head+q.n)%len(q.buf)] = e
+	q.chunks[last] = append(q.chunks[last], e)
 	q.n++
 	q.mu.Unlock()
 	select {
@@ -54,10 +63,11 @@ func (q *outQueue) pushBelow(e actor.Envelope, limit int) bool {
 
 // waitLimit is the queue length from which pushCtx waits. A sender that
 // can wait needs no deep queue to keep the writer busy (it takes at most
-// maxBatch envelopes at a time), so it waits well before the queue is full:
+// chunkSize envelopes at a time), so it waits well before the queue is
+// full:
 // messages waiting in the queue cost memory, their bodies included. The
 // rest of the queue is for senders that cannot wait (event loops).
-const waitLimit = 8 * maxBatch
+const waitLimit = 8 * chunkSize
 
 // pushCtx appends e, waiting until fewer than min(waitLimit, the queue's
 // bound) envelopes wait, or ctx or stop ends. It reports ctx's error, or
@@ -89,44 +99,86 @@ func (q *outQueue) pushCtx(ctx context.Context, e actor.Envelope, stop <-chan st
 	}
 }
 
-func (q *outQueue) growLocked() {
-	size := max(16, 2*len(q.buf))
-	if len(q.buf) >= 4096 {
-		size = len(q.buf) + len(q.buf)/2 // large: overshoot less
+// growLocked makes room for one more envelope at the end of the queue
+// and returns the index of the chunk it goes to: the last chunk grown
+// (only a first chunk smaller than chunkSize grows), or a new chunk.
+func (q *outQueue) growLocked() int {
+	last := len(q.chunks) - 1
+	if last >= 0 && cap(q.chunks[last]) < chunkSize {
+		c := q.chunks[last]
+		nc := make([]actor.Envelope, len(c), min(2*cap(c), chunkSize))
+		copy(nc, c)
+		q.chunks[last] = nc
+		return last
 	}
-	size = min(size, q.max)
-	nb := make([]actor.Envelope, size)
-	for i := range q.n {
-		nb[i] = q.buf[(q.head+i)%len(q.buf)]
+	var c []actor.Envelope
+	switch {
+	case len(q.spare) > 0:
+		c = q.spare[len(q.spare)-1]
+		q.spare[len(q.spare)-1] = nil
+		q.spare = q.spare[:len(q.spare)-1]
+	case last < 0 && q.first != nil:
+		c, q.first = q.first, nil
+	case last >= 0:
+		c = make([]actor.Envelope, 0, chunkSize) // a burst: full size at once
+	default:
+		c = make([]actor.Envelope, 0, 16)
 	}
-	q.buf, q.head = nb, 0
+	q.chunks = append(q.chunks, c)
+	return len(q.chunks) - 1
 }
 
-// takeBatch moves up to maxBatch of the oldest envelopes to dst and
-// returns it.
-func (q *outQueue) takeBatch(dst []actor.Envelope) []actor.Envelope {
+// keepLimit is the batch size below which a batch counts as small: after
+// smallTakes small batches in a row a burst is over, and the queue drops
+// its spare chunks. (A writer wakes on the first message of a burst, so
+// one small batch says nothing.)
+const (
+	keepLimit  = chunkSize / 8
+	smallTakes = 64
+)
+
+// takeBatch returns the oldest chunk of queued envelopes (none when the
+// queue is empty). done is the previous batch, whose envelopes the caller
+// cleared: the queue keeps it for reuse while a burst lasts.
+func (q *outQueue) takeBatch(done []actor.Envelope) []actor.Envelope {
 	q.mu.Lock()
-	k := min(q.n, maxBatch)
-	for i := range k {
-		j := (q.head + i) % len(q.buf)
-		dst = append(dst, q.buf[j])
-		q.buf[j] = actor.Envelope{}
-	}
-	q.n -= k
-	if q.n == 0 {
-		q.head = 0
-		if len(q.buf) > 1024 && k < len(q.buf)/8 {
-			q.buf = nil // a burst is over: give its memory back
+	var out []actor.Envelope
+	if q.head < len(q.chunks) {
+		out = q.chunks[q.head]
+		q.chunks[q.head] = nil
+		q.head++
+		switch {
+		case q.head == len(q.chunks):
+			q.chunks, q.head = q.chunks[:0], 0
+		case q.head >= 16 && 2*q.head >= len(q.chunks):
+			n := copy(q.chunks, q.chunks[q.head:])
+			clear(q.chunks[n:])
+			q.chunks, q.head = q.chunks[:n], 0
 		}
+		q.n -= len(out)
+	}
+	if len(out) >= keepLimit {
+		q.small = 0
+	} else if q.small < smallTakes {
+		q.small++
 	} else {
-		q.head = (q.head + k) % len(q.buf)
+		clear(q.spare)
+		q.spare = q.spare[:0]
+	}
+	switch {
+	case cap(done) == chunkSize:
+		if len(q.spare) <= q.max/chunkSize && q.small < smallTakes {
+			q.spare = append(q.spare, done[:0])
+		}
+	case cap(done) > 0:
+		q.first = done[:0] // small: kept for a link's occasional messages
 	}
 	if q.waiting {
 		close(q.space)
 		q.space, q.waiting = nil, false
 	}
 	q.mu.Unlock()
-	return dst
+	return out
 }
 
 // len returns how many envelopes wait.

@@ -35,18 +35,106 @@ func TestOutQueueWaitsBeforeItIsFull(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- q.pushCtx(ctx, actor.Envelope{Corr: 1 << 40}, nil) }()
-	// The waiting sender gets in once fewer than waitLimit wait.
+	// The waiting sender gets in once fewer than waitLimit wait; batches
+	// come oldest first, a chunk at a time.
+	next := 0
 	for q.len() >= waitLimit {
 		select {
 		case err := <-done:
 			t.Fatalf("pushCtx returned %v with %d waiting", err, q.len())
 		default:
 		}
-		if batch := q.takeBatch(nil); len(batch) != maxBatch {
-			t.Fatalf("batch of %d, want %d", len(batch), maxBatch)
+		batch := q.takeBatch(nil)
+		if len(batch) != chunkSize {
+			t.Fatalf("batch of %d, want %d", len(batch), chunkSize)
+		}
+		for _, e := range batch {
+			if next < waitLimit && e.Corr != uint64(next) {
+				t.Fatalf("envelope %d has Corr %d: out of order", next, e.Corr)
+			}
+			next++
 		}
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The writer's emptied chunks take the next envelopes while a burst lasts,
+// and go once it is over.
+func TestOutQueueReusesChunks(t *testing.T) {
+	q := newOutQueue(1 << 16)
+	for i := range 3 * chunkSize {
+		q.push(actor.Envelope{Corr: uint64(i)})
+	}
+	first := q.takeBatch(nil)
+	if len(first) != chunkSize || first[0].Corr != 0 {
+		t.Fatalf("first batch: %d envelopes from %d", len(first), first[0].Corr)
+	}
+	clear(first)
+	second := q.takeBatch(first)
+	if len(second) != chunkSize || second[0].Corr != chunkSize {
+		t.Fatalf("second batch: %d envelopes from %d", len(second), second[0].Corr)
+	}
+	for range 2 * chunkSize {
+		q.push(actor.Envelope{})
+	}
+	q.mu.Lock()
+	reused := &q.chunks[q.head+1][0] == &first[:1][0]
+	q.mu.Unlock()
+	if !reused {
+		t.Fatal("the writer's emptied chunk was not reused")
+	}
+	batch := second
+	for q.len() > 0 {
+		clear(batch)
+		batch = q.takeBatch(batch)
+	}
+	for range smallTakes + 1 {
+		q.push(actor.Envelope{})
+		clear(batch)
+		batch = q.takeBatch(batch)
+	}
+	q.mu.Lock()
+	spare := len(q.spare)
+	q.mu.Unlock()
+	if spare != 0 {
+		t.Fatalf("%d spare chunks kept after the burst", spare)
+	}
+	// A link's occasional messages reuse one small chunk.
+	q = newOutQueue(1 << 16)
+	q.push(actor.Envelope{})
+	batch = q.takeBatch(nil)
+	if allocs := testing.AllocsPerRun(100, func() {
+		q.push(actor.Envelope{})
+		clear(batch)
+		batch = q.takeBatch(batch)
+	}); allocs != 0 {
+		t.Fatalf("%v allocations per message on a quiet link", allocs)
+	}
+}
+
+// A queue that never empties keeps its list of chunks short.
+func TestOutQueueNeverEmpty(t *testing.T) {
+	q := newOutQueue(1 << 20)
+	var batch []actor.Envelope
+	next := uint64(0)
+	for i := range 200 * chunkSize {
+		q.push(actor.Envelope{Corr: uint64(i)})
+		if i%chunkSize == chunkSize-1 && i > 4*chunkSize {
+			clear(batch)
+			batch = q.takeBatch(batch)
+			for _, e := range batch {
+				if e.Corr != next {
+					t.Fatalf("got %d, want %d", e.Corr, next)
+				}
+				next++
+			}
+		}
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.chunks) > 64 {
+		t.Fatalf("%d chunk slots for %d chunks", len(q.chunks), len(q.chunks)-q.head)
 	}
 }

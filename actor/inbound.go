@@ -1,0 +1,71 @@
+package actor
+
+// Inbound gathers messages that arrived from another peer and hands them to
+// their local actors together, in order, as calling System.Deliver for
+// each would: consecutive messages for the same actor are pushed onto its
+// inbox with one atomic operation and wake it at most once. A stream
+// reader owns one and reuses it for every batch; it is not safe for
+// concurrent use.
+type Inbound struct {
+	s    *System
+	src  nodeSource   // message nodes, taken from the pool in runs
+	runs []inboundRun // the messages added since the last Flush
+	n    int
+}
+
+// inboundRun is consecutive messages for one actor, linked newest first
+// from first to last.
+type inboundRun struct {
+	to          Ref
+	first, last *node
+}
+
+// NewInbound returns an empty Inbound for messages to s's actors.
+func (s *System) NewInbound() *Inbound {
+	return &Inbound{s: s, src: nodeSource{s: s}}
+}
+
+// Add queues the message of e for its actor; Flush hands it over. e is not
+// retained.
+func (in *Inbound) Add(e *Envelope) {
+	kind := kindUser
+	switch {
+	case e.Reply:
+		kind = kindReply
+	case isSignal(e.Msg):
+		kind = kindSignal
+	}
+	n := in.src.get(e.Msg, e.From, e.Corr, kind)
+	in.n++
+	if k := len(in.runs) - 1; k >= 0 && in.runs[k].to == e.To {
+		r := &in.runs[k]
+		n.next, r.first = r.first, n
+		return
+	}
+	in.runs = append(in.runs, inboundRun{to: e.To, first: n, last: n})
+}
+
+// Len returns how many messages were added since the last Flush.
+func (in *Inbound) Len() int { return in.n }
+
+// Flush hands the messages added to their actors, in order; a message for
+// an unknown actor becomes a dead letter (and fails its Ask).
+func (in *Inbound) Flush() {
+	s := in.s
+	for i := range in.runs {
+		r := &in.runs[i]
+		if c := s.names.load(r.to.name); c == nil || !c.pushRun(r.first, r.last) {
+			for n := reverseNodes(r.first); n != nil; {
+				next := n.next
+				n.next = nil
+				if c == nil || !c.push(n) { // c may be a waiter
+					s.undeliverable(r.to, n, ErrNoSuchActor)
+				}
+				n = next
+			}
+		}
+	}
+	clear(in.runs)
+	in.runs = in.runs[:0]
+	in.n = 0
+}
