@@ -253,9 +253,7 @@ func TestGroupChangeAdvertisedAtOnce(t *testing.T) {
 		if err := c.Join("room"); err != nil {
 			t.Error(err)
 		}
-		var h actor.Case
-		h = actor.On(func(Ping) { c.Leave("room"); close(leave) })
-		c.Receive(h)
+		c.Receive(actor.On(func(Ping) { c.Leave("room"); close(leave) }))
 	})
 	waitFor(t, func() bool { return slices.Contains(groupsOf(b.ID()), "room") })
 	ref, _ := b.System().Whereis("member")
