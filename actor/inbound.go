@@ -28,14 +28,7 @@ func (s *System) NewInbound() *Inbound {
 // Add queues the message of e for its actor; Flush hands it over. e is not
 // retained.
 func (in *Inbound) Add(e *Envelope) {
-	kind := kindUser
-	switch {
-	case e.Reply:
-		kind = kindReply
-	case isSignal(e.Msg):
-		kind = kindSignal
-	}
-	n := in.src.get(e.Msg, e.From, e.Corr, kind)
+	n := in.src.get(e.Msg, e.From, e.Corr, e.kind())
 	in.n++
 	if k := len(in.runs) - 1; k >= 0 && in.runs[k].to == e.To {
 		r := &in.runs[k]

@@ -241,14 +241,18 @@ func (ns *nodeSource) done() { ns.s.freeRun(ns.free) }
 // actor. Remotes call it; a message for an unknown actor becomes a dead
 // letter (and fails its Ask).
 func (s *System) Deliver(e Envelope) {
-	kind := kindUser
+	s.deliverLocal(e.To, s.newNode(e.Msg, e.From, e.Corr, e.kind()))
+}
+
+// kind is the mailbox kind of the envelope's message.
+func (e *Envelope) kind() uint8 {
 	switch {
 	case e.Reply:
-		kind = kindReply
+		return kindReply
 	case isSignal(e.Msg):
-		kind = kindSignal
+		return kindSignal
 	}
-	s.deliverLocal(e.To, s.newNode(e.Msg, e.From, e.Corr, kind))
+	return kindUser
 }
 
 // DeliverBatch hands messages that arrived from another peer to their
