@@ -156,6 +156,7 @@ func (c *Context) terminate(reason error) {
 	c.flags |= fDead
 	s := c.sys
 	s.names.remove(c)
+	s.namesChanged(c.name)
 	if c.timer != nil {
 		c.timer.Cancel()
 		c.timer = nil

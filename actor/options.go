@@ -21,6 +21,7 @@ type config struct {
 	peer       string
 	remote     Remote
 	groups     GroupTransport
+	names      func() // public names changed
 }
 
 func defaultConfig() config {
@@ -73,6 +74,15 @@ func WithSpin(d time.Duration) Option { return func(c *config) error { c.spin = 
 
 // WithLogger sets the logger (default slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(c *config) error { c.logger = l; return nil } }
+
+// WithNamesChanged sets a function called after an actor with a public
+// name (one not generated, see Names) is spawned or stops: an advertiser of
+// the names can republish at once instead of polling. It runs on the
+// goroutine that spawned or stopped the actor, often an event loop: it must
+// be quick and must not block.
+func WithNamesChanged(f func()) Option {
+	return func(c *config) error { c.names = f; return nil }
+}
 
 // WithDeadLetterHook sets a function called with every dead letter. It runs
 // on the goroutine that found the message undeliverable, often an event

@@ -149,6 +149,7 @@ func (s *System) spawn(name string, b Behavior, parent *Context, opts []SpawnOpt
 		return nil, fmt.Errorf("%w: %q", ErrNameTaken, name)
 	}
 	s.live.Add(1)
+	s.namesChanged(name)
 	return c, nil
 }
 
@@ -242,6 +243,13 @@ func (ns *nodeSource) done() { ns.s.freeRun(ns.free) }
 // letter (and fails its Ask).
 func (s *System) Deliver(e Envelope) {
 	s.deliverLocal(e.To, s.newNode(e.Msg, e.From, e.Corr, e.kind()))
+}
+
+// namesChanged calls the WithNamesChanged hook when name is public.
+func (s *System) namesChanged(name string) {
+	if s.cfg.names != nil && name[0] != '$' {
+		s.cfg.names()
+	}
 }
 
 // kind is the mailbox kind of the envelope's message.

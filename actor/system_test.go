@@ -568,3 +568,36 @@ func TestAskEndsAtShutdown(t *testing.T) {
 		t.Fatalf("ask after shutdown: %v, want ErrClosed", err)
 	}
 }
+
+func TestNamesChangedHookSeesPublicNamesOnly(t *testing.T) {
+	changes := make(chan struct{}, 10)
+	// One loop: activations run in the order they were queued.
+	s := newSys(t, WithLoops(1), WithNamesChanged(func() { changes <- struct{}{} }))
+	expect := func(n int) {
+		t.Helper()
+		for range n {
+			select {
+			case <-changes:
+			case <-time.After(5 * time.Second):
+				t.Fatal("no names-changed call")
+			}
+		}
+		select {
+		case <-changes:
+			t.Fatal("a names-changed call too many")
+		default:
+		}
+	}
+	named := mustSpawn(t, s, "visible", func(c *Context) { c.Receive(Any(func(any) { c.Reply(1); c.Stop() })) })
+	expect(1)
+	unnamed := mustSpawn(t, s, "", func(c *Context) { c.Receive(Any(func(any) { c.Stop() })) })
+	s.Send(unnamed, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := s.Ask(ctx, named, 0); err != nil {
+		t.Fatal(err)
+	}
+	// The named actor's stop; not the unnamed one's (it stopped first, on
+	// the same loop), nor the Ask's waiter.
+	expect(1)
+}

@@ -231,7 +231,7 @@ func TestDirectoryExchange(t *testing.T) {
 
 // Joining and leaving a group is advertised at once, not at the next poll
 // (here an hour away).
-func TestGroupChangeAdvertisedAtOnce(t *testing.T) {
+func TestChangesAdvertisedAtOnce(t *testing.T) {
 	opts := []peer.Option{peer.WithMesh("gtest"), peer.WithGroups(true), peer.WithAdvertisements(time.Hour, 90*time.Second)}
 	a, b := newNode(t, opts...), newNode(t, opts...)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -260,4 +260,14 @@ func TestGroupChangeAdvertisedAtOnce(t *testing.T) {
 	b.System().Send(ref, Ping{})
 	recv(t, leave)
 	waitFor(t, func() bool { return len(a.Directory().Peers()) == 1 && !slices.Contains(groupsOf(b.ID()), "room") })
+
+	// A public actor spawned or stopped is advertised at once too (the
+	// advertisement poll is an hour away).
+	stop := make(chan struct{})
+	spawn(t, b, "visible", func(c *actor.Context) { c.Receive(actor.On(func(Ping) { c.Stop(); close(stop) })) })
+	waitFor(t, func() bool { return len(a.Directory().Lookup("visible")) == 1 })
+	visible, _ := b.System().Whereis("visible")
+	b.System().Send(visible, Ping{})
+	recv(t, stop)
+	waitFor(t, func() bool { return len(a.Directory().Lookup("visible")) == 0 })
 }

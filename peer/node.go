@@ -113,9 +113,14 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		return nil, err
 	}
 	aopts := append([]actor.Option{actor.WithLogger(cfg.logger)}, cfg.actorOpts...)
-	aopts = append(aopts, actor.WithPeer(h.ID().String()), actor.WithRemote(r))
-	var groups *routing.Groups
 	var dir atomic.Pointer[discovery.Directory] // set once advertising starts
+	// A public actor spawned or stopped changes the advertisement at once.
+	aopts = append(aopts, actor.WithPeer(h.ID().String()), actor.WithRemote(r), actor.WithNamesChanged(func() {
+		if d := dir.Load(); d != nil {
+			d.Changed()
+		}
+	}))
+	var groups *routing.Groups
 	if cfg.groups {
 		groups, err = routing.NewGroups(routing.GroupsConfig{
 			Host: h, Registry: reg, Mesh: cfg.mesh, Logger: cfg.logger,

@@ -160,9 +160,11 @@ func WithDHT(bootstrap ...libp2ppeer.AddrInfo) Option {
 func WithDHTClient(on bool) Option { return func(c *config) error { c.dhtClient = on; return nil } }
 
 // WithAdvertisements sets how often the node looks for changes in what it
-// hosts to advertise them (default 2 s; a poll is cheap, and groups joined
-// or left are advertised at once) and how long its advertisements
-// live (default 90 s). Advertisements run with WithGroups.
+// hosts to advertise them (default 2 s; a poll is cheap, and public actors
+// spawned or stopped and groups joined or left are advertised at once, so
+// the poll catches what has no event, such as new addresses) and how long
+// its advertisements live (default 90 s). Advertisements run with
+// WithGroups.
 func WithAdvertisements(every, ttl time.Duration) Option {
 	return func(c *config) error {
 		if every <= 0 || ttl < time.Second {
