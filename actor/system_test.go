@@ -496,13 +496,8 @@ func TestPeerDownFiresRemoteMonitorsAndLinks(t *testing.T) {
 }
 
 func TestAskWaiterTakesOnlyItsReply(t *testing.T) {
-	var mu sync.Mutex
-	var letters []DeadLetter
-	s := newSys(t, WithDeadLetterHook(func(d DeadLetter) {
-		mu.Lock()
-		letters = append(letters, d)
-		mu.Unlock()
-	}))
+	letters := make(chan DeadLetter, 10)
+	s := newSys(t, WithDeadLetterHook(func(d DeadLetter) { letters <- d }))
 	// The target writes to the asker before replying, and replies twice.
 	chatty := mustSpawn(t, s, "chatty", func(c *Context) {
 		forever(c, func() []Case {
@@ -522,18 +517,13 @@ func TestAskWaiterTakesOnlyItsReply(t *testing.T) {
 	if s.Actors() != before {
 		t.Fatalf("Actors() = %d after an ask, want %d", s.Actors(), before)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		mu.Lock()
-		n := len(letters)
-		mu.Unlock()
-		if n == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("dead letters %+v, want the message and the second reply", letters)
-		}
-		time.Sleep(time.Millisecond)
+	// The message and the second reply become dead letters.
+	got := map[any]bool{}
+	for range 2 {
+		got[recv(t, letters).Msg] = true
+	}
+	if !got["not a reply"] || !got["second"] {
+		t.Fatalf("dead letters %v, want the message and the second reply", got)
 	}
 }
 
@@ -542,22 +532,16 @@ func TestAskEndsAtShutdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	asked := make(chan struct{}, 1)
 	silent := mustSpawn(t, s, "silent", func(c *Context) {
-		forever(c, func() []Case { return []Case{Any(func(any) {})} })
+		forever(c, func() []Case { return []Case{Any(func(any) { asked <- struct{}{} })} })
 	})
 	errs := make(chan error, 1)
-	asked := make(chan struct{})
 	go func() {
-		go func() {
-			for s.names.load("silent") != nil && len(s.names.all()) < 2 {
-				time.Sleep(time.Millisecond)
-			}
-			close(asked)
-		}()
 		_, err := s.Ask(context.Background(), silent, 1)
 		errs <- err
 	}()
-	<-asked
+	recv(t, asked) // the Ask is waiting for its reply
 	if err := s.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
