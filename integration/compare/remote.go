@@ -24,6 +24,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -47,6 +48,18 @@ type remoteResult struct {
 	P50    float64 `json:"p50_us,omitempty"`  // µs
 	P99    float64 `json:"p99_us,omitempty"`  // µs
 	RSSMiB float64 `json:"rss_mib,omitempty"` // peak RSS during the workload
+	CPU    float64 `json:"cpu_s,omitempty"`   // the client's CPU time during the workload, s
+	// ServerCPU is the server's CPU time while the client ran, s; the
+	// parent fills it in.
+	ServerCPU float64 `json:"-"`
+}
+
+// CPUPerMsg returns the CPU time both processes spent per message, in ns.
+func (r remoteResult) CPUPerMsg(n int) float64 {
+	if n == 0 {
+		return 0
+	}
+	return (r.CPU + r.ServerCPU) * 1e9 / float64(n)
 }
 
 // isChild reports whether args ask for a child role.
@@ -193,6 +206,7 @@ func runRemote(system, work string, n int, timeout time.Duration) (remoteResult,
 	if err != nil || !ok {
 		return remoteResult{}, fmt.Errorf("server did not start (%q, %v): %s", line, err, serverErr.String())
 	}
+	srvCPU0 := childCPU(srv.Process.Pid)
 	var out, clientErr bytes.Buffer
 	cl := exec.CommandContext(ctx, exe, childArgs(system+"-client", work,
 		"-addr", addr, "-workload", work, "-n", strconv.Itoa(n))...)
@@ -204,6 +218,7 @@ func runRemote(system, work string, n int, timeout time.Duration) (remoteResult,
 		if js, ok := strings.CutPrefix(l, "result "); ok {
 			var res remoteResult
 			err := json.Unmarshal([]byte(js), &res)
+			res.ServerCPU = childCPU(srv.Process.Pid) - srvCPU0
 			return res, err
 		}
 	}
@@ -233,26 +248,33 @@ func remoteWorkloads(cfg config) []workload {
 			unit: "msgs/s", higher: true, rounds: cfg.rounds, systems: []string{rawSys},
 			run: func(s string) result {
 				res, err := runRemote(s, "oneway", cfg.remoteN, cfg.timeout)
-				return result{value: res.Rate, err: err}
+				return result{value: res.Rate, extra: []float64{res.CPUPerMsg(cfg.remoteN)}, err: err}
 			},
+			extra: []workload{{name: "CPU per message, raw stream, both processes (baseline)", unit: "ns"}},
 		},
 		{
 			name: fmt.Sprintf("remote one-way, %s × 100 B, windowed", count(cfg.remoteN)),
 			unit: "msgs/s", higher: true, goal: 2e6, rounds: cfg.rounds,
 			run: func(s string) result {
 				res, err := runRemote(s, "oneway", cfg.remoteN, cfg.timeout)
-				return result{value: res.Rate, extra: []float64{res.RSSMiB}, err: err}
+				return result{value: res.Rate, extra: []float64{res.RSSMiB, res.CPUPerMsg(cfg.remoteN)}, err: err}
 			},
-			extra: []workload{{name: fmt.Sprintf("sender peak RSS, windowed %s", count(cfg.remoteN)), unit: "MiB", goal: 64}},
+			extra: []workload{
+				{name: fmt.Sprintf("sender peak RSS, windowed %s", count(cfg.remoteN)), unit: "MiB", goal: 64},
+				{name: "CPU per message, windowed, both processes", unit: "ns"},
+			},
 		},
 		{
 			name: fmt.Sprintf("remote one-way blast, %s × 100 B, no flow control", count(cfg.remoteN)),
 			unit: "msgs/s", higher: true, goal: 2e6, rounds: cfg.rounds,
 			run: func(s string) result {
 				res, err := runRemote(s, "blast", cfg.remoteN, cfg.timeout)
-				return result{value: res.Rate, extra: []float64{res.RSSMiB}, err: err}
+				return result{value: res.Rate, extra: []float64{res.RSSMiB, res.CPUPerMsg(cfg.remoteN)}, err: err}
 			},
-			extra: []workload{{name: fmt.Sprintf("sender peak RSS during the %s blast", count(cfg.remoteN)), unit: "MiB", goal: 64}},
+			extra: []workload{
+				{name: fmt.Sprintf("sender peak RSS during the %s blast", count(cfg.remoteN)), unit: "MiB", goal: 64},
+				{name: "CPU per message, blast, both processes", unit: "ns"},
+			},
 		},
 	}
 }
@@ -274,6 +296,63 @@ func peakRSS() float64 {
 	}
 	return 0
 }
+
+// cpuAtStart is the process's CPU time when the workload started.
+var cpuAtStart time.Duration
+
+// workloadStart starts the measured part of a workload: it collects
+// garbage, resets the peak RSS and notes the CPU time used so far. It
+// returns the start time.
+func workloadStart() time.Time {
+	resetPeakRSS()
+	cpuAtStart = processCPU()
+	return time.Now()
+}
+
+// workloadEnd fills in res's rate, peak RSS and CPU time for total
+// messages since t0, which workloadStart returned.
+func workloadEnd(res *remoteResult, total int, t0 time.Time) {
+	res.Rate = float64(total) / time.Since(t0).Seconds()
+	res.CPU = (processCPU() - cpuAtStart).Seconds()
+	res.RSSMiB = peakRSS()
+}
+
+// processCPU returns the user and system CPU time of this process.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// childCPU returns the user and system CPU time of process pid so far, in
+// seconds, from /proc (0 where /proc does not tell).
+func childCPU(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) may hold spaces; count from its ")".
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, err1 := strconv.ParseFloat(f[11], 64)
+	stime, err2 := strconv.ParseFloat(f[12], 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return (utime + stime) / clockTicks
+}
+
+// clockTicks is the unit of the CPU times in /proc/<pid>/stat (USER_HZ),
+// 100 on Linux.
+const clockTicks = 100
 
 // resetPeakRSS collects garbage and resets VmHWM to the current RSS (Linux
 // 4.0+), so that peakRSS then covers only what follows.

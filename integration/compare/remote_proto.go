@@ -159,8 +159,7 @@ func protoClient(listen, addr, work string, total int) (res remoteResult, err er
 	case "oneway":
 		done := make(chan error, 1)
 		sink := actor.NewPID(addr, "sink")
-		resetPeakRSS()
-		t0 := time.Now()
+		t0 := workloadStart()
 		sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
 			return &pSource{sink: sink, total: total, done: done}
 		}))
@@ -172,16 +171,14 @@ func protoClient(listen, addr, work string, total int) (res remoteResult, err er
 		case <-time.After(5 * time.Minute):
 			return res, errors.New("one-way: timed out")
 		}
-		res.Rate = float64(total) / time.Since(t0).Seconds()
-		res.RSSMiB = peakRSS()
+		workloadEnd(&res, total, t0)
 	case "blast":
 		// No flow control: plain code sends all total messages with
 		// Root.Send (Proto.Actor's queues are unbounded); a waiter actor
 		// introduces itself to the sink and gets the acks.
 		done, ready := make(chan error, 1), make(chan struct{})
 		sink := actor.NewPID(addr, "sink")
-		resetPeakRSS()
-		t0 := time.Now()
+		t0 := workloadStart()
 		sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
 			return &pWaiter{sink: sink, total: int64(total), ready: ready, done: done}
 		}))
@@ -199,8 +196,7 @@ func protoClient(listen, addr, work string, total int) (res remoteResult, err er
 		case <-time.After(5 * time.Minute):
 			return res, errors.New("blast: timed out")
 		}
-		res.Rate = float64(total) / time.Since(t0).Seconds()
-		res.RSSMiB = peakRSS()
+		workloadEnd(&res, total, t0)
 	default:
 		return res, fmt.Errorf("unknown workload %q", work)
 	}

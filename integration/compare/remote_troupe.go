@@ -202,8 +202,7 @@ func troupeClient(listen, addr, work string, total int) (res remoteResult, err e
 	case "oneway":
 		sink, _ := peer.Ref(server, "sink")
 		done := make(chan error, 1)
-		resetPeakRSS()
-		t0 := time.Now()
+		t0 := workloadStart()
 		if _, err := sys.Spawn("source", rSource(sink, total, done)); err != nil {
 			return res, err
 		}
@@ -215,8 +214,7 @@ func troupeClient(listen, addr, work string, total int) (res remoteResult, err e
 		case <-ctx.Done():
 			return res, fmt.Errorf("one-way: timed out; stats %+v", n.Router().Stats())
 		}
-		res.Rate = float64(total) / time.Since(t0).Seconds()
-		res.RSSMiB = peakRSS()
+		workloadEnd(&res, total, t0)
 		if st := n.Router().Stats(); st.LinkFull != 0 || st.Undeliverable != 0 || sys.DeadLetters() != 0 {
 			return res, fmt.Errorf("messages lost: %d dead letters, stats %+v", sys.DeadLetters(), st)
 		}
@@ -226,8 +224,7 @@ func troupeClient(listen, addr, work string, total int) (res remoteResult, err e
 		// a waiter actor introduces itself to the sink and gets the acks.
 		sink, _ := peer.Ref(server, "sink")
 		done, ready := make(chan error, 1), make(chan struct{})
-		resetPeakRSS()
-		t0 := time.Now()
+		t0 := workloadStart()
 		if _, err := sys.Spawn("waiter", rWaiter(sink, total, ready, done)); err != nil {
 			return res, err
 		}
@@ -247,8 +244,7 @@ func troupeClient(listen, addr, work string, total int) (res remoteResult, err e
 		case <-ctx.Done():
 			return res, fmt.Errorf("blast: timed out; stats %+v", n.Router().Stats())
 		}
-		res.Rate = float64(total) / time.Since(t0).Seconds()
-		res.RSSMiB = peakRSS()
+		workloadEnd(&res, total, t0)
 		if st := n.Router().Stats(); st.LinkFull != 0 || st.Undeliverable != 0 || sys.DeadLetters() != 0 {
 			return res, fmt.Errorf("messages lost: %d dead letters, stats %+v", sys.DeadLetters(), st)
 		}
@@ -362,8 +358,7 @@ func rawClient(listen, addr, work string, total int) (res remoteResult, err erro
 		}
 		res.P50, res.P99 = percentiles(lat)
 	case "oneway":
-		resetPeakRSS()
-		t0 := time.Now()
+		t0 := workloadStart()
 		w := bufio.NewWriterSize(s, 64<<10)
 		var hdr [8]byte
 		binary.LittleEndian.PutUint64(hdr[:], uint64(total))
@@ -385,8 +380,7 @@ func rawClient(listen, addr, work string, total int) (res remoteResult, err erro
 		if got := binary.LittleEndian.Uint64(hdr[:]); got != uint64(total) {
 			return res, fmt.Errorf("raw one-way: %d of %d frames in order", got, total)
 		}
-		res.Rate = float64(total) / time.Since(t0).Seconds()
-		res.RSSMiB = peakRSS()
+		workloadEnd(&res, total, t0)
 	default:
 		return res, fmt.Errorf("unknown workload %q", work)
 	}
