@@ -250,7 +250,7 @@ func remoteWorkloads(cfg config) []workload {
 				res, err := runRemote(s, "oneway", cfg.remoteN, cfg.timeout)
 				return result{value: res.Rate, extra: []float64{res.CPUPerMsg(cfg.remoteN)}, err: err}
 			},
-			extra: []workload{{name: "CPU per message, raw stream, both processes (baseline)", unit: "ns"}},
+			extra: []workload{{name: "CPU per message, raw libp2p stream, both processes (baseline)", unit: "ns"}},
 		},
 		{
 			name: fmt.Sprintf("remote one-way, %s × 100 B, windowed", count(cfg.remoteN)),
