@@ -74,11 +74,41 @@ func TestBadOptions(t *testing.T) {
 		"no queue":   WithLinkQueue(0),
 		"nil logger": WithLogger(nil),
 		"bad listen": WithListenAddrs("/not/a/multiaddr"),
+		"neg limit":  WithLimits(Limits{StreamsPerPeer: -1}),
 	} {
 		if n, err := New(context.Background(), quiet(), o); err == nil {
 			_ = n.Close(context.Background())
 			t.Fatalf("%s: accepted", name)
 		}
+	}
+}
+
+// TestLimitsRefuseConnections: with at most one inbound connection, the
+// first peer connects and exchanges messages, the second is refused.
+func TestLimitsRefuseConnections(t *testing.T) {
+	a := newTestNode(t, WithLimits(Limits{ConnsInbound: 1, Memory: 256 << 20}))
+	if _, err := a.System().Spawn("echo", func(c *actor.Context) {
+		var h actor.Case
+		h = actor.On(func(s string) { c.Reply(s); c.Receive(h) })
+		c.Receive(h)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	b, c := newTestNode(t), newTestNode(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := b.Connect(ctx, *a.AddrInfo()); err != nil {
+		t.Fatalf("first inbound connection: %v", err)
+	}
+	echo, err := Ref(a.ID(), "echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := b.System().Ask(ctx, echo, "hi"); err != nil || v != "hi" {
+		t.Fatalf("ask within the limits: %v, %v", v, err)
+	}
+	if err := c.Connect(ctx, *a.AddrInfo()); err == nil {
+		t.Fatal("a second inbound connection was accepted with ConnsInbound 1")
 	}
 }
 

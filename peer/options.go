@@ -40,6 +40,7 @@ type config struct {
 	adTTL       time.Duration
 	bootstrap   []libp2ppeer.AddrInfo
 	dialTimeout time.Duration
+	limits      Limits
 }
 
 func defaultConfig() config {

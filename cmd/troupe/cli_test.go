@@ -123,6 +123,10 @@ func TestBadConfigNamesTheField(t *testing.T) {
 		{`{"allowlist": ["bob"]}`, "allowlist"},
 		{`{"log_level": "loud"}`, "log_level"},
 		{`{"metrics": "9090"}`, "metrics"},
+		{`{"limits": {"streams_per_peer": -1}}`, "limits.streams_per_peer"},
+		{`{"limits": {"memory_mib": 2000000}}`, "limits.memory_mib"},
+		{`{"limits": {"conns": "many"}}`, `"limits.conns"`},
+		{`{"limits": {"fd": 10}}`, `unknown field "fd"`},
 		{`{"mdns": "yes"}`, `"mdns"`},
 		{`{"colour": "blue"}`, `unknown field "colour"`},
 		{`{"mesh": "a"`, "invalid JSON"},
@@ -277,6 +281,7 @@ func TestConfigOptions(t *testing.T) {
 	// A node starts from such a configuration (DHT and mDNS off: nothing
 	// leaves 127.0.0.1).
 	cfg.DHT, cfg.MDNS, cfg.Listen = "off", false, []string{"/ip4/127.0.0.1/tcp/0"}
+	cfg.Limits = ConfigLimits{MemoryMiB: 512, ConnsInbound: 100, StreamsPerPeer: 256}
 	opts, err := cfg.peerOptions(home)
 	if err != nil {
 		t.Fatal(err)

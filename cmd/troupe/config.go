@@ -48,6 +48,43 @@ type Config struct {
 	Metrics string `json:"metrics"`
 	// NATPortMap asks the router for a port mapping (UPnP / NAT-PMP).
 	NATPortMap bool `json:"nat_port_map"`
+	// Limits caps the peer's libp2p resources; 0 keeps libp2p's default,
+	// scaled to the machine.
+	Limits ConfigLimits `json:"limits"`
+}
+
+// ConfigLimits is the "limits" section of config.json (peer.Limits).
+type ConfigLimits struct {
+	MemoryMiB      int `json:"memory_mib"`
+	FDs            int `json:"fds"`
+	Conns          int `json:"conns"`
+	ConnsInbound   int `json:"conns_inbound"`
+	Streams        int `json:"streams"`
+	StreamsInbound int `json:"streams_inbound"`
+	ConnsPerPeer   int `json:"conns_per_peer"`
+	StreamsPerPeer int `json:"streams_per_peer"`
+}
+
+// peerLimits returns the limits as peer.Limits, or the name of the first
+// negative field.
+func (l ConfigLimits) peerLimits() (peer.Limits, string) {
+	for _, f := range []struct {
+		name string
+		v    int
+	}{
+		{"memory_mib", l.MemoryMiB}, {"fds", l.FDs}, {"conns", l.Conns}, {"conns_inbound", l.ConnsInbound},
+		{"streams", l.Streams}, {"streams_inbound", l.StreamsInbound},
+		{"conns_per_peer", l.ConnsPerPeer}, {"streams_per_peer", l.StreamsPerPeer},
+	} {
+		if f.v < 0 {
+			return peer.Limits{}, f.name
+		}
+	}
+	return peer.Limits{
+		Memory: int64(l.MemoryMiB) << 20, FDs: l.FDs, Conns: l.Conns, ConnsInbound: l.ConnsInbound,
+		Streams: l.Streams, StreamsInbound: l.StreamsInbound,
+		ConnsPerPeer: l.ConnsPerPeer, StreamsPerPeer: l.StreamsPerPeer,
+	}, ""
 }
 
 // DefaultConfig is the configuration for a laptop: TCP and QUIC on every
@@ -153,6 +190,12 @@ func (c *Config) validate() error {
 			return configError("metrics", "%q is not host:port", c.Metrics)
 		}
 	}
+	if _, bad := c.Limits.peerLimits(); bad != "" {
+		return configError("limits."+bad, "must be 0 (libp2p's default) or positive")
+	}
+	if c.Limits.MemoryMiB > 1<<40>>20 {
+		return configError("limits.memory_mib", "%d MiB is more than 1 TiB", c.Limits.MemoryMiB)
+	}
 	return nil
 }
 
@@ -186,6 +229,9 @@ func (c *Config) peerOptions(home string) ([]peer.Option, error) {
 		peer.WithMDNS(c.MDNS),
 		peer.WithGroups(true),
 		peer.WithNATPortMap(c.NATPortMap),
+	}
+	if l, _ := c.Limits.peerLimits(); l != (peer.Limits{}) {
+		opts = append(opts, peer.WithLimits(l))
 	}
 	var boots []libp2ppeer.AddrInfo
 	for _, b := range c.Bootstrap {

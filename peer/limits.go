@@ -1,0 +1,87 @@
+package peer
+
+import (
+	"fmt"
+
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/network"
+	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
+)
+
+// Limits caps what a node's libp2p host may use. A zero field keeps
+// libp2p's default for it, which scales with the machine's memory and file
+// descriptor limit; a positive field replaces it. What a limit refuses (a
+// connection, a stream, a stream's buffer growing) fails in libp2p with a
+// "resource limit exceeded" error: a refused connection fails Connect, a
+// refused stream makes the messages for that peer wait and redial, a
+// refused buffer growth slows the stream down. The limits apply to all of
+// the host's protocols: actor messages, groups, discovery.
+type Limits struct {
+	// Memory is the most memory, in bytes, the host may reserve in all
+	// (mostly stream and connection buffers).
+	Memory int64
+	// FDs is the most file descriptors the host may use.
+	FDs int
+	// Conns and ConnsInbound cap the host's connections in all and the
+	// inbound ones.
+	Conns, ConnsInbound int
+	// Streams and StreamsInbound cap the host's open streams in all and
+	// the inbound ones.
+	Streams, StreamsInbound int
+	// ConnsPerPeer and StreamsPerPeer cap the connections and streams of
+	// any one peer.
+	ConnsPerPeer, StreamsPerPeer int
+}
+
+// validate reports a negative limit.
+func (l Limits) validate() error {
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"memory", l.Memory}, {"fds", int64(l.FDs)}, {"conns", int64(l.Conns)},
+		{"conns inbound", int64(l.ConnsInbound)}, {"streams", int64(l.Streams)},
+		{"streams inbound", int64(l.StreamsInbound)}, {"conns per peer", int64(l.ConnsPerPeer)},
+		{"streams per peer", int64(l.StreamsPerPeer)},
+	} {
+		if f.v < 0 {
+			return fmt.Errorf("peer: resource limit %s is %d: must be positive, or 0 for the default", f.name, f.v)
+		}
+	}
+	return nil
+}
+
+// WithLimits caps the resources of the node's libp2p host (see Limits;
+// default: libp2p's limits scaled to the machine).
+func WithLimits(l Limits) Option {
+	return func(c *config) error {
+		if err := l.validate(); err != nil {
+			return err
+		}
+		c.limits = l
+		return nil
+	}
+}
+
+// resourceManager returns the host's resource manager: libp2p's default
+// limits for its bundled services, scaled to the machine, with l's
+// non-zero fields in place of the system-wide and per-peer defaults.
+func resourceManager(l Limits) (network.ResourceManager, error) {
+	scaling := rcmgr.DefaultLimits
+	libp2p.SetDefaultServiceLimits(&scaling)
+	partial := rcmgr.PartialLimitConfig{
+		System: rcmgr.ResourceLimits{
+			Memory: rcmgr.LimitVal64(l.Memory), FD: rcmgr.LimitVal(l.FDs),
+			Conns: rcmgr.LimitVal(l.Conns), ConnsInbound: rcmgr.LimitVal(l.ConnsInbound),
+			Streams: rcmgr.LimitVal(l.Streams), StreamsInbound: rcmgr.LimitVal(l.StreamsInbound),
+		},
+		PeerDefault: rcmgr.ResourceLimits{
+			Conns: rcmgr.LimitVal(l.ConnsPerPeer), Streams: rcmgr.LimitVal(l.StreamsPerPeer),
+		},
+	}
+	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(partial.Build(scaling.AutoScale())))
+	if err != nil {
+		return nil, fmt.Errorf("peer: resource manager: %w", err)
+	}
+	return rm, nil
+}
