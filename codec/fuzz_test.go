@@ -243,6 +243,25 @@ func FuzzRoundTrip(f *testing.F) {
 		if err := NewFrameReader(&stream, 0).ReadEnvelope(&back); err != nil || !reflect.DeepEqual(back, e) {
 			t.Fatalf("frame round trip: %v, %+v", err, back)
 		}
+		// Through compact frames: the second and third envelopes are short.
+		e2 := e
+		e2.Corr, e2.Body = corr^1, nil
+		fw = NewFrameWriter(&stream, 0, WithCompact(true))
+		fr := NewFrameReader(&stream, 0, WithCompact(true))
+		for i, want := range []*Envelope{&e, &e2, &e} {
+			if err := fw.WriteEnvelope(want); err != nil {
+				t.Fatal(err)
+			}
+			if i > 0 && fw.Buffered() != shortSize(want.Body, want.Corr)+uvarintLen(uint64(shortSize(want.Body, want.Corr))) {
+				t.Fatalf("compact frame %d is not short: %d bytes", i, fw.Buffered())
+			}
+			if err := fw.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			if err := fr.ReadEnvelope(&back); err != nil || !reflect.DeepEqual(&back, want) {
+				t.Fatalf("compact frame %d round trip: %v, %+v", i, err, back)
+			}
+		}
 
 		// Message bodies built from the same inputs.
 		at := time.Unix(0, n).In(time.FixedZone("", int(n%50000)))
