@@ -80,9 +80,9 @@
 // array's length tells the two forms apart; an array of 0, 3, 4 or 5
 // fields is malformed. The short form has no extension fields. Writers
 // send [body] when corr is 0 and the shortest heads; readers accept any
-// valid head, as for full envelopes. The 100-byte body of the example
-// above to "lobby" from "alice" costs 103 bytes as a short envelope, 128
-// as a full one.
+// valid head, as for full envelopes. A 100-byte body to "lobby" from
+// "alice" of type "chat.Say" costs 103 bytes as a short envelope instead
+// of 128.
 //
 // The previous header is defined by the frames the reader has decoded on
 // the stream, in order:

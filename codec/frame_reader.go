@@ -88,20 +88,12 @@ func (fr *FrameReader) decode(frame []byte, e *Envelope, aliasBody bool) error {
 	if !fr.compact {
 		return parseEnvelope(frame, e, &fr.cache, aliasBody)
 	}
-	var bodyB, bodyE int
-	var corr uint64
-	short, err := false, error(nil)
-	if len(frame) == 0 || frame[0] != majorArray<<5|envelopeFields { // not the usual full envelope
-		bodyB, bodyE, corr, short, err = parseShortEnvelope(frame)
+	if len(frame) > 0 && frame[0] == majorArray<<5|envelopeFields { // the usual full envelope
+		return fr.decodeFull(frame, e, aliasBody)
 	}
+	bodyB, bodyE, corr, short, err := parseShortEnvelope(frame)
 	if !short {
-		err = parseEnvelope(frame, e, &fr.cache, aliasBody)
-		if err == nil || errors.Is(err, ErrUnknownKind) {
-			fr.prev.set(e, err)
-		} else {
-			fr.prev.ok = false
-		}
-		return err
+		return fr.decodeFull(frame, e, aliasBody)
 	}
 	if err == nil && !fr.prev.ok {
 		err = fmt.Errorf("%w: short envelope with no previous header on the stream", ErrMalformed)
@@ -114,6 +106,19 @@ func (fr *FrameReader) decode(frame []byte, e *Envelope, aliasBody bool) error {
 	e.FromPeer, e.Body = carve(&fr.cache, h.peer, frame[bodyB:bodyE], aliasBody)
 	e.Kind, e.To, e.FromName, e.Type, e.Corr = h.kind, h.to, h.from, h.typ, corr
 	return h.kindErr
+}
+
+// decodeFull decodes a full envelope on a compact stream: one that decodes
+// (or has only an unknown kind) becomes the previous header; a malformed
+// one leaves none.
+func (fr *FrameReader) decodeFull(frame []byte, e *Envelope, aliasBody bool) error {
+	err := parseEnvelope(frame, e, &fr.cache, aliasBody)
+	if err == nil || errors.Is(err, ErrUnknownKind) {
+		fr.prev.set(e, err)
+	} else {
+		fr.prev.ok = false
+	}
+	return err
 }
 
 // ReadMessage reads the next frame, decodes its envelope into e as
