@@ -18,6 +18,7 @@ func TestWriteFuzzCorpus(t *testing.T) {
 		"FuzzDecodeEnvelope": decodeEnvelopeSeeds(t),
 		"FuzzFrameReader":    frameReaderSeeds(t),
 		"FuzzRoundTrip":      roundTripSeeds(t),
+		"FuzzCompactStream":  compactStreamSeeds(t),
 	}
 	write := os.Getenv("CODEC_WRITE_CORPUS") == "1"
 	for target, seeds := range corpus {
@@ -116,6 +117,14 @@ func frameReaderSeeds(t *testing.T) map[string][]any {
 	}
 	for name, data := range envelopeSeeds(t) {
 		out["frame-"+name] = []any{rawFrame(data)}
+	}
+	return out
+}
+
+func compactStreamSeeds(t *testing.T) map[string][]any {
+	out := map[string][]any{}
+	for name, data := range compactSeeds(t) {
+		out[name] = []any{data}
 	}
 	return out
 }

@@ -59,6 +59,56 @@
 // body to "lobby" from "alice" of type "chat.Say", 39 more with a 38-byte
 // peer ID.
 //
+// # Compact streams
+//
+// A stream mostly carries runs of envelopes with the same header: kind, To,
+// FromPeer, FromName and Type. On a compact stream (FrameWriter and
+// FrameReader made WithCompact(true); routing's protocol version 1.1.0),
+// a frame may instead hold a short envelope, which carries only what
+// changes:
+//
+//	short envelope = [body]          (corr 0)
+//	               | [body, corr]
+//
+//	index  field  CBOR type
+//	0      body   byte string (one CBOR item)
+//	1      corr   unsigned int, 0 = none (optional)
+//
+// It stands for the full envelope with the body and corr it carries and
+// the kind, To, From and Type of the stream's previous header, and decodes
+// to exactly that envelope. A full envelope has at least six fields, so the
+// array's length tells the two forms apart; an array of 0, 3, 4 or 5
+// fields is malformed. The short form has no extension fields. Writers
+// send [body] when corr is 0 and the shortest heads; readers accept any
+// valid head, as for full envelopes. A 100-byte body to "lobby" from
+// "alice" of type "chat.Say" costs 103 bytes as a short envelope instead
+// of 128.
+//
+// The previous header is defined by the frames the reader has decoded on
+// the stream, in order:
+//
+//   - At the start of a stream there is none: a short envelope there is
+//     malformed.
+//   - A full envelope that decodes, including one whose kind is unknown
+//     (ErrUnknownKind: a short envelope repeating it is reported the same
+//     way), makes its header the previous header. So does one whose body
+//     then fails to decode (FrameReader.ReadMessage): the header was valid.
+//   - A short envelope that decodes leaves the previous header as it is.
+//   - An envelope that is malformed (ErrMalformed), full or short, leaves
+//     no previous header, so the short envelopes after it are rejected
+//     until the next full envelope, rather than delivered with an older
+//     header. A frame taken with FrameReader.Next is not decoded and has
+//     the same effect.
+//   - A frame that breaks the stream (bad length prefix, oversize or
+//     truncated frame) ends it: the stream is reset.
+//
+// A compact FrameWriter writes a short envelope exactly when the envelope
+// repeats the header of the last full envelope it buffered; WriteFrame,
+// whose frame it does not parse, makes the next envelope a full one. A
+// writer never sends an envelope the reader rejects, so both ends agree on
+// the previous header. On a stream that is not compact, an array of fewer
+// than six fields is malformed, as it always was.
+//
 // # Message bodies and the registry
 //
 // The body is the CBOR encoding of a Go value of a registered type. Each

@@ -61,6 +61,11 @@ const (
 	envelopeFields // number of fields this version writes and requires
 )
 
+// maxShortFields is the most fields of a short envelope, which only
+// compact streams carry (see the package documentation): [body] or
+// [body, corr].
+const maxShortFields = 2
+
 // maxEnvelopeFields bounds the array length a decoder accepts: fields this
 // version does not know (appended by a newer peer) are checked and skipped.
 const maxEnvelopeFields = 32

@@ -106,7 +106,7 @@ func decodeEnvelope(data []byte, e *Envelope, c *streamCache) error {
 // aliases data.
 func parseEnvelope(data []byte, e *Envelope, c *streamCache, aliasBody bool) error {
 	var f envFields
-	if c == nil || !f.parseShort(data) {
+	if c == nil || !f.parseSmall(data) {
 		if err := f.parse(data); err != nil {
 			return err
 		}
@@ -126,12 +126,12 @@ type envFields struct {
 	bodyB, bodyE int
 }
 
-// parseShort parses the envelope layout that writers produce for small
-// messages: six fields, kind and names with heads of at most two bytes, a
+// parseSmall parses the full envelope layout that writers produce for
+// small messages: six fields, kind and names with heads of at most two bytes, a
 // body of less than 64 KiB. It reports false, having checked nothing,
 // for anything else, which parse then handles (and rejects, if it must):
-// what parseShort accepts, parse accepts with the same result.
-func (f *envFields) parseShort(d []byte) bool {
+// what parseSmall accepts, parse accepts with the same result.
+func (f *envFields) parseSmall(d []byte) bool {
 	if len(d) < 11 || d[0] != majorArray<<5|envelopeFields || d[1] >= aiOneByte {
 		return false
 	}
@@ -279,8 +279,30 @@ func (f *envFields) finish(data []byte, e *Envelope, c *streamCache, aliasBody b
 	}
 
 	// Write *e only now, each field once: cheaper than zeroing it first.
-	var outBody, outPeer []byte
-	peer, body := data[f.peerB:f.peerE], data[f.bodyB:f.bodyE]
+	outPeer, outBody := carve(c, data[f.peerB:f.peerE], data[f.bodyB:f.bodyE], aliasBody)
+	outKind := Kind(0)
+	if f.kind <= 0xff {
+		outKind = Kind(f.kind)
+	}
+	switch {
+	case sameNames:
+		e.To, e.FromName, e.Type = c.names.lastTo, c.names.lastName, c.names.lastType
+	case c != nil:
+		e.To, e.FromName, e.Type = c.names.lookup(names, to, name, typ)
+	default:
+		e.To, e.FromName, e.Type = joinStrings(to, name, typ)
+	}
+	e.Kind, e.FromPeer, e.Body, e.Corr = outKind, outPeer, outBody, f.corr
+	if !outKind.Valid() {
+		return fmt.Errorf("%w: %d", ErrUnknownKind, f.kind)
+	}
+	return nil
+}
+
+// carve returns copies of peer and body for a decoded envelope, in one
+// allocation (from c if not nil), or with aliasBody body itself. Empty
+// slices come back nil.
+func carve(c *streamCache, peer, body []byte, aliasBody bool) (outPeer, outBody []byte) {
 	if aliasBody {
 		if len(body) > 0 {
 			outBody = body
@@ -303,23 +325,7 @@ func (f *envFields) finish(data []byte, e *Envelope, c *streamCache, aliasBody b
 			outPeer = buf[len(body):nb:nb]
 		}
 	}
-	outKind := Kind(0)
-	if f.kind <= 0xff {
-		outKind = Kind(f.kind)
-	}
-	switch {
-	case sameNames:
-		e.To, e.FromName, e.Type = c.names.lastTo, c.names.lastName, c.names.lastType
-	case c != nil:
-		e.To, e.FromName, e.Type = c.names.lookup(names, to, name, typ)
-	default:
-		e.To, e.FromName, e.Type = joinStrings(to, name, typ)
-	}
-	e.Kind, e.FromPeer, e.Body, e.Corr = outKind, outPeer, outBody, f.corr
-	if !outKind.Valid() {
-		return fmt.Errorf("%w: %d", ErrUnknownKind, f.kind)
-	}
-	return nil
+	return outPeer, outBody
 }
 
 // checkUTF8 reports an error unless the three names are valid UTF-8.

@@ -158,7 +158,7 @@ func TestDecodeEnvelopeNonMinimalHeads(t *testing.T) {
 	}
 }
 
-// A stream reader parses the short layout apart and remembers names: on
+// A stream reader parses the small layout apart and remembers names: on
 // every envelope one byte away from a valid one, its result must be
 // DecodeEnvelope's, after another envelope and when repeated.
 func TestStreamDecodingMatchesDecodeEnvelope(t *testing.T) {
@@ -177,11 +177,11 @@ func TestStreamDecodingMatchesDecodeEnvelope(t *testing.T) {
 	}
 	for _, base := range bases {
 		var f envFields
-		if !f.parseShort(base) {
-			t.Fatalf("% x: not parsed as a short envelope", base)
+		if !f.parseSmall(base) {
+			t.Fatalf("% x: not parsed in the small layout", base)
 		}
 	}
-	// A peer ID one byte over the limit, in the short layout otherwise.
+	// A peer ID one byte over the limit, in the small layout otherwise.
 	long, err := AppendEnvelope(nil, &Envelope{Kind: KindUser, FromPeer: make([]byte, MaxPeerIDLen)})
 	if err != nil {
 		t.Fatal(err)

@@ -22,7 +22,9 @@ const maxVarintLen = 9
 //
 // Errors come in two classes. A frame whose contents are bad (ErrMalformed
 // or ErrUnknownKind from ReadEnvelope) has been consumed entirely: the
-// stream is still in sync and the next frame can be read. A bad frame
+// stream is still in sync and the next frame can be read (on a compact
+// stream, an envelope with bad contents leaves no previous header: see
+// the package documentation). A bad frame
 // header (ErrFrameTooLarge, an invalid length prefix), a stream that ends in
 // the middle of a frame (ErrMalformed wrapping io.ErrUnexpectedEOF) and
 // errors of the underlying reader break the stream: Err returns the error,
@@ -32,21 +34,24 @@ const maxVarintLen = 9
 // A FrameReader is not safe for concurrent use; it is meant to be owned by
 // the one goroutine that reads a stream.
 type FrameReader struct {
-	r     io.Reader
-	max   int
-	buf   []byte
-	start int   // first unread byte in buf
-	end   int   // end of valid data in buf
-	rerr  error // error from r held back until buffered data is consumed
-	err   error // sticky error: the stream is broken
-	cache streamCache
+	r       io.Reader
+	max     int
+	compact bool
+	buf     []byte
+	start   int   // first unread byte in buf
+	end     int   // end of valid data in buf
+	rerr    error // error from r held back until buffered data is consumed
+	err     error // sticky error: the stream is broken
+	prev    header
+	cache   streamCache
 }
 
 // NewFrameReader returns a FrameReader on r that rejects frames larger than
 // maxFrame bytes. maxFrame <= 0 selects DefaultMaxFrame; values above
-// MaxFrameLimit are clamped.
-func NewFrameReader(r io.Reader, maxFrame int) *FrameReader {
-	return &FrameReader{r: r, max: maxFrameOrDefault(maxFrame)}
+// MaxFrameLimit are clamped. With WithCompact(true) it accepts the short
+// envelopes of the compact format.
+func NewFrameReader(r io.Reader, maxFrame int, opts ...FrameOption) *FrameReader {
+	return &FrameReader{r: r, max: maxFrameOrDefault(maxFrame), compact: frameOptions(opts).compact}
 }
 
 // Err returns the error that broke the stream, or nil if the stream can
@@ -62,13 +67,58 @@ func (fr *FrameReader) Err() error { return fr.err }
 // their capacity is clipped, so writing to or appending to one never
 // affects another; but keeping one body alive keeps its block alive: copy a
 // small body that is kept for long. See FrameReader for which errors leave
-// the stream usable.
+// the stream usable. A compact reader also decodes short envelopes, into
+// the whole envelope they stand for.
 func (fr *FrameReader) ReadEnvelope(e *Envelope) error {
-	frame, err := fr.Next()
+	frame, err := fr.next()
 	if err != nil {
 		return err
 	}
-	return decodeEnvelope(frame, e, &fr.cache)
+	err = fr.decode(frame, e, false)
+	if err != nil && !errors.Is(err, ErrUnknownKind) {
+		*e = Envelope{}
+	}
+	return err
+}
+
+// decode decodes the envelope in frame into e as parseEnvelope does, and
+// on a compact stream decodes short envelopes and keeps track of the
+// previous header.
+func (fr *FrameReader) decode(frame []byte, e *Envelope, aliasBody bool) error {
+	if !fr.compact {
+		return parseEnvelope(frame, e, &fr.cache, aliasBody)
+	}
+	if len(frame) > 0 && frame[0] == majorArray<<5|envelopeFields { // the usual full envelope
+		return fr.decodeFull(frame, e, aliasBody)
+	}
+	bodyB, bodyE, corr, short, err := parseShortEnvelope(frame)
+	if !short {
+		return fr.decodeFull(frame, e, aliasBody)
+	}
+	if err == nil && !fr.prev.ok {
+		err = fmt.Errorf("%w: short envelope with no previous header on the stream", ErrMalformed)
+	}
+	if err != nil {
+		fr.prev.ok = false
+		return err
+	}
+	h := &fr.prev
+	e.FromPeer, e.Body = carve(&fr.cache, h.peer, frame[bodyB:bodyE], aliasBody)
+	e.Kind, e.To, e.FromName, e.Type, e.Corr = h.kind, h.to, h.from, h.typ, corr
+	return h.kindErr
+}
+
+// decodeFull decodes a full envelope on a compact stream: one that decodes
+// (or has only an unknown kind) becomes the previous header; a malformed
+// one leaves none.
+func (fr *FrameReader) decodeFull(frame []byte, e *Envelope, aliasBody bool) error {
+	err := parseEnvelope(frame, e, &fr.cache, aliasBody)
+	if err == nil || errors.Is(err, ErrUnknownKind) {
+		fr.prev.set(e, err)
+	} else {
+		fr.prev.ok = false
+	}
+	return err
 }
 
 // ReadMessage reads the next frame, decodes its envelope into e as
@@ -83,11 +133,11 @@ func (fr *FrameReader) ReadEnvelope(e *Envelope) error {
 // been consumed, and the stream is still in sync. See FrameReader for the
 // other errors.
 func (fr *FrameReader) ReadMessage(reg *Registry, e *Envelope) (any, error) {
-	frame, err := fr.Next()
+	frame, err := fr.next()
 	if err != nil {
 		return nil, err
 	}
-	err = parseEnvelope(frame, e, &fr.cache, true)
+	err = fr.decode(frame, e, true)
 	body := e.Body
 	e.Body = nil
 	if err != nil {
@@ -112,8 +162,17 @@ func (fr *FrameReader) Buffered() bool {
 }
 
 // Next returns the payload of the next frame. The slice aliases the reader's
-// buffer and is valid only until the next call to Next or ReadEnvelope.
+// buffer and is valid only until the next call to Next or ReadEnvelope. On
+// a compact stream, Next does not decode the frame and so cannot know
+// whether it changed the header that short envelopes repeat: it forgets
+// the previous header, so that a short envelope read next is malformed.
 func (fr *FrameReader) Next() ([]byte, error) {
+	fr.prev.ok = false
+	return fr.next()
+}
+
+// next is Next for the reader's own decoding methods.
+func (fr *FrameReader) next() ([]byte, error) {
 	if fr.err != nil {
 		return nil, fr.err
 	}

@@ -49,18 +49,21 @@ func maxFrameOrDefault(n int) int {
 // A FrameWriter is not safe for concurrent use; it is meant to be owned by
 // the one goroutine that drains a stream's outgoing queue.
 type FrameWriter struct {
-	w     io.Writer
-	max   int
-	buf   []byte
-	err   error      // sticky write error
-	valid validNames // names of the last envelope written
+	w       io.Writer
+	max     int
+	compact bool
+	buf     []byte
+	err     error      // sticky write error
+	valid   validNames // names of the last envelope validated
+	prev    header     // of the last full envelope buffered (compact only)
 }
 
 // NewFrameWriter returns a FrameWriter on w that refuses frames larger than
 // maxFrame bytes (the limit the remote FrameReader enforces). maxFrame <= 0
-// selects DefaultMaxFrame; values above MaxFrameLimit are clamped.
-func NewFrameWriter(w io.Writer, maxFrame int) *FrameWriter {
-	return &FrameWriter{w: w, max: maxFrameOrDefault(maxFrame)}
+// selects DefaultMaxFrame; values above MaxFrameLimit are clamped. With
+// WithCompact(true) it writes the compact format.
+func NewFrameWriter(w io.Writer, maxFrame int, opts ...FrameOption) *FrameWriter {
+	return &FrameWriter{w: w, max: maxFrameOrDefault(maxFrame), compact: frameOptions(opts).compact}
 }
 
 // WriteEnvelope encodes e and appends it to the buffer as one frame. An
@@ -68,10 +71,14 @@ func NewFrameWriter(w io.Writer, maxFrame int) *FrameWriter {
 // maximum frame (ErrFrameTooLarge) is rejected and nothing is buffered; the
 // writer stays usable. If the buffer reaches the flush threshold the frame is
 // flushed, and a write error is returned and remembered: every later call
-// returns it.
+// returns it. A compact writer writes a short envelope when e has the header
+// of the last full envelope it wrote, and a full one otherwise.
 func (fw *FrameWriter) WriteEnvelope(e *Envelope) error {
 	if fw.err != nil {
 		return fw.err
+	}
+	if fw.compact && fw.prev.matches(e) {
+		return fw.writeShort(e.Body, e.Corr)
 	}
 	n, err := envelopeSizeSeen(e, &fw.valid)
 	if err != nil {
@@ -85,12 +92,31 @@ func (fw *FrameWriter) WriteEnvelope(e *Envelope) error {
 	}
 	fw.buf = binary.AppendUvarint(fw.buf, uint64(n))
 	fw.buf = appendEnvelope(fw.buf, e, n)
+	if fw.compact {
+		fw.prev.set(e, nil)
+	}
+	return fw.maybeFlush()
+}
+
+// writeShort appends a short envelope as one frame.
+func (fw *FrameWriter) writeShort(body []byte, corr uint64) error {
+	n := shortSize(body, corr)
+	if n > fw.max {
+		return fmt.Errorf("%w: envelope of %d bytes exceeds limit of %d", ErrFrameTooLarge, n, fw.max)
+	}
+	if err := fw.room(uvarintLen(uint64(n)) + n); err != nil {
+		return err
+	}
+	fw.buf = binary.AppendUvarint(fw.buf, uint64(n))
+	fw.buf = appendShort(fw.buf, body, corr, n)
 	return fw.maybeFlush()
 }
 
 // WriteFrame appends p, which should hold one encoded envelope, to the
 // buffer as one frame. It rejects a frame larger than the maximum with
 // ErrFrameTooLarge and otherwise behaves like WriteEnvelope. p is copied.
+// A compact writer does not look into p: it forgets the previous header,
+// so that the next envelope it writes is a full one.
 func (fw *FrameWriter) WriteFrame(p []byte) error {
 	if fw.err != nil {
 		return fw.err
@@ -101,6 +127,7 @@ func (fw *FrameWriter) WriteFrame(p []byte) error {
 	if err := fw.room(uvarintLen(uint64(len(p))) + len(p)); err != nil {
 		return err
 	}
+	fw.prev.ok = false
 	fw.buf = binary.AppendUvarint(fw.buf, uint64(len(p)))
 	fw.buf = append(fw.buf, p...)
 	return fw.maybeFlush()

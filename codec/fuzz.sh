@@ -8,7 +8,7 @@
 set -eu
 fuzztime=${1:-20s}
 cd "$(dirname "$0")/.."
-for target in FuzzFrameReader FuzzDecodeEnvelope FuzzRoundTrip FuzzFastDecode; do
+for target in FuzzFrameReader FuzzDecodeEnvelope FuzzRoundTrip FuzzFastDecode FuzzCompactStream; do
 	echo "== $target ($fuzztime)"
 	go test ./codec -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime"
 done

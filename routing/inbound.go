@@ -31,7 +31,7 @@ func (r *Router) handleStream(s network.Stream) {
 
 	remote := s.Conn().RemotePeer()
 	in := inbound{r: r, remote: remote, remoteStr: remote.String(), out: r.sys.NewInbound()}
-	fr := codec.NewFrameReader(s, r.cfg.MaxFrame)
+	fr := codec.NewFrameReader(s, r.cfg.MaxFrame, codec.WithCompact(isCompact(s.Protocol())))
 	var env codec.Envelope
 	for {
 		if in.received > 0 && (in.out.Len() >= maxInboundBatch || !fr.Buffered()) {

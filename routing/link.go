@@ -17,8 +17,8 @@ import (
 // queue is one direction of traffic to a peer: a bounded queue drained by
 // one writer goroutine onto one long-lived stream.
 type queue struct {
-	proto protocol.ID
-	q     *outQueue
+	proto, proto10 protocol.ID // offered in this order
+	q              *outQueue
 }
 
 // link is everything this peer sends to one other peer.
@@ -62,8 +62,8 @@ func (l *link) abort() {
 func newLink(r *Router, id libp2ppeer.ID, idStr string) *link {
 	return &link{
 		r: r, peer: id, peerStr: idStr, closing: make(chan struct{}),
-		user: queue{proto: ProtoMsg, q: newOutQueue(r.cfg.LinkQueue)},
-		ctl:  queue{proto: ProtoCtl, q: newOutQueue(r.cfg.LinkQueue)},
+		user: queue{proto: ProtoMsg, proto10: ProtoMsg10, q: newOutQueue(r.cfg.LinkQueue)},
+		ctl:  queue{proto: ProtoCtl, proto10: ProtoCtl10, q: newOutQueue(r.cfg.LinkQueue)},
 	}
 }
 
@@ -146,7 +146,7 @@ func (l *link) write(q *queue) {
 		}
 		for attempts := 1; s == nil; attempts++ {
 			var err error
-			if s, fw, err = l.open(q.proto); err == nil {
+			if s, fw, err = l.open(q.proto, q.proto10); err == nil {
 				deadlined = time.Time{}
 				break
 			}
@@ -246,16 +246,18 @@ func (l *link) fail(e *actor.Envelope, reason error) {
 	}
 }
 
-// open opens a stream to the peer and introduces this peer's incarnation.
-func (l *link) open(proto protocol.ID) (network.Stream, *codec.FrameWriter, error) {
+// open opens a stream to the peer, offering the protocols in order of
+// preference, and introduces this peer's incarnation. Its frames are
+// compact if the peer chose a protocol version that has them.
+func (l *link) open(protos ...protocol.ID) (network.Stream, *codec.FrameWriter, error) {
 	ctx, cancel := context.WithTimeout(l.r.ctx, 10*time.Second)
 	defer cancel()
-	s, err := l.r.h.NewStream(ctx, l.peer, proto)
+	s, err := l.r.h.NewStream(ctx, l.peer, protos...)
 	if err != nil {
 		return nil, nil, err
 	}
 	l.track(s, true)
-	fw := codec.NewFrameWriter(s, l.r.cfg.MaxFrame)
+	fw := codec.NewFrameWriter(s, l.r.cfg.MaxFrame, codec.WithCompact(isCompact(s.Protocol())))
 	_, body, err := l.r.cfg.Registry.Encode(helloBody{Incarnation: l.r.incarnation})
 	if err == nil {
 		err = fw.WriteEnvelope(&codec.Envelope{Kind: codec.KindSystem, Type: typeHello, Body: body})

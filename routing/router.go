@@ -20,11 +20,22 @@ import (
 )
 
 // Protocols: user messages, and control traffic on its own stream so that
-// a burst of large user messages never delays a Down or an Exit.
+// a burst of large user messages never delays a Down or an Exit. Version
+// 1.1.0 carries compact frames (codec.WithCompact); 1.0.0, which peers of
+// earlier versions speak, the same frames without short envelopes. A
+// router serves both and opens streams offering 1.1.0 first.
 const (
-	ProtoMsg protocol.ID = "/troupe/msg/1.0.0"
-	ProtoCtl protocol.ID = "/troupe/ctl/1.0.0"
+	ProtoMsg   protocol.ID = "/troupe/msg/1.1.0"
+	ProtoCtl   protocol.ID = "/troupe/ctl/1.1.0"
+	ProtoMsg10 protocol.ID = "/troupe/msg/1.0.0"
+	ProtoCtl10 protocol.ID = "/troupe/ctl/1.0.0"
 )
+
+// protocols lists every protocol a router serves.
+var protocols = [...]protocol.ID{ProtoMsg, ProtoCtl, ProtoMsg10, ProtoCtl10}
+
+// isCompact reports whether streams of protocol p carry compact frames.
+func isCompact(p protocol.ID) bool { return p == ProtoMsg || p == ProtoCtl }
 
 // Config configures a Router.
 type Config struct {
@@ -120,8 +131,9 @@ func (r *Router) Bind(sys *actor.System) error {
 	if err != nil {
 		return fmt.Errorf("routing: subscribe to connectedness: %w", err)
 	}
-	r.h.SetStreamHandler(ProtoMsg, r.handleStream)
-	r.h.SetStreamHandler(ProtoCtl, r.handleStream)
+	for _, p := range protocols {
+		r.h.SetStreamHandler(p, r.handleStream)
+	}
 	r.wg.Add(1)
 	go r.watchPeers(sub)
 	return nil
@@ -261,8 +273,9 @@ func (r *Router) Close(ctx context.Context) error {
 		links = append(links, l)
 	}
 	r.mu.Unlock()
-	r.h.RemoveStreamHandler(ProtoMsg)
-	r.h.RemoveStreamHandler(ProtoCtl)
+	for _, p := range protocols {
+		r.h.RemoveStreamHandler(p)
+	}
 	for _, l := range links {
 		l.drain()
 	}

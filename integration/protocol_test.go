@@ -1,0 +1,194 @@
+package integration
+
+import (
+	"io"
+	"testing"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/protocol"
+	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/codec"
+	"github.com/troupe-mesh/troupe/peer"
+	"github.com/troupe-mesh/troupe/routing"
+)
+
+// Protocol versions: /troupe/msg/1.1.0 carries compact frames, 1.0.0 the
+// full ones; routers serve both and offer 1.1.0 first.
+
+// outboundProtocols returns the protocols of n's open outbound streams to
+// the peer of other.
+func outboundProtocols(n, other *peer.Node) map[protocol.ID]bool {
+	out := map[protocol.ID]bool{}
+	for _, c := range n.Host().Network().ConnsToPeer(other.ID()) {
+		for _, s := range c.GetStreams() {
+			if s.Stat().Direction == network.DirOutbound {
+				out[s.Protocol()] = true
+			}
+		}
+	}
+	return out
+}
+
+// collect forwards every Batch it receives to ch.
+func collect(ch chan<- int) actor.Behavior {
+	return func(c *actor.Context) {
+		var h actor.Case
+		h = actor.On(func(b Batch) { ch <- b.Seq; c.Receive(h) })
+		c.Receive(h)
+	}
+}
+
+// checkSeqs receives n sequence numbers from ch and fails unless they are
+// from, from+1, ...
+func checkSeqs(t *testing.T, ch <-chan int, from, n int) {
+	t.Helper()
+	for i := from; i < from+n; i++ {
+		if got := recv(t, ch); got != i {
+			t.Fatalf("received Batch %d, want %d", got, i)
+		}
+	}
+}
+
+func TestNewPeersTalkCompactFrames(t *testing.T) {
+	a, b := pair(t)
+	ch := make(chan int, 1000)
+	sink := spawn(t, b, "sink", collect(ch))
+	for i := range 500 {
+		a.System().Send(sink, Batch{Seq: i})
+	}
+	checkSeqs(t, ch, 0, 500)
+	if p := outboundProtocols(a, b); !p[routing.ProtoMsg] || p[routing.ProtoMsg10] {
+		t.Fatalf("a's outbound streams to b: %v, want %s", p, routing.ProtoMsg)
+	}
+	if st := b.Router().Stats(); st.DecodeErrors != 0 || st.StreamsReset != 0 {
+		t.Fatalf("b's stats: %+v", st)
+	}
+}
+
+// A peer that serves only 1.0.0 (as peers of earlier versions do) gets
+// full frames, and its answers still arrive.
+func TestOldReaderGetsFullFrames(t *testing.T) {
+	a := newNode(t)
+	old := newNode(t)
+	old.Host().RemoveStreamHandler(routing.ProtoMsg)
+	old.Host().RemoveStreamHandler(routing.ProtoCtl)
+	ctx, cancel := askCtx()
+	defer cancel()
+	if err := a.Connect(ctx, *old.AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan int, 1000)
+	sink := spawn(t, old, "sink", collect(ch))
+	echoRef := spawn(t, old, "echo", echo)
+	for i := range 500 {
+		a.System().Send(sink, Batch{Seq: i})
+	}
+	checkSeqs(t, ch, 0, 500)
+	for i := range 20 { // replies come back over old's own (compact) stream to a
+		if v, err := a.System().Ask(ctx, echoRef, Ping{i}); err != nil || v != (Pong{i}) {
+			t.Fatalf("ask %d: %v, %v", i, v, err)
+		}
+	}
+	if p := outboundProtocols(a, old); !p[routing.ProtoMsg10] || p[routing.ProtoMsg] {
+		t.Fatalf("a's outbound streams to the old peer: %v, want %s", p, routing.ProtoMsg10)
+	}
+	if st := old.Router().Stats(); st.DecodeErrors != 0 || st.StreamsReset != 0 {
+		t.Fatalf("old peer's stats: %+v", st)
+	}
+}
+
+// rawWriter opens a stream from n to to with protocol p and returns a
+// FrameWriter on it that has sent a hello.
+func rawWriter(t *testing.T, n, to *peer.Node, p protocol.ID, compact bool) (network.Stream, *codec.FrameWriter) {
+	t.Helper()
+	ctx, cancel := askCtx()
+	defer cancel()
+	s, err := n.Host().NewStream(ctx, to.ID(), p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Reset() })
+	fw := codec.NewFrameWriter(s, 0, codec.WithCompact(compact))
+	hello := &codec.Envelope{Kind: codec.KindSystem, Type: "troupe.hello", Body: []byte{0xa1, 0x01, 0x07}} // {1: 7}
+	if err := fw.WriteEnvelope(hello); err != nil {
+		t.Fatal(err)
+	}
+	return s, fw
+}
+
+// writeBatches writes Batch messages from..from+n-1 to the actor "sink",
+// returning the bytes they took.
+func writeBatches(t *testing.T, reg *codec.Registry, fw *codec.FrameWriter, from, n int) int {
+	t.Helper()
+	before := fw.Buffered()
+	for i := from; i < from+n; i++ {
+		typ, body, err := reg.Encode(Batch{Seq: i})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := fw.WriteEnvelope(&codec.Envelope{Kind: codec.KindUser, To: "sink", FromName: "src", Type: typ, Body: body}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	size := fw.Buffered() - before
+	if err := fw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return size
+}
+
+// A writer of version 1.0.0 is understood, and a short envelope on a 1.0.0
+// stream is a bad frame that is skipped; on 1.1.0 short envelopes are
+// messages.
+func TestOldWriterInteroperates(t *testing.T) {
+	a, b := pair(t)
+	ch := make(chan int, 100)
+	spawn(t, b, "sink", collect(ch))
+	reg := registry(t)
+
+	_, old := rawWriter(t, a, b, routing.ProtoMsg10, false)
+	full := writeBatches(t, reg, old, 0, 10)
+	checkSeqs(t, ch, 0, 10)
+	before := b.Router().Stats()
+	if err := old.WriteFrame([]byte{0x81, 0x41, 0xf6}); err != nil { // [h'f6']
+		t.Fatal(err)
+	}
+	writeBatches(t, reg, old, 10, 1)
+	checkSeqs(t, ch, 10, 1) // the stream survived the short envelope
+	if st := b.Router().Stats(); st.DecodeErrors != before.DecodeErrors+1 || st.StreamsReset != before.StreamsReset {
+		t.Fatalf("after a short envelope on %s: stats %+v, before %+v", routing.ProtoMsg10, st, before)
+	}
+
+	_, compact := rawWriter(t, a, b, routing.ProtoMsg, true)
+	short := writeBatches(t, reg, compact, 100, 10)
+	checkSeqs(t, ch, 100, 10)
+	if short >= full {
+		t.Fatalf("10 messages took %d bytes compact, %d full", short, full)
+	}
+	t.Logf("10 Batch frames: %d bytes full, %d compact", full, short)
+	if st := b.Router().Stats(); st.DecodeErrors != before.DecodeErrors+1 || st.StreamsReset != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// The benchmarks' message, a 100-byte Blob from "source" to "sink", takes
+// 139 bytes as a full frame and 112 as a short one.
+func TestBenchmarkFrameSize(t *testing.T) {
+	reg := registry(t)
+	typ, body, err := reg.Encode(seqBlob(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw := codec.NewFrameWriter(io.Discard, 0, codec.WithCompact(true))
+	var sizes []int
+	for range 3 {
+		before := fw.Buffered()
+		if err := fw.WriteEnvelope(&codec.Envelope{Kind: codec.KindUser, To: "sink", FromName: "source", Type: typ, Body: body}); err != nil {
+			t.Fatal(err)
+		}
+		sizes = append(sizes, fw.Buffered()-before)
+	}
+	if sizes[0] != 139 || sizes[1] != 112 || sizes[2] != 112 {
+		t.Fatalf("frame sizes %v, want 139, 112, 112", sizes)
+	}
+}
