@@ -2,8 +2,11 @@ package integration
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/troupe-mesh/troupe/actor"
 )
@@ -168,4 +171,57 @@ func TestLargeAskAndReply(t *testing.T) {
 	if err := recv(t, done); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// BenchmarkAskDuringLargeTransfer: b.N asks from plain code on node a to an
+// echo actor on node b while an actor on a streams 3 MiB messages to b
+// (two in flight). The asks travel on the same stream as the large
+// messages, between their fragments.
+func BenchmarkAskDuringLargeTransfer(b *testing.B) {
+	na, nb := pair(b)
+	echoRef := spawn(b, nb, "echo", echo)
+	const size = 3 << 20
+	sink := spawn(b, nb, "bulk", func(c *actor.Context) {
+		var h actor.Case
+		h = actor.On(func(Big) { c.Send(c.Sender(), Ack{}); c.Receive(h) })
+		c.Receive(h)
+	})
+	stop := make(chan struct{})
+	var sent atomic.Int64
+	spawn(b, na, "pump", func(c *actor.Context) {
+		msg := bigOf(3, size)
+		c.Send(sink, msg)
+		c.Send(sink, msg)
+		sent.Add(2)
+		var h actor.Case
+		h = actor.On(func(Ack) {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			c.Send(sink, msg)
+			sent.Add(1)
+			c.Receive(h)
+		})
+		c.Receive(h)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	start := time.Now()
+	for i := range b.N {
+		t0 := time.Now()
+		v, err := na.System().Ask(ctx, echoRef, Ping{i})
+		lat = append(lat, time.Since(t0))
+		if err != nil || v != (Pong{i}) {
+			b.Fatalf("ask %d: %v, %v", i, v, err)
+		}
+	}
+	el := time.Since(start)
+	b.StopTimer()
+	close(stop)
+	reportLatency(b, lat)
+	b.ReportMetric(float64(sent.Load())*size/el.Seconds()/(1<<20), "large-MiB/s")
 }
