@@ -36,6 +36,7 @@ func registry(t testing.TB) *codec.Registry {
 	codec.MustRegister[Blob](reg, "test.Blob")
 	codec.MustRegister[Crash](reg, "test.Crash")
 	codec.MustRegister[Greeting](reg, "test.Greeting")
+	codec.MustRegister[Big](reg, "test.Big")
 	return reg
 }
 

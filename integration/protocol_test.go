@@ -89,6 +89,16 @@ func TestOldReaderGetsFullFrames(t *testing.T) {
 			t.Fatalf("ask %d: %v, %v", i, v, err)
 		}
 	}
+	// A large message goes whole, not in fragments (which 1.0.0 readers
+	// do not know).
+	big := spawn(t, old, "big", func(c *actor.Context) {
+		var h actor.Case
+		h = actor.On(func(m Big) { c.Reply(len(m.A) + len(m.B) + len(m.C)); c.Receive(h) })
+		c.Receive(h)
+	})
+	if v, err := a.System().Ask(ctx, big, bigOf(5, 600<<10)); err != nil || v != 600<<10 {
+		t.Fatalf("large ask to the old peer: %v, %v", v, err)
+	}
 	if p := outboundProtocols(a, old); !p[routing.ProtoMsg10] || p[routing.ProtoMsg] {
 		t.Fatalf("a's outbound streams to the old peer: %v, want %s", p, routing.ProtoMsg10)
 	}

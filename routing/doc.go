@@ -28,6 +28,17 @@
 // bad frames. So peers of the previous version still interoperate, each
 // direction in the best format both ends know.
 //
+// # Large messages
+//
+// On 1.1.0 a user message whose body is longer than 56 KiB travels in
+// fragments (system messages of type troupe.fragment),
+// interleaved with the other messages of the stream, so that it does not
+// hold up the messages of other actors behind it. The writer keeps one
+// large message in fragments at a time and holds back, until its last
+// fragment is written, the later messages of the same sender and receiver
+// (and any other large message); the reader reassembles it, up to the
+// maximum frame size, and resets a stream whose fragments do not add up.
+//
 // Per sender and receiver, messages of one kind keep their order. A user
 // message and a control signal from the same sender use different streams
 // and may overtake each other: a monitor set just before a message that

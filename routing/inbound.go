@@ -31,7 +31,8 @@ func (r *Router) handleStream(s network.Stream) {
 
 	remote := s.Conn().RemotePeer()
 	in := inbound{r: r, remote: remote, remoteStr: remote.String(), out: r.sys.NewInbound()}
-	fr := codec.NewFrameReader(s, r.cfg.MaxFrame, codec.WithCompact(isCompact(s.Protocol())))
+	v11 := isCompact(s.Protocol()) // compact frames and fragments
+	fr := codec.NewFrameReader(s, r.cfg.MaxFrame, codec.WithCompact(v11))
 	var env codec.Envelope
 	for {
 		if in.received > 0 && (in.out.Len() >= maxInboundBatch || !fr.Buffered()) {
@@ -59,6 +60,17 @@ func (r *Router) handleStream(s network.Stream) {
 			r.log.Debug("routing: skipping bad frame", "peer", remote, "type", env.Type, "err", err)
 			continue
 		}
+		if f, ok := isFragment(&env, msg); ok && v11 { // on 1.0.0: a bad system message
+			if err := in.fragment(&env, f); err != nil {
+				in.flush()
+				r.decodeErrors.Add(1)
+				r.streamsReset.Add(1)
+				r.log.Warn("routing: resetting inbound stream", "peer", remote, "protocol", s.Protocol(), "err", err)
+				_ = s.Reset()
+				return
+			}
+			continue
+		}
 		in.received++
 		in.dispatch(&env, msg)
 	}
@@ -77,6 +89,7 @@ type inbound struct {
 	out       *actor.Inbound // messages decoded and not yet handed over
 	received  uint64         // frames decoded and not yet counted in r.received
 	refs      refCache
+	large     largeIn // a large message being reassembled
 }
 
 // flush hands the decoded messages to their actors, in order.

@@ -125,29 +125,45 @@ func (l *link) write(q *queue) {
 			l.track(s, false)
 		}
 	}()
+	// lg is the large message in fragments: only on user streams whose
+	// reader knows fragments (1.1.0), nil otherwise.
+	var lg, lgState *largeOut
 	for {
-		select {
-		case <-q.q.ready:
-		case <-l.closing:
-			if q.q.len() == 0 {
-				return // everything queued was written
+		if lg == nil || !lg.active {
+			select {
+			case <-q.q.ready:
+			case <-l.closing:
+				if q.q.len() == 0 {
+					return // everything queued was written
+				}
+			case <-l.r.ctx.Done():
+				if s != nil {
+					_ = s.Reset()
+					l.track(s, false)
+					s = nil
+				}
+				return
 			}
-		case <-l.r.ctx.Done():
-			if s != nil {
-				_ = s.Reset()
-				l.track(s, false)
-				s = nil
-			}
+		} else if l.r.ctx.Err() != nil {
+			_ = s.Reset() // a large message is in fragments, so s is open
+			l.track(s, false)
 			return
 		}
 		batch = q.q.takeBatch(batch[:0])
-		if len(batch) == 0 {
+		if len(batch) == 0 && (lg == nil || !lg.active) {
 			continue
 		}
 		for attempts := 1; s == nil; attempts++ {
 			var err error
 			if s, fw, err = l.open(q.proto, q.proto10); err == nil {
 				deadlined = time.Time{}
+				lg = nil
+				if s.Protocol() == ProtoMsg {
+					if lgState == nil {
+						lgState = new(largeOut)
+					}
+					lg = lgState
+				}
 				break
 			}
 			l.r.log.Debug("routing: cannot open stream", "peer", l.peer, "protocol", q.proto, "attempt", attempts, "err", err)
@@ -166,12 +182,15 @@ func (l *link) write(q *queue) {
 			}
 		}
 		if s != nil {
-			var err error
-			sent := uint64(0)
-			for i := 0; err == nil && i < len(batch); i++ {
-				var ok bool
-				if ok, err = l.put(fw, &batch[i], &scratch); ok {
+			sent, err := l.writeBatch(fw, batch, lg, &scratch)
+			if err == nil && lg != nil && lg.active && q.q.len() == 0 {
+				// Nothing else waits: on with the large message.
+				var last bool
+				if last, err = l.nextFragment(fw, lg, &scratch); err == nil && last {
 					sent++
+					var more uint64
+					more, err = l.writeBatch(fw, lg.release(nil), lg, &scratch)
+					sent += more
 				}
 			}
 			l.r.sent.Add(sent)
@@ -184,7 +203,9 @@ func (l *link) write(q *queue) {
 			}
 			if err != nil {
 				l.r.log.Debug("routing: stream broke", "peer", l.peer, "protocol", q.proto, "err", err)
-				l.r.undeliverable.Add(uint64(len(batch))) // at most once: the batch may be lost
+				// At most once: the batch, and a large message in
+				// fragments with what waited behind it, may be lost.
+				l.r.undeliverable.Add(uint64(len(batch) + lg.abandon()))
 				_ = s.Reset()
 				l.track(s, false)
 				s, fw = nil, nil
@@ -203,7 +224,7 @@ func (l *link) write(q *queue) {
 // put encodes e into fw, encoding its body in scratch first, and reports
 // whether it did. Errors about e itself (too large, unencodable) fail e and
 // return a nil error; only stream errors are returned.
-func (l *link) put(fw *codec.FrameWriter, e *actor.Envelope, scratch *[]byte) (bool, error) {
+func (l *link) put(fw *codec.FrameWriter, e *actor.Envelope, scratch *[]byte, lg *largeOut) (bool, error) {
 	if e.To.IsZero() {
 		return false, nil
 	}
@@ -216,10 +237,30 @@ func (l *link) put(fw *codec.FrameWriter, e *actor.Envelope, scratch *[]byte) (b
 		l.fail(e, err)
 		return false, nil
 	}
+	if len(body) > fragmentData && lg != nil {
+		switch {
+		case len(body) > l.r.cfg.MaxFrame:
+			l.r.tooLarge.Add(1)
+			l.fail(e, fmt.Errorf("%w: message of %d bytes exceeds limit of %d", ErrTooLarge, len(body), l.r.cfg.MaxFrame))
+			return false, nil
+		case lg.active:
+			lg.hold(e) // one large message at a time
+			return false, nil
+		}
+		// The body must stay as it is while its fragments go out: the
+		// scratch buffer starts anew.
+		*scratch = nil
+		lg.start(e, kind, typ, body)
+		_, err := l.nextFragment(fw, lg, scratch)
+		return false, err
+	}
 	env := codec.Envelope{Kind: kind, To: e.To.Name(), FromName: e.From.Name(), Type: typ, Body: body, Corr: e.Corr}
 	err = fw.WriteEnvelope(&env)
 	switch {
 	case err == nil:
+		if lg != nil {
+			lg.since += len(body)
+		}
 		return true, nil
 	case errors.Is(err, codec.ErrFrameTooLarge):
 		l.r.tooLarge.Add(1)

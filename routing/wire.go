@@ -59,6 +59,7 @@ func registerWire(reg *codec.Registry) error {
 		ignoreTaken(codec.Register[monitorBody](reg, typeMonitor)),
 		ignoreTaken(codec.Register[downBody](reg, typeDown)),
 		ignoreTaken(codec.Register[reasonBody](reg, typeUndeliverable)),
+		ignoreTaken(codec.Register[fragmentBody](reg, typeFragment)),
 	)
 }
 

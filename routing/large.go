@@ -1,0 +1,234 @@
+package routing
+
+import (
+	"fmt"
+
+	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/codec"
+)
+
+// Large messages. A message whose encoded body is longer than fragmentData
+// travels in fragments of at most fragmentData bytes, each a system message
+// of type typeFragment, interleaved with the other messages on the stream:
+// a large message does not hold up the messages of other actors queued
+// behind it. Per-pair order is the writer's job: while a message from actor
+// S to actor T goes out in fragments, later messages from S to T, and any
+// other large message (with the messages of its pair behind it), wait in
+// the writer until the last fragment is written, then go out in their queue
+// order. So at most one large message per stream is in fragments at a time,
+// and the reader reassembles one at a time. A message longer than the
+// maximum frame is refused at the sender (ErrTooLarge), as before.
+const (
+	typeFragment = "troupe.fragment"
+	// fragmentData is the most message bytes in one fragment: a fragment's
+	// frame then fits one flush of the FrameWriter (one yamux frame), and
+	// its encoding the writer's scratch buffer.
+	fragmentData = 56 << 10
+)
+
+// fragmentBody is one fragment. The first of a message carries its type,
+// whether it is a reply and its length; the others carry only data. The
+// fragments' envelopes carry the message's To, From and Corr.
+type fragmentBody struct {
+	Type  string `cbor:"1,keyasint,omitempty"`
+	Reply bool   `cbor:"2,keyasint,omitempty"`
+	Total uint64 `cbor:"3,keyasint,omitempty"`
+	Data  []byte `cbor:"4,keyasint"`
+}
+
+// errFragments marks a stream whose fragments do not add up: the reader
+// resets it.
+var errFragments = fmt.Errorf("%w: bad fragment sequence", codec.ErrMalformed)
+
+// pair is a sender and target actor, by name, on one link.
+type pair struct{ from, to string }
+
+func pairOf(e *actor.Envelope) pair { return pair{e.From.Name(), e.To.Name()} }
+
+// largeOut is a writer's large message in progress and the messages held
+// back behind it.
+type largeOut struct {
+	active bool
+	env    codec.Envelope // of the fragments: To, FromName, Corr
+	typ    string
+	reply  bool
+	body   []byte
+	off    int // bytes of body written
+	since  int // bytes of other frames written since the last fragment
+	pair   pair
+	held   []actor.Envelope
+	pairs  map[pair]struct{} // pairs of held messages, and the large one's
+}
+
+// holds reports whether e must wait behind the large message in progress.
+func (lg *largeOut) holds(e *actor.Envelope) bool {
+	if lg == nil || !lg.active {
+		return false
+	}
+	_, ok := lg.pairs[pairOf(e)]
+	return ok
+}
+
+// hold keeps e, and from now on every message of its pair, for later.
+func (lg *largeOut) hold(e *actor.Envelope) {
+	lg.held = append(lg.held, *e)
+	lg.pairs[pairOf(e)] = struct{}{}
+}
+
+// start makes e, whose encoded body is body, the large message in
+// progress.
+func (lg *largeOut) start(e *actor.Envelope, kind codec.Kind, typ string, body []byte) {
+	if lg.pairs == nil {
+		lg.pairs = make(map[pair]struct{})
+	}
+	*lg = largeOut{
+		active: true,
+		env:    codec.Envelope{Kind: codec.KindSystem, To: e.To.Name(), FromName: e.From.Name(), Type: typeFragment, Corr: e.Corr},
+		typ:    typ, reply: kind == codec.KindReply, body: body, pair: pairOf(e),
+		held: lg.held[:0], pairs: lg.pairs,
+	}
+	lg.pairs[lg.pair] = struct{}{}
+}
+
+// release ends the large message and returns the held messages followed
+// by rest, in order.
+func (lg *largeOut) release(rest []actor.Envelope) []actor.Envelope {
+	var out []actor.Envelope
+	if len(lg.held) > 0 {
+		out = append(append(out, lg.held...), rest...)
+	} else {
+		out = rest
+	}
+	clear(lg.held)
+	clear(lg.pairs)
+	*lg = largeOut{held: lg.held[:0], pairs: lg.pairs}
+	return out
+}
+
+// abandon drops the large message and the held ones (the stream broke)
+// and returns how many messages that lost.
+func (lg *largeOut) abandon() int {
+	if lg == nil || !lg.active {
+		return 0
+	}
+	n := 1 + len(lg.held)
+	lg.release(nil)
+	return n
+}
+
+// nextFragment writes the next fragment of the large message and reports
+// whether it was the last.
+func (l *link) nextFragment(fw *codec.FrameWriter, lg *largeOut, scratch *[]byte) (bool, error) {
+	end := min(lg.off+fragmentData, len(lg.body))
+	f := fragmentBody{Data: lg.body[lg.off:end]}
+	if lg.off == 0 {
+		f.Type, f.Reply, f.Total = lg.typ, lg.reply, uint64(len(lg.body))
+	}
+	_, body, err := l.r.cfg.Registry.AppendEncode((*scratch)[:0], f)
+	if err != nil {
+		return false, err // cannot happen: the type is registered and plain
+	}
+	if cap(body) <= maxScratch {
+		*scratch = body
+	}
+	env := lg.env
+	env.Body = body
+	if err := fw.WriteEnvelope(&env); err != nil {
+		return false, err
+	}
+	lg.off, lg.since = end, 0
+	return end == len(lg.body), nil
+}
+
+// writeBatch writes batch through fw: small messages as frames, large ones
+// in fragments interleaved with the rest, holding back what must wait
+// behind a large message. It returns how many messages it completed (a
+// large one counts with its last fragment) and the first stream error.
+func (l *link) writeBatch(fw *codec.FrameWriter, batch []actor.Envelope, lg *largeOut, scratch *[]byte) (sent uint64, err error) {
+	for len(batch) > 0 {
+		e := &batch[0]
+		batch = batch[1:]
+		if lg.holds(e) {
+			lg.hold(e)
+			continue
+		}
+		var ok bool
+		if ok, err = l.put(fw, e, scratch, lg); err != nil {
+			return sent, err
+		}
+		if ok {
+			sent++
+		}
+		if lg != nil && lg.active && lg.since >= fragmentData {
+			var last bool
+			if last, err = l.nextFragment(fw, lg, scratch); err != nil {
+				return sent, err
+			}
+			if last {
+				sent++
+				batch = lg.release(batch)
+			}
+		}
+	}
+	return sent, nil
+}
+
+// largeIn is a reader's large message being reassembled.
+type largeIn struct {
+	active bool
+	env    codec.Envelope // To, FromName, Corr of the fragments; Kind and Type of the message
+	total  int
+	buf    []byte
+}
+
+// fragment takes one fragment from env. When it completes a message, it
+// decodes it and dispatches it like any other. It returns errFragments
+// when the sequence does not add up (the stream is then reset).
+func (in *inbound) fragment(env *codec.Envelope, f fragmentBody) error {
+	lg := &in.large
+	first := f.Type != "" || f.Total != 0
+	switch {
+	case first && lg.active:
+		return fmt.Errorf("%w: a new message began before the last ended", errFragments)
+	case !first && !lg.active:
+		return fmt.Errorf("%w: a continuation without a first fragment", errFragments)
+	case first && (f.Type == "" || f.Total == 0 || f.Total > uint64(in.r.cfg.MaxFrame)):
+		return fmt.Errorf("%w: first fragment of type %q and length %d (at most %d)", errFragments, f.Type, f.Total, in.r.cfg.MaxFrame)
+	case first:
+		kind := codec.KindUser
+		if f.Reply {
+			kind = codec.KindReply
+		}
+		*lg = largeIn{
+			active: true, total: int(f.Total), buf: make([]byte, 0, int(f.Total)),
+			env: codec.Envelope{Kind: kind, To: env.To, FromName: env.FromName, Type: f.Type, Corr: env.Corr},
+		}
+	case env.To != lg.env.To || env.FromName != lg.env.FromName || env.Corr != lg.env.Corr:
+		return fmt.Errorf("%w: a continuation for another message", errFragments)
+	}
+	if len(f.Data) > lg.total-len(lg.buf) {
+		return fmt.Errorf("%w: %d bytes more than the %d announced", errFragments, len(lg.buf)+len(f.Data)-lg.total, lg.total)
+	}
+	lg.buf = append(lg.buf, f.Data...)
+	if len(lg.buf) < lg.total {
+		return nil
+	}
+	msg := lg.env
+	msg.Body = lg.buf
+	*lg = largeIn{}
+	v, err := in.r.cfg.Registry.Decode(msg.Type, msg.Body)
+	if err != nil {
+		in.r.decodeErrors.Add(1)
+		in.r.log.Debug("routing: undecodable large message", "peer", in.remote, "type", msg.Type, "err", err)
+		return nil
+	}
+	in.received++
+	in.dispatch(&msg, v)
+	return nil
+}
+
+// isFragment reports whether env carries a fragment, decoded to v.
+func isFragment(env *codec.Envelope, v any) (fragmentBody, bool) {
+	f, ok := v.(fragmentBody)
+	return f, ok && env.Kind == codec.KindSystem && env.Type == typeFragment
+}

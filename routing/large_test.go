@@ -1,0 +1,176 @@
+package routing
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/codec"
+)
+
+// testRouter starts a host on 127.0.0.1 with a Router and an actor system,
+// all closed when the test ends.
+func testRouter(t *testing.T, maxFrame int) (host.Host, *Router, *actor.System) {
+	t.Helper()
+	h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := codec.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	r, err := New(Config{Host: h, Registry: reg, Logger: logger, MaxFrame: maxFrame})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys, err := actor.New(actor.WithPeer(h.ID().String()), actor.WithRemote(r), actor.WithLogger(logger))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Bind(sys); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = sys.Shutdown(ctx)
+		_ = r.Close(ctx)
+		_ = h.Close()
+	})
+	return h, r, sys
+}
+
+// rawFrames writes envelopes on a raw stream of the message protocol.
+type rawFrames struct {
+	t   *testing.T
+	s   network.Stream
+	fw  *codec.FrameWriter
+	reg *codec.Registry
+}
+
+func newRawFrames(t *testing.T, to host.Host) *rawFrames {
+	t.Helper()
+	other, err := libp2p.New(libp2p.NoListenAddrs, libp2p.DisableRelay())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := other.Connect(ctx, libp2ppeer.AddrInfo{ID: to.ID(), Addrs: to.Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := other.NewStream(ctx, to.ID(), ProtoMsg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := codec.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := registerWire(reg); err != nil {
+		t.Fatal(err)
+	}
+	return &rawFrames{t: t, s: s, fw: codec.NewFrameWriter(s, 0), reg: reg}
+}
+
+// send writes one envelope of v to actor "sink" and flushes.
+func (rf *rawFrames) send(kind codec.Kind, typ string, v any) {
+	rf.t.Helper()
+	_, body, err := rf.reg.Encode(v)
+	if err != nil {
+		rf.t.Fatal(err)
+	}
+	if err := rf.fw.WriteEnvelope(&codec.Envelope{Kind: kind, To: "sink", FromName: "src", Type: typ, Body: body}); err != nil {
+		rf.t.Fatal(err)
+	}
+	if err := rf.fw.Flush(); err != nil {
+		rf.t.Fatal(err)
+	}
+}
+
+func (rf *rawFrames) fragment(f fragmentBody) {
+	rf.t.Helper()
+	rf.send(codec.KindSystem, typeFragment, f)
+}
+
+// reset reports whether the other side reset the stream within 5 s.
+func (rf *rawFrames) reset() bool {
+	_ = rf.s.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err := rf.s.Read(make([]byte, 1))
+	return err != nil && !strings.Contains(err.Error(), "deadline")
+}
+
+// TestFragmentsReassembled: fragments on a raw stream, with a small
+// message between them, reach the actor as one message after the small one.
+func TestFragmentsReassembled(t *testing.T) {
+	h, _, sys := testRouter(t, 0)
+	got := make(chan any, 4)
+	if _, err := sys.Spawn("sink", func(c *actor.Context) {
+		var h actor.Case
+		h = actor.Any(func(m any) { got <- m; c.Receive(h) })
+		c.Receive(h)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	big := strings.Repeat("troupe ", 30000) // 210,000 bytes
+	reg, err := codec.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, err := reg.Encode(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rf := newRawFrames(t, h)
+	rf.fragment(fragmentBody{Type: "string", Total: uint64(len(body)), Data: body[:100000]})
+	rf.send(codec.KindUser, "string", "small")
+	rf.fragment(fragmentBody{Data: body[100000:]})
+	for _, want := range []string{"small", big} {
+		select {
+		case m := <-got:
+			if m != want {
+				t.Fatalf("got %.40q (%d bytes), want %.40q (%d bytes)", m, len(m.(string)), want, len(want))
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("timed out waiting for a message of %d bytes", len(want))
+		}
+	}
+}
+
+// TestBadFragmentsResetTheStream: every fragment sequence that does not add
+// up resets the stream and is counted; the node keeps serving.
+func TestBadFragmentsResetTheStream(t *testing.T) {
+	h, r, _ := testRouter(t, 256<<10)
+	data := bytes.Repeat([]byte{0x41}, 1000)
+	for name, frames := range map[string][]fragmentBody{
+		"continuation first":   {{Data: data}},
+		"longer than max":      {{Type: "bytes", Total: 256<<10 + 1, Data: data}},
+		"no type":              {{Total: 2000, Data: data}},
+		"more than announced":  {{Type: "bytes", Total: 1500, Data: data}, {Data: data}},
+		"new before last done": {{Type: "bytes", Total: 1500, Data: data}, {Type: "bytes", Total: 1500, Data: data}},
+	} {
+		before := r.Stats().StreamsReset
+		rf := newRawFrames(t, h)
+		for _, f := range frames {
+			rf.fragment(f)
+		}
+		if !rf.reset() {
+			t.Fatalf("%s: stream not reset", name)
+		}
+		if after := r.Stats().StreamsReset; after != before+1 {
+			t.Fatalf("%s: %d streams reset, want %d", name, after, before+1)
+		}
+	}
+}
