@@ -8,9 +8,9 @@ import (
 // up to the system's throughput of messages, one step at a time, and never
 // recurses. It must only be called by the loop.
 func (c *Context) Run() {
-	// The nodes handled go back to the system's pool together, at the end.
-	var freed *node
-	defer func() { c.sys.freeRun(freed) }()
+	// The nodes handled go back together, at the end.
+	var freed freeList
+	defer freed.done(c.sys)
 	if c.flags&fStarted == 0 {
 		c.flags |= fStarted
 		b := c.cont.(startCase).b
@@ -26,7 +26,7 @@ func (c *Context) Run() {
 			if n, cs := c.saved.takeFirst(c.cont); n != nil {
 				budget--
 				done := c.step(n, cs)
-				freed = release(freed, n)
+				freed.add(c.sys, n)
 				if done {
 					return
 				}
@@ -45,7 +45,7 @@ func (c *Context) Run() {
 		switch n.kind {
 		case kindSignal:
 			if !c.signal(n) {
-				freed = release(freed, n)
+				freed.add(c.sys, n)
 				if c.flags&fStopping != 0 && c.endStep() {
 					return
 				}
@@ -56,18 +56,18 @@ func (c *Context) Run() {
 			if c.flags&fWithin != 0 && uint32(n.corr) == c.gen {
 				c.timer = nil
 				done := c.step(n, timeoutOf(c.cont))
-				freed = release(freed, n)
+				freed.add(c.sys, n)
 				if done {
 					return
 				}
 				continue
 			}
-			freed = release(freed, n) // stale: a message matched first
+			freed.add(c.sys, n) // stale: a message matched first
 			continue
 		}
 		if cs := match(c.cont, n); cs != nil {
 			done := c.step(n, cs)
-			freed = release(freed, n)
+			freed.add(c.sys, n)
 			if done {
 				return
 			}
@@ -76,10 +76,10 @@ func (c *Context) Run() {
 		if n.kind == kindReply {
 			// Nobody waits for it any more (the Ask timed out).
 			c.sys.deadLetter(DeadLetter{To: c.Self(), From: n.from, Msg: n.msg, Reason: ErrLateReply})
-			freed = release(freed, n)
+			freed.add(c.sys, n)
 			continue
 		}
-		c.saved.append(n)
+		c.saved.append(c.sys.detach(n))
 	}
 	c.yield()
 }

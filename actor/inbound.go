@@ -8,7 +8,8 @@ package actor
 // concurrent use.
 type Inbound struct {
 	s    *System
-	src  nodeSource   // message nodes, taken from the pool in runs
+	blk  *nodeBlock   // where the next nodes come from
+	used int          // nodes of blk handed out
 	runs []inboundRun // the messages added since the last Flush
 	n    int
 }
@@ -22,19 +23,25 @@ type inboundRun struct {
 
 // NewInbound returns an empty Inbound for messages to s's actors.
 func (s *System) NewInbound() *Inbound {
-	return &Inbound{s: s, src: nodeSource{s: s}}
+	return &Inbound{s: s}
 }
 
 // Add queues the message of e for its actor; Flush hands it over. e is not
 // retained.
 func (in *Inbound) Add(e *Envelope) {
-	n := in.src.get(e.Msg, e.From, e.Corr, e.kind())
+	if in.blk == nil || in.used == blockNodes {
+		in.blk, in.used = in.s.newBlock(), 0
+	}
+	n := &in.blk.nodes[in.used]
+	in.used++
+	n.msg, n.from, n.corr, n.kind = e.Msg, e.From, e.Corr, e.kind()
 	in.n++
 	if k := len(in.runs) - 1; k >= 0 && in.runs[k].to == e.To {
 		r := &in.runs[k]
 		n.next, r.first = r.first, n
 		return
 	}
+	n.next = nil
 	in.runs = append(in.runs, inboundRun{to: e.To, first: n, last: n})
 }
 
@@ -61,4 +68,14 @@ func (in *Inbound) Flush() {
 	clear(in.runs)
 	in.runs = in.runs[:0]
 	in.n = 0
+}
+
+// Close flushes what was added and gives back the memory the Inbound
+// holds for later messages. The Inbound must not be used afterwards.
+func (in *Inbound) Close() {
+	in.Flush()
+	if in.blk != nil && in.used < blockNodes {
+		in.s.releaseBlockNodes(in.blk, int32(blockNodes-in.used))
+	}
+	in.blk = nil
 }

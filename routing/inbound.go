@@ -32,6 +32,7 @@ func (r *Router) handleStream(s network.Stream) {
 	remote := s.Conn().RemotePeer()
 	in := inbound{r: r, remote: remote, remoteStr: remote.String(), out: r.sys.NewInbound()}
 	fr := codec.NewFrameReader(s, r.cfg.MaxFrame)
+	defer in.out.Close()
 	var env codec.Envelope
 	for {
 		if in.received > 0 && (in.out.Len() >= maxInboundBatch || !fr.Buffered()) {
