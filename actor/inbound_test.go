@@ -106,6 +106,66 @@ func TestInboundSavedMessagesLeaveTheirBlocks(t *testing.T) {
 	}
 }
 
+// When a handler stops its actor, or panics, the messages the activation
+// had already taken from the inbox and not handled yet become dead letters,
+// in order; none is lost or handled twice.
+func TestMessagesBehindAnEndingStepBecomeDeadLetters(t *testing.T) {
+	for _, how := range []string{"stop", "panic", "no receive"} {
+		t.Run(how, func(t *testing.T) {
+			letters := make(chan any, 16)
+			s := newSys(t, WithPeer("me"), WithLogger(quietLogger()),
+				WithDeadLetterHook(func(d DeadLetter) { letters <- d.Msg }))
+			handled := make(chan int, 16)
+			ready := make(chan struct{})
+			a := mustSpawn(t, s, "a", func(c *Context) {
+				var h Case
+				h = On(func(m int) {
+					handled <- m
+					if m < 3 {
+						c.Receive(h)
+						return
+					}
+					switch how {
+					case "stop":
+						c.Receive(h)
+						c.Stop()
+					case "panic":
+						panic("kaput")
+					}
+				})
+				c.Receive(h)
+				close(ready)
+			})
+			recv(t, ready)
+			downs := watcher(t, s, a)
+			far, _ := ParseRef("them/x")
+			in := s.NewInbound()
+			for i := range 10 { // one run: taken from the inbox at once
+				in.Add(&Envelope{To: a, From: far, Msg: i})
+			}
+			in.Close()
+			recv(t, downs)
+			for want := range 4 {
+				if m := recv(t, handled); m != want {
+					t.Fatalf("handled %d, want %d", m, want)
+				}
+			}
+			for want := 4; want < 10; want++ {
+				if m := recv(t, letters); m != want {
+					t.Fatalf("dead letter %v, want %d", m, want)
+				}
+			}
+			select {
+			case m := <-handled:
+				t.Fatalf("%d handled after the actor ended", m)
+			case m := <-letters:
+				t.Fatalf("extra dead letter %v", m)
+			default:
+			}
+		})
+	}
+}
+
 // BenchmarkInbound: messages from a remote peer handed over by an Inbound,
 // as a stream reader does, to one actor on another loop; at most four
 // windows of messages in flight.
