@@ -1,5 +1,7 @@
 package actor
 
+import "unsafe"
+
 // Inbound gathers messages that arrived from another peer and hands them to
 // their local actors together, in order, as calling System.Deliver for
 // each would: consecutive messages for the same actor are pushed onto its
@@ -36,7 +38,7 @@ func (in *Inbound) Add(e *Envelope) {
 	in.used++
 	n.msg, n.from, n.corr, n.kind = e.Msg, e.From, e.Corr, e.kind()
 	in.n++
-	if k := len(in.runs) - 1; k >= 0 && in.runs[k].to == e.To {
+	if k := len(in.runs) - 1; k >= 0 && in.runs[k].to.same(e.To) {
 		r := &in.runs[k]
 		n.next, r.first = r.first, n
 		return
@@ -78,4 +80,15 @@ func (in *Inbound) Close() {
 		in.s.releaseBlockNodes(in.blk, int32(blockNodes-in.used))
 	}
 	in.blk = nil
+}
+
+// same is r == o, quicker when their strings are the same in memory, as
+// those of consecutive remote messages mostly are.
+func (r Ref) same(o Ref) bool {
+	return sameString(r.name, o.name) && sameString(r.peer, o.peer)
+}
+
+// sameString is a == b, quicker when both are the same string in memory.
+func sameString(a, b string) bool {
+	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
 }
