@@ -51,11 +51,11 @@ type Context struct {
 	// Owned by the activation.
 	flags uint32
 	gen   uint32 // receive generation, matched against timeout nodes
-	fresh *node  // taken from the inbox, not yet tested, oldest first
+	fresh *node  // taken from the inbox, not yet tested, oldest first (Run keeps it in a local while it runs)
 	saved savedList
 	cont  Case // the continuation: one case, a *multiCase, or the startCase
 	timer *eventloop.Timer
-	cur   *node // the message being handled
+	cur   *node // the message being handled (stale between the steps of an activation)
 	ext   *ext  // links, monitors, exit reason; nil until needed
 
 	// A one-entry cache of the last local actor this one sent to, so that

@@ -6,8 +6,8 @@ import "unsafe"
 // their local actors together, in order, as calling System.Deliver for
 // each would: consecutive messages for the same actor are pushed onto its
 // inbox with one atomic operation and wake it at most once. A stream
-// reader owns one and reuses it for every batch; it is not safe for
-// concurrent use.
+// reader owns one, reuses it for every batch and closes it when the stream
+// ends; it is not safe for concurrent use.
 type Inbound struct {
 	s    *System
 	blk  *nodeBlock   // where the next nodes come from

@@ -243,7 +243,6 @@ func (s *System) DeliverBatch(es []Envelope) {
 	for i := range es {
 		in.Add(&es[i])
 	}
-	in.Flush()
 	in.Close()
 }
 
