@@ -8,9 +8,19 @@ import (
 // up to the system's throughput of messages, one step at a time, and never
 // recurses. It must only be called by the loop.
 func (c *Context) Run() {
-	// The nodes handled go back to the system's pool together, at the end.
-	var freed *node
-	defer func() { c.sys.freeRun(freed) }()
+	// The nodes handled go back together, at the end. The fresh nodes are
+	// kept in a local variable, and c.fresh brought up to date before
+	// anything else reads it (a termination, yield, or the loop's Recover
+	// after a panic): a store to the heap per message costs a write barrier
+	// while the GC runs. For the same reason c.cur keeps the last node
+	// handled until the activation ends.
+	var freed freeList
+	fresh := c.fresh
+	defer func() {
+		c.fresh = fresh
+		c.cur = nil
+		freed.done(c.sys)
+	}()
 	if c.flags&fStarted == 0 {
 		c.flags |= fStarted
 		b := c.cont.(startCase).b
@@ -25,28 +35,31 @@ func (c *Context) Run() {
 			c.flags &^= fRescan
 			if n, cs := c.saved.takeFirst(c.cont); n != nil {
 				budget--
-				done := c.step(n, cs)
-				freed = release(freed, n)
-				if done {
+				ended := c.step(n, cs)
+				freed.add(c.sys, n)
+				if ended {
+					c.fresh, fresh = fresh, nil
+					c.end()
 					return
 				}
 				continue
 			}
 		}
-		n := c.fresh
+		n := fresh
 		if n == nil {
 			if n = c.inbox.takeAll(); n == nil {
 				break
 			}
 		}
-		c.fresh = n.next
-		n.next = nil
+		fresh = n.next // n.next is left stale: whatever keeps n sets it
 		budget--
 		switch n.kind {
 		case kindSignal:
 			if !c.signal(n) {
-				freed = release(freed, n)
-				if c.flags&fStopping != 0 && c.endStep() {
+				freed.add(c.sys, n)
+				if c.flags&fStopping != 0 {
+					c.fresh, fresh = fresh, nil
+					c.end()
 					return
 				}
 				continue
@@ -55,20 +68,24 @@ func (c *Context) Run() {
 		case kindTimeout:
 			if c.flags&fWithin != 0 && uint32(n.corr) == c.gen {
 				c.timer = nil
-				done := c.step(n, timeoutOf(c.cont))
-				freed = release(freed, n)
-				if done {
+				ended := c.step(n, timeoutOf(c.cont))
+				freed.add(c.sys, n)
+				if ended {
+					c.fresh, fresh = fresh, nil
+					c.end()
 					return
 				}
 				continue
 			}
-			freed = release(freed, n) // stale: a message matched first
+			freed.add(c.sys, n) // stale: a message matched first
 			continue
 		}
 		if cs := match(c.cont, n); cs != nil {
-			done := c.step(n, cs)
-			freed = release(freed, n)
-			if done {
+			ended := c.step(n, cs)
+			freed.add(c.sys, n)
+			if ended {
+				c.fresh, fresh = fresh, nil
+				c.end()
 				return
 			}
 			continue
@@ -76,11 +93,12 @@ func (c *Context) Run() {
 		if n.kind == kindReply {
 			// Nobody waits for it any more (the Ask timed out).
 			c.sys.deadLetter(DeadLetter{To: c.Self(), From: n.from, Msg: n.msg, Reason: ErrLateReply})
-			freed = release(freed, n)
+			freed.add(c.sys, n)
 			continue
 		}
-		c.saved.append(n)
+		c.saved.append(c.sys.detach(n))
 	}
+	c.fresh = fresh
 	c.yield()
 }
 
@@ -101,9 +119,9 @@ func (c *Context) yield() {
 }
 
 // step runs case cs for message n, which the caller then frees. It
-// reports true when the actor terminated.
+// reports true when the actor is to terminate (end does it): it called
+// Stop or Exit, or installed no continuation.
 func (c *Context) step(n *node, cs Case) bool {
-	c.cont = nil
 	c.gen++
 	if c.flags&fWithin != 0 {
 		c.flags &^= fWithin
@@ -114,24 +132,31 @@ func (c *Context) step(n *node, cs Case) bool {
 	}
 	c.cur = n
 	cs.run(c, n)
-	return c.endStep()
+	ended := c.flags&(fStopping|fReceived) != fReceived
+	c.flags &^= fReceived
+	return ended
 }
 
-// endStep is called after the behavior or a handler returned. It reports
-// true when the actor terminated: it called Stop or Exit, or installed no
-// continuation.
+// endStep is called after the behavior returned. It reports true when the
+// actor terminated: it called Stop or Exit, or installed no continuation.
 func (c *Context) endStep() bool {
+	ended := c.flags&(fStopping|fReceived) != fReceived
 	c.flags &^= fReceived
+	if ended {
+		c.end()
+	}
+	return ended
+}
+
+// end terminates the actor after a step that stopped it or installed no
+// continuation.
+func (c *Context) end() {
 	c.cur = nil
+	var reason error
 	if c.flags&fStopping != 0 {
-		c.terminate(c.ext.reason)
-		return true
+		reason = c.ext.reason
 	}
-	if c.cont == nil {
-		c.terminate(nil)
-		return true
-	}
-	return false
+	c.terminate(reason)
 }
 
 // Recover is called by the loop when the activation panicked: the actor

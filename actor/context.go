@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/troupe-mesh/troupe/actor/eventloop"
 )
@@ -50,11 +51,11 @@ type Context struct {
 	// Owned by the activation.
 	flags uint32
 	gen   uint32 // receive generation, matched against timeout nodes
-	fresh *node  // taken from the inbox, not yet tested, oldest first
+	fresh *node  // taken from the inbox, not yet tested, oldest first (Run keeps it in a local while it runs)
 	saved savedList
 	cont  Case // the continuation: one case, a *multiCase, or the startCase
 	timer *eventloop.Timer
-	cur   *node // the message being handled
+	cur   *node // the message being handled (stale between the steps of an activation)
 	ext   *ext  // links, monitors, exit reason; nil until needed
 
 	// A one-entry cache of the last local actor this one sent to, so that
@@ -207,7 +208,11 @@ func (c *Context) receive(cases []Case, d time.Duration, within bool) {
 		return
 	}
 	if len(cases) == 1 {
-		c.cont = cases[0]
+		// An actor often installs the case it is running again; leaving
+		// the same value in place saves a store to the heap.
+		if !sameCase(c.cont, cases[0]) {
+			c.cont = cases[0]
+		}
 	} else {
 		// Copied, so that the variadic slice can stay on the caller's stack.
 		c.cont = &multiCase{cases: append([]Case(nil), cases...)}
@@ -225,6 +230,12 @@ func (c *Context) receive(cases []Case, d time.Duration, within bool) {
 			}
 		})
 	}
+}
+
+// sameCase reports whether a and b are the same interface value, word
+// for word (which == cannot test for cases that hold functions).
+func sameCase(a, b Case) bool {
+	return *(*[2]unsafe.Pointer)(unsafe.Pointer(&a)) == *(*[2]unsafe.Pointer)(unsafe.Pointer(&b))
 }
 
 // TrapExit sets whether exit signals from linked actors arrive as Exit

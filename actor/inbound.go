@@ -1,14 +1,17 @@
 package actor
 
+import "unsafe"
+
 // Inbound gathers messages that arrived from another peer and hands them to
 // their local actors together, in order, as calling System.Deliver for
 // each would: consecutive messages for the same actor are pushed onto its
 // inbox with one atomic operation and wake it at most once. A stream
-// reader owns one and reuses it for every batch; it is not safe for
-// concurrent use.
+// reader owns one, reuses it for every batch and closes it when the stream
+// ends; it is not safe for concurrent use.
 type Inbound struct {
 	s    *System
-	src  nodeSource   // message nodes, taken from the pool in runs
+	blk  *nodeBlock   // where the next nodes come from
+	used int          // nodes of blk handed out
 	runs []inboundRun // the messages added since the last Flush
 	n    int
 }
@@ -22,19 +25,25 @@ type inboundRun struct {
 
 // NewInbound returns an empty Inbound for messages to s's actors.
 func (s *System) NewInbound() *Inbound {
-	return &Inbound{s: s, src: nodeSource{s: s}}
+	return &Inbound{s: s}
 }
 
 // Add queues the message of e for its actor; Flush hands it over. e is not
 // retained.
 func (in *Inbound) Add(e *Envelope) {
-	n := in.src.get(e.Msg, e.From, e.Corr, e.kind())
+	if in.blk == nil || in.used == blockNodes {
+		in.blk, in.used = in.s.newBlock(), 0
+	}
+	n := &in.blk.nodes[in.used]
+	in.used++
+	n.msg, n.from, n.corr, n.kind = e.Msg, e.From, e.Corr, e.kind()
 	in.n++
-	if k := len(in.runs) - 1; k >= 0 && in.runs[k].to == e.To {
+	if k := len(in.runs) - 1; k >= 0 && in.runs[k].to.same(e.To) {
 		r := &in.runs[k]
 		n.next, r.first = r.first, n
 		return
 	}
+	n.next = nil
 	in.runs = append(in.runs, inboundRun{to: e.To, first: n, last: n})
 }
 
@@ -61,4 +70,25 @@ func (in *Inbound) Flush() {
 	clear(in.runs)
 	in.runs = in.runs[:0]
 	in.n = 0
+}
+
+// Close flushes what was added and gives back the memory the Inbound
+// holds for later messages. The Inbound must not be used afterwards.
+func (in *Inbound) Close() {
+	in.Flush()
+	if in.blk != nil && in.used < blockNodes {
+		in.s.releaseBlockNodes(in.blk, int32(blockNodes-in.used))
+	}
+	in.blk = nil
+}
+
+// same is r == o, quicker when their strings are the same in memory, as
+// those of consecutive remote messages mostly are.
+func (r Ref) same(o Ref) bool {
+	return sameString(r.name, o.name) && sameString(r.peer, o.peer)
+}
+
+// sameString is a == b, quicker when both are the same string in memory.
+func sameString(a, b string) bool {
+	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
 }

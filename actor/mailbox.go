@@ -17,6 +17,7 @@ type node struct {
 	from Ref
 	corr uint64
 	kind uint8
+	blk  *nodeBlock // the block the node belongs to; nil: a pooled node
 }
 
 // closedNode marks an inbox that accepts nothing more.

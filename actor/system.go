@@ -23,6 +23,7 @@ type System struct {
 	remote remoteIndex // monitors and links across peers
 	groups groupTable
 	nodes  sync.Pool // *node, recycled once handled
+	blocks sync.Pool // *nodeBlock, for Inbounds
 
 	ids         atomic.Uint64 // monitor IDs, correlation IDs, generated names
 	live        atomic.Int64
@@ -181,9 +182,8 @@ func (s *System) DeadLetters() uint64 { return s.deadLetters.Load() }
 func (s *System) Send(to Ref, msg any) { s.send(to, Ref{}, msg, 0, kindUser) }
 
 // The node pool holds runs of free nodes linked through next: an
-// activation gives back all the nodes it handled at once, and DeliverBatch
-// takes a run for a batch, so that a stream of remote messages costs two
-// pool operations per batch instead of two per message.
+// activation gives back all the nodes it handled at once. Remote messages
+// take their nodes from blocks instead (nodeblock.go).
 
 func (s *System) newNode(msg any, from Ref, corr uint64, kind uint8) *node {
 	n, _ := s.nodes.Get().(*node)
@@ -199,44 +199,14 @@ func (s *System) newNode(msg any, from Ref, corr uint64, kind uint8) *node {
 
 // free recycles a node that nothing refers to any more.
 func (s *System) free(n *node) {
+	if n.blk != nil {
+		n.msg = nil
+		s.releaseBlockNodes(n.blk, 1)
+		return
+	}
 	*n = node{}
 	s.nodes.Put(n)
 }
-
-// release clears n, which nothing refers to any more, and adds it to the
-// run of free nodes that starts at run; it returns the new start.
-func release(run, n *node) *node {
-	*n = node{next: run}
-	return n
-}
-
-// freeRun recycles a run of nodes made by release.
-func (s *System) freeRun(run *node) {
-	if run != nil {
-		s.nodes.Put(run)
-	}
-}
-
-// nodeSource hands out nodes from runs taken from the pool.
-type nodeSource struct {
-	s    *System
-	free *node // the rest of the run taken
-}
-
-func (ns *nodeSource) get(msg any, from Ref, corr uint64, kind uint8) *node {
-	n := ns.free
-	if n == nil {
-		if n, _ = ns.s.nodes.Get().(*node); n == nil {
-			n = new(node)
-		}
-	}
-	ns.free, n.next = n.next, nil
-	n.msg, n.from, n.corr, n.kind = msg, from, corr, kind
-	return n
-}
-
-// done gives back the nodes not handed out.
-func (ns *nodeSource) done() { ns.s.freeRun(ns.free) }
 
 // Deliver hands a message that arrived from another peer to its local
 // actor. Remotes call it; a message for an unknown actor becomes a dead
@@ -273,8 +243,7 @@ func (s *System) DeliverBatch(es []Envelope) {
 	for i := range es {
 		in.Add(&es[i])
 	}
-	in.Flush()
-	in.src.done()
+	in.Close()
 }
 
 func isSignal(m any) bool {

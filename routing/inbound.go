@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"unsafe"
 
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
@@ -31,8 +32,27 @@ func (r *Router) handleStream(s network.Stream) {
 
 	remote := s.Conn().RemotePeer()
 	in := inbound{r: r, remote: remote, remoteStr: remote.String(), out: r.sys.NewInbound()}
-	v11 := isCompact(s.Protocol()) // compact frames and fragments
-	fr := codec.NewFrameReader(s, r.cfg.MaxFrame, codec.WithCompact(v11))
+	defer in.out.Close()
+	in.v11 = isCompact(s.Protocol()) // compact frames and fragments
+	fr := codec.NewFrameReader(s, r.cfg.MaxFrame, codec.WithCompact(in.v11))
+	err := in.read(fr)
+	switch {
+	case err == nil:
+		_ = s.Close()
+	case r.ctx.Err() == nil && isCodecError(err):
+		r.streamsReset.Add(1)
+		r.log.Warn("routing: resetting inbound stream", "peer", remote, "protocol", s.Protocol(), "err", err)
+		_ = s.Reset()
+	default:
+		_ = s.Reset() // closing, or the stream or connection died
+	}
+}
+
+// read hands the messages fr reads to their actors until the stream ends
+// (nil) or breaks: a codec error that broke the stream (counted in
+// decodeErrors), closing, or an error of the stream.
+func (in *inbound) read(fr *codec.FrameReader) error {
+	r := in.r
 	var env codec.Envelope
 	for {
 		if in.received > 0 && (in.out.Len() >= maxInboundBatch || !fr.Buffered()) {
@@ -41,33 +61,25 @@ func (r *Router) handleStream(s network.Stream) {
 		msg, err := fr.ReadMessage(r.cfg.Registry, &env)
 		if errors.Is(err, io.EOF) {
 			in.flush()
-			_ = s.Close()
-			return
+			return nil
 		}
 		if err != nil {
 			in.flush()
 			if r.ctx.Err() != nil || !isCodecError(err) {
-				_ = s.Reset() // closing, or the stream or connection died
-				return
+				return err
 			}
 			r.decodeErrors.Add(1)
 			if fr.Err() != nil {
-				r.streamsReset.Add(1)
-				r.log.Warn("routing: resetting inbound stream", "peer", remote, "protocol", s.Protocol(), "err", err)
-				_ = s.Reset()
-				return
+				return err
 			}
-			r.log.Debug("routing: skipping bad frame", "peer", remote, "type", env.Type, "err", err)
+			r.log.Debug("routing: skipping bad frame", "peer", in.remote, "type", env.Type, "err", err)
 			continue
 		}
-		if f, ok := isFragment(&env, msg); ok && v11 { // on 1.0.0: a bad system message
+		if f, ok := isFragment(&env, msg); ok && in.v11 { // on 1.0.0: a bad system message
 			if err := in.fragment(&env, f); err != nil {
 				in.flush()
 				r.decodeErrors.Add(1)
-				r.streamsReset.Add(1)
-				r.log.Warn("routing: resetting inbound stream", "peer", remote, "protocol", s.Protocol(), "err", err)
-				_ = s.Reset()
-				return
+				return err // resets the stream
 			}
 			continue
 		}
@@ -90,6 +102,7 @@ type inbound struct {
 	received  uint64         // frames decoded and not yet counted in r.received
 	refs      refCache
 	large     largeIn // a large message being reassembled
+	v11       bool    // the stream is 1.1.0: compact frames and fragments
 }
 
 // flush hands the decoded messages to their actors, in order.
@@ -108,7 +121,7 @@ type refCache struct {
 }
 
 func cachedRef(last *actor.Ref, peer, name string) (actor.Ref, error) {
-	if last.Name() == name && last.Peer() == peer && name != "" {
+	if sameString(last.Name(), name) && sameString(last.Peer(), peer) && name != "" {
 		return *last, nil
 	}
 	ref, err := actor.NewRef(peer, name)
@@ -116,6 +129,12 @@ func cachedRef(last *actor.Ref, peer, name string) (actor.Ref, error) {
 		*last = ref
 	}
 	return ref, err
+}
+
+// sameString is a == b, quicker when both are the same string in memory,
+// as names from a FrameReader's cache mostly are.
+func sameString(a, b string) bool {
+	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
 }
 
 // isCodecError reports whether err is about the bytes received rather

@@ -1,0 +1,101 @@
+package actor
+
+import "sync/atomic"
+
+// Messages from other peers arrive in long runs, so an Inbound takes their
+// nodes from blocks rather than from the node pool: consecutive messages
+// get consecutive nodes, which the reader fills and the actor reads in
+// memory order, without walking a free list of nodes scattered over the
+// heap. A block goes back to its pool when all its nodes were released.
+// A node of a block never joins an actor's saved messages (it is copied
+// into a pooled node first), so that a message kept for a later receive
+// does not keep the rest of its block alive.
+
+// blockNodes is the number of nodes in a block.
+const blockNodes = 64
+
+// nodeBlock is an array of nodes recycled as a whole.
+type nodeBlock struct {
+	nodes [blockNodes]node
+	// pending counts the nodes not released yet, the ones never handed
+	// out included; the release that brings it to zero recycles the block.
+	pending atomic.Int32
+}
+
+// newBlock returns a block whose nodes are all pending.
+func (s *System) newBlock() *nodeBlock {
+	b, _ := s.blocks.Get().(*nodeBlock)
+	if b == nil {
+		b = new(nodeBlock)
+		for i := range b.nodes {
+			b.nodes[i].blk = b
+		}
+	}
+	b.pending.Store(blockNodes)
+	return b
+}
+
+// releaseBlockNodes gives back k nodes of b, recycling b when they were
+// its last. The nodes must hold no message any more.
+func (s *System) releaseBlockNodes(b *nodeBlock, k int32) {
+	if b.pending.Add(-k) != 0 {
+		return
+	}
+	for i := range b.nodes {
+		n := &b.nodes[i]
+		n.next, n.from = nil, Ref{}
+	}
+	s.blocks.Put(b)
+}
+
+// freeList gathers the nodes an activation handled, to give them back at
+// the end: pooled nodes as one run, block nodes as one count per block.
+type freeList struct {
+	run *node      // pooled nodes, cleared, linked through next
+	blk *nodeBlock // the block of the latest block nodes counted in k
+	k   int32
+}
+
+// add releases n, which nothing refers to any more.
+func (f *freeList) add(s *System, n *node) {
+	if b := n.blk; b != nil {
+		n.msg = nil // the message may be collected before the block is
+		if b != f.blk {
+			f.flushBlock(s)
+			f.blk = b
+		}
+		f.k++
+		return
+	}
+	*n = node{next: f.run}
+	f.run = n
+}
+
+func (f *freeList) flushBlock(s *System) {
+	if f.blk != nil {
+		s.releaseBlockNodes(f.blk, f.k)
+		f.blk, f.k = nil, 0
+	}
+}
+
+// done gives everything back.
+func (f *freeList) done(s *System) {
+	f.flushBlock(s)
+	if f.run != nil {
+		s.nodes.Put(f.run)
+		f.run = nil
+	}
+}
+
+// detach returns n itself, or a pooled copy of n when n belongs to a
+// block, which it then releases: what an actor keeps for later must not
+// hold a block.
+func (s *System) detach(n *node) *node {
+	if n.blk == nil {
+		return n
+	}
+	m := s.newNode(n.msg, n.from, n.corr, n.kind)
+	n.msg = nil
+	s.releaseBlockNodes(n.blk, 1)
+	return m
+}

@@ -1,0 +1,162 @@
+package routing
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"io"
+	"log/slog"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p"
+	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/codec"
+)
+
+type benchBlob struct{ Data []byte }
+
+// BenchmarkInboundRead: what a receiving peer does per message, without
+// the network: a stream reader decodes 100-byte messages from memory and
+// hands them to one actor on a loop, at most four windows ahead of it.
+func BenchmarkInboundRead(b *testing.B) {
+	const window, frames = 10_000, 10_000
+	h, err := libp2p.New(libp2p.NoListenAddrs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer h.Close()
+	reg, err := codec.NewRegistry()
+	if err != nil {
+		b.Fatal(err)
+	}
+	codec.MustRegister[benchBlob](reg, "bench.Blob")
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	r, err := New(Config{Host: h, Registry: reg, Logger: logger})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sys, err := actor.New(actor.WithPeer(h.ID().String()), actor.WithRemote(r), actor.WithLogger(logger), actor.WithWatchdog(0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := r.Bind(sys); err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = sys.Shutdown(ctx)
+		_ = r.Close(ctx)
+	}()
+	acks := make(chan int, b.N/window+2)
+	if _, err := sys.Spawn("sink", func(c *actor.Context) {
+		got := 0
+		var h actor.Case
+		h = actor.On(func(m benchBlob) {
+			if len(m.Data) != 100 || binary.LittleEndian.Uint64(m.Data) != uint64(got%frames) {
+				acks <- -1
+				return
+			}
+			if got++; got%window == 0 || got == b.N {
+				acks <- got
+			}
+			c.Receive(h)
+		})
+		c.Receive(h)
+	}); err != nil {
+		b.Fatal(err)
+	}
+	var stream bytes.Buffer
+	fw := codec.NewFrameWriter(&stream, 0)
+	for i := range frames {
+		d := make([]byte, 100)
+		binary.LittleEndian.PutUint64(d, uint64(i))
+		_, body, err := reg.Encode(benchBlob{Data: d})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := fw.WriteEnvelope(&codec.Envelope{Kind: codec.KindUser, To: "sink", FromName: "source", Type: "bench.Blob", Body: body}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := fw.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	in := inbound{r: r, remote: h.ID(), remoteStr: h.ID().String(), out: sys.NewInbound()}
+	src := &windowedStream{stream: stream.Bytes(), frames: frames, window: window, total: b.N, acks: acks, tb: b}
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := processCPU()
+	if err := in.read(codec.NewFrameReader(src, 0)); err != nil {
+		b.Fatal(err)
+	}
+	for ; src.acked < b.N; src.acked += window {
+		src.wait()
+	}
+	in.out.Close()
+	b.ReportMetric(float64((processCPU()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+}
+
+// windowedStream reads total frames from a stream of frames, over and
+// over, and blocks, as a network stream would, while the sink has not
+// acknowledged all but four windows of the frames read.
+type windowedStream struct {
+	stream        []byte
+	frames        int // in stream
+	window, total int
+	acks          <-chan int
+	tb            testing.TB
+
+	off, sent, acked int // in stream; frames read; frames acked
+	chunkEnd         int // offset in stream where the frames allowed end
+}
+
+func (w *windowedStream) wait() {
+	if n := <-w.acks; n < 0 {
+		w.tb.Error("the sink got a wrong message")
+	}
+}
+
+func (w *windowedStream) Read(p []byte) (int, error) {
+	if w.off == w.chunkEnd {
+		if w.sent == w.total {
+			return 0, io.EOF
+		}
+		for ; w.acked < w.sent-4*w.window; w.acked += w.window {
+			w.wait()
+		}
+		if w.off == len(w.stream) {
+			w.off = 0
+		}
+		n := min(w.frames, w.total-w.sent)
+		w.chunkEnd = frameOffset(w.tb, w.stream, n)
+		w.sent += n
+	}
+	k := copy(p, w.stream[w.off:w.chunkEnd])
+	w.off += k
+	return k, nil
+}
+
+// frameOffset returns the offset of frame n in a stream of frames.
+func frameOffset(tb testing.TB, stream []byte, n int) int {
+	off := 0
+	for range n {
+		size, k := binary.Uvarint(stream[off:])
+		if k <= 0 {
+			tb.Fatal("bad frame length")
+		}
+		off += k + int(size)
+	}
+	return off
+}
+
+// processCPU returns the user and system CPU time this process used so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
