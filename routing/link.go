@@ -166,15 +166,7 @@ func (l *link) write(q *queue) {
 			}
 		}
 		if s != nil {
-			var err error
-			sent := uint64(0)
-			for i := 0; err == nil && i < len(batch); i++ {
-				var ok bool
-				if ok, err = l.put(fw, &batch[i], &scratch); ok {
-					sent++
-				}
-			}
-			l.r.sent.Add(sent)
+			err := l.putBatch(fw, batch, &scratch)
 			if err == nil {
 				if now := time.Now(); now.Sub(deadlined) > time.Second {
 					_ = s.SetWriteDeadline(now.Add(30 * time.Second))
@@ -198,6 +190,21 @@ func (l *link) write(q *queue) {
 			}
 		}
 	}
+}
+
+// putBatch encodes the envelopes of batch into fw, counting those sent,
+// and returns the first stream error.
+func (l *link) putBatch(fw *codec.FrameWriter, batch []actor.Envelope, scratch *[]byte) error {
+	var err error
+	sent := uint64(0)
+	for i := 0; err == nil && i < len(batch); i++ {
+		var ok bool
+		if ok, err = l.put(fw, &batch[i], scratch); ok {
+			sent++
+		}
+	}
+	l.r.sent.Add(sent)
+	return err
 }
 
 // put encodes e into fw, encoding its body in scratch first, and reports

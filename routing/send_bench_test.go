@@ -1,0 +1,76 @@
+package routing
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/codec"
+)
+
+// benchBlob is the 100-byte message of the sending benchmarks.
+type benchBlob struct{ Data []byte }
+
+// BenchmarkSendPath measures the sending side of one peer on one core:
+// System.Send to a remote actor (into the link's queue), then, every
+// chunk, what the writer goroutine does with a batch: encode it into a
+// FrameWriter and flush (to io.Discard).
+func BenchmarkSendPath(b *testing.B) {
+	reg, err := codec.NewRegistry()
+	if err != nil {
+		b.Fatal(err)
+	}
+	codec.MustRegister[benchBlob](reg, "bench.Blob")
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	const remote = "12D3KooWRemotePeerOfTheSendingBenchmark"
+	r := &Router{cfg: Config{Registry: reg, Logger: logger, MaxFrame: codec.DefaultMaxFrame, LinkQueue: 64 << 10},
+		log: logger, links: map[string]*link{}}
+	l := newLink(r, "", remote)
+	r.links[remote] = l
+	r.fast.Store(remote, l)
+	sys, err := actor.New(actor.WithPeer("12D3KooWLocalPeerOfTheSendingBenchmark"), actor.WithRemote(r), actor.WithLogger(logger), actor.WithLoops(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	r.sys = sys
+	b.Cleanup(func() { _ = sys.Shutdown(context.Background()) })
+	to, err := actor.NewRef(remote, "sink")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var msg any = benchBlob{Data: make([]byte, 100)}
+	fw := codec.NewFrameWriter(io.Discard, 0)
+	var (
+		batch   []actor.Envelope
+		scratch []byte
+	)
+	drain := func() {
+		for {
+			batch = l.user.q.takeBatch(batch[:0])
+			if len(batch) == 0 {
+				return
+			}
+			if err := l.putBatch(fw, batch, &scratch); err != nil {
+				b.Fatal(err)
+			}
+			if err := fw.Flush(); err != nil {
+				b.Fatal(err)
+			}
+			clear(batch)
+		}
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		sys.Send(to, msg)
+		if i++; i%chunkSize == 0 {
+			drain()
+		}
+	}
+	drain()
+	if st := r.Stats(); st.Sent != uint64(i) || sys.DeadLetters() != 0 {
+		b.Fatalf("sent %d of %d, %d dead letters", st.Sent, i, sys.DeadLetters())
+	}
+}
