@@ -413,14 +413,22 @@ func newFastCodec[T any](lim Limits, enc cbor.EncMode, dec cbor.DecMode) *fastCo
 	if plan == nil {
 		return nil
 	}
+	typeWord := typeWordOf[T]()
 	fc := &fastCodec{
 		encode: func(dst []byte, v any) ([]byte, bool) {
-			t := v.(T)
+			// An interface holding a T points to it, so the value is
+			// read in place rather than copied out. (Only a T whose one
+			// field is an unexported pointer is pointer-shaped, held in
+			// the interface itself; its plan has no fields and reads
+			// nothing.)
+			if e := (*eface)(unsafe.Pointer(&v)); e.typ == typeWord {
+				return plan.appendValue(dst, e.data)
+			}
+			t := v.(T) // panics, as a wrong type is a programming error
 			return plan.appendValue(dst, unsafe.Pointer(&t))
 		},
 	}
 	size := unsafe.Sizeof(*new(T))
-	typeWord := typeWordOf[T]()
 	fc.decode = func(body []byte, c *streamCache) (any, bool) {
 		if c == nil || size == 0 || size > maxBoxed {
 			var t T

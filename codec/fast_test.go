@@ -350,3 +350,19 @@ func TestReadMessageSteadyStateAllocs(t *testing.T) {
 		t.Errorf("ReadMessage: %.2f allocations per message, want < 0.2", allocs)
 	}
 }
+
+// A pointer-shaped type (its one field an unexported pointer) has an empty
+// plan: encoding it reads nothing through the interface's data word.
+func TestFastEncodePointerShaped(t *testing.T) {
+	type opaque struct{ p *int }
+	r, err := NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	MustRegister[opaque](r, "test.Opaque")
+	x := 7
+	name, body, err := r.AppendEncode(nil, opaque{p: &x})
+	if err != nil || name != "test.Opaque" || !bytes.Equal(body, []byte{0xa0}) {
+		t.Fatalf("AppendEncode = %q, % x, %v; want test.Opaque, a0", name, body, err)
+	}
+}

@@ -32,15 +32,17 @@ func (r *Registry) Encode(v any) (typeName string, body []byte, err error) {
 // plain structs (exported fields of kinds bool, integer, string and
 // []byte), which are encoded without reflection. Safe for concurrent use.
 func (r *Registry) AppendEncode(dst []byte, v any) (typeName string, out []byte, err error) {
-	if raw, ok := v.(Raw); ok {
-		if err := checkRaw(raw, &r.lim); err != nil {
-			return "", dst, err
-		}
-		return raw.Type, append(dst, raw.Body...), nil
-	}
 	t := reflect.TypeOf(v)
 	e := r.lastEnc.Load()
 	if e == nil || e.typ != t {
+		// Raw cannot be registered, so a value of the type encoded last
+		// is not one.
+		if raw, ok := v.(Raw); ok {
+			if err := checkRaw(raw, &r.lim); err != nil {
+				return "", dst, err
+			}
+			return raw.Type, append(dst, raw.Body...), nil
+		}
 		var ok bool
 		if e, ok = r.tab.Load().byType[t]; !ok {
 			if t == nil {

@@ -75,32 +75,32 @@ func (l *link) start() {
 
 func (l *link) drain() { l.drainOnce.Do(func() { close(l.closing) }) }
 
-// isControl reports whether e travels on the control stream.
-func isControl(e *actor.Envelope) bool {
-	switch e.Msg.(type) {
+// isControl reports whether msg travels on the control stream.
+func isControl(msg any) bool {
+	switch msg.(type) {
 	case actor.Signal, actor.Undeliverable:
 		return true
 	}
 	return false
 }
 
-func (l *link) queueFor(e *actor.Envelope) *outQueue {
-	if isControl(e) {
+func (l *link) queueFor(msg any) *outQueue {
+	if isControl(msg) {
 		return l.ctl.q
 	}
 	return l.user.q
 }
 
-func (l *link) enqueue(e actor.Envelope) error {
-	if !l.queueFor(&e).push(e) {
+func (l *link) enqueue(e *actor.Envelope) error {
+	if !l.queueFor(e.Msg).push(e) {
 		l.r.linkFull.Add(1)
 		return fmt.Errorf("%w: %v", ErrLinkFull, l.peer)
 	}
 	return nil
 }
 
-func (l *link) enqueueCtx(ctx context.Context, e actor.Envelope) error {
-	err := l.queueFor(&e).pushCtx(ctx, e, l.closing)
+func (l *link) enqueueCtx(ctx context.Context, e *actor.Envelope) error {
+	err := l.queueFor(e.Msg).pushCtx(ctx, e, l.closing)
 	if err != nil && ctx.Err() != nil {
 		return fmt.Errorf("routing: waiting for queue space towards %v: %w", l.peer, err)
 	}
@@ -115,7 +115,7 @@ func (l *link) write(q *queue) {
 	var (
 		s         network.Stream
 		fw        *codec.FrameWriter
-		batch     []actor.Envelope
+		batch     []outMsg
 		scratch   []byte // one message body at a time
 		deadlined time.Time
 	)
@@ -125,23 +125,34 @@ func (l *link) write(q *queue) {
 			l.track(s, false)
 		}
 	}()
+	reset := func() {
+		if s != nil {
+			_ = s.Reset()
+			l.track(s, false)
+			s = nil
+		}
+	}
 	for {
 		select {
-		case <-q.q.ready:
-		case <-l.closing:
-			if q.q.len() == 0 {
-				return // everything queued was written
-			}
 		case <-l.r.ctx.Done():
-			if s != nil {
-				_ = s.Reset()
-				l.track(s, false)
-				s = nil
-			}
+			reset()
 			return
+		default:
 		}
+		// An empty queue marks the writer as sleeping: the next push
+		// wakes it through ready.
 		batch = q.q.takeBatch(batch[:0])
 		if len(batch) == 0 {
+			select {
+			case <-q.q.ready:
+			case <-l.closing:
+				if q.q.len() == 0 {
+					return // everything queued was written
+				}
+			case <-l.r.ctx.Done():
+				reset()
+				return
+			}
 			continue
 		}
 		for attempts := 1; s == nil; attempts++ {
@@ -183,18 +194,12 @@ func (l *link) write(q *queue) {
 			}
 		}
 		clear(batch)
-		if q.q.len() > 0 {
-			select { // more came while writing: go round again
-			case q.q.ready <- struct{}{}:
-			default:
-			}
-		}
 	}
 }
 
 // putBatch encodes the envelopes of batch into fw, counting those sent,
 // and returns the first stream error.
-func (l *link) putBatch(fw *codec.FrameWriter, batch []actor.Envelope, scratch *[]byte) error {
+func (l *link) putBatch(fw *codec.FrameWriter, batch []outMsg, scratch *[]byte) error {
 	var err error
 	sent := uint64(0)
 	for i := 0; err == nil && i < len(batch); i++ {
@@ -207,34 +212,34 @@ func (l *link) putBatch(fw *codec.FrameWriter, batch []actor.Envelope, scratch *
 	return err
 }
 
-// put encodes e into fw, encoding its body in scratch first, and reports
-// whether it did. Errors about e itself (too large, unencodable) fail e and
+// put encodes m into fw, encoding its body in scratch first, and reports
+// whether it did. Errors about m itself (too large, unencodable) fail m and
 // return a nil error; only stream errors are returned.
-func (l *link) put(fw *codec.FrameWriter, e *actor.Envelope, scratch *[]byte) (bool, error) {
-	if e.To.IsZero() {
+func (l *link) put(fw *codec.FrameWriter, m *outMsg, scratch *[]byte) (bool, error) {
+	if m.to == "" {
 		return false, nil
 	}
-	kind, typ, body, err := appendWire(l.r.cfg.Registry, (*scratch)[:0], e)
+	kind, typ, body, err := appendWire(l.r.cfg.Registry, (*scratch)[:0], m.msg, m.reply)
 	if cap(body) <= maxScratch {
 		*scratch = body
 	}
 	if err != nil {
 		l.r.encodeErrors.Add(1)
-		l.fail(e, err)
+		l.fail(m, err)
 		return false, nil
 	}
-	env := codec.Envelope{Kind: kind, To: e.To.Name(), FromName: e.From.Name(), Type: typ, Body: body, Corr: e.Corr}
+	env := codec.Envelope{Kind: kind, To: m.to, FromName: m.from, Type: typ, Body: body, Corr: m.corr}
 	err = fw.WriteEnvelope(&env)
 	switch {
 	case err == nil:
 		return true, nil
 	case errors.Is(err, codec.ErrFrameTooLarge):
 		l.r.tooLarge.Add(1)
-		l.fail(e, fmt.Errorf("%w: %v", ErrTooLarge, err))
+		l.fail(m, fmt.Errorf("%w: %v", ErrTooLarge, err))
 		return false, nil
 	case errors.Is(err, codec.ErrMalformed):
 		l.r.encodeErrors.Add(1)
-		l.fail(e, err)
+		l.fail(m, err)
 		return false, nil
 	}
 	return false, err
@@ -243,13 +248,16 @@ func (l *link) put(fw *codec.FrameWriter, e *actor.Envelope, scratch *[]byte) (b
 // maxScratch is the largest body buffer a writer keeps between messages.
 const maxScratch = 64 << 10
 
-// fail reports that e will not be sent: an Ask request is answered with
+// fail reports that m will not be sent: an Ask request is answered with
 // Undeliverable so the asker fails fast.
-func (l *link) fail(e *actor.Envelope, reason error) {
-	l.r.log.Debug("routing: message not sent", "to", e.To, "err", reason)
+func (l *link) fail(m *outMsg, reason error) {
+	// The names came from valid Refs, so NewRef does not fail.
+	to, _ := actor.NewRef(l.peerStr, m.to)
+	l.r.log.Debug("routing: message not sent", "to", to, "err", reason)
 	l.r.undeliverable.Add(1)
-	if e.Corr != 0 && !e.Reply && !e.From.IsZero() {
-		l.r.sys.Deliver(actor.Envelope{To: e.From, From: e.To, Msg: actor.Undeliverable{To: e.To, Reason: reason}, Corr: e.Corr, Reply: true})
+	if m.corr != 0 && !m.reply && m.from != "" {
+		from, _ := actor.NewRef(l.r.sys.Peer(), m.from)
+		l.r.sys.Deliver(actor.Envelope{To: from, From: to, Msg: actor.Undeliverable{To: to, Reason: reason}, Corr: m.corr, Reply: true})
 	}
 }
 

@@ -137,7 +137,7 @@ func (r *Router) Deliver(e actor.Envelope) error {
 	if err != nil {
 		return err
 	}
-	return l.enqueue(e)
+	return l.enqueue(&e)
 }
 
 // DeliverCtx queues e for its peer, waiting for queue space until ctx ends:
@@ -151,7 +151,7 @@ func (r *Router) DeliverCtx(ctx context.Context, e actor.Envelope) error {
 	if err != nil {
 		return err
 	}
-	return l.enqueueCtx(ctx, e)
+	return l.enqueueCtx(ctx, &e)
 }
 
 func (r *Router) link(peerStr string) (*link, error) {

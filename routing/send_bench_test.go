@@ -43,7 +43,7 @@ func BenchmarkSendPath(b *testing.B) {
 	var msg any = benchBlob{Data: make([]byte, 100)}
 	fw := codec.NewFrameWriter(io.Discard, 0)
 	var (
-		batch   []actor.Envelope
+		batch   []outMsg
 		scratch []byte
 	)
 	drain := func() {

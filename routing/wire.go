@@ -115,15 +115,15 @@ func decodeReason(r reasonBody) error {
 // toWire turns a message for the network into an envelope's kind, type and
 // body. Signals and Undeliverable become system messages.
 func toWire(reg *codec.Registry, e *actor.Envelope) (kind codec.Kind, typ string, body []byte, err error) {
-	return appendWire(reg, nil, e)
+	return appendWire(reg, nil, e.Msg, e.Reply)
 }
 
-// appendWire is toWire appending the body to dst, which it returns
-// extended (or unchanged on error).
-func appendWire(reg *codec.Registry, dst []byte, e *actor.Envelope) (kind codec.Kind, typ string, body []byte, err error) {
+// appendWire is toWire for the message msg, a reply if reply, appending
+// the body to dst, which it returns extended (or unchanged on error).
+func appendWire(reg *codec.Registry, dst []byte, msg any, reply bool) (kind codec.Kind, typ string, body []byte, err error) {
 	var v any
 	kind = codec.KindSystem
-	switch m := e.Msg.(type) {
+	switch m := msg.(type) {
 	case actor.LinkSignal:
 		typ, v = typeLink, linkBody{}
 	case actor.UnlinkSignal:
@@ -140,13 +140,13 @@ func appendWire(reg *codec.Registry, dst []byte, e *actor.Envelope) (kind codec.
 		typ, v = typeUndeliverable, encodeReason(m.Reason)
 	default:
 		kind = codec.KindUser
-		if e.Reply {
+		if reply {
 			kind = codec.KindReply
 		}
-		typ, body, err = reg.AppendEncode(dst, e.Msg)
+		typ, body, err = reg.AppendEncode(dst, msg)
 		return kind, typ, body, err
 	}
-	if e.Reply {
+	if reply {
 		kind = codec.KindReply
 	}
 	_, body, err = reg.AppendEncode(dst, v)
