@@ -17,7 +17,15 @@ type benchBlob struct{ Data []byte }
 // System.Send to a remote actor (into the link's queue), then, every
 // chunk, what the writer goroutine does with a batch: encode it into a
 // FrameWriter and flush (to io.Discard).
-func BenchmarkSendPath(b *testing.B) {
+func BenchmarkSendPath(b *testing.B) { benchSendPath(b, 0) }
+
+// BenchmarkSendPathWindowed is BenchmarkSendPath with each message a new
+// 100-byte slice and 40,000 messages waiting in the queue, as with the
+// window of the remote one-way benchmarks: the garbage collector runs, and
+// marks what waits.
+func BenchmarkSendPathWindowed(b *testing.B) { benchSendPath(b, 40_000) }
+
+func benchSendPath(b *testing.B, window int) {
 	reg, err := codec.NewRegistry()
 	if err != nil {
 		b.Fatal(err)
@@ -46,9 +54,10 @@ func BenchmarkSendPath(b *testing.B) {
 		batch   []outMsg
 		scratch []byte
 	)
-	drain := func() {
-		for {
-			batch = l.user.q.takeBatch(batch[:0])
+	q := l.user.q
+	drain := func(keep int) {
+		for q.len() > keep {
+			batch = q.takeBatch(batch[:0])
 			if len(batch) == 0 {
 				return
 			}
@@ -64,12 +73,15 @@ func BenchmarkSendPath(b *testing.B) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
+		if window > 0 {
+			msg = benchBlob{Data: make([]byte, 100)}
+		}
 		sys.Send(to, msg)
 		if i++; i%chunkSize == 0 {
-			drain()
+			drain(window)
 		}
 	}
-	drain()
+	drain(0)
 	if st := r.Stats(); st.Sent != uint64(i) || sys.DeadLetters() != 0 {
 		b.Fatalf("sent %d of %d, %d dead letters", st.Sent, i, sys.DeadLetters())
 	}
