@@ -47,8 +47,9 @@ type fastField struct {
 
 // fastPlan is how the fast path encodes and decodes one struct type.
 type fastPlan struct {
-	fields []fastField
-	lim    Limits
+	fields    []fastField
+	lim       Limits
+	omitEmpty bool // some field is omitempty: the map's size varies
 }
 
 // Interfaces through which the library lets a type encode or decode itself;
@@ -103,7 +104,7 @@ func compileFast(t reflect.Type, lim Limits) *fastPlan {
 			switch o {
 			case "":
 			case "omitempty":
-				ff.omitEmpty = true
+				ff.omitEmpty, p.omitEmpty = true, true
 			case "keyasint":
 				keyAsInt = true
 			default:
@@ -210,11 +211,14 @@ func (f *fastField) isEmpty(fp unsafe.Pointer) bool {
 // path: a string that is not valid UTF-8 or a string over the limits,
 // which the general path turns into an error.
 func (pl *fastPlan) appendValue(dst []byte, p unsafe.Pointer) ([]byte, bool) {
-	n := 0
-	for i := range pl.fields {
-		f := &pl.fields[i]
-		if !f.omitEmpty || !f.isEmpty(unsafe.Add(p, f.off)) {
-			n++
+	n := len(pl.fields)
+	if pl.omitEmpty {
+		n = 0
+		for i := range pl.fields {
+			f := &pl.fields[i]
+			if !f.omitEmpty || !f.isEmpty(unsafe.Add(p, f.off)) {
+				n++
+			}
 		}
 	}
 	dst = append(dst, majorMap<<5|byte(n))
