@@ -177,7 +177,7 @@ func (l *link) write(q *queue) {
 			}
 		}
 		if s != nil {
-			err := l.putBatch(fw, batch, &scratch)
+			err := l.putBatch(fw, batch, &scratch, q == &l.user)
 			if err == nil {
 				if now := time.Now(); now.Sub(deadlined) > time.Second {
 					_ = s.SetWriteDeadline(now.Add(30 * time.Second))
@@ -198,13 +198,14 @@ func (l *link) write(q *queue) {
 }
 
 // putBatch encodes the envelopes of batch into fw, counting those sent,
-// and returns the first stream error.
-func (l *link) putBatch(fw *codec.FrameWriter, batch []outMsg, scratch *[]byte) error {
+// and returns the first stream error. user says that batch comes from the
+// user queue, which holds no signals (see isControl).
+func (l *link) putBatch(fw *codec.FrameWriter, batch []outMsg, scratch *[]byte, user bool) error {
 	var err error
 	sent := uint64(0)
 	for i := 0; err == nil && i < len(batch); i++ {
 		var ok bool
-		if ok, err = l.put(fw, &batch[i], scratch); ok {
+		if ok, err = l.put(fw, &batch[i], scratch, user); ok {
 			sent++
 		}
 	}
@@ -214,12 +215,23 @@ func (l *link) putBatch(fw *codec.FrameWriter, batch []outMsg, scratch *[]byte) 
 
 // put encodes m into fw, encoding its body in scratch first, and reports
 // whether it did. Errors about m itself (too large, unencodable) fail m and
-// return a nil error; only stream errors are returned.
-func (l *link) put(fw *codec.FrameWriter, m *outMsg, scratch *[]byte) (bool, error) {
+// return a nil error; only stream errors are returned. user says that m is
+// not a signal.
+func (l *link) put(fw *codec.FrameWriter, m *outMsg, scratch *[]byte, user bool) (bool, error) {
 	if m.to == "" {
 		return false, nil
 	}
-	kind, typ, body, err := appendWire(l.r.cfg.Registry, (*scratch)[:0], m.msg, m.reply)
+	var (
+		kind codec.Kind
+		typ  string
+		body []byte
+		err  error
+	)
+	if user {
+		kind, typ, body, err = appendUser(l.r.cfg.Registry, (*scratch)[:0], m.msg, m.reply)
+	} else {
+		kind, typ, body, err = appendWire(l.r.cfg.Registry, (*scratch)[:0], m.msg, m.reply)
+	}
 	if cap(body) <= maxScratch {
 		*scratch = body
 	}

@@ -61,7 +61,7 @@ func benchSendPath(b *testing.B, window int) {
 			if len(batch) == 0 {
 				return
 			}
-			if err := l.putBatch(fw, batch, &scratch); err != nil {
+			if err := l.putBatch(fw, batch, &scratch, true); err != nil {
 				b.Fatal(err)
 			}
 			if err := fw.Flush(); err != nil {

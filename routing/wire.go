@@ -139,17 +139,22 @@ func appendWire(reg *codec.Registry, dst []byte, msg any, reply bool) (kind code
 	case actor.Undeliverable:
 		typ, v = typeUndeliverable, encodeReason(m.Reason)
 	default:
-		kind = codec.KindUser
-		if reply {
-			kind = codec.KindReply
-		}
-		typ, body, err = reg.AppendEncode(dst, msg)
-		return kind, typ, body, err
+		return appendUser(reg, dst, msg, reply)
 	}
 	if reply {
 		kind = codec.KindReply
 	}
 	_, body, err = reg.AppendEncode(dst, v)
+	return kind, typ, body, err
+}
+
+// appendUser is appendWire for a message that is not a signal.
+func appendUser(reg *codec.Registry, dst []byte, msg any, reply bool) (kind codec.Kind, typ string, body []byte, err error) {
+	kind = codec.KindUser
+	if reply {
+		kind = codec.KindReply
+	}
+	typ, body, err = reg.AppendEncode(dst, msg)
 	return kind, typ, body, err
 }
 
