@@ -25,10 +25,13 @@ func BenchmarkSendPath(b *testing.B) { benchSendPath(b, 0) }
 // marks what waits.
 func BenchmarkSendPathWindowed(b *testing.B) { benchSendPath(b, 40_000) }
 
-func benchSendPath(b *testing.B, window int) {
+// newSender returns a router whose link to a remote peer is not started
+// (nothing dials; the caller drains the queue), bound to a system of its
+// own, and the Ref of an actor "sink" on that remote peer.
+func newSender(tb testing.TB) (*Router, *link, *actor.System, actor.Ref) {
 	reg, err := codec.NewRegistry()
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	codec.MustRegister[benchBlob](reg, "bench.Blob")
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -40,14 +43,19 @@ func benchSendPath(b *testing.B, window int) {
 	r.fast.Store(remote, l)
 	sys, err := actor.New(actor.WithPeer("12D3KooWLocalPeerOfTheSendingBenchmark"), actor.WithRemote(r), actor.WithLogger(logger), actor.WithLoops(1))
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	r.sys = sys
-	b.Cleanup(func() { _ = sys.Shutdown(context.Background()) })
+	tb.Cleanup(func() { _ = sys.Shutdown(context.Background()) })
 	to, err := actor.NewRef(remote, "sink")
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
+	return r, l, sys, to
+}
+
+func benchSendPath(b *testing.B, window int) {
+	r, l, sys, to := newSender(b)
 	var msg any = benchBlob{Data: make([]byte, 100)}
 	fw := codec.NewFrameWriter(io.Discard, 0)
 	var (
