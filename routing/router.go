@@ -131,7 +131,9 @@ func (r *Router) Bind(sys *actor.System) error {
 func (r *Router) Incarnation() uint64 { return r.incarnation }
 
 // Deliver queues e for its peer. It never blocks: a full queue returns
-// ErrLinkFull. Implements actor.Remote.
+// ErrLinkFull. e.From is an actor of this peer or the zero Ref: only its
+// name is kept (the receiver takes the stream's remote peer as the
+// sender's). Implements actor.Remote.
 func (r *Router) Deliver(e actor.Envelope) error {
 	l, err := r.link(e.To.Peer())
 	if err != nil {
