@@ -91,14 +91,6 @@ func (l *link) queueFor(msg any) *outQueue {
 	return l.user.q
 }
 
-func (l *link) enqueue(e *actor.Envelope) error {
-	if !l.queueFor(e.Msg).push(e) {
-		l.r.linkFull.Add(1)
-		return fmt.Errorf("%w: %v", ErrLinkFull, l.peer)
-	}
-	return nil
-}
-
 func (l *link) enqueueCtx(ctx context.Context, e *actor.Envelope) error {
 	err := l.queueFor(e.Msg).pushCtx(ctx, e, l.closing)
 	if err != nil && ctx.Err() != nil {

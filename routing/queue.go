@@ -52,11 +52,14 @@ func newOutQueue(max int) *outQueue {
 }
 
 // push appends e unless the queue is full.
-func (q *outQueue) push(e *actor.Envelope) bool { return q.pushBelow(e, q.max) }
+func (q *outQueue) push(e *actor.Envelope) bool {
+	return q.pushBelow(e.To.Name(), e.From.Name(), e.Msg, e.Corr, e.Reply, q.max)
+}
 
-// pushBelow appends e unless limit or more envelopes wait. It writes e's
-// fields straight into the queue's slot: no outMsg is built and copied.
-func (q *outQueue) pushBelow(e *actor.Envelope, limit int) bool {
+// pushBelow appends a message (the fields of an outMsg) unless limit or
+// more envelopes wait. It writes the fields straight into the queue's
+// slot: no outMsg is built and copied.
+func (q *outQueue) pushBelow(to, from string, msg any, corr uint64, reply bool, limit int) bool {
 	q.mu.Lock()
 	if q.n >= limit {
 		q.mu.Unlock()
@@ -70,7 +73,7 @@ func (q *outQueue) pushBelow(e *actor.Envelope, limit int) bool {
 	c = c[:len(c)+1]
 	q.chunks[last] = c
 	m := &c[len(c)-1]
-	m.to, m.from, m.msg, m.corr, m.reply = e.To.Name(), e.From.Name(), e.Msg, e.Corr, e.Reply
+	m.to, m.from, m.msg, m.corr, m.reply = to, from, msg, corr, reply
 	q.n++
 	wake := q.asleep
 	q.asleep = false
@@ -98,7 +101,7 @@ const waitLimit = 8 * chunkSize
 func (q *outQueue) pushCtx(ctx context.Context, e *actor.Envelope, stop <-chan struct{}) error {
 	limit := min(waitLimit, q.max)
 	for {
-		if q.pushBelow(e, limit) {
+		if q.pushBelow(e.To.Name(), e.From.Name(), e.Msg, e.Corr, e.Reply, limit) {
 			return nil
 		}
 		q.mu.Lock()
