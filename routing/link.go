@@ -232,7 +232,10 @@ func (l *link) put(fw *codec.FrameWriter, m *outMsg, scratch *[]byte, user bool)
 		l.fail(m, err)
 		return false, nil
 	}
-	env := codec.Envelope{Kind: kind, To: m.to, FromName: m.from, Type: typ, Body: body, Corr: m.corr}
+	// Set field by field: a composite literal would be built aside and
+	// copied in 16-byte moves, stalling on the 8-byte stores just made.
+	var env codec.Envelope
+	env.Kind, env.To, env.FromName, env.Type, env.Body, env.Corr = kind, m.to, m.from, typ, body, m.corr
 	err = fw.WriteEnvelope(&env)
 	switch {
 	case err == nil:
