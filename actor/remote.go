@@ -1,7 +1,7 @@
 package actor
 
 // Envelope is a message in transit between systems: what a Remote carries
-// and what System.Deliver accepts.
+// (as Remote.Deliver's arguments) and what System.Deliver accepts.
 type Envelope struct {
 	To    Ref
 	From  Ref    // zero when sent from plain Go code
@@ -12,8 +12,12 @@ type Envelope struct {
 
 // Remote carries messages to actors of other peers; routing implements it.
 type Remote interface {
-	// Deliver queues e for its peer. It is called on event loops and must
-	// never block; an error makes the message a dead letter with that reason
-	// (and fails the Ask that sent it).
-	Deliver(e Envelope) error
+	// Deliver queues msg for the actor to of another peer, with the
+	// fields of an Envelope as arguments: from is an actor of this peer
+	// or the zero Ref, corr and reply are Envelope.Corr and Reply. (A
+	// by-value Envelope would be built and then copied for the call,
+	// which costs a store-forwarding stall per message.) It is called on
+	// event loops and must never block; an error makes the message a
+	// dead letter with that reason (and fails the Ask that sent it).
+	Deliver(to, from Ref, msg any, corr uint64, reply bool) error
 }

@@ -264,7 +264,7 @@ func (s *System) send(to, from Ref, msg any, corr uint64, kind uint8) {
 	case s.cfg.remote == nil:
 		err = ErrNoRoute
 	default:
-		err = s.cfg.remote.Deliver(Envelope{To: to, From: from, Msg: msg, Corr: corr, Reply: kind == kindReply})
+		err = s.cfg.remote.Deliver(to, from, msg, corr, kind == kindReply)
 	}
 	if err != nil {
 		s.undeliverable(to, s.newNode(msg, from, corr, kind), err)

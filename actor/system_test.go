@@ -191,10 +191,10 @@ type recordingRemote struct {
 	err  error
 }
 
-func (r *recordingRemote) Deliver(e Envelope) error {
+func (r *recordingRemote) Deliver(to, from Ref, msg any, corr uint64, reply bool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.envs = append(r.envs, e)
+	r.envs = append(r.envs, Envelope{To: to, From: from, Msg: msg, Corr: corr, Reply: reply})
 	return r.err
 }
 

@@ -47,8 +47,9 @@ type fastField struct {
 
 // fastPlan is how the fast path encodes and decodes one struct type.
 type fastPlan struct {
-	fields []fastField
-	lim    Limits
+	fields    []fastField
+	lim       Limits
+	omitEmpty bool // some field is omitempty: the map's size varies
 }
 
 // Interfaces through which the library lets a type encode or decode itself;
@@ -103,7 +104,7 @@ func compileFast(t reflect.Type, lim Limits) *fastPlan {
 			switch o {
 			case "":
 			case "omitempty":
-				ff.omitEmpty = true
+				ff.omitEmpty, p.omitEmpty = true, true
 			case "keyasint":
 				keyAsInt = true
 			default:
@@ -210,11 +211,14 @@ func (f *fastField) isEmpty(fp unsafe.Pointer) bool {
 // path: a string that is not valid UTF-8 or a string over the limits,
 // which the general path turns into an error.
 func (pl *fastPlan) appendValue(dst []byte, p unsafe.Pointer) ([]byte, bool) {
-	n := 0
-	for i := range pl.fields {
-		f := &pl.fields[i]
-		if !f.omitEmpty || !f.isEmpty(unsafe.Add(p, f.off)) {
-			n++
+	n := len(pl.fields)
+	if pl.omitEmpty {
+		n = 0
+		for i := range pl.fields {
+			f := &pl.fields[i]
+			if !f.omitEmpty || !f.isEmpty(unsafe.Add(p, f.off)) {
+				n++
+			}
 		}
 	}
 	dst = append(dst, majorMap<<5|byte(n))
@@ -413,14 +417,22 @@ func newFastCodec[T any](lim Limits, enc cbor.EncMode, dec cbor.DecMode) *fastCo
 	if plan == nil {
 		return nil
 	}
+	typeWord := typeWordOf[T]()
 	fc := &fastCodec{
 		encode: func(dst []byte, v any) ([]byte, bool) {
-			t := v.(T)
+			// An interface holding a T points to it, so the value is
+			// read in place rather than copied out. (Only a T whose one
+			// field is an unexported pointer is pointer-shaped, held in
+			// the interface itself; its plan has no fields and reads
+			// nothing.)
+			if e := (*eface)(unsafe.Pointer(&v)); e.typ == typeWord {
+				return plan.appendValue(dst, e.data)
+			}
+			t := v.(T) // panics, as a wrong type is a programming error
 			return plan.appendValue(dst, unsafe.Pointer(&t))
 		},
 	}
 	size := unsafe.Sizeof(*new(T))
-	typeWord := typeWordOf[T]()
 	fc.decode = func(body []byte, c *streamCache) (any, bool) {
 		if c == nil || size == 0 || size > maxBoxed {
 			var t T

@@ -350,3 +350,50 @@ func TestReadMessageSteadyStateAllocs(t *testing.T) {
 		t.Errorf("ReadMessage: %.2f allocations per message, want < 0.2", allocs)
 	}
 }
+
+// A pointer-shaped type (its one field an unexported pointer) has an empty
+// plan: encoding it reads nothing through the interface's data word.
+func TestFastEncodePointerShaped(t *testing.T) {
+	type opaque struct{ p *int }
+	r, err := NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	MustRegister[opaque](r, "test.Opaque")
+	x := 7
+	name, body, err := r.AppendEncode(nil, opaque{p: &x})
+	if err != nil || name != "test.Opaque" || !bytes.Equal(body, []byte{0xa0}) {
+		t.Fatalf("AppendEncode = %q, % x, %v; want test.Opaque, a0", name, body, err)
+	}
+}
+
+// AppendEncode keeps the entry of the type it encoded last: values of
+// other types, Raw, nil and unregistered types in between are still told
+// apart.
+func TestAppendEncodeTypeChanges(t *testing.T) {
+	r := newFastRegistry(t)
+	type unregistered struct{ X int }
+	raw := Raw{Type: "x", Body: []byte{0x01}}
+	for i, v := range []any{
+		fastBlob{Data: []byte{1}}, fastBlob{Data: []byte{2}}, fastTagged{ID: 3, Text: "t"},
+		raw, fastBlob{}, nil, unregistered{1}, fastTagged{}, raw, raw, fastBlob{Data: []byte{4}},
+	} {
+		name, body, err := r.AppendEncode(nil, v)
+		switch v := v.(type) {
+		case Raw:
+			if err != nil || name != v.Type || !bytes.Equal(body, v.Body) {
+				t.Errorf("%d: Raw: %q, %x, %v", i, name, body, err)
+			}
+		case nil, unregistered:
+			if !errors.Is(err, ErrUnregistered) {
+				t.Errorf("%d: %T: %v, want ErrUnregistered", i, v, err)
+			}
+		default:
+			want, _ := r.enc.Marshal(v)
+			wantName, _ := r.TypeName(reflect.TypeOf(v))
+			if err != nil || name != wantName || !bytes.Equal(body, want) {
+				t.Errorf("%d: %T: %q, %x, %v; want %q, %x", i, v, name, body, err, wantName, want)
+			}
+		}
+	}
+}

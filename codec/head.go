@@ -61,6 +61,12 @@ func putHead(b []byte, major byte, arg uint64) int {
 
 // appendHead appends the shortest CBOR head for major and arg.
 func appendHead(dst []byte, major byte, arg uint64) []byte {
+	switch {
+	case arg < aiOneByte:
+		return append(dst, major<<5|byte(arg))
+	case arg <= 0xff:
+		return append(dst, major<<5|aiOneByte, byte(arg))
+	}
 	var b [9]byte
 	return append(dst, b[:putHead(b[:], major, arg)]...)
 }

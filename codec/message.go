@@ -3,6 +3,7 @@ package codec
 import (
 	"fmt"
 	"reflect"
+	"unsafe"
 )
 
 // Encode returns the registered name of v's type and v's CBOR encoding. v
@@ -32,15 +33,17 @@ func (r *Registry) Encode(v any) (typeName string, body []byte, err error) {
 // plain structs (exported fields of kinds bool, integer, string and
 // []byte), which are encoded without reflection. Safe for concurrent use.
 func (r *Registry) AppendEncode(dst []byte, v any) (typeName string, out []byte, err error) {
-	if raw, ok := v.(Raw); ok {
-		if err := checkRaw(raw, &r.lim); err != nil {
-			return "", dst, err
-		}
-		return raw.Type, append(dst, raw.Body...), nil
-	}
-	t := reflect.TypeOf(v)
 	e := r.lastEnc.Load()
-	if e == nil || e.typ != t {
+	if e == nil || e.word != (*eface)(unsafe.Pointer(&v)).typ {
+		// Raw cannot be registered, so a value of the type encoded last
+		// is not one.
+		if raw, ok := v.(Raw); ok {
+			if err := checkRaw(raw, &r.lim); err != nil {
+				return "", dst, err
+			}
+			return raw.Type, append(dst, raw.Body...), nil
+		}
+		t := reflect.TypeOf(v)
 		var ok bool
 		if e, ok = r.tab.Load().byType[t]; !ok {
 			if t == nil {
@@ -58,12 +61,12 @@ func (r *Registry) AppendEncode(dst []byte, v any) (typeName string, out []byte,
 	}
 	body, err := r.enc.Marshal(v)
 	if err != nil {
-		return "", dst, fmt.Errorf("%w: encoding %q (%v): %w", ErrMalformed, e.name, t, err)
+		return "", dst, fmt.Errorf("%w: encoding %q (%v): %w", ErrMalformed, e.name, e.typ, err)
 	}
 	// Refuse to send what a peer with the same limits would reject, such
 	// as a string that is not valid UTF-8 or one over MaxStringLen.
 	if err := checkWellFormed(body, &r.lim); err != nil {
-		return "", dst, fmt.Errorf("%w (encoding %q from %v)", err, e.name, t)
+		return "", dst, fmt.Errorf("%w (encoding %q from %v)", err, e.name, e.typ)
 	}
 	if len(dst) == 0 {
 		return e.name, body, nil

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/fxamacker/cbor/v2"
 )
@@ -40,6 +41,7 @@ type table struct {
 type entry struct {
 	name   string
 	typ    reflect.Type
+	word   unsafe.Pointer // the type word of interface values holding a typ
 	decode func(dm cbor.DecMode, body []byte) (any, error)
 	fast   *fastCodec // nil: the type always takes the general path
 }
@@ -164,6 +166,7 @@ func Register[T any](r *Registry, name string) error {
 	e := &entry{
 		name: name,
 		typ:  t,
+		word: typeWordOf[T](),
 		decode: func(dm cbor.DecMode, body []byte) (any, error) {
 			var v T
 			if err := dm.Unmarshal(body, &v); err != nil {

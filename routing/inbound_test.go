@@ -15,6 +15,8 @@ import (
 	"github.com/troupe-mesh/troupe/codec"
 )
 
+// benchBlob is the 100-byte message of the sending and receiving
+// benchmarks.
 type benchBlob struct{ Data []byte }
 
 // BenchmarkInboundRead: what a receiving peer does per message, without

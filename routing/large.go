@@ -3,7 +3,6 @@ package routing
 import (
 	"fmt"
 
-	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
 )
 
@@ -43,7 +42,7 @@ var errFragments = fmt.Errorf("%w: bad fragment sequence", codec.ErrMalformed)
 // pair is a sender and target actor, by name, on one link.
 type pair struct{ from, to string }
 
-func pairOf(e *actor.Envelope) pair { return pair{e.From.Name(), e.To.Name()} }
+func pairOf(m *outMsg) pair { return pair{m.from, m.to} }
 
 // largeOut is a writer's large message in progress and the messages held
 // back behind it.
@@ -56,35 +55,35 @@ type largeOut struct {
 	off    int // bytes of body written
 	since  int // bytes of other frames written since the last fragment
 	pair   pair
-	held   []actor.Envelope
+	held   []outMsg
 	pairs  map[pair]struct{} // pairs of held messages, and the large one's
 }
 
 // holds reports whether e must wait behind the large message in progress.
-func (lg *largeOut) holds(e *actor.Envelope) bool {
+func (lg *largeOut) holds(m *outMsg) bool {
 	if lg == nil || !lg.active {
 		return false
 	}
-	_, ok := lg.pairs[pairOf(e)]
+	_, ok := lg.pairs[pairOf(m)]
 	return ok
 }
 
-// hold keeps e, and from now on every message of its pair, for later.
-func (lg *largeOut) hold(e *actor.Envelope) {
-	lg.held = append(lg.held, *e)
-	lg.pairs[pairOf(e)] = struct{}{}
+// hold keeps m, and from now on every message of its pair, for later.
+func (lg *largeOut) hold(m *outMsg) {
+	lg.held = append(lg.held, *m)
+	lg.pairs[pairOf(m)] = struct{}{}
 }
 
-// start makes e, whose encoded body is body, the large message in
+// start makes m, whose encoded body is body, the large message in
 // progress.
-func (lg *largeOut) start(e *actor.Envelope, kind codec.Kind, typ string, body []byte) {
+func (lg *largeOut) start(m *outMsg, kind codec.Kind, typ string, body []byte) {
 	if lg.pairs == nil {
 		lg.pairs = make(map[pair]struct{})
 	}
 	*lg = largeOut{
 		active: true,
-		env:    codec.Envelope{Kind: codec.KindSystem, To: e.To.Name(), FromName: e.From.Name(), Type: typeFragment, Corr: e.Corr},
-		typ:    typ, reply: kind == codec.KindReply, body: body, pair: pairOf(e),
+		env:    codec.Envelope{Kind: codec.KindSystem, To: m.to, FromName: m.from, Type: typeFragment, Corr: m.corr},
+		typ:    typ, reply: kind == codec.KindReply, body: body, pair: pairOf(m),
 		held: lg.held[:0], pairs: lg.pairs,
 	}
 	lg.pairs[lg.pair] = struct{}{}
@@ -92,8 +91,8 @@ func (lg *largeOut) start(e *actor.Envelope, kind codec.Kind, typ string, body [
 
 // release ends the large message and returns the held messages followed
 // by rest, in order.
-func (lg *largeOut) release(rest []actor.Envelope) []actor.Envelope {
-	var out []actor.Envelope
+func (lg *largeOut) release(rest []outMsg) []outMsg {
+	var out []outMsg
 	if len(lg.held) > 0 {
 		out = append(append(out, lg.held...), rest...)
 	} else {
@@ -138,39 +137,6 @@ func (l *link) nextFragment(fw *codec.FrameWriter, lg *largeOut, scratch *[]byte
 	}
 	lg.off, lg.since = end, 0
 	return end == len(lg.body), nil
-}
-
-// writeBatch writes batch through fw: small messages as frames, large ones
-// in fragments interleaved with the rest, holding back what must wait
-// behind a large message. It returns how many messages it completed (a
-// large one counts with its last fragment) and the first stream error.
-func (l *link) writeBatch(fw *codec.FrameWriter, batch []actor.Envelope, lg *largeOut, scratch *[]byte) (sent uint64, err error) {
-	for len(batch) > 0 {
-		e := &batch[0]
-		batch = batch[1:]
-		if lg.holds(e) {
-			lg.hold(e)
-			continue
-		}
-		var ok bool
-		if ok, err = l.put(fw, e, scratch, lg); err != nil {
-			return sent, err
-		}
-		if ok {
-			sent++
-		}
-		if lg != nil && lg.active && lg.since >= fragmentData {
-			var last bool
-			if last, err = l.nextFragment(fw, lg, scratch); err != nil {
-				return sent, err
-			}
-			if last {
-				sent++
-				batch = lg.release(batch)
-			}
-		}
-	}
-	return sent, nil
 }
 
 // largeIn is a reader's large message being reassembled.

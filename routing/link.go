@@ -75,32 +75,24 @@ func (l *link) start() {
 
 func (l *link) drain() { l.drainOnce.Do(func() { close(l.closing) }) }
 
-// isControl reports whether e travels on the control stream.
-func isControl(e *actor.Envelope) bool {
-	switch e.Msg.(type) {
+// isControl reports whether msg travels on the control stream.
+func isControl(msg any) bool {
+	switch msg.(type) {
 	case actor.Signal, actor.Undeliverable:
 		return true
 	}
 	return false
 }
 
-func (l *link) queueFor(e *actor.Envelope) *outQueue {
-	if isControl(e) {
+func (l *link) queueFor(msg any) *outQueue {
+	if isControl(msg) {
 		return l.ctl.q
 	}
 	return l.user.q
 }
 
-func (l *link) enqueue(e actor.Envelope) error {
-	if !l.queueFor(&e).push(e) {
-		l.r.linkFull.Add(1)
-		return fmt.Errorf("%w: %v", ErrLinkFull, l.peer)
-	}
-	return nil
-}
-
-func (l *link) enqueueCtx(ctx context.Context, e actor.Envelope) error {
-	err := l.queueFor(&e).pushCtx(ctx, e, l.closing)
+func (l *link) enqueueCtx(ctx context.Context, e *actor.Envelope) error {
+	err := l.queueFor(e.Msg).pushCtx(ctx, e, l.closing)
 	if err != nil && ctx.Err() != nil {
 		return fmt.Errorf("routing: waiting for queue space towards %v: %w", l.peer, err)
 	}
@@ -115,7 +107,7 @@ func (l *link) write(q *queue) {
 	var (
 		s         network.Stream
 		fw        *codec.FrameWriter
-		batch     []actor.Envelope
+		batch     []outMsg
 		scratch   []byte // one message body at a time
 		deadlined time.Time
 	)
@@ -128,8 +120,24 @@ func (l *link) write(q *queue) {
 	// lg is the large message in fragments: only on user streams whose
 	// reader knows fragments (1.1.0), nil otherwise.
 	var lg, lgState *largeOut
+	reset := func() {
+		if s != nil {
+			_ = s.Reset()
+			l.track(s, false)
+			s = nil
+		}
+	}
 	for {
-		if lg == nil || !lg.active {
+		select {
+		case <-l.r.ctx.Done():
+			reset()
+			return
+		default:
+		}
+		// An empty queue marks the writer as sleeping: the next push
+		// wakes it through ready.
+		batch = q.q.takeBatch(batch[:0])
+		if len(batch) == 0 && (lg == nil || !lg.active) {
 			select {
 			case <-q.q.ready:
 			case <-l.closing:
@@ -137,20 +145,9 @@ func (l *link) write(q *queue) {
 					return // everything queued was written
 				}
 			case <-l.r.ctx.Done():
-				if s != nil {
-					_ = s.Reset()
-					l.track(s, false)
-					s = nil
-				}
+				reset()
 				return
 			}
-		} else if l.r.ctx.Err() != nil {
-			_ = s.Reset() // a large message is in fragments, so s is open
-			l.track(s, false)
-			return
-		}
-		batch = q.q.takeBatch(batch[:0])
-		if len(batch) == 0 && (lg == nil || !lg.active) {
 			continue
 		}
 		for attempts := 1; s == nil; attempts++ {
@@ -182,18 +179,15 @@ func (l *link) write(q *queue) {
 			}
 		}
 		if s != nil {
-			sent, err := l.writeBatch(fw, batch, lg, &scratch)
+			err := l.putBatch(fw, batch, &scratch, q == &l.user, lg)
 			if err == nil && lg != nil && lg.active && q.q.len() == 0 {
 				// Nothing else waits: on with the large message.
 				var last bool
 				if last, err = l.nextFragment(fw, lg, &scratch); err == nil && last {
-					sent++
-					var more uint64
-					more, err = l.writeBatch(fw, lg.release(nil), lg, &scratch)
-					sent += more
+					l.r.sent.Add(1)
+					err = l.putBatch(fw, lg.release(nil), &scratch, true, lg)
 				}
 			}
-			l.r.sent.Add(sent)
 			if err == nil {
 				if now := time.Now(); now.Sub(deadlined) > time.Second {
 					_ = s.SetWriteDeadline(now.Add(30 * time.Second))
@@ -212,49 +206,96 @@ func (l *link) write(q *queue) {
 			}
 		}
 		clear(batch)
-		if q.q.len() > 0 {
-			select { // more came while writing: go round again
-			case q.q.ready <- struct{}{}:
-			default:
-			}
-		}
 	}
 }
 
-// put encodes e into fw, encoding its body in scratch first, and reports
-// whether it did. Errors about e itself (too large, unencodable) fail e and
-// return a nil error; only stream errors are returned.
-func (l *link) put(fw *codec.FrameWriter, e *actor.Envelope, scratch *[]byte, lg *largeOut) (bool, error) {
-	if e.To.IsZero() {
+// putBatch encodes the envelopes of batch into fw, counting those sent,
+// and returns the first stream error. user says that batch comes from the
+// user queue, which holds no signals (see isControl). With lg (a 1.1.0 user
+// stream), a large message goes out in fragments between the others, and
+// what must wait behind it is held back (see large.go); a large message
+// counts as sent with its last fragment.
+func (l *link) putBatch(fw *codec.FrameWriter, batch []outMsg, scratch *[]byte, user bool, lg *largeOut) error {
+	sent := uint64(0)
+	defer func() { l.r.sent.Add(sent) }()
+	for len(batch) > 0 {
+		m := &batch[0]
+		batch = batch[1:]
+		if lg.holds(m) {
+			lg.hold(m)
+			continue
+		}
+		ok, err := l.put(fw, m, scratch, user, lg)
+		if err != nil {
+			return err
+		}
+		if ok {
+			sent++
+		}
+		if lg != nil && lg.active && lg.since >= fragmentData {
+			last, err := l.nextFragment(fw, lg, scratch)
+			if err != nil {
+				return err
+			}
+			if last {
+				sent++
+				batch = lg.release(batch)
+			}
+		}
+	}
+	return nil
+}
+
+// put encodes m into fw, encoding its body in scratch first, and reports
+// whether it did. Errors about m itself (too large, unencodable) fail m and
+// return a nil error; only stream errors are returned. user says that m is
+// not a signal. With lg, a large m starts going out in fragments (put
+// reports false: it counts when done) or, when another is on its way, is
+// held back.
+func (l *link) put(fw *codec.FrameWriter, m *outMsg, scratch *[]byte, user bool, lg *largeOut) (bool, error) {
+	if m.to == "" {
 		return false, nil
 	}
-	kind, typ, body, err := appendWire(l.r.cfg.Registry, (*scratch)[:0], e)
+	var (
+		kind codec.Kind
+		typ  string
+		body []byte
+		err  error
+	)
+	if user {
+		kind, typ, body, err = appendUser(l.r.cfg.Registry, (*scratch)[:0], m.msg, m.reply)
+	} else {
+		kind, typ, body, err = appendWire(l.r.cfg.Registry, (*scratch)[:0], m.msg, m.reply)
+	}
 	if cap(body) <= maxScratch {
 		*scratch = body
 	}
 	if err != nil {
 		l.r.encodeErrors.Add(1)
-		l.fail(e, err)
+		l.fail(m, err)
 		return false, nil
 	}
 	if len(body) > fragmentData && lg != nil {
 		switch {
 		case len(body) > l.r.cfg.MaxFrame:
 			l.r.tooLarge.Add(1)
-			l.fail(e, fmt.Errorf("%w: message of %d bytes exceeds limit of %d", ErrTooLarge, len(body), l.r.cfg.MaxFrame))
+			l.fail(m, fmt.Errorf("%w: message of %d bytes exceeds limit of %d", ErrTooLarge, len(body), l.r.cfg.MaxFrame))
 			return false, nil
 		case lg.active:
-			lg.hold(e) // one large message at a time
+			lg.hold(m) // one large message at a time
 			return false, nil
 		}
 		// The body must stay as it is while its fragments go out: the
 		// scratch buffer starts anew.
 		*scratch = nil
-		lg.start(e, kind, typ, body)
+		lg.start(m, kind, typ, body)
 		_, err := l.nextFragment(fw, lg, scratch)
 		return false, err
 	}
-	env := codec.Envelope{Kind: kind, To: e.To.Name(), FromName: e.From.Name(), Type: typ, Body: body, Corr: e.Corr}
+	// Set field by field: a composite literal would be built aside and
+	// copied in 16-byte moves, stalling on the 8-byte stores just made.
+	var env codec.Envelope
+	env.Kind, env.To, env.FromName, env.Type, env.Body, env.Corr = kind, m.to, m.from, typ, body, m.corr
 	err = fw.WriteEnvelope(&env)
 	switch {
 	case err == nil:
@@ -264,11 +305,11 @@ func (l *link) put(fw *codec.FrameWriter, e *actor.Envelope, scratch *[]byte, lg
 		return true, nil
 	case errors.Is(err, codec.ErrFrameTooLarge):
 		l.r.tooLarge.Add(1)
-		l.fail(e, fmt.Errorf("%w: %v", ErrTooLarge, err))
+		l.fail(m, fmt.Errorf("%w: %v", ErrTooLarge, err))
 		return false, nil
 	case errors.Is(err, codec.ErrMalformed):
 		l.r.encodeErrors.Add(1)
-		l.fail(e, err)
+		l.fail(m, err)
 		return false, nil
 	}
 	return false, err
@@ -277,13 +318,16 @@ func (l *link) put(fw *codec.FrameWriter, e *actor.Envelope, scratch *[]byte, lg
 // maxScratch is the largest body buffer a writer keeps between messages.
 const maxScratch = 64 << 10
 
-// fail reports that e will not be sent: an Ask request is answered with
+// fail reports that m will not be sent: an Ask request is answered with
 // Undeliverable so the asker fails fast.
-func (l *link) fail(e *actor.Envelope, reason error) {
-	l.r.log.Debug("routing: message not sent", "to", e.To, "err", reason)
+func (l *link) fail(m *outMsg, reason error) {
+	// The names came from valid Refs, so NewRef does not fail.
+	to, _ := actor.NewRef(l.peerStr, m.to)
+	l.r.log.Debug("routing: message not sent", "to", to, "err", reason)
 	l.r.undeliverable.Add(1)
-	if e.Corr != 0 && !e.Reply && !e.From.IsZero() {
-		l.r.sys.Deliver(actor.Envelope{To: e.From, From: e.To, Msg: actor.Undeliverable{To: e.To, Reason: reason}, Corr: e.Corr, Reply: true})
+	if m.corr != 0 && !m.reply && m.from != "" {
+		from, _ := actor.NewRef(l.r.sys.Peer(), m.from)
+		l.r.sys.Deliver(actor.Envelope{To: from, From: to, Msg: actor.Undeliverable{To: to, Reason: reason}, Corr: m.corr, Reply: true})
 	}
 }
 

@@ -7,6 +7,19 @@ import (
 	"github.com/troupe-mesh/troupe/actor"
 )
 
+// outMsg is a message waiting in a link's queue: an actor.Envelope
+// without the peers. The link implies the target's peer, and the sender
+// is an actor of this peer (or none), whose peer the wire leaves out: the
+// receiver takes the stream's remote peer. At 64 bytes, a queue chunk
+// holds a third less memory for the garbage collector to scan than one of
+// envelopes, and an element fills one cache line.
+type outMsg struct {
+	to, from string // actor names; from is empty for no sender
+	msg      any
+	corr     uint64
+	reply    bool
+}
+
 // chunkSize is the most envelopes a writer takes at once: enough to fill
 // many frames per write, few enough that a burst's envelopes never sit in
 // one large buffer.
@@ -19,16 +32,17 @@ const chunkSize = 1024
 // envelopes wait at the peak of its bursts, and allocates none. The first
 // chunk grows with use, so an idle link costs a few words, not a chunk.
 type outQueue struct {
-	mu      sync.Mutex         // guards the fields below
-	chunks  [][]actor.Envelope // queued from head on, oldest first
+	mu      sync.Mutex // guards the fields below
+	chunks  [][]outMsg // queued from head on, oldest first
 	head    int
-	n       int                // envelopes queued
-	spare   [][]actor.Envelope // emptied full-size chunks, kept while a burst lasts
-	first   []actor.Envelope   // an emptied smaller chunk, kept for the next message
+	n       int        // envelopes queued
+	spare   [][]outMsg // emptied full-size chunks, kept while a burst lasts
+	first   []outMsg   // an emptied smaller chunk, kept for the next message
 	max     int
 	space   chan struct{} // closed and replaced when room appears and someone waits
 	waiting bool
-	small   int // small batches in a row
+	small   int  // small batches in a row
+	asleep  bool // the writer found the queue empty: the next push wakes it
 
 	ready chan struct{} // capacity 1: wakes the writer
 }
@@ -38,10 +52,14 @@ func newOutQueue(max int) *outQueue {
 }
 
 // push appends e unless the queue is full.
-func (q *outQueue) push(e actor.Envelope) bool { return q.pushBelow(e, q.max) }
+func (q *outQueue) push(e *actor.Envelope) bool {
+	return q.pushBelow(e.To.Name(), e.From.Name(), e.Msg, e.Corr, e.Reply, q.max)
+}
 
-// pushBelow appends e unless limit or more envelopes wait.
-func (q *outQueue) pushBelow(e actor.Envelope, limit int) bool {
+// pushBelow appends a message (the fields of an outMsg) unless limit or
+// more envelopes wait. It writes the fields straight into the queue's
+// slot: no outMsg is built and copied.
+func (q *outQueue) pushBelow(to, from string, msg any, corr uint64, reply bool, limit int) bool {
 	q.mu.Lock()
 	if q.n >= limit {
 		q.mu.Unlock()
@@ -51,12 +69,20 @@ func (q *outQueue) pushBelow(e actor.Envelope, limit int) bool {
 	if last < 0 || len(q.chunks[last]) == cap(q.chunks[last]) {
 		last = q.growLocked()
 	}
-	q.chunks[last] = append(q.chunks[last], e)
+	c := q.chunks[last]
+	c = c[:len(c)+1]
+	q.chunks[last] = c
+	m := &c[len(c)-1]
+	m.to, m.from, m.msg, m.corr, m.reply = to, from, msg, corr, reply
 	q.n++
+	wake := q.asleep
+	q.asleep = false
 	q.mu.Unlock()
-	select {
-	case q.ready <- struct{}{}:
-	default:
+	if wake {
+		select {
+		case q.ready <- struct{}{}:
+		default:
+		}
 	}
 	return true
 }
@@ -72,10 +98,10 @@ const waitLimit = 8 * chunkSize
 // pushCtx appends e, waiting until fewer than min(waitLimit, the queue's
 // bound) envelopes wait, or ctx or stop ends. It reports ctx's error, or
 // ErrClosed when stop closed first.
-func (q *outQueue) pushCtx(ctx context.Context, e actor.Envelope, stop <-chan struct{}) error {
+func (q *outQueue) pushCtx(ctx context.Context, e *actor.Envelope, stop <-chan struct{}) error {
 	limit := min(waitLimit, q.max)
 	for {
-		if q.pushBelow(e, limit) {
+		if q.pushBelow(e.To.Name(), e.From.Name(), e.Msg, e.Corr, e.Reply, limit) {
 			return nil
 		}
 		q.mu.Lock()
@@ -106,12 +132,12 @@ func (q *outQueue) growLocked() int {
 	last := len(q.chunks) - 1
 	if last >= 0 && cap(q.chunks[last]) < chunkSize {
 		c := q.chunks[last]
-		nc := make([]actor.Envelope, len(c), min(2*cap(c), chunkSize))
+		nc := make([]outMsg, len(c), min(2*cap(c), chunkSize))
 		copy(nc, c)
 		q.chunks[last] = nc
 		return last
 	}
-	var c []actor.Envelope
+	var c []outMsg
 	switch {
 	case len(q.spare) > 0:
 		c = q.spare[len(q.spare)-1]
@@ -120,9 +146,9 @@ func (q *outQueue) growLocked() int {
 	case last < 0 && q.first != nil:
 		c, q.first = q.first, nil
 	case last >= 0:
-		c = make([]actor.Envelope, 0, chunkSize) // a burst: full size at once
+		c = make([]outMsg, 0, chunkSize) // a burst: full size at once
 	default:
-		c = make([]actor.Envelope, 0, 16)
+		c = make([]outMsg, 0, 16)
 	}
 	q.chunks = append(q.chunks, c)
 	return len(q.chunks) - 1
@@ -137,12 +163,13 @@ const (
 	smallTakes = 64
 )
 
-// takeBatch returns the oldest chunk of queued envelopes (none when the
-// queue is empty). done is the previous batch, whose envelopes the caller
+// takeBatch returns the oldest chunk of queued envelopes. When the queue
+// is empty it returns none and marks the writer asleep: the next push
+// signals ready. done is the previous batch, whose envelopes the caller
 // cleared: the queue keeps it for reuse while a burst lasts.
-func (q *outQueue) takeBatch(done []actor.Envelope) []actor.Envelope {
+func (q *outQueue) takeBatch(done []outMsg) []outMsg {
 	q.mu.Lock()
-	var out []actor.Envelope
+	var out []outMsg
 	if q.head < len(q.chunks) {
 		out = q.chunks[q.head]
 		q.chunks[q.head] = nil
@@ -156,12 +183,17 @@ func (q *outQueue) takeBatch(done []actor.Envelope) []actor.Envelope {
 			q.chunks, q.head = q.chunks[:n], 0
 		}
 		q.n -= len(out)
-	}
-	if len(out) >= keepLimit {
-		q.small = 0
-	} else if q.small < smallTakes {
-		q.small++
 	} else {
+		q.asleep = true
+	}
+	switch {
+	case len(out) == 0:
+		// Not a batch: the writer goes to sleep.
+	case len(out) >= keepLimit:
+		q.small = 0
+	case q.small < smallTakes:
+		q.small++
+	default:
 		clear(q.spare)
 		q.spare = q.spare[:0]
 	}

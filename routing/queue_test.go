@@ -3,10 +3,9 @@ package routing
 import (
 	"context"
 	"errors"
+	"github.com/troupe-mesh/troupe/actor"
 	"testing"
 	"time"
-
-	"github.com/troupe-mesh/troupe/actor"
 )
 
 // A sender that can wait stops at waitLimit; one that cannot may fill the
@@ -16,25 +15,25 @@ func TestOutQueueWaitsBeforeItIsFull(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for i := range waitLimit {
-		if err := q.pushCtx(ctx, actor.Envelope{Corr: uint64(i)}, nil); err != nil {
+		if err := q.pushCtx(ctx, &actor.Envelope{Corr: uint64(i)}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	short, cancelShort := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancelShort()
-	if err := q.pushCtx(short, actor.Envelope{}, nil); !errors.Is(err, context.DeadlineExceeded) {
+	if err := q.pushCtx(short, &actor.Envelope{}, nil); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("pushCtx at the wait limit: %v, want DeadlineExceeded", err)
 	}
 	for q.len() < 2*waitLimit {
-		if !q.push(actor.Envelope{}) {
+		if !q.push(&actor.Envelope{}) {
 			t.Fatalf("push refused at %d of %d", q.len(), 2*waitLimit)
 		}
 	}
-	if q.push(actor.Envelope{}) {
+	if q.push(&actor.Envelope{}) {
 		t.Fatal("push accepted beyond the bound")
 	}
 	done := make(chan error, 1)
-	go func() { done <- q.pushCtx(ctx, actor.Envelope{Corr: 1 << 40}, nil) }()
+	go func() { done <- q.pushCtx(ctx, &actor.Envelope{Corr: 1 << 40}, nil) }()
 	// The waiting sender gets in once fewer than waitLimit wait; batches
 	// come oldest first, a chunk at a time.
 	next := 0
@@ -49,8 +48,8 @@ func TestOutQueueWaitsBeforeItIsFull(t *testing.T) {
 			t.Fatalf("batch of %d, want %d", len(batch), chunkSize)
 		}
 		for _, e := range batch {
-			if next < waitLimit && e.Corr != uint64(next) {
-				t.Fatalf("envelope %d has Corr %d: out of order", next, e.Corr)
+			if next < waitLimit && e.corr != uint64(next) {
+				t.Fatalf("envelope %d has Corr %d: out of order", next, e.corr)
 			}
 			next++
 		}
@@ -65,19 +64,19 @@ func TestOutQueueWaitsBeforeItIsFull(t *testing.T) {
 func TestOutQueueReusesChunks(t *testing.T) {
 	q := newOutQueue(1 << 16)
 	for i := range 3 * chunkSize {
-		q.push(actor.Envelope{Corr: uint64(i)})
+		q.push(&actor.Envelope{Corr: uint64(i)})
 	}
 	first := q.takeBatch(nil)
-	if len(first) != chunkSize || first[0].Corr != 0 {
-		t.Fatalf("first batch: %d envelopes from %d", len(first), first[0].Corr)
+	if len(first) != chunkSize || first[0].corr != 0 {
+		t.Fatalf("first batch: %d envelopes from %d", len(first), first[0].corr)
 	}
 	clear(first)
 	second := q.takeBatch(first)
-	if len(second) != chunkSize || second[0].Corr != chunkSize {
-		t.Fatalf("second batch: %d envelopes from %d", len(second), second[0].Corr)
+	if len(second) != chunkSize || second[0].corr != chunkSize {
+		t.Fatalf("second batch: %d envelopes from %d", len(second), second[0].corr)
 	}
 	for range 2 * chunkSize {
-		q.push(actor.Envelope{})
+		q.push(&actor.Envelope{})
 	}
 	q.mu.Lock()
 	reused := &q.chunks[q.head+1][0] == &first[:1][0]
@@ -91,7 +90,7 @@ func TestOutQueueReusesChunks(t *testing.T) {
 		batch = q.takeBatch(batch)
 	}
 	for range smallTakes + 1 {
-		q.push(actor.Envelope{})
+		q.push(&actor.Envelope{})
 		clear(batch)
 		batch = q.takeBatch(batch)
 	}
@@ -103,10 +102,10 @@ func TestOutQueueReusesChunks(t *testing.T) {
 	}
 	// A link's occasional messages reuse one small chunk.
 	q = newOutQueue(1 << 16)
-	q.push(actor.Envelope{})
+	q.push(&actor.Envelope{})
 	batch = q.takeBatch(nil)
 	if allocs := testing.AllocsPerRun(100, func() {
-		q.push(actor.Envelope{})
+		q.push(&actor.Envelope{})
 		clear(batch)
 		batch = q.takeBatch(batch)
 	}); allocs != 0 {
@@ -117,16 +116,16 @@ func TestOutQueueReusesChunks(t *testing.T) {
 // A queue that never empties keeps its list of chunks short.
 func TestOutQueueNeverEmpty(t *testing.T) {
 	q := newOutQueue(1 << 20)
-	var batch []actor.Envelope
+	var batch []outMsg
 	next := uint64(0)
 	for i := range 200 * chunkSize {
-		q.push(actor.Envelope{Corr: uint64(i)})
+		q.push(&actor.Envelope{Corr: uint64(i)})
 		if i%chunkSize == chunkSize-1 && i > 4*chunkSize {
 			clear(batch)
 			batch = q.takeBatch(batch)
 			for _, e := range batch {
-				if e.Corr != next {
-					t.Fatalf("got %d, want %d", e.Corr, next)
+				if e.corr != next {
+					t.Fatalf("got %d, want %d", e.corr, next)
 				}
 				next++
 			}
@@ -136,5 +135,37 @@ func TestOutQueueNeverEmpty(t *testing.T) {
 	defer q.mu.Unlock()
 	if len(q.chunks) > 64 {
 		t.Fatalf("%d chunk slots for %d chunks", len(q.chunks), len(q.chunks)-q.head)
+	}
+}
+
+// The writer is woken only when it went to sleep on an empty queue: one
+// signal for the first push after that, none while it is awake.
+func TestOutQueueWakesASleepingWriter(t *testing.T) {
+	q := newOutQueue(16)
+	if b := q.takeBatch(nil); len(b) != 0 {
+		t.Fatalf("batch of %d from an empty queue", len(b))
+	}
+	q.push(&actor.Envelope{Corr: 1})
+	q.push(&actor.Envelope{Corr: 2})
+	if len(q.ready) != 1 {
+		t.Fatalf("%d wake-ups queued after pushes to a sleeping writer, want 1", len(q.ready))
+	}
+	<-q.ready
+	if b := q.takeBatch(nil); len(b) != 2 || b[0].corr != 1 || b[1].corr != 2 {
+		t.Fatalf("batch %+v, want corr 1 and 2", b)
+	}
+	q.push(&actor.Envelope{Corr: 3})
+	if len(q.ready) != 0 {
+		t.Fatal("a push woke a writer that was not asleep")
+	}
+	if b := q.takeBatch(nil); len(b) != 1 {
+		t.Fatalf("batch of %d, want 1", len(b))
+	}
+	if b := q.takeBatch(nil); len(b) != 0 {
+		t.Fatalf("batch of %d from an empty queue", len(b))
+	}
+	q.push(&actor.Envelope{Corr: 4})
+	if len(q.ready) != 1 {
+		t.Fatal("a push did not wake the sleeping writer")
 	}
 }

@@ -142,17 +142,24 @@ func (r *Router) Bind(sys *actor.System) error {
 // Incarnation returns the random number this router's peer start drew.
 func (r *Router) Incarnation() uint64 { return r.incarnation }
 
-// Deliver queues e for its peer. It never blocks: a full queue returns
-// ErrLinkFull. Implements actor.Remote.
-func (r *Router) Deliver(e actor.Envelope) error {
-	l, err := r.link(e.To.Peer())
+// Deliver queues msg for the actor to on its peer. It never blocks: a full
+// queue returns ErrLinkFull. from is an actor of this peer or the zero
+// Ref: only its name is kept (the receiver takes the stream's remote peer
+// as the sender's). Implements actor.Remote.
+func (r *Router) Deliver(to, from actor.Ref, msg any, corr uint64, reply bool) error {
+	l, err := r.link(to.Peer())
 	if err != nil {
 		return err
 	}
-	return l.enqueue(e)
+	q := l.queueFor(msg)
+	if !q.pushBelow(to.Name(), from.Name(), msg, corr, reply, q.max) {
+		r.linkFull.Add(1)
+		return fmt.Errorf("%w: %v", ErrLinkFull, l.peer)
+	}
+	return nil
 }
 
-// DeliverCtx queues e for its peer, waiting for queue space until ctx ends:
+// DeliverCtx queues e for its peer as Deliver does, waiting for queue space until ctx ends:
 // backpressure for plain Go code. It waits as soon as 8,192 messages (or
 // the whole LinkQueue, if smaller) wait for that peer, leaving the rest of
 // the queue to Deliver, which cannot wait: enough to keep the link busy
@@ -163,7 +170,7 @@ func (r *Router) DeliverCtx(ctx context.Context, e actor.Envelope) error {
 	if err != nil {
 		return err
 	}
-	return l.enqueueCtx(ctx, e)
+	return l.enqueueCtx(ctx, &e)
 }
 
 func (r *Router) link(peerStr string) (*link, error) {

@@ -116,15 +116,15 @@ func decodeReason(r reasonBody) error {
 // toWire turns a message for the network into an envelope's kind, type and
 // body. Signals and Undeliverable become system messages.
 func toWire(reg *codec.Registry, e *actor.Envelope) (kind codec.Kind, typ string, body []byte, err error) {
-	return appendWire(reg, nil, e)
+	return appendWire(reg, nil, e.Msg, e.Reply)
 }
 
-// appendWire is toWire appending the body to dst, which it returns
-// extended (or unchanged on error).
-func appendWire(reg *codec.Registry, dst []byte, e *actor.Envelope) (kind codec.Kind, typ string, body []byte, err error) {
+// appendWire is toWire for the message msg, a reply if reply, appending
+// the body to dst, which it returns extended (or unchanged on error).
+func appendWire(reg *codec.Registry, dst []byte, msg any, reply bool) (kind codec.Kind, typ string, body []byte, err error) {
 	var v any
 	kind = codec.KindSystem
-	switch m := e.Msg.(type) {
+	switch m := msg.(type) {
 	case actor.LinkSignal:
 		typ, v = typeLink, linkBody{}
 	case actor.UnlinkSignal:
@@ -140,17 +140,22 @@ func appendWire(reg *codec.Registry, dst []byte, e *actor.Envelope) (kind codec.
 	case actor.Undeliverable:
 		typ, v = typeUndeliverable, encodeReason(m.Reason)
 	default:
-		kind = codec.KindUser
-		if e.Reply {
-			kind = codec.KindReply
-		}
-		typ, body, err = reg.AppendEncode(dst, e.Msg)
-		return kind, typ, body, err
+		return appendUser(reg, dst, msg, reply)
 	}
-	if e.Reply {
+	if reply {
 		kind = codec.KindReply
 	}
 	_, body, err = reg.AppendEncode(dst, v)
+	return kind, typ, body, err
+}
+
+// appendUser is appendWire for a message that is not a signal.
+func appendUser(reg *codec.Registry, dst []byte, msg any, reply bool) (kind codec.Kind, typ string, body []byte, err error) {
+	kind = codec.KindUser
+	if reply {
+		kind = codec.KindReply
+	}
+	typ, body, err = reg.AppendEncode(dst, msg)
 	return kind, typ, body, err
 }
 

@@ -1,0 +1,93 @@
+package routing
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/codec"
+)
+
+// BenchmarkSendPath measures the sending side of one peer on one core:
+// System.Send to a remote actor (into the link's queue), then, every
+// chunk, what the writer goroutine does with a batch: encode it into a
+// FrameWriter and flush (to io.Discard).
+func BenchmarkSendPath(b *testing.B) { benchSendPath(b, 0) }
+
+// BenchmarkSendPathWindowed is BenchmarkSendPath with each message a new
+// 100-byte slice and 40,000 messages waiting in the queue, as with the
+// window of the remote one-way benchmarks: the garbage collector runs, and
+// marks what waits.
+func BenchmarkSendPathWindowed(b *testing.B) { benchSendPath(b, 40_000) }
+
+// newSender returns a router whose link to a remote peer is not started
+// (nothing dials; the caller drains the queue), bound to a system of its
+// own, and the Ref of an actor "sink" on that remote peer.
+func newSender(tb testing.TB) (*Router, *link, *actor.System, actor.Ref) {
+	reg, err := codec.NewRegistry()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	codec.MustRegister[benchBlob](reg, "bench.Blob")
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	const remote = "12D3KooWRemotePeerOfTheSendingBenchmark"
+	r := &Router{cfg: Config{Registry: reg, Logger: logger, MaxFrame: codec.DefaultMaxFrame, LinkQueue: 64 << 10},
+		log: logger, links: map[string]*link{}}
+	l := newLink(r, "", remote)
+	r.links[remote] = l
+	r.fast.Store(remote, l)
+	sys, err := actor.New(actor.WithPeer("12D3KooWLocalPeerOfTheSendingBenchmark"), actor.WithRemote(r), actor.WithLogger(logger), actor.WithLoops(1))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r.sys = sys
+	tb.Cleanup(func() { _ = sys.Shutdown(context.Background()) })
+	to, err := actor.NewRef(remote, "sink")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return r, l, sys, to
+}
+
+func benchSendPath(b *testing.B, window int) {
+	r, l, sys, to := newSender(b)
+	var msg any = benchBlob{Data: make([]byte, 100)}
+	fw := codec.NewFrameWriter(io.Discard, 0)
+	var (
+		batch   []outMsg
+		scratch []byte
+	)
+	q := l.user.q
+	drain := func(keep int) {
+		for q.len() > keep {
+			batch = q.takeBatch(batch[:0])
+			if len(batch) == 0 {
+				return
+			}
+			if err := l.putBatch(fw, batch, &scratch, true, nil); err != nil {
+				b.Fatal(err)
+			}
+			if err := fw.Flush(); err != nil {
+				b.Fatal(err)
+			}
+			clear(batch)
+		}
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if window > 0 {
+			msg = benchBlob{Data: make([]byte, 100)}
+		}
+		sys.Send(to, msg)
+		if i++; i%chunkSize == 0 {
+			drain(window)
+		}
+	}
+	drain(0)
+	if st := r.Stats(); st.Sent != uint64(i) || sys.DeadLetters() != 0 {
+		b.Fatalf("sent %d of %d, %d dead letters", st.Sent, i, sys.DeadLetters())
+	}
+}
