@@ -255,3 +255,54 @@ func TestNewStreamStartsClean(t *testing.T) {
 		t.Fatal("the message did not arrive")
 	}
 }
+
+// TestCloseDuringLargeMessage: a router closing while its writer is in the
+// middle of large messages to a peer that does not read gives up when the
+// Close context ends, and reports the messages dropped.
+func TestCloseDuringLargeMessage(t *testing.T) {
+	h, r, sys := testRouter(t, 0)
+	other, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened, release := make(chan struct{}, 1), make(chan struct{})
+	other.SetStreamHandler(ProtoMsg, func(s network.Stream) {
+		select { // never read
+		case opened <- struct{}{}:
+		default:
+		}
+		<-release
+		_ = s.Reset()
+	})
+	t.Cleanup(func() { close(release); _ = other.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := h.Connect(ctx, libp2ppeer.AddrInfo{ID: other.ID(), Addrs: other.Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	to, err := actor.NewRef(other.ID().String(), "sink")
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := bytes.Repeat([]byte{0x43}, 1000<<10)
+	for range 40 { // more than yamux and TCP buffer
+		sys.Send(to, big)
+	}
+	select {
+	case <-opened:
+	case <-ctx.Done():
+		t.Fatal("no stream opened")
+	}
+	closeCtx, closeCancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer closeCancel()
+	closed := make(chan error, 1)
+	go func() { closed <- r.Close(closeCtx) }()
+	select {
+	case err := <-closed:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Close: %v, want the context's deadline", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close hung")
+	}
+}
