@@ -36,8 +36,11 @@
 // hold up the messages of other actors behind it. The writer keeps one
 // large message in fragments at a time and holds back, until its last
 // fragment is written, the later messages of the same sender and receiver
-// (and any other large message); the reader reassembles it, up to the
-// maximum frame size, and resets a stream whose fragments do not add up.
+// (and any other large message; when 1024 messages wait so, it writes the
+// rest of the large message at once); the reader reassembles it, up to the
+// maximum frame size, buffering no more than about twice what arrived of
+// it, and resets a stream whose fragments do not add up or that ends
+// inside a message.
 //
 // Per sender and receiver, messages of one kind keep their order. A user
 // message and a control signal from the same sender use different streams

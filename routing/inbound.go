@@ -3,6 +3,7 @@ package routing
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"unsafe"
 
@@ -61,6 +62,10 @@ func (in *inbound) read(fr *codec.FrameReader) error {
 		msg, err := fr.ReadMessage(r.cfg.Registry, &env)
 		if errors.Is(err, io.EOF) {
 			in.flush()
+			if in.large.active { // a writer ends a stream between messages
+				r.decodeErrors.Add(1)
+				return fmt.Errorf("%w: the stream ended inside a message", errFragments)
+			}
 			return nil
 		}
 		if err != nil {

@@ -23,6 +23,13 @@ const (
 	// frame then fits one flush of the FrameWriter (one yamux frame), and
 	// its encoding the writer's scratch buffer.
 	fragmentData = 56 << 10
+	// maxHeld is the most messages a writer holds back behind a large
+	// message: when that many wait, it writes the rest of the large
+	// message at once. Held messages have left the queue, so without a
+	// bound a sender that keeps the queue busy with messages of the
+	// large message's pair would grow the held list without end (and
+	// hold the large message back).
+	maxHeld = chunkSize
 )
 
 // fragmentBody is one fragment. The first of a message carries its type,
@@ -118,7 +125,7 @@ func (lg *largeOut) abandon() int {
 // nextFragment writes the next fragment of the large message and reports
 // whether it was the last.
 func (l *link) nextFragment(fw *codec.FrameWriter, lg *largeOut, scratch *[]byte) (bool, error) {
-	end := min(lg.off+fragmentData, len(lg.body))
+	end := min(lg.off+fragmentSize(l.r.cfg.MaxFrame), len(lg.body))
 	f := fragmentBody{Data: lg.body[lg.off:end]}
 	if lg.off == 0 {
 		f.Type, f.Reply, f.Total = lg.typ, lg.reply, uint64(len(lg.body))
@@ -139,6 +146,13 @@ func (l *link) nextFragment(fw *codec.FrameWriter, lg *largeOut, scratch *[]byte
 	return end == len(lg.body), nil
 }
 
+// fragmentSize is the most message bytes in one fragment under a maximum
+// frame of maxFrame: fragmentData, or less when the maximum frame leaves
+// no room for a fragment's envelope around fragmentData bytes (only
+// messages of more than fragmentData and at most maxFrame bytes go in
+// fragments, so maxFrame is then above fragmentData).
+func fragmentSize(maxFrame int) int { return min(fragmentData, maxFrame/2) }
+
 // largeIn is a reader's large message being reassembled.
 type largeIn struct {
 	active bool
@@ -152,7 +166,7 @@ type largeIn struct {
 // when the sequence does not add up (the stream is then reset).
 func (in *inbound) fragment(env *codec.Envelope, f fragmentBody) error {
 	lg := &in.large
-	first := f.Type != "" || f.Total != 0
+	first := f.Type != "" || f.Total != 0 || f.Reply
 	switch {
 	case first && lg.active:
 		return fmt.Errorf("%w: a new message began before the last ended", errFragments)
@@ -166,16 +180,19 @@ func (in *inbound) fragment(env *codec.Envelope, f fragmentBody) error {
 			kind = codec.KindReply
 		}
 		*lg = largeIn{
-			active: true, total: int(f.Total), buf: make([]byte, 0, int(f.Total)),
+			active: true, total: int(f.Total),
 			env: codec.Envelope{Kind: kind, To: env.To, FromName: env.FromName, Type: f.Type, Corr: env.Corr},
 		}
 	case env.To != lg.env.To || env.FromName != lg.env.FromName || env.Corr != lg.env.Corr:
 		return fmt.Errorf("%w: a continuation for another message", errFragments)
 	}
-	if len(f.Data) > lg.total-len(lg.buf) {
+	switch {
+	case len(f.Data) == 0: // a writer never sends one
+		return fmt.Errorf("%w: an empty fragment", errFragments)
+	case len(f.Data) > lg.total-len(lg.buf):
 		return fmt.Errorf("%w: %d bytes more than the %d announced", errFragments, len(lg.buf)+len(f.Data)-lg.total, lg.total)
 	}
-	lg.buf = append(lg.buf, f.Data...)
+	lg.buf = appendGrow(lg.buf, f.Data, lg.total)
 	if len(lg.buf) < lg.total {
 		return nil
 	}
@@ -191,6 +208,19 @@ func (in *inbound) fragment(env *codec.Envelope, f fragmentBody) error {
 	in.received++
 	in.dispatch(&msg, v)
 	return nil
+}
+
+// appendGrow appends data to buf, which ends up at most total bytes long.
+// It grows buf by doubling, up to total: a reader holds at most about
+// twice what it received of a message, not what its first fragment
+// announced (a peer that announces the maximum and stalls costs little).
+func appendGrow(buf, data []byte, total int) []byte {
+	if need := len(buf) + len(data); need > cap(buf) {
+		nb := make([]byte, len(buf), min(total, max(2*cap(buf), need)))
+		copy(nb, buf)
+		buf = nb
+	}
+	return append(buf, data...)
 }
 
 // isFragment reports whether env carries a fragment, decoded to v.

@@ -3,6 +3,7 @@ package routing
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"strings"
@@ -109,7 +110,15 @@ func (rf *rawFrames) fragment(f fragmentBody) {
 func (rf *rawFrames) reset() bool {
 	_ = rf.s.SetReadDeadline(time.Now().Add(5 * time.Second))
 	_, err := rf.s.Read(make([]byte, 1))
-	return err != nil && !strings.Contains(err.Error(), "deadline")
+	return err != nil && !errors.Is(err, io.EOF) && !strings.Contains(err.Error(), "deadline")
+}
+
+// closed reports whether the other side closed the stream (not reset it)
+// within 5 s.
+func (rf *rawFrames) closed() bool {
+	_ = rf.s.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err := rf.s.Read(make([]byte, 1))
+	return errors.Is(err, io.EOF)
 }
 
 // TestFragmentsReassembled: fragments on a raw stream, with a small
@@ -160,6 +169,9 @@ func TestBadFragmentsResetTheStream(t *testing.T) {
 		"no type":              {{Total: 2000, Data: data}},
 		"more than announced":  {{Type: "bytes", Total: 1500, Data: data}, {Data: data}},
 		"new before last done": {{Type: "bytes", Total: 1500, Data: data}, {Type: "bytes", Total: 1500, Data: data}},
+		"empty first":          {{Type: "bytes", Total: 1500}},
+		"empty continuation":   {{Type: "bytes", Total: 1500, Data: data}, {}},
+		"reply flag only":      {{Type: "bytes", Total: 1500, Data: data}, {Reply: true, Data: data[:500]}},
 	} {
 		before := r.Stats().StreamsReset
 		rf := newRawFrames(t, h)
@@ -172,5 +184,125 @@ func TestBadFragmentsResetTheStream(t *testing.T) {
 		if after := r.Stats().StreamsReset; after != before+1 {
 			t.Fatalf("%s: %d streams reset, want %d", name, after, before+1)
 		}
+	}
+}
+
+// TestStreamEndingInsideAMessage: a stream that ends (is closed, not
+// reset) between the fragments of a message is reset and counted, like a
+// truncated frame; one that ends between messages is closed.
+func TestStreamEndingInsideAMessage(t *testing.T) {
+	h, r, _ := testRouter(t, 0)
+	before := r.Stats().StreamsReset
+	rf := newRawFrames(t, h)
+	rf.send(codec.KindUser, "string", "small")
+	if err := rf.s.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	if !rf.closed() {
+		t.Fatal("a stream that ended between messages was not closed")
+	}
+	rf = newRawFrames(t, h)
+	rf.fragment(fragmentBody{Type: "bytes", Total: 1500, Data: make([]byte, 1000)})
+	if err := rf.s.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	if !rf.reset() {
+		t.Fatal("a stream that ended inside a message was not reset")
+	}
+	if after := r.Stats().StreamsReset; after != before+1 {
+		t.Fatalf("%d streams reset, want %d", after-before, 1)
+	}
+}
+
+// TestNewStreamStartsClean: the half-built message of a stream that broke
+// is gone on the next stream: a continuation there is refused, and a whole
+// message goes through.
+func TestNewStreamStartsClean(t *testing.T) {
+	h, r, sys := testRouter(t, 0)
+	got := make(chan any, 1)
+	if _, err := sys.Spawn("sink", func(c *actor.Context) {
+		c.Receive(actor.Any(func(m any) { got <- m }))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	data := bytes.Repeat([]byte{0x41}, 1000)
+	rf := newRawFrames(t, h)
+	rf.fragment(fragmentBody{Type: "bytes", Total: 2000, Data: data})
+	_ = rf.s.Reset()
+	before := r.Stats().StreamsReset
+	rf = newRawFrames(t, h)
+	rf.fragment(fragmentBody{Data: data})
+	if !rf.reset() || r.Stats().StreamsReset != before+1 {
+		t.Fatal("a continuation of another stream's message was taken")
+	}
+	reg, err := codec.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, err := reg.Encode(bytes.Repeat([]byte{0x42}, 1500))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rf = newRawFrames(t, h)
+	rf.fragment(fragmentBody{Type: "bytes", Total: uint64(len(body)), Data: body[:1000]})
+	rf.fragment(fragmentBody{Data: body[1000:]})
+	select {
+	case m := <-got:
+		if b, ok := m.([]byte); !ok || !bytes.Equal(b, bytes.Repeat([]byte{0x42}, 1500)) {
+			t.Fatalf("got %T of %v", m, m)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the message did not arrive")
+	}
+}
+
+// TestCloseDuringLargeMessage: a router closing while its writer is in the
+// middle of large messages to a peer that does not read gives up when the
+// Close context ends, and reports the messages dropped.
+func TestCloseDuringLargeMessage(t *testing.T) {
+	h, r, sys := testRouter(t, 0)
+	other, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened, release := make(chan struct{}, 1), make(chan struct{})
+	other.SetStreamHandler(ProtoMsg, func(s network.Stream) {
+		select { // never read
+		case opened <- struct{}{}:
+		default:
+		}
+		<-release
+		_ = s.Reset()
+	})
+	t.Cleanup(func() { close(release); _ = other.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := h.Connect(ctx, libp2ppeer.AddrInfo{ID: other.ID(), Addrs: other.Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	to, err := actor.NewRef(other.ID().String(), "sink")
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := bytes.Repeat([]byte{0x43}, 1000<<10)
+	for range 40 { // more than yamux and TCP buffer
+		sys.Send(to, big)
+	}
+	select {
+	case <-opened:
+	case <-ctx.Done():
+		t.Fatal("no stream opened")
+	}
+	closeCtx, closeCancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer closeCancel()
+	closed := make(chan error, 1)
+	go func() { closed <- r.Close(closeCtx) }()
+	select {
+	case err := <-closed:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Close: %v, want the context's deadline", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close hung")
 	}
 }

@@ -120,7 +120,8 @@ func (l *link) write(q *queue) {
 	// lg is the large message in fragments: only on user streams whose
 	// reader knows fragments (1.1.0), nil otherwise.
 	var lg, lgState *largeOut
-	reset := func() {
+	reset := func() { // closing: what is in hand is lost
+		l.r.undeliverable.Add(uint64(lg.abandon()))
 		if s != nil {
 			_ = s.Reset()
 			l.track(s, false)
@@ -181,12 +182,7 @@ func (l *link) write(q *queue) {
 		if s != nil {
 			err := l.putBatch(fw, batch, &scratch, q == &l.user, lg)
 			if err == nil && lg != nil && lg.active && q.q.len() == 0 {
-				// Nothing else waits: on with the large message.
-				var last bool
-				if last, err = l.nextFragment(fw, lg, &scratch); err == nil && last {
-					l.r.sent.Add(1)
-					err = l.putBatch(fw, lg.release(nil), &scratch, true, lg)
-				}
+				err = l.idleFragment(fw, lg, &scratch)
 			}
 			if err == nil {
 				if now := time.Now(); now.Sub(deadlined) > time.Second {
@@ -223,27 +219,50 @@ func (l *link) putBatch(fw *codec.FrameWriter, batch []outMsg, scratch *[]byte, 
 		batch = batch[1:]
 		if lg.holds(m) {
 			lg.hold(m)
-			continue
-		}
-		ok, err := l.put(fw, m, scratch, user, lg)
-		if err != nil {
-			return err
-		}
-		if ok {
-			sent++
-		}
-		if lg != nil && lg.active && lg.since >= fragmentData {
-			last, err := l.nextFragment(fw, lg, scratch)
+		} else {
+			ok, err := l.put(fw, m, scratch, user, lg)
 			if err != nil {
 				return err
 			}
-			if last {
+			if ok {
 				sent++
-				batch = lg.release(batch)
 			}
+		}
+		if lg == nil || !lg.active {
+			continue
+		}
+		var (
+			last bool
+			err  error
+		)
+		switch {
+		case len(lg.held) >= maxHeld:
+			for !last && err == nil { // the rest at once
+				last, err = l.nextFragment(fw, lg, scratch)
+			}
+		case lg.since >= fragmentData:
+			last, err = l.nextFragment(fw, lg, scratch)
+		}
+		if err != nil {
+			return err
+		}
+		if last {
+			sent++
+			batch = lg.release(batch)
 		}
 	}
 	return nil
+}
+
+// idleFragment writes the next fragment of the large message lg when
+// nothing else waits, and after the last one what was held back.
+func (l *link) idleFragment(fw *codec.FrameWriter, lg *largeOut, scratch *[]byte) error {
+	last, err := l.nextFragment(fw, lg, scratch)
+	if err != nil || !last {
+		return err
+	}
+	l.r.sent.Add(1)
+	return l.putBatch(fw, lg.release(nil), scratch, true, lg)
 }
 
 // put encodes m into fw, encoding its body in scratch first, and reports
