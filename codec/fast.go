@@ -77,8 +77,8 @@ func codesItself(t reflect.Type) bool {
 // compileFast returns the fast-path plan of t, or nil when t is not a
 // struct the fast path handles.
 func compileFast(t reflect.Type, lim Limits) *fastPlan {
-	if t.Kind() != reflect.Struct || codesItself(t) {
-		return nil
+	if t.Kind() != reflect.Struct || codesItself(t) || pointerShaped(t) {
+		return nil // pointer-shaped: an interface holds it, not a pointer to it (see packEface)
 	}
 	p := &fastPlan{lim: lim}
 	seen := map[string]bool{}
@@ -459,6 +459,22 @@ func newFastCodec[T any](lim Limits, enc cbor.EncMode, dec cbor.DecMode) *fastCo
 		}
 	}
 	return fc
+}
+
+// pointerShaped reports whether an interface value holds a t itself (its
+// one word is a pointer) rather than a pointer to a copy: a struct whose
+// only field is a pointer, map, channel or function is, even when that
+// field is unexported.
+func pointerShaped(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Chan, reflect.Map, reflect.Func, reflect.UnsafePointer:
+		return true
+	case reflect.Struct:
+		return t.NumField() == 1 && pointerShaped(t.Field(0).Type)
+	case reflect.Array:
+		return t.Len() == 1 && pointerShaped(t.Elem())
+	}
+	return false
 }
 
 // eface is the layout of an interface value (the runtime's eface).

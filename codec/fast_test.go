@@ -72,6 +72,8 @@ func newFastRegistry(tb testing.TB) *Registry {
 	MustRegister[slowNested](r, "slow.Nested")
 	MustRegister[slowArray](r, "slow.Array")
 	MustRegister[slowMarshaler](r, "slow.Marshaler")
+	MustRegister[slowPtrShaped](r, "slow.PtrShaped")
+	MustRegister[slowMapShaped](r, "slow.MapShaped")
 	return r
 }
 
@@ -83,10 +85,54 @@ func TestFastPathCoversPlainStructs(t *testing.T) {
 		"fast.Blob": true, "fast.WithNamed": true, "test.Point": true, "test.Empty": true,
 		"slow.JSON": false, "slow.Embed": false, "slow.Time": false, "slow.Float": false,
 		"slow.Nested": false, "slow.Array": false, "slow.Marshaler": false,
+		"slow.PtrShaped": false, "slow.MapShaped": false,
 		"test.Shape": false, "test.WithRef": false, "troupe.Ref": false, "string": false,
 	} {
 		if got := tab.byName[name].fast != nil; got != want {
 			t.Errorf("%s: fast path %v, want %v", name, got, want)
+		}
+	}
+}
+
+// Pointer-shaped structs (one unexported pointer-like field, nothing for
+// CBOR to carry) are stored in interfaces directly, so the fast path's
+// boxing does not apply to them.
+type (
+	slowPtrShaped struct{ p *int }           //nolint:unused // the shape is the point
+	slowMapShaped struct{ m map[string]int } //nolint:unused
+)
+
+var _ = slowPtrShaped{p: nil}.p
+var _ = slowMapShaped{m: nil}.m
+
+// TestPointerShapedDecodesLikeTheLibrary: through a stream (the fast path's
+// boxing), a pointer-shaped struct decodes to its zero value, as the
+// library decodes it.
+func TestPointerShapedDecodesLikeTheLibrary(t *testing.T) {
+	r := newFastRegistry(t)
+	var stream bytes.Buffer
+	fw := NewFrameWriter(&stream, 0)
+	for _, v := range []any{slowPtrShaped{}, slowMapShaped{}} {
+		typ, body, err := r.Encode(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := fw.WriteEnvelope(&Envelope{Kind: KindUser, To: "a", Type: typ, Body: body}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := fw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	fr := NewFrameReader(&stream, 0)
+	var e Envelope
+	for _, want := range []any{slowPtrShaped{}, slowMapShaped{}} {
+		got, err := fr.ReadMessage(r, &e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%T decoded as %#v", want, got)
 		}
 	}
 }
