@@ -24,13 +24,20 @@ const (
 	// its encoding the writer's scratch buffer.
 	fragmentData = 56 << 10
 	// maxHeld is the most messages a writer holds back behind a large
-	// message: when that many wait, it writes the rest of the large
-	// message at once. Held messages have left the queue, so without a
-	// bound a sender that keeps the queue busy with messages of the
-	// large message's pair would grow the held list without end (and
-	// hold the large message back).
+	// message (fewer with a smaller link queue, see heldLimit): when that
+	// many wait, it writes the rest of the large message at once. Held
+	// messages have left the queue, so without a bound a sender that
+	// keeps the queue busy with messages of the large message's pair
+	// would grow the held list without end (and hold the large message
+	// back).
 	maxHeld = chunkSize
 )
+
+// heldLimit is the most messages l's writer holds back: maxHeld, and no
+// more than the link queue holds, so that the messages a writer has
+// taken but not written stay within twice the queue's bound and a stuck
+// peer still fills the queue (link full, SendCtx waits).
+func (l *link) heldLimit() int { return min(maxHeld, l.r.cfg.LinkQueue) }
 
 // fragmentBody is one fragment. The first of a message carries its type,
 // whether it is a reply and its length; the others carry only data. The

@@ -236,7 +236,7 @@ func (l *link) putBatch(fw *codec.FrameWriter, batch []outMsg, scratch *[]byte, 
 			err  error
 		)
 		switch {
-		case len(lg.held) >= maxHeld:
+		case len(lg.held) >= l.heldLimit():
 			for !last && err == nil { // the rest at once
 				last, err = l.nextFragment(fw, lg, scratch)
 			}
