@@ -187,6 +187,9 @@ func (fr *FrameReader) Buffered() bool {
 	if fr.err != nil {
 		return false
 	}
+	if n := fr.end - fr.start; n > 0 && fr.buf[fr.start] < 0x80 { // a one-byte length
+		return int(fr.buf[fr.start]) < n
+	}
 	size, hdr := parseUvarint(fr.buf[fr.start:fr.end])
 	return hdr > 0 && uint64(fr.end-fr.start-hdr) >= size
 }
