@@ -17,7 +17,10 @@ type Inbound struct {
 }
 
 // inboundRun is consecutive messages for one actor, linked newest first
-// from first to last.
+// from first to last. The last run's first is set only when the run ends
+// (by Flush, or when another run starts): until then its newest node is
+// the one Add handed out last, and a store to the heap per message would
+// cost a write barrier while the GC runs.
 type inboundRun struct {
 	to          Ref
 	first, last *node
@@ -31,20 +34,35 @@ func (s *System) NewInbound() *Inbound {
 // Add queues the message of e for its actor; Flush hands it over. e is not
 // retained.
 func (in *Inbound) Add(e *Envelope) {
+	k := len(in.runs) - 1
+	var prev *node // the node added last, while in.blk still holds it
+	if k >= 0 {
+		prev = &in.blk.nodes[in.used-1]
+	}
 	if in.blk == nil || in.used == blockNodes {
 		in.blk, in.used = in.s.newBlock(), 0
 	}
 	n := &in.blk.nodes[in.used]
 	in.used++
-	n.msg, n.from, n.corr, n.kind = e.Msg, e.From, e.Corr, e.kind()
 	in.n++
-	if k := len(in.runs) - 1; k >= 0 && in.runs[k].to.same(e.To) {
-		r := &in.runs[k]
-		n.next, r.first = r.first, n
+	// A recycled block keeps the senders of its last messages: a stream's
+	// consecutive messages mostly repeat the sender, which then need not
+	// be stored again.
+	n.msg, n.corr, n.kind = e.Msg, e.Corr, e.kind()
+	if !n.from.same(e.From) {
+		n.from = e.From
+	}
+	if k >= 0 && in.runs[k].to.same(e.To) {
+		n.next = prev
 		return
 	}
-	n.next = nil
-	in.runs = append(in.runs, inboundRun{to: e.To, first: n, last: n})
+	if n.next != nil {
+		n.next = nil
+	}
+	if k >= 0 {
+		in.runs[k].first = prev
+	}
+	in.runs = append(in.runs, inboundRun{to: e.To, last: n})
 }
 
 // Len returns how many messages were added since the last Flush.
@@ -54,6 +72,9 @@ func (in *Inbound) Len() int { return in.n }
 // an unknown actor becomes a dead letter (and fails its Ask).
 func (in *Inbound) Flush() {
 	s := in.s
+	if k := len(in.runs) - 1; k >= 0 {
+		in.runs[k].first = &in.blk.nodes[in.used-1]
+	}
 	for i := range in.runs {
 		r := &in.runs[i]
 		if c := s.names.load(r.to.name); c == nil || !c.pushRun(r.first, r.last) {

@@ -1,6 +1,9 @@
 package actor
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"unsafe"
+)
 
 // Messages from other peers arrive in long runs, so an Inbound takes their
 // nodes from blocks rather than from the node pool: consecutive messages
@@ -41,9 +44,15 @@ func (s *System) releaseBlockNodes(b *nodeBlock, k int32) {
 	if b.pending.Add(-k) != 0 {
 		return
 	}
+	// The nodes keep their senders (small strings, which Inbound.Add then
+	// mostly need not store again) and their links within the block; a
+	// link out of the block would keep another block or node alive.
+	lo := uintptr(unsafe.Pointer(&b.nodes[0]))
 	for i := range b.nodes {
 		n := &b.nodes[i]
-		n.next, n.from = nil, Ref{}
+		if n.next != nil && uintptr(unsafe.Pointer(n.next))-lo >= unsafe.Sizeof(b.nodes) {
+			n.next = nil
+		}
 	}
 	s.blocks.Put(b)
 }

@@ -286,13 +286,16 @@ func (f *envFields) finish(data []byte, e *Envelope, c *streamCache, aliasBody b
 	}
 	switch {
 	case sameNames:
-		e.To, e.FromName, e.Type = c.names.lastTo, c.names.lastName, c.names.lastType
+		setString(&e.To, c.names.lastTo)
+		setString(&e.FromName, c.names.lastName)
+		setString(&e.Type, c.names.lastType)
 	case c != nil:
 		e.To, e.FromName, e.Type = c.names.lookup(names, to, name, typ)
 	default:
 		e.To, e.FromName, e.Type = joinStrings(to, name, typ)
 	}
-	e.Kind, e.FromPeer, e.Body, e.Corr = outKind, outPeer, outBody, f.corr
+	setBytes(&e.FromPeer, outPeer)
+	e.Kind, e.Body, e.Corr = outKind, outBody, f.corr
 	if !outKind.Valid() {
 		return fmt.Errorf("%w: %d", ErrUnknownKind, f.kind)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"unsafe"
 )
 
 // initialReadBuffer is the size of a FrameReader's buffer before any frame
@@ -74,7 +75,7 @@ func (fr *FrameReader) ReadEnvelope(e *Envelope) error {
 	if err != nil {
 		return err
 	}
-	err = fr.decode(frame, e, false)
+	_, err = fr.decode(frame, e, false)
 	if err != nil && !errors.Is(err, ErrUnknownKind) {
 		*e = Envelope{}
 	}
@@ -83,10 +84,15 @@ func (fr *FrameReader) ReadEnvelope(e *Envelope) error {
 
 // decode decodes the envelope in frame into e as parseEnvelope does, and
 // on a compact stream decodes short envelopes and keeps track of the
-// previous header.
-func (fr *FrameReader) decode(frame []byte, e *Envelope, aliasBody bool) error {
+// previous header. It returns the body; with aliasBody (ReadMessage) a
+// short envelope's body is only returned, not stored in e.Body. A short
+// envelope's fields that e already holds (from the previous frame) are not
+// stored again: a pointer stored to memory costs a write barrier while
+// the GC runs.
+func (fr *FrameReader) decode(frame []byte, e *Envelope, aliasBody bool) ([]byte, error) {
 	if !fr.compact {
-		return parseEnvelope(frame, e, &fr.cache, aliasBody)
+		err := parseEnvelope(frame, e, &fr.cache, aliasBody)
+		return e.Body, err
 	}
 	if len(frame) > 0 && frame[0] == majorArray<<5|envelopeFields { // the usual full envelope
 		return fr.decodeFull(frame, e, aliasBody)
@@ -100,25 +106,48 @@ func (fr *FrameReader) decode(frame []byte, e *Envelope, aliasBody bool) error {
 	}
 	if err != nil {
 		fr.prev.ok = false
-		return err
+		return nil, err
 	}
 	h := &fr.prev
-	e.FromPeer, e.Body = carve(&fr.cache, h.peer, frame[bodyB:bodyE], aliasBody)
-	e.Kind, e.To, e.FromName, e.Type, e.Corr = h.kind, h.to, h.from, h.typ, corr
-	return h.kindErr
+	peer, body := carve(&fr.cache, h.peer, frame[bodyB:bodyE], aliasBody)
+	setBytes(&e.FromPeer, peer)
+	if !aliasBody {
+		e.Body = body
+	}
+	e.Kind, e.Corr = h.kind, corr
+	setString(&e.To, h.to)
+	setString(&e.FromName, h.from)
+	setString(&e.Type, h.typ)
+	return body, h.kindErr
+}
+
+// setString stores s in *dst unless *dst already is s, the same string in
+// memory: a store of a pointer costs a write barrier while the GC runs.
+func setString(dst *string, s string) {
+	if len(*dst) != len(s) || unsafe.StringData(*dst) != unsafe.StringData(s) {
+		*dst = s
+	}
+}
+
+// setBytes stores b in *dst unless *dst already is b (the same memory,
+// length and capacity).
+func setBytes(dst *[]byte, b []byte) {
+	if unsafe.SliceData(*dst) != unsafe.SliceData(b) || len(*dst) != len(b) || cap(*dst) != cap(b) {
+		*dst = b
+	}
 }
 
 // decodeFull decodes a full envelope on a compact stream: one that decodes
 // (or has only an unknown kind) becomes the previous header; a malformed
 // one leaves none.
-func (fr *FrameReader) decodeFull(frame []byte, e *Envelope, aliasBody bool) error {
+func (fr *FrameReader) decodeFull(frame []byte, e *Envelope, aliasBody bool) ([]byte, error) {
 	err := parseEnvelope(frame, e, &fr.cache, aliasBody)
 	if err == nil || errors.Is(err, ErrUnknownKind) {
 		fr.prev.set(e, err)
 	} else {
 		fr.prev.ok = false
 	}
-	return err
+	return e.Body, err
 }
 
 // ReadMessage reads the next frame, decodes its envelope into e as
@@ -137,9 +166,10 @@ func (fr *FrameReader) ReadMessage(reg *Registry, e *Envelope) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	err = fr.decode(frame, e, true)
-	body := e.Body
-	e.Body = nil
+	body, err := fr.decode(frame, e, true)
+	if e.Body != nil {
+		e.Body = nil
+	}
 	if err != nil {
 		if !errors.Is(err, ErrUnknownKind) {
 			*e = Envelope{}
@@ -156,6 +186,9 @@ func (fr *FrameReader) ReadMessage(reg *Registry, e *Envelope) (any, error) {
 func (fr *FrameReader) Buffered() bool {
 	if fr.err != nil {
 		return false
+	}
+	if n := fr.end - fr.start; n > 0 && fr.buf[fr.start] < 0x80 { // a one-byte length
+		return int(fr.buf[fr.start]) < n
 	}
 	size, hdr := parseUvarint(fr.buf[fr.start:fr.end])
 	return hdr > 0 && uint64(fr.end-fr.start-hdr) >= size

@@ -321,3 +321,55 @@ func TestFrameReaderRejectsInvalidReadCounts(t *testing.T) {
 		t.Fatalf("Next() = %v with a reader that returns too large counts", err)
 	}
 }
+
+// piecesReader returns its chunks one per Read.
+type piecesReader struct{ chunks [][]byte }
+
+func (c *piecesReader) Read(p []byte) (int, error) {
+	if len(c.chunks) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, c.chunks[0])
+	if c.chunks[0] = c.chunks[0][n:]; len(c.chunks[0]) == 0 {
+		c.chunks = c.chunks[1:]
+	}
+	return n, nil
+}
+
+// TestFrameReaderBuffered: Buffered reports a whole next frame only, with
+// one- and two-byte lengths, an empty frame included.
+func TestFrameReaderBuffered(t *testing.T) {
+	long := make([]byte, 200) // a two-byte length
+	stream := []byte{3, 'a', 'b', 'c', 0, 2, 'x', 'y'}
+	stream = binary.AppendUvarint(stream, uint64(len(long)))
+	stream = append(stream, long...)
+	// The reads: "abc", "", half of "xy"; the rest of "xy" and one byte of
+	// long's length; the rest.
+	chunks := [][]byte{stream[:7], stream[7:9], stream[9:]}
+	fr := NewFrameReader(&piecesReader{chunks: chunks}, 0)
+	want := func(step string, buffered bool) {
+		t.Helper()
+		if got := fr.Buffered(); got != buffered {
+			t.Fatalf("%s: Buffered() = %v, want %v", step, got, buffered)
+		}
+	}
+	want("before any read", false)
+	for _, step := range []struct {
+		frame    string
+		buffered bool
+		why      string
+	}{
+		{"abc", true, "an empty frame next"},
+		{"", false, "half of a frame with a one-byte length"},
+		{"xy", false, "one byte of a two-byte length"},
+		{string(long), false, "end of stream"},
+	} {
+		if f, err := fr.Next(); err != nil || string(f) != step.frame {
+			t.Fatalf("frame: %q, %v; want %q", f, err, step.frame)
+		}
+		want(step.why, step.buffered)
+	}
+	if _, err := fr.Next(); err != io.EOF {
+		t.Fatalf("after the last frame: %v, want io.EOF", err)
+	}
+}

@@ -14,7 +14,8 @@ const slabMaxObject = 512
 // use.
 type streamCache struct {
 	names nameCache
-	slab  []byte // unused rest of the current block
+	slab  []byte // the current block
+	used  int    // bytes of slab handed out (an offset, not a new slice: no pointer store per message)
 	boxes boxes  // decoded values of plain structs
 
 	lastTab   *table // the registrations lastEntry was found in
@@ -30,11 +31,11 @@ func (c *streamCache) bytes(n int) []byte {
 	if n > slabMaxObject {
 		return make([]byte, n)
 	}
-	if len(c.slab) < n {
-		c.slab = make([]byte, slabSize)
+	if len(c.slab)-c.used < n {
+		c.slab, c.used = make([]byte, slabSize), 0
 	}
-	b := c.slab[:n:n]
-	c.slab = c.slab[n:]
+	b := c.slab[c.used : c.used+n : c.used+n]
+	c.used += n
 	return b
 }
 

@@ -80,13 +80,17 @@ func (in *inbound) read(fr *codec.FrameReader) error {
 			r.log.Debug("routing: skipping bad frame", "peer", in.remote, "type", env.Type, "err", err)
 			continue
 		}
-		if f, ok := isFragment(&env, msg); ok && in.v11 { // on 1.0.0: a bad system message
-			if err := in.fragment(&env, f); err != nil {
-				in.flush()
-				r.decodeErrors.Add(1)
-				return err // resets the stream
+		// Only a system message can be a fragment: a user message is not
+		// copied out as a fragmentBody (a store-forwarding stall).
+		if env.Kind == codec.KindSystem && in.v11 { // on 1.0.0: a bad system message
+			if f, ok := isFragment(&env, msg); ok {
+				if err := in.fragment(&env, f); err != nil {
+					in.flush()
+					r.decodeErrors.Add(1)
+					return err // resets the stream
+				}
+				continue
 			}
-			continue
 		}
 		in.received++
 		in.dispatch(&env, msg)

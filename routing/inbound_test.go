@@ -22,7 +22,13 @@ type benchBlob struct{ Data []byte }
 // BenchmarkInboundRead: what a receiving peer does per message, without
 // the network: a stream reader decodes 100-byte messages from memory and
 // hands them to one actor on a loop, at most four windows ahead of it.
-func BenchmarkInboundRead(b *testing.B) {
+func BenchmarkInboundRead(b *testing.B) { benchInboundRead(b, false) }
+
+// BenchmarkInboundReadCompact is BenchmarkInboundRead on a compact (1.1.0)
+// stream, where all but the first frame are short envelopes.
+func BenchmarkInboundReadCompact(b *testing.B) { benchInboundRead(b, true) }
+
+func benchInboundRead(b *testing.B, compact bool) {
 	const window, frames = 10_000, 10_000
 	h, err := libp2p.New(libp2p.NoListenAddrs)
 	if err != nil {
@@ -71,7 +77,7 @@ func BenchmarkInboundRead(b *testing.B) {
 		b.Fatal(err)
 	}
 	var stream bytes.Buffer
-	fw := codec.NewFrameWriter(&stream, 0)
+	fw := codec.NewFrameWriter(&stream, 0, codec.WithCompact(compact))
 	for i := range frames {
 		d := make([]byte, 100)
 		binary.LittleEndian.PutUint64(d, uint64(i))
@@ -86,12 +92,12 @@ func BenchmarkInboundRead(b *testing.B) {
 	if err := fw.Flush(); err != nil {
 		b.Fatal(err)
 	}
-	in := inbound{r: r, remote: h.ID(), remoteStr: h.ID().String(), out: sys.NewInbound()}
+	in := inbound{r: r, remote: h.ID(), remoteStr: h.ID().String(), out: sys.NewInbound(), v11: compact}
 	src := &windowedStream{stream: stream.Bytes(), frames: frames, window: window, total: b.N, acks: acks, tb: b}
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0 := processCPU()
-	if err := in.read(codec.NewFrameReader(src, 0)); err != nil {
+	if err := in.read(codec.NewFrameReader(src, 0, codec.WithCompact(compact))); err != nil {
 		b.Fatal(err)
 	}
 	for ; src.acked < b.N; src.acked += window {
