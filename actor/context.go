@@ -115,7 +115,10 @@ func (c *Context) Sender() Ref {
 }
 
 // Send sends msg to the actor to, with this actor as its sender. It never
-// blocks: a message that cannot be delivered becomes a dead letter.
+// blocks: a message that cannot be delivered becomes a dead letter. When
+// the system's Remote is a BatchRemote, messages to other peers are handed
+// to it in runs, in the order sent, at the latest when the current
+// activation ends.
 func (c *Context) Send(to Ref, msg any) {
 	c.send(to, msg, 0, kindUser)
 }

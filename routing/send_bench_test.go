@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
@@ -81,6 +82,8 @@ func BenchmarkSendPathRuns(b *testing.B) {
 	run := make([]actor.Outbound, 0, 64)
 	b.ReportAllocs()
 	i := 0
+	cpu0 := processCPU()
+	defer func() { reportCPU(b, cpu0) }()
 	for b.Loop() {
 		run = append(run, actor.Outbound{To: to, Msg: msg})
 		if len(run) == cap(run) {
@@ -128,6 +131,8 @@ func benchSendPath(b *testing.B, window int) {
 	}
 	b.ReportAllocs()
 	i := 0
+	cpu0 := processCPU()
+	defer func() { reportCPU(b, cpu0) }()
 	for b.Loop() {
 		if window > 0 {
 			msg = benchBlob{Data: make([]byte, 100)}
@@ -141,4 +146,10 @@ func benchSendPath(b *testing.B, window int) {
 	if st := r.Stats(); st.Sent != uint64(i) || sys.DeadLetters() != 0 {
 		b.Fatalf("sent %d of %d, %d dead letters", st.Sent, i, sys.DeadLetters())
 	}
+}
+
+// reportCPU reports the process's CPU time per operation since cpu0: unlike
+// ns/op, it hardly depends on what else runs on the machine.
+func reportCPU(b *testing.B, cpu0 time.Duration) {
+	b.ReportMetric(float64((processCPU()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 }
