@@ -118,7 +118,8 @@ func (c *Context) Sender() Ref {
 // blocks: a message that cannot be delivered becomes a dead letter. When
 // the system's Remote is a BatchRemote, messages to other peers are handed
 // to it in runs, in the order sent, at the latest when the current
-// activation ends.
+// activation ends (so a message System.Send sends to the same actor
+// meanwhile, without a sender, may arrive before them).
 func (c *Context) Send(to Ref, msg any) {
 	c.send(to, msg, 0, kindUser)
 }
