@@ -3,7 +3,6 @@ package codec
 import (
 	"fmt"
 	"slices"
-	"unsafe"
 )
 
 // Compact streams (/troupe/msg/1.1.0 and /troupe/ctl/1.1.0 in routing) may
@@ -60,20 +59,11 @@ func appendShort(dst, body []byte, corr uint64, n int) []byte {
 		b[0] = majorArray<<5 | 2
 	}
 	i := 1 + putHead(b[1:], majorBytes, uint64(len(body)))
-	i += copyBody(b[i:], body)
+	i += copy(b[i:], body)
 	if corr != 0 {
 		putHead(b[i:], majorUint, corr)
 	}
 	return dst
-}
-
-// copyBody copies body to dst unless it is there already (encoded in
-// place: FrameWriter.BodyTail) and returns len(body).
-func copyBody(dst, body []byte) int {
-	if len(body) > 0 && unsafe.SliceData(dst) == unsafe.SliceData(body) {
-		return len(body)
-	}
-	return copy(dst, body)
 }
 
 // header is what a short envelope repeats: the kind, target, sender and

@@ -188,7 +188,7 @@ func appendEnvelope(dst []byte, e *Envelope, n int) []byte {
 	i += putHead(b[i:], majorText, uint64(len(e.Type)))
 	i += copy(b[i:], e.Type)
 	i += putHead(b[i:], majorBytes, uint64(len(e.Body)))
-	i += copyBody(b[i:], e.Body)
+	i += copy(b[i:], e.Body)
 	putHead(b[i:], majorUint, e.Corr)
 	return dst
 }

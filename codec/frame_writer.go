@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"unsafe"
 )
 
 // Frame size limits.
@@ -57,14 +56,6 @@ type FrameWriter struct {
 	err     error      // sticky write error
 	valid   validNames // names of the last envelope validated
 	prev    header     // of the last full envelope buffered (compact only)
-
-	// For bodies encoded in place (BodyTail): where the body of the next
-	// envelope is expected to start, counted from the end of the buffered
-	// frames (the frame head of the last envelope written, as a short one
-	// on a compact writer), the length of the last body, and a buffer to
-	// move a body out of the way of the frames.
-	gap, lastBody int
-	spill         []byte
 }
 
 // NewFrameWriter returns a FrameWriter on w that refuses frames larger than
@@ -82,10 +73,6 @@ func NewFrameWriter(w io.Writer, maxFrame int, opts ...FrameOption) *FrameWriter
 // flushed, and a write error is returned and remembered: every later call
 // returns it. A compact writer writes a short envelope when e has the header
 // of the last full envelope it wrote, and a full one otherwise.
-//
-// e.Body may have been encoded in place, into the slice BodyTail returned
-// (and nothing else written since): it is then copied only when it does
-// not already sit where the frame puts it.
 func (fw *FrameWriter) WriteEnvelope(e *Envelope) error {
 	if fw.err != nil {
 		return fw.err
@@ -100,25 +87,13 @@ func (fw *FrameWriter) WriteEnvelope(e *Envelope) error {
 	if n > fw.max {
 		return fmt.Errorf("%w: envelope of %d bytes exceeds limit of %d", ErrFrameTooLarge, n, fw.max)
 	}
-	size := uvarintLen(uint64(n)) + n
-	body := fw.place(e.Body, size-len(e.Body)-headLen(e.Corr), size)
-	if err := fw.room(size); err != nil {
+	if err := fw.room(uvarintLen(uint64(n)) + n); err != nil {
 		return err
 	}
 	fw.buf = binary.AppendUvarint(fw.buf, uint64(n))
-	if len(body) > 0 && unsafe.SliceData(body) != unsafe.SliceData(e.Body) {
-		b := *e
-		b.Body = body
-		e = &b
-	}
 	fw.buf = appendEnvelope(fw.buf, e, n)
-	fw.lastBody = len(body)
 	if fw.compact {
 		fw.prev.set(e, nil)
-		// The next envelope is likely a short one with a body as long.
-		fw.gap = uvarintLen(uint64(shortSize(body, e.Corr))) + 1 + headLen(uint64(len(body)))
-	} else {
-		fw.gap = size - len(body) - headLen(e.Corr)
 	}
 	return fw.maybeFlush()
 }
@@ -129,61 +104,12 @@ func (fw *FrameWriter) writeShort(body []byte, corr uint64) error {
 	if n > fw.max {
 		return fmt.Errorf("%w: envelope of %d bytes exceeds limit of %d", ErrFrameTooLarge, n, fw.max)
 	}
-	size := uvarintLen(uint64(n)) + n
-	gap := uvarintLen(uint64(n)) + 1 + headLen(uint64(len(body))) // frame length, array head, body head
-	body = fw.place(body, gap, size)
-	if err := fw.room(size); err != nil {
+	if err := fw.room(uvarintLen(uint64(n)) + n); err != nil {
 		return err
 	}
 	fw.buf = binary.AppendUvarint(fw.buf, uint64(n))
 	fw.buf = appendShort(fw.buf, body, corr, n)
-	fw.gap, fw.lastBody = gap, len(body)
 	return fw.maybeFlush()
-}
-
-// minTail is the least room BodyTail offers beyond the last body's length.
-const minTail = 64
-
-// BodyTail returns an empty slice over the buffer's unused capacity,
-// beginning where the body of the next envelope goes if its frame head is
-// as long as the last one's: a body encoded into it by appending (as
-// Registry.AppendEncode does) and then passed to WriteEnvelope is not
-// copied again. It returns nil when there is too little room for a body
-// as long as the last one, or when its frame would make the writer flush
-// before appending it. The slice is only good until the next call on
-// fw; WriteEnvelope moves a body it finds elsewhere in the buffer's
-// unused capacity where it must.
-func (fw *FrameWriter) BodyTail() []byte {
-	start := len(fw.buf) + fw.gap
-	if fw.gap == 0 || cap(fw.buf)-start < fw.lastBody+minTail || start+fw.lastBody+minTail > flushThreshold {
-		return nil // no room, or the frame would flush what is buffered first
-	}
-	return fw.buf[start:start:cap(fw.buf)]
-}
-
-// place returns body, copied to the spill buffer if it lies in the
-// buffer's unused capacity (encoded in place) but not at off, where the
-// frame of size bytes about to be appended puts it, or if that frame
-// flushes the buffer first: the frame head or the next frames would
-// overwrite it.
-func (fw *FrameWriter) place(body []byte, off, size int) []byte {
-	if len(body) == 0 || cap(fw.buf) == len(fw.buf) {
-		return body
-	}
-	p, tail := uintptr(unsafe.Pointer(unsafe.SliceData(body))), fw.buf[len(fw.buf):cap(fw.buf)]
-	t := uintptr(unsafe.Pointer(unsafe.SliceData(tail)))
-	if p < t || p >= t+uintptr(len(tail)) {
-		return body // elsewhere
-	}
-	if p == t+uintptr(off) && len(fw.buf)+size <= flushThreshold {
-		return body // in place, and room will not flush
-	}
-	fw.spill = append(fw.spill[:0], body...)
-	body = fw.spill
-	if cap(fw.spill) > shrinkThreshold {
-		fw.spill = nil
-	}
-	return body
 }
 
 // WriteFrame appends p, which should hold one encoded envelope, to the

@@ -1,13 +1,11 @@
 package routing
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
@@ -267,8 +265,7 @@ func (l *link) idleFragment(fw *codec.FrameWriter, lg *largeOut, scratch *[]byte
 	return l.putBatch(fw, lg.release(nil), scratch, true, lg)
 }
 
-// put encodes m into fw, encoding its body in place in fw's buffer or in
-// scratch first, and reports
+// put encodes m into fw, encoding its body in scratch first, and reports
 // whether it did. Errors about m itself (too large, unencodable) fail m and
 // return a nil error; only stream errors are returned. user says that m is
 // not a signal. With lg, a large m starts going out in fragments (put
@@ -284,22 +281,12 @@ func (l *link) put(fw *codec.FrameWriter, m *outMsg, scratch *[]byte, user bool,
 		body []byte
 		err  error
 	)
-	// The body is encoded straight into the frame writer's buffer, where
-	// its frame will hold it, when there is room; into scratch otherwise.
-	dst := fw.BodyTail()
-	inTail := dst != nil
-	if !inTail {
-		dst = (*scratch)[:0]
-	}
 	if user {
-		kind, typ, body, err = appendUser(l.r.cfg.Registry, dst, m.msg, m.reply)
+		kind, typ, body, err = appendUser(l.r.cfg.Registry, (*scratch)[:0], m.msg, m.reply)
 	} else {
-		kind, typ, body, err = appendWire(l.r.cfg.Registry, dst, m.msg, m.reply)
+		kind, typ, body, err = appendWire(l.r.cfg.Registry, (*scratch)[:0], m.msg, m.reply)
 	}
-	if inTail {
-		// Outgrown, the tail was left behind: body is a buffer of its own.
-		inTail = len(body) > 0 && unsafe.SliceData(body) == unsafe.SliceData(dst)
-	} else if cap(body) <= maxScratch {
+	if cap(body) <= maxScratch {
 		*scratch = body
 	}
 	if err != nil {
@@ -317,14 +304,9 @@ func (l *link) put(fw *codec.FrameWriter, m *outMsg, scratch *[]byte, user bool,
 			lg.hold(m) // one large message at a time
 			return false, nil
 		}
-		// The body must stay as it is while its fragments go out: a body
-		// in the frame writer's buffer moves to one of its own, and the
+		// The body must stay as it is while its fragments go out: the
 		// scratch buffer starts anew.
-		if inTail {
-			body = bytes.Clone(body)
-		} else {
-			*scratch = nil
-		}
+		*scratch = nil
 		lg.start(m, kind, typ, body)
 		_, err := l.nextFragment(fw, lg, scratch)
 		return false, err
