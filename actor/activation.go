@@ -17,6 +17,7 @@ func (c *Context) Run() {
 	var freed freeList
 	fresh := c.fresh
 	defer func() {
+		c.flushOut() // after a panic too: nothing waits in an outbox
 		c.fresh = fresh
 		c.cur = nil
 		freed.done(c.sys)
@@ -99,6 +100,7 @@ func (c *Context) Run() {
 		c.saved.append(c.sys.detach(n))
 	}
 	c.fresh = fresh
+	c.flushOut() // before the actor can go idle
 	c.yield()
 }
 
@@ -179,6 +181,7 @@ func (c *Context) terminate(reason error) {
 		return
 	}
 	c.flags |= fDead
+	c.flushOut() // what the actor sent goes before its exit signals
 	s := c.sys
 	s.names.remove(c)
 	s.namesChanged(c.name)

@@ -63,7 +63,22 @@ type Context struct {
 	// (the partner stopped) is detected by its closed inbox.
 	lastName string
 	lastTo   *Context
+
+	// Messages to other peers sent during the activation, handed to the
+	// BatchRemote in runs (see flushOut); nil until the actor sends one.
+	out *outbox
 }
+
+// outbox gathers an actor's messages to other peers: empty between
+// activations.
+type outbox struct {
+	msgs []Outbound
+}
+
+// outRun is the most messages an outbox gathers before handing them over:
+// enough to take the remote's locks rarely, few enough that the writer
+// that sends them starts early and works alongside the actor.
+const outRun = 64
 
 // ext holds what few actors need.
 type ext struct {
@@ -100,7 +115,11 @@ func (c *Context) Sender() Ref {
 }
 
 // Send sends msg to the actor to, with this actor as its sender. It never
-// blocks: a message that cannot be delivered becomes a dead letter.
+// blocks: a message that cannot be delivered becomes a dead letter. When
+// the system's Remote is a BatchRemote, messages to other peers are handed
+// to it in runs, in the order sent, at the latest when the current
+// activation ends (so a message System.Send sends to the same actor
+// meanwhile, without a sender, may arrive before them).
 func (c *Context) Send(to Ref, msg any) {
 	c.send(to, msg, 0, kindUser)
 }
@@ -109,6 +128,10 @@ func (c *Context) Send(to Ref, msg any) {
 func (c *Context) send(to Ref, msg any, corr uint64, kind uint8) {
 	s := c.sys
 	if to.peer != s.peer {
+		if s.batch != nil && !to.IsZero() {
+			c.sendOut(to, msg, corr, kind == kindReply)
+			return
+		}
 		s.send(to, c.Self(), msg, corr, kind)
 		return
 	}
@@ -121,6 +144,58 @@ func (c *Context) send(to Ref, msg any, corr uint64, kind uint8) {
 		return
 	}
 	s.undeliverable(to, n, ErrNoSuchActor)
+}
+
+// sendOut gathers a message to another peer in the actor's outbox. kind
+// is kindUser or kindReply (Context.send sends no signals).
+func (c *Context) sendOut(to Ref, msg any, corr uint64, reply bool) {
+	o := c.out
+	if o == nil {
+		o = &outbox{msgs: make([]Outbound, 0, outRun)}
+		c.out = o
+	}
+	i := len(o.msgs)
+	if i == cap(o.msgs) {
+		o.msgs = append(o.msgs, Outbound{})
+	} else {
+		o.msgs = o.msgs[:i+1]
+	}
+	// Set field by field: a composite literal would be built aside and
+	// copied.
+	m := &o.msgs[i]
+	m.To, m.Msg, m.Corr, m.Reply = to, msg, corr, reply
+	if i+1 >= outRun {
+		c.flushOut()
+	}
+}
+
+// flushOut hands the messages gathered in the outbox to the BatchRemote,
+// in order; a message it cannot queue becomes a dead letter (failing its
+// Ask), as System.send makes it. It is called when the outbox fills, when
+// an activation ends and when the actor terminates, so no message waits in
+// an idle or dead actor.
+func (c *Context) flushOut() {
+	o := c.out
+	if o == nil || len(o.msgs) == 0 {
+		return
+	}
+	s := c.sys
+	from := Ref{peer: s.peer, name: c.name}
+	for msgs := o.msgs; len(msgs) > 0; {
+		n, err := s.batch.DeliverBatch(from, msgs)
+		if err == nil || n >= len(msgs) {
+			break
+		}
+		m := &msgs[n]
+		kind := kindUser
+		if m.Reply {
+			kind = kindReply
+		}
+		s.undeliverable(m.To, s.newNode(m.Msg, from, m.Corr, kind), err)
+		msgs = msgs[n+1:]
+	}
+	clear(o.msgs) // the remote keeps what it needs: drop the references
+	o.msgs = o.msgs[:0]
 }
 
 // Request identifies the message being handled so that it can be answered

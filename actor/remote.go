@@ -21,3 +21,29 @@ type Remote interface {
 	// dead letter with that reason (and fails the Ask that sent it).
 	Deliver(to, from Ref, msg any, corr uint64, reply bool) error
 }
+
+// Outbound is one message an actor sent to an actor of another peer,
+// gathered with the others its activation sends (see BatchRemote).
+type Outbound struct {
+	To    Ref
+	Msg   any
+	Corr  uint64 // correlation ID of an Ask; 0 for none
+	Reply bool   // Msg answers the Ask with correlation ID Corr
+}
+
+// BatchRemote is a Remote that also takes many messages of one sender at
+// once. When the system's Remote implements it, an actor's messages to
+// other peers are gathered while its activation runs and handed over in
+// runs (at the latest when the activation ends, and before the actor
+// terminates), so that the remote takes its locks once per run rather than
+// once per message.
+type BatchRemote interface {
+	Remote
+	// DeliverBatch queues msgs, all sent by from (an actor of this peer),
+	// in order, as Deliver would each of them. It stops at the first
+	// message it cannot queue and returns how many it queued and why the
+	// next failed (the caller makes that message a dead letter and hands
+	// the rest over again); all were queued when the error is nil. Like
+	// Deliver, it must never block.
+	DeliverBatch(from Ref, msgs []Outbound) (int, error)
+}

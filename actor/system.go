@@ -20,6 +20,7 @@ type System struct {
 	group *eventloop.Group
 
 	names  *registry
+	batch  BatchRemote // cfg.remote when it takes runs of messages, else nil
 	remote remoteIndex // monitors and links across peers
 	groups groupTable
 	nodes  sync.Pool // *node, recycled once handled
@@ -46,6 +47,7 @@ func New(opts ...Option) (*System, error) {
 		return nil, err
 	}
 	s := &System{cfg: cfg, peer: cfg.peer, names: newRegistry(), drained: make(chan struct{})}
+	s.batch, _ = cfg.remote.(BatchRemote)
 	g, err := eventloop.New(
 		eventloop.WithLoops(cfg.loops),
 		eventloop.WithWatchdog(cfg.watchdog),

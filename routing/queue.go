@@ -87,6 +87,43 @@ func (q *outQueue) pushBelow(to, from string, msg any, corr uint64, reply bool, 
 	return true
 }
 
+// pushRun appends the messages of run, all from the actor named from,
+// while the queue has room, taking the lock once, and returns how many it
+// appended.
+func (q *outQueue) pushRun(from string, run []actor.Outbound) int {
+	q.mu.Lock()
+	pushed := 0
+	for pushed < len(run) && q.n < q.max {
+		last := len(q.chunks) - 1
+		if last < 0 || len(q.chunks[last]) == cap(q.chunks[last]) {
+			last = q.growLocked()
+		}
+		c := q.chunks[last]
+		k := min(cap(c)-len(c), len(run)-pushed, q.max-q.n)
+		start := len(c)
+		c = c[:start+k]
+		q.chunks[last] = c
+		for i := range k {
+			o, m := &run[pushed+i], &c[start+i]
+			m.to, m.from, m.msg, m.corr, m.reply = o.To.Name(), from, o.Msg, o.Corr, o.Reply
+		}
+		q.n += k
+		pushed += k
+	}
+	wake := q.asleep && pushed > 0
+	if wake {
+		q.asleep = false
+	}
+	q.mu.Unlock()
+	if wake {
+		select {
+		case q.ready <- struct{}{}:
+		default:
+		}
+	}
+	return pushed
+}
+
 // waitLimit is the queue length from which pushCtx waits. A sender that
 // can wait needs no deep queue to keep the writer busy (it takes at most
 // chunkSize envelopes at a time), so it waits well before the queue is

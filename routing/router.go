@@ -159,6 +159,38 @@ func (r *Router) Deliver(to, from actor.Ref, msg any, corr uint64, reply bool) e
 	return nil
 }
 
+// DeliverBatch queues msgs, all from the actor from, in order, taking
+// each link queue's lock once per run of messages to the same peer and
+// queue. It stops at the first message that cannot be queued (a full
+// queue: ErrLinkFull, counted as Deliver counts it) and returns how many
+// it queued. It never blocks. Implements actor.BatchRemote.
+func (r *Router) DeliverBatch(from actor.Ref, msgs []actor.Outbound) (int, error) {
+	fromName := from.Name()
+	done := 0
+	for done < len(msgs) {
+		peer := msgs[done].To.Peer()
+		l, err := r.link(peer)
+		if err != nil {
+			return done, err
+		}
+		ctl := isControl(msgs[done].Msg)
+		end := done + 1
+		for end < len(msgs) && msgs[end].To.Peer() == peer && isControl(msgs[end].Msg) == ctl {
+			end++
+		}
+		q := l.user.q
+		if ctl {
+			q = l.ctl.q
+		}
+		done += q.pushRun(fromName, msgs[done:end])
+		if done < end {
+			r.linkFull.Add(1)
+			return done, fmt.Errorf("%w: %v", ErrLinkFull, l.peer)
+		}
+	}
+	return done, nil
+}
+
 // DeliverCtx queues e for its peer as Deliver does, waiting for queue space until ctx ends:
 // backpressure for plain Go code. It waits as soon as 8,192 messages (or
 // the whole LinkQueue, if smaller) wait for that peer, leaving the rest of
