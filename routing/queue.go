@@ -75,8 +75,17 @@ func (q *outQueue) pushBelow(to, from string, msg any, corr uint64, reply bool, 
 	m := &c[len(c)-1]
 	m.to, m.from, m.msg, m.corr, m.reply = to, from, msg, corr, reply
 	q.n++
-	wake := q.asleep
-	q.asleep = false
+	q.unlockWaking(true)
+	return true
+}
+
+// unlockWaking unlocks q and wakes its writer when it sleeps and appended
+// says that something was queued.
+func (q *outQueue) unlockWaking(appended bool) {
+	wake := appended && q.asleep
+	if wake {
+		q.asleep = false
+	}
 	q.mu.Unlock()
 	if wake {
 		select {
@@ -84,7 +93,6 @@ func (q *outQueue) pushBelow(to, from string, msg any, corr uint64, reply bool, 
 		default:
 		}
 	}
-	return true
 }
 
 // pushRun appends the messages of run, all from the actor named from,
@@ -110,17 +118,7 @@ func (q *outQueue) pushRun(from string, run []actor.Outbound) int {
 		q.n += k
 		pushed += k
 	}
-	wake := q.asleep && pushed > 0
-	if wake {
-		q.asleep = false
-	}
-	q.mu.Unlock()
-	if wake {
-		select {
-		case q.ready <- struct{}{}:
-		default:
-		}
-	}
+	q.unlockWaking(pushed > 0)
 	return pushed
 }
 

@@ -1,48 +1,18 @@
 package routing
 
 import (
-	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/libp2p/go-libp2p"
 	"github.com/troupe-mesh/troupe/actor"
-	"github.com/troupe-mesh/troupe/codec"
 )
 
 // A peer seen with a new incarnation has restarted: monitors on its old
 // actors fire even before any disconnection is noticed.
 func TestNewIncarnationFiresMonitors(t *testing.T) {
-	h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	reg, err := codec.NewRegistry()
-	if err != nil {
-		t.Fatal(err)
-	}
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	r, err := New(Config{Host: h, Registry: reg, Logger: logger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sys, err := actor.New(actor.WithPeer(h.ID().String()), actor.WithRemote(r), actor.WithLogger(logger))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Bind(sys); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = sys.Shutdown(ctx)
-		_ = r.Close(ctx)
-	}()
+	_, r, sys := testRouter(t, 0)
 	other, err := libp2p.New(libp2p.NoListenAddrs)
 	if err != nil {
 		t.Fatal(err)
