@@ -67,14 +67,14 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		libp2p.ListenAddrStrings(cfg.listen...),
 		libp2p.Security(libp2ptls.ID, libp2ptls.New),
 		libp2p.Security(noise.ID, noise.New),
-		libp2p.Muxer(yamux.ID, yamux.DefaultTransport),
+		libp2p.Muxer(yamux.ID, muxer(cfg.limits)),
 		libp2p.Transport(tcp.NewTCPTransport),
 		libp2p.DisableMetrics(),
 	}
 	if key != nil {
 		hopts = append(hopts, libp2p.Identity(key))
 	}
-	if cfg.limits != (Limits{}) {
+	if cfg.limits.hostLimits() {
 		rm, err := resourceManager(cfg.limits)
 		if err != nil {
 			return nil, err

@@ -68,13 +68,16 @@ func TestCorruptKeyFileIsAnError(t *testing.T) {
 
 func TestBadOptions(t *testing.T) {
 	for name, o := range map[string]Option{
-		"no listen":  WithListenAddrs(),
-		"short psk":  WithPrivateNetwork([]byte("short")),
-		"tiny frame": WithMaxFrame(10),
-		"no queue":   WithLinkQueue(0),
-		"nil logger": WithLogger(nil),
-		"bad listen": WithListenAddrs("/not/a/multiaddr"),
-		"neg limit":  WithLimits(Limits{StreamsPerPeer: -1}),
+		"no listen":   WithListenAddrs(),
+		"short psk":   WithPrivateNetwork([]byte("short")),
+		"tiny frame":  WithMaxFrame(10),
+		"no queue":    WithLinkQueue(0),
+		"nil logger":  WithLogger(nil),
+		"bad listen":  WithListenAddrs("/not/a/multiaddr"),
+		"neg limit":   WithLimits(Limits{StreamsPerPeer: -1}),
+		"neg window":  WithLimits(Limits{StreamWindow: -1}),
+		"tiny window": WithLimits(Limits{StreamWindow: MinStreamWindow - 1}),
+		"huge window": WithLimits(Limits{StreamWindow: MaxStreamWindow + 1}),
 	} {
 		if n, err := New(context.Background(), quiet(), o); err == nil {
 			_ = n.Close(context.Background())
@@ -109,6 +112,48 @@ func TestLimitsRefuseConnections(t *testing.T) {
 	}
 	if err := c.Connect(ctx, *a.AddrInfo()); err == nil {
 		t.Fatal("a second inbound connection was accepted with ConnsInbound 1")
+	}
+}
+
+// TestStreamWindow: a peer may send exactly the receiver's stream window
+// on a stream the receiver does not read, and no more.
+func TestStreamWindow(t *testing.T) {
+	for _, w := range []int{0, MinStreamWindow, 3 << 20} {
+		want := w
+		if w == 0 {
+			want = DefaultStreamWindow
+		}
+		a := newTestNode(t, WithLimits(Limits{StreamWindow: w}))
+		b := newTestNode(t)
+		release := make(chan struct{})
+		defer close(release)
+		const proto = "/troupe-test/stall/1.0.0"
+		a.Host().SetStreamHandler(proto, func(s network.Stream) { <-release; _ = s.Reset() })
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := b.Connect(ctx, *a.AddrInfo()); err != nil {
+			t.Fatal(err)
+		}
+		s, err := b.Host().NewStream(ctx, a.ID(), proto)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The writes stop at the window; the deadline ends the last one.
+		_ = s.SetWriteDeadline(time.Now().Add(500 * time.Millisecond))
+		chunk, sent := make([]byte, 64<<10), 0
+		for sent <= want {
+			n, err := s.Write(chunk)
+			sent += n
+			if err != nil {
+				break
+			}
+		}
+		_ = s.Reset()
+		// The multistream header and the protocol name (46 bytes) went
+		// first, in the same window.
+		if sent > want || sent < want-64 {
+			t.Errorf("window %d: %d bytes sent to a stream that is not read, want %d less the protocol header", w, sent, want)
+		}
 	}
 }
 

@@ -125,6 +125,8 @@ func TestBadConfigNamesTheField(t *testing.T) {
 		{`{"metrics": "9090"}`, "metrics"},
 		{`{"limits": {"streams_per_peer": -1}}`, "limits.streams_per_peer"},
 		{`{"limits": {"memory_mib": 2000000}}`, "limits.memory_mib"},
+		{`{"limits": {"stream_window_kib": 100}}`, "limits.stream_window_kib"},
+		{`{"limits": {"stream_window_kib": -1}}`, "limits.stream_window_kib"},
 		{`{"limits": {"conns": "many"}}`, `"limits.conns"`},
 		{`{"limits": {"fd": 10}}`, `unknown field "fd"`},
 		{`{"mdns": "yes"}`, `"mdns"`},
@@ -281,7 +283,7 @@ func TestConfigOptions(t *testing.T) {
 	// A node starts from such a configuration (DHT and mDNS off: nothing
 	// leaves 127.0.0.1).
 	cfg.DHT, cfg.MDNS, cfg.Listen = "off", false, []string{"/ip4/127.0.0.1/tcp/0"}
-	cfg.Limits = ConfigLimits{MemoryMiB: 512, ConnsInbound: 100, StreamsPerPeer: 256}
+	cfg.Limits = ConfigLimits{MemoryMiB: 512, ConnsInbound: 100, StreamsPerPeer: 256, StreamWindowKiB: 4096}
 	opts, err := cfg.peerOptions(home)
 	if err != nil {
 		t.Fatal(err)

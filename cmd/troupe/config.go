@@ -63,6 +63,9 @@ type ConfigLimits struct {
 	StreamsInbound int `json:"streams_inbound"`
 	ConnsPerPeer   int `json:"conns_per_peer"`
 	StreamsPerPeer int `json:"streams_per_peer"`
+	// StreamWindowKiB is the initial receive window of each stream
+	// (peer.Limits.StreamWindow), from 256 to 16384 KiB; 0 means 1024.
+	StreamWindowKiB int `json:"stream_window_kib"`
 }
 
 // peerLimits returns the limits as peer.Limits, or the name of the first
@@ -75,6 +78,7 @@ func (l ConfigLimits) peerLimits() (peer.Limits, string) {
 		{"memory_mib", l.MemoryMiB}, {"fds", l.FDs}, {"conns", l.Conns}, {"conns_inbound", l.ConnsInbound},
 		{"streams", l.Streams}, {"streams_inbound", l.StreamsInbound},
 		{"conns_per_peer", l.ConnsPerPeer}, {"streams_per_peer", l.StreamsPerPeer},
+		{"stream_window_kib", l.StreamWindowKiB},
 	} {
 		if f.v < 0 {
 			return peer.Limits{}, f.name
@@ -84,6 +88,7 @@ func (l ConfigLimits) peerLimits() (peer.Limits, string) {
 		Memory: int64(l.MemoryMiB) << 20, FDs: l.FDs, Conns: l.Conns, ConnsInbound: l.ConnsInbound,
 		Streams: l.Streams, StreamsInbound: l.StreamsInbound,
 		ConnsPerPeer: l.ConnsPerPeer, StreamsPerPeer: l.StreamsPerPeer,
+		StreamWindow: l.StreamWindowKiB << 10,
 	}, ""
 }
 
@@ -195,6 +200,10 @@ func (c *Config) validate() error {
 	}
 	if c.Limits.MemoryMiB > 1<<40>>20 {
 		return configError("limits.memory_mib", "%d MiB is more than 1 TiB", c.Limits.MemoryMiB)
+	}
+	if w := c.Limits.StreamWindowKiB; w != 0 && (w < peer.MinStreamWindow>>10 || w > peer.MaxStreamWindow>>10) {
+		return configError("limits.stream_window_kib", "%d KiB: must be from %d to %d, or 0 for %d",
+			w, peer.MinStreamWindow>>10, peer.MaxStreamWindow>>10, peer.DefaultStreamWindow>>10)
 	}
 	return nil
 }
