@@ -185,8 +185,9 @@ func TestLinkFullIsDeadLetterAndSendCtxWaits(t *testing.T) {
 		}
 	})))
 	// A peer that accepts the message stream and never reads it: the
-	// link's writer blocks on flow control and its queue cannot drain.
-	stuck := newTestNode(t)
+	// link's writer blocks on flow control (after the smallest window,
+	// four of these messages) and its queue cannot drain.
+	stuck := newTestNode(t, WithLimits(Limits{StreamWindow: MinStreamWindow}))
 	release := make(chan struct{})
 	defer close(release)
 	stuck.Host().SetStreamHandler(routing.ProtoMsg, func(s network.Stream) {
@@ -215,7 +216,7 @@ func TestLinkFullIsDeadLetterAndSendCtxWaits(t *testing.T) {
 	// The writer is stuck on flow control: once the queue is full again,
 	// SendCtx waits for room until its context ends.
 	var err error
-	for range 10 {
+	for range 40 {
 		short, cancelShort := context.WithTimeout(ctx, 100*time.Millisecond)
 		err = n.SendCtx(short, to, big)
 		cancelShort()
