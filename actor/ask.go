@@ -2,6 +2,8 @@ package actor
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"fmt"
 	"strconv"
 	"sync/atomic"
@@ -23,11 +25,25 @@ func (c *Context) Ask(to Ref, msg any, d time.Duration, then func(reply any, err
 		c.fail(fmt.Errorf("%w: Ask timeout %v must be positive", ErrBadReceive, d))
 		return
 	}
-	corr := c.sys.ids.Add(1)
+	corr := newCorr()
 	c.send(to, msg, corr, kindUser)
 	c.ReceiveWithin(d, &askCase{corr: corr, then: then}, Timeout(func() {
 		then(nil, fmt.Errorf("actor: ask %v: no reply within %v: %w", to, d, context.DeadlineExceeded))
 	}))
+}
+
+// newCorr returns a new correlation ID for an Ask: random, not counted, so
+// that a peer that was not asked cannot guess it and answer in the asked
+// actor's place (a reply is matched by its correlation ID alone, so that an
+// actor the request was forwarded to can answer it), and never 0 (no Ask).
+func newCorr() uint64 {
+	var b [8]byte
+	for {
+		_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+		if c := binary.LittleEndian.Uint64(b[:]); c != 0 {
+			return c
+		}
+	}
 }
 
 // waiter stands in for an actor while plain Go code waits in System.Ask: a
@@ -79,7 +95,7 @@ func (s *System) Ask(ctx context.Context, to Ref, msg any) (any, error) {
 	if s.closing.Load() {
 		return nil, ErrClosed
 	}
-	w := &waiter{corr: s.ids.Add(1), ch: make(chan *node, 1)}
+	w := &waiter{corr: newCorr(), ch: make(chan *node, 1)}
 	var buf [16]byte
 	c := &Context{sys: s, name: string(strconv.AppendUint(append(buf[:0], '$'), s.ids.Add(1), 36)), cont: w}
 	c.state.Store(waiting)

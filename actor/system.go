@@ -26,7 +26,7 @@ type System struct {
 	nodes  sync.Pool // *node, recycled once handled
 	blocks sync.Pool // *nodeBlock, for Inbounds
 
-	ids         atomic.Uint64 // monitor IDs, correlation IDs, generated names
+	ids         atomic.Uint64 // monitor IDs, generated names (not correlation IDs: newCorr)
 	live        atomic.Int64
 	deadLetters atomic.Uint64
 

@@ -4,11 +4,15 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/peer"
 	"github.com/troupe-mesh/troupe/routing"
 )
@@ -118,5 +122,81 @@ func TestGarbageOnMsgStreamResetsOnlyThatStream(t *testing.T) {
 	}
 	if st := b.Router().Stats(); st.StreamsReset != 3 || st.DecodeErrors < 3 {
 		t.Fatalf("stats after three bad streams: %+v", st)
+	}
+}
+
+// TestAskRepliesCannotBeForged: a third peer that knows the name an Ask
+// waits under (names are sequential) sends replies to it with every
+// correlation ID near that name's number; the Ask still gets the asked
+// actor's reply, because correlation IDs are random.
+func TestAskRepliesCannotBeForged(t *testing.T) {
+	asker, asked := pair(t)
+	forger := newNode(t)
+	ctx, cancel := askCtx()
+	defer cancel()
+	if err := forger.Connect(ctx, *asker.AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	waiting := make(chan actor.Ref, 1)
+	slow := spawn(t, asked, "slow", func(c *actor.Context) {
+		c.Receive(actor.On(func(Ping) {
+			req := c.Request()
+			waiting <- req.Sender()
+			c.Receive(actor.On(func(string) { c.Respond(req, Pong{N: 1}) }))
+		}))
+	})
+	slowRef, _ := peer.Ref(asked.ID(), "slow")
+	type result struct {
+		v   any
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		v, err := asker.System().Ask(ctx, slowRef, Ping{N: 1})
+		got <- result{v, err}
+	}()
+	waiter := recv(t, waiting)
+	id, err := strconv.ParseUint(strings.TrimPrefix(waiter.Name(), "$"), 36, 64)
+	if err != nil {
+		t.Fatalf("waiter name %q: %v", waiter.Name(), err)
+	}
+	reg := registry(t)
+	typ, body, err := reg.Encode(Pong{N: 666})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, fw := rawWriter(t, forger, asker, routing.ProtoMsg10, false)
+	const span = 1000
+	before := asker.Router().Stats().Received
+	for corr := max(id, span) - span; corr <= id+span; corr++ {
+		if corr == 0 {
+			continue
+		}
+		env := &codec.Envelope{Kind: codec.KindReply, To: waiter.Name(), FromName: "slow", Corr: corr, Type: typ, Body: body}
+		if err := fw.WriteEnvelope(env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := fw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	// Let the forged replies arrive before the real one is sent.
+	for asker.Router().Stats().Received < before+span {
+		select {
+		case r := <-got:
+			t.Fatalf("the Ask ended with a forged reply: %v, %v", r.v, r.err)
+		case <-ctx.Done():
+			t.Fatalf("forged replies not received: stats %+v", asker.Router().Stats())
+		case <-time.After(time.Millisecond):
+		}
+	}
+	asked.System().Send(slow, "reply now")
+	select {
+	case r := <-got:
+		if r.err != nil || r.v != (Pong{N: 1}) {
+			t.Fatalf("Ask got %v, %v; want the asked actor's Pong{1}", r.v, r.err)
+		}
+	case <-ctx.Done():
+		t.Fatal("no reply")
 	}
 }
