@@ -210,8 +210,8 @@ func (c *Context) terminate(reason error) {
 			c.trackRemote(true, to, 0, false)
 			s.send(to, self, ExitSignal{Reason: reason, Linked: true}, 0, kindSignal)
 		}
-		for id, w := range e.watchers {
-			s.send(w, self, DownSignal{ID: id, Reason: reason}, 0, kindSignal)
+		for w := range e.watchers {
+			s.send(w.ref, self, DownSignal{ID: w.id, Reason: reason}, 0, kindSignal)
 		}
 		for id, target := range e.watching {
 			c.trackRemote(false, target, id, false)

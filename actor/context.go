@@ -83,8 +83,8 @@ const outRun = 64
 // ext holds what few actors need.
 type ext struct {
 	links    map[Ref]struct{}
-	watchers map[MonitorID]Ref // who monitors this actor
-	watching map[MonitorID]Ref // whom this actor monitors
+	watchers map[monitorEdge]struct{} // who monitors this actor
+	watching map[MonitorID]Ref        // whom this actor monitors
 	groups   map[string]struct{}
 	reason   error // exit reason once fStopping is set
 }

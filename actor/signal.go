@@ -116,6 +116,15 @@ func (c *Context) Demonitor(id MonitorID) {
 	c.sys.send(ref, c.Self(), DemonitorSignal{ID: id}, 0, kindSignal)
 }
 
+// monitorEdge is one monitor of an actor: its ID and the actor that holds it.
+// IDs are numbered by the watcher's system, so watchers on different peers
+// can use the same ID: only the pair names a monitor, and only the watcher
+// itself can cancel it.
+type monitorEdge struct {
+	id  MonitorID
+	ref Ref
+}
+
 // signal handles a signal node. It reports true when the node became a
 // message for the cases (Down, or Exit while trapping exits).
 func (c *Context) signal(n *node) bool {
@@ -135,19 +144,19 @@ func (c *Context) signal(n *node) bool {
 	case MonitorSignal:
 		e := c.extra()
 		if e.watchers == nil {
-			e.watchers = make(map[MonitorID]Ref)
+			e.watchers = make(map[monitorEdge]struct{})
 		}
-		e.watchers[s.ID] = n.from
+		e.watchers[monitorEdge{s.ID, n.from}] = struct{}{}
 	case DemonitorSignal:
 		if c.ext != nil {
-			delete(c.ext.watchers, s.ID)
+			delete(c.ext.watchers, monitorEdge{s.ID, n.from})
 		}
 	case DownSignal:
 		if c.ext == nil {
 			return false
 		}
-		if _, ok := c.ext.watching[s.ID]; !ok {
-			return false // demonitored
+		if ref, ok := c.ext.watching[s.ID]; !ok || !ref.same(n.from) {
+			return false // demonitored, or not from the actor watched under that ID
 		}
 		delete(c.ext.watching, s.ID)
 		c.trackRemote(false, n.from, s.ID, false)
