@@ -2,10 +2,19 @@ package actor
 
 import "sync"
 
+// edgeKind says what a remoteEdge is.
+type edgeKind uint8
+
+const (
+	edgeMonitor edgeKind = iota // the local actor monitors the remote one
+	edgeLink                    // the two are linked
+	edgeWatcher                 // the remote actor monitors the local one
+)
+
 // remoteEdge is a monitor or link between a local actor and an actor on
-// another peer: what must fire when that peer goes away.
+// another peer: what must fire, or be forgotten, when that peer goes away.
 type remoteEdge struct {
-	link   bool
+	kind   edgeKind
 	local  Ref
 	remote Ref
 	id     MonitorID
@@ -53,24 +62,32 @@ func (x *remoteIndex) take(peer string) map[remoteEdge]struct{} {
 
 // PeerDown tells the system that a peer went away (disconnected, or came
 // back as a new incarnation): every local monitor of an actor on it receives
-// Down with ErrNodeDown, and every local actor linked to one receives an exit
-// signal with ErrNodeDown. Routing calls it. Safe for concurrent use.
+// Down with ErrNodeDown, every local actor linked to one receives an exit
+// signal with ErrNodeDown, and the monitors its actors held on local actors
+// are dropped (as Erlang drops them when a node goes down), so that they
+// neither pile up nor send Downs to a peer that is gone. Routing calls it.
+// Safe for concurrent use.
 func (s *System) PeerDown(peer string) {
 	for e := range s.remote.take(peer) {
-		if e.link {
-			s.deliverLocal(e.local, s.newNode(ExitSignal{Reason: ErrNodeDown, Linked: true}, e.remote, 0, kindSignal))
-		} else {
-			s.deliverLocal(e.local, s.newNode(DownSignal{ID: e.id, Reason: ErrNodeDown}, e.remote, 0, kindSignal))
+		var sig Signal
+		switch e.kind {
+		case edgeLink:
+			sig = ExitSignal{Reason: ErrNodeDown, Linked: true}
+		case edgeMonitor:
+			sig = DownSignal{ID: e.id, Reason: ErrNodeDown}
+		case edgeWatcher:
+			sig = DemonitorSignal{ID: e.id}
 		}
+		s.deliverLocal(e.local, s.newNode(sig, e.remote, 0, kindSignal))
 	}
 }
 
 // trackRemote records an edge when other is on another peer.
-func (c *Context) trackRemote(link bool, other Ref, id MonitorID, add bool) {
+func (c *Context) trackRemote(kind edgeKind, other Ref, id MonitorID, add bool) {
 	if other.peer == c.sys.peer || other.IsZero() {
 		return
 	}
-	e := remoteEdge{link: link, local: c.Self(), remote: other, id: id}
+	e := remoteEdge{kind: kind, local: c.Self(), remote: other, id: id}
 	if add {
 		c.sys.remote.add(e)
 	} else {

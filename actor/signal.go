@@ -74,7 +74,7 @@ func (c *Context) Link(ref Ref) {
 		e.links = make(map[Ref]struct{})
 	}
 	e.links[ref] = struct{}{}
-	c.trackRemote(true, ref, 0, true)
+	c.trackRemote(edgeLink, ref, 0, true)
 	c.sys.send(ref, c.Self(), LinkSignal{}, 0, kindSignal)
 }
 
@@ -83,7 +83,7 @@ func (c *Context) Unlink(ref Ref) {
 	if c.ext != nil {
 		delete(c.ext.links, ref)
 	}
-	c.trackRemote(true, ref, 0, false)
+	c.trackRemote(edgeLink, ref, 0, false)
 	c.sys.send(ref, c.Self(), UnlinkSignal{}, 0, kindSignal)
 }
 
@@ -96,7 +96,7 @@ func (c *Context) Monitor(ref Ref) MonitorID {
 		e.watching = make(map[MonitorID]Ref)
 	}
 	e.watching[id] = ref
-	c.trackRemote(false, ref, id, true)
+	c.trackRemote(edgeMonitor, ref, id, true)
 	c.sys.send(ref, c.Self(), MonitorSignal{ID: id}, 0, kindSignal)
 	return id
 }
@@ -112,7 +112,7 @@ func (c *Context) Demonitor(id MonitorID) {
 		return
 	}
 	delete(c.ext.watching, id)
-	c.trackRemote(false, ref, id, false)
+	c.trackRemote(edgeMonitor, ref, id, false)
 	c.sys.send(ref, c.Self(), DemonitorSignal{ID: id}, 0, kindSignal)
 }
 
@@ -135,22 +135,24 @@ func (c *Context) signal(n *node) bool {
 			e.links = make(map[Ref]struct{})
 		}
 		e.links[n.from] = struct{}{}
-		c.trackRemote(true, n.from, 0, true)
+		c.trackRemote(edgeLink, n.from, 0, true)
 	case UnlinkSignal:
 		if c.ext != nil {
 			delete(c.ext.links, n.from)
 		}
-		c.trackRemote(true, n.from, 0, false)
+		c.trackRemote(edgeLink, n.from, 0, false)
 	case MonitorSignal:
 		e := c.extra()
 		if e.watchers == nil {
 			e.watchers = make(map[monitorEdge]struct{})
 		}
 		e.watchers[monitorEdge{s.ID, n.from}] = struct{}{}
+		c.trackRemote(edgeWatcher, n.from, s.ID, true)
 	case DemonitorSignal:
 		if c.ext != nil {
 			delete(c.ext.watchers, monitorEdge{s.ID, n.from})
 		}
+		c.trackRemote(edgeWatcher, n.from, s.ID, false)
 	case DownSignal:
 		if c.ext == nil {
 			return false
@@ -159,7 +161,7 @@ func (c *Context) signal(n *node) bool {
 			return false // demonitored, or not from the actor watched under that ID
 		}
 		delete(c.ext.watching, s.ID)
-		c.trackRemote(false, n.from, s.ID, false)
+		c.trackRemote(edgeMonitor, n.from, s.ID, false)
 		n.msg, n.kind = Down{Ref: n.from, ID: s.ID, Reason: s.Reason}, kindUser
 		return true
 	case ExitSignal:
@@ -179,7 +181,7 @@ func (c *Context) signal(n *node) bool {
 				return false // unlinked meanwhile
 			}
 			delete(c.ext.links, n.from)
-			c.trackRemote(true, n.from, 0, false)
+			c.trackRemote(edgeLink, n.from, 0, false)
 		}
 		if c.flags&fTrapExit != 0 {
 			n.msg, n.kind = Exit{From: n.from, Reason: s.Reason}, kindUser

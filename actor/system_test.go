@@ -585,3 +585,62 @@ func TestNamesChangedHookSeesPublicNamesOnly(t *testing.T) {
 	// the same loop), nor the Ask's waiter.
 	expect(1)
 }
+
+// TestPeerDownDropsMonitorsFromThatPeer: monitors that actors on a peer
+// hold on a local actor are dropped when that peer goes away; the others
+// stay, and get their Down when the actor stops.
+func TestPeerDownDropsMonitorsFromThatPeer(t *testing.T) {
+	rr := &recordingRemote{}
+	s := newSys(t, WithPeer("me"), WithRemote(rr))
+	gone, _ := ParseRef("them/w")
+	stays, _ := ParseRef("elsewhere/w")
+	target := mustSpawn(t, s, "target", func(c *Context) {
+		c.Receive(On(func(string) {})) // stops after one message
+	})
+	s.deliverLocal(target, s.newNode(MonitorSignal{ID: 7}, gone, 0, kindSignal))
+	s.deliverLocal(target, s.newNode(MonitorSignal{ID: 7}, stays, 0, kindSignal))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for watchedEdges(s) != 2 { // the target handles the signals
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d remote watchers indexed, want 2", watchedEdges(s))
+		case <-time.After(time.Millisecond):
+		}
+	}
+	s.PeerDown("them")
+	s.Send(target, "stop")
+	for s.Actors() != 0 || watchedEdges(s) != 0 {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("target still running or edges left: %d actors, %d edges", s.Actors(), watchedEdges(s))
+		case <-time.After(time.Millisecond):
+		}
+	}
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	var downs []Ref
+	for _, e := range rr.envs {
+		if d, ok := e.Msg.(DownSignal); ok && d.ID == 7 {
+			downs = append(downs, e.To)
+		}
+	}
+	if len(downs) != 1 || downs[0] != stays {
+		t.Fatalf("Downs sent to %v, want only %v", downs, stays)
+	}
+}
+
+// watchedEdges counts the remote watchers in s's index.
+func watchedEdges(s *System) int {
+	s.remote.mu.Lock()
+	defer s.remote.mu.Unlock()
+	n := 0
+	for _, m := range s.remote.peers {
+		for e := range m {
+			if e.kind == edgeWatcher {
+				n++
+			}
+		}
+	}
+	return n
+}
