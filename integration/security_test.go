@@ -133,11 +133,9 @@ func TestGarbageOnMsgStreamResetsOnlyThatStream(t *testing.T) {
 func TestAskRepliesCannotBeForged(t *testing.T) {
 	asker, asked := pair(t)
 	forger := newNode(t)
+	connect(t, asker, forger)
 	ctx, cancel := askCtx()
 	defer cancel()
-	if err := forger.Connect(ctx, *asker.AddrInfo()); err != nil {
-		t.Fatal(err)
-	}
 	waiting := make(chan actor.Ref, 1)
 	slow := spawn(t, asked, "slow", func(c *actor.Context) {
 		c.Receive(actor.On(func(Ping) {
@@ -215,16 +213,8 @@ func TestAskRepliesCannotBeForged(t *testing.T) {
 func TestDownCannotBeForged(t *testing.T) {
 	watcherNode, watched := pair(t)
 	forger := newNode(t)
-	ctx, cancel := askCtx()
-	defer cancel()
-	if err := forger.Connect(ctx, *watcherNode.AddrInfo()); err != nil {
-		t.Fatal(err)
-	}
-	target := spawn(t, watched, "target", func(c *actor.Context) {
-		c.Receive(actor.On(func(string) {})) // stops after one message
-	})
-	targetRef, _ := peer.Ref(watched.ID(), "target")
-	nobody, _ := peer.Ref(watched.ID(), "nobody")
+	connect(t, watcherNode, forger)
+	target, targetRef, nobody := oneShotTarget(t, watched)
 	ids := make(chan actor.MonitorID, 1)
 	got := make(chan any, 4)
 	spawn(t, watcherNode, "watcher", func(c *actor.Context) {
@@ -287,20 +277,9 @@ func TestDownCannotBeForged(t *testing.T) {
 // the same ID. Each monitor stands on its own: one peer's Demonitor leaves
 // the other's in place, and the other gets its Down.
 func TestMonitorsWithTheSameIDFromTwoPeers(t *testing.T) {
-	home := newNode(t)
-	b, c := newNode(t), newNode(t)
-	ctx, cancel := askCtx()
-	defer cancel()
-	for _, n := range []*peer.Node{b, c} {
-		if err := n.Connect(ctx, *home.AddrInfo()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	target := spawn(t, home, "target", func(c *actor.Context) {
-		c.Receive(actor.On(func(string) {})) // stops after one message
-	})
-	targetRef, _ := peer.Ref(home.ID(), "target")
-	nobody, _ := peer.Ref(home.ID(), "nobody")
+	home, b, c := newNode(t), newNode(t), newNode(t)
+	connect(t, home, b, c)
+	target, targetRef, nobody := oneShotTarget(t, home)
 	const want = actor.MonitorID(50)
 	// watch monitors the target under ID want (demonitoring the lower IDs
 	// it gets on the way), reports it on ready, and, with drop, demonitors
@@ -345,4 +324,29 @@ func TestMonitorsWithTheSameIDFromTwoPeers(t *testing.T) {
 		t.Fatalf("c demonitored, yet got %+v", d)
 	default:
 	}
+}
+
+// connect connects each of others to n.
+func connect(t *testing.T, n *peer.Node, others ...*peer.Node) {
+	t.Helper()
+	ctx, cancel := askCtx()
+	defer cancel()
+	for _, o := range others {
+		if err := o.Connect(ctx, *n.AddrInfo()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// oneShotTarget spawns on n an actor "target" that stops after its first
+// message, and returns its local Ref, its Ref from other peers and the Ref
+// of a missing actor on n.
+func oneShotTarget(t *testing.T, n *peer.Node) (local, remote, missing actor.Ref) {
+	t.Helper()
+	local = spawn(t, n, "target", func(c *actor.Context) {
+		c.Receive(actor.On(func(string) {}))
+	})
+	remote, _ = peer.Ref(n.ID(), "target")
+	missing, _ = peer.Ref(n.ID(), "nobody")
+	return local, remote, missing
 }
