@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/routing"
@@ -226,5 +227,48 @@ func TestLinkFullIsDeadLetterAndSendCtxWaits(t *testing.T) {
 	}
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("SendCtx on a full link: %v, want DeadlineExceeded; stats %+v", err, n.Router().Stats())
+	}
+}
+
+// TestLookupAndSpawnDoNotWaitBehindUserMessages: with the peer's user
+// stream stuck (it never reads it, so a megabyte of messages fills the
+// stream window and the link's user queue waits), a name lookup and a
+// remote spawn still get through on the control stream.
+func TestLookupAndSpawnDoNotWaitBehindUserMessages(t *testing.T) {
+	a := newTestNode(t)
+	b := newTestNode(t, WithLimits(Limits{StreamWindow: MinStreamWindow}))
+	if err := b.RegisterBehavior("idle", func(any) (actor.Behavior, error) {
+		return func(c *actor.Context) { c.Receive(actor.Any(func(any) {})) }, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.System().Spawn("here", func(c *actor.Context) { c.Receive(actor.Any(func(any) {})) }); err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	defer close(release)
+	for _, p := range []protocol.ID{routing.ProtoMsg, routing.ProtoMsg10} {
+		b.Host().SetStreamHandler(p, func(s network.Stream) { <-release; _ = s.Reset() })
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := a.Connect(ctx, *b.AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	sink, _ := Ref(b.ID(), "here")
+	big := make([]byte, 64<<10)
+	for range 32 { // 2 MiB: well past the window
+		a.System().Send(sink, big)
+	}
+	short, cancelShort := context.WithTimeout(ctx, 3*time.Second)
+	defer cancelShort()
+	if _, err := a.Lookup(short, b.ID(), "here"); err != nil {
+		t.Fatalf("lookup behind a stuck user stream: %v (stats %+v)", err, a.Router().Stats())
+	}
+	if _, err := a.SpawnRemote(short, b.ID(), "idle", "", "args"); err != nil {
+		t.Fatalf("remote spawn behind a stuck user stream: %v", err)
+	}
+	if st := a.Router().Stats(); st.Sent >= 32 {
+		t.Fatalf("all the user messages went out (stats %+v): the stream was not stuck", st)
 	}
 }

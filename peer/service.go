@@ -9,6 +9,7 @@ import (
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
+	"github.com/troupe-mesh/troupe/routing"
 )
 
 // NodeActor is the name of the actor every node runs to answer name lookups
@@ -37,6 +38,14 @@ type (
 		Err  string `cbor:"2,keyasint,omitempty"`
 	}
 )
+
+// The node actor's requests and replies travel on the control stream.
+func (whereisReq) TroupeControl()   {}
+func (whereisReply) TroupeControl() {}
+func (spawnReq) TroupeControl()     {}
+func (spawnReply) TroupeControl()   {}
+
+var _ routing.Control = whereisReq{}
 
 func registerService(reg *codec.Registry) error {
 	return errors.Join(

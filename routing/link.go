@@ -75,10 +75,19 @@ func (l *link) start() {
 
 func (l *link) drain() { l.drainOnce.Do(func() { close(l.closing) }) }
 
+// Control is implemented by the message types that travel on the control
+// stream with the signals, so that they never wait behind user messages:
+// the requests and replies of a peer's own services (name lookup, remote
+// spawn).
+type Control interface {
+	// TroupeControl marks the type; it is never called.
+	TroupeControl()
+}
+
 // isControl reports whether msg travels on the control stream.
 func isControl(msg any) bool {
 	switch msg.(type) {
-	case actor.Signal, actor.Undeliverable:
+	case actor.Signal, actor.Undeliverable, Control:
 		return true
 	}
 	return false
