@@ -96,10 +96,13 @@ func (in *Inbound) Flush() {
 // Close flushes what was added and gives back the memory the Inbound
 // holds for later messages. The Inbound must not be used afterwards.
 func (in *Inbound) Close() {
-	in.Flush()
+	// The nodes never handed out go back first: once flushed, the
+	// messages may be handled (and their nodes freed) at once, and the
+	// block's count should not lag behind.
 	if in.blk != nil && in.used < blockNodes {
 		in.s.releaseBlockNodes(in.blk, int32(blockNodes-in.used))
 	}
+	in.Flush()
 	in.blk = nil
 }
 

@@ -66,6 +66,7 @@ type Groups struct {
 	mu     sync.Mutex // guards topics
 	topics map[string]*groupTopic
 	mesh   *meshTracer
+	order  presenceOrder
 
 	received, dropped, rejected atomic.Uint64
 }
@@ -181,7 +182,13 @@ func (g *Groups) watchPeers(sub event.Subscription) {
 			if !ok {
 				return
 			}
-			if e := ev.(event.EvtPeerConnectednessChanged); e.Connectedness == network.NotConnected && g.sys != nil {
+			e := ev.(event.EvtPeerConnectednessChanged)
+			if e.Connectedness != network.NotConnected {
+				g.order.peerBack(e.Peer.String())
+				continue
+			}
+			g.order.peerGone(e.Peer.String(), time.Now())
+			if g.sys != nil {
 				g.sys.PeerLeftGroups(e.Peer.String())
 			}
 		}
@@ -435,14 +442,19 @@ func (g *Groups) presence(group string, m *pubsub.Message, env *codec.Envelope) 
 		g.rejected.Add(1)
 		return
 	}
+	var joined bool
 	switch env.Type {
 	case typeJoined, typePresent:
-		g.sys.DeliverPresence(group, member, true)
+		joined = true
 	case typeLeft:
-		g.sys.DeliverPresence(group, member, false)
 	default:
 		g.rejected.Add(1)
+		return
 	}
+	if !g.order.newer(presenceKey{group, member.Peer(), member.Name()}, m.GetSeqno(), time.Now()) {
+		return // overtaken by a newer message about the member
+	}
+	g.sys.DeliverPresence(group, member, joined)
 }
 
 // Ready reports how many peers are in this peer's GossipSub mesh for the
