@@ -139,10 +139,10 @@ func TestStreamWindow(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The writes stop at the window; the deadline ends the last one.
-		_ = s.SetWriteDeadline(time.Now().Add(500 * time.Millisecond))
+		// The writes stop at the window; a deadline ends the last one.
 		chunk, sent := make([]byte, 64<<10), 0
 		for sent <= want {
+			_ = s.SetWriteDeadline(time.Now().Add(time.Second))
 			n, err := s.Write(chunk)
 			sent += n
 			if err != nil {
