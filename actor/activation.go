@@ -203,6 +203,9 @@ func (c *Context) terminate(reason error) {
 	}
 	c.fresh = nil
 	if e := c.ext; e != nil {
+		if e.ask != nil {
+			e.ask.done(c)
+		}
 		for g := range e.groups {
 			c.Leave(g)
 		}

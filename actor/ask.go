@@ -12,8 +12,9 @@ import (
 
 // Ask sends msg to `to` as a request and installs a continuation that waits
 // for the reply: then runs with the reply, or with an error when no reply
-// came within d (errors.Is(err, context.DeadlineExceeded)) or the request
-// reached no actor (ErrNoSuchActor, ErrNoRoute). Other messages stay in the
+// came within d (errors.Is(err, context.DeadlineExceeded)), the request
+// reached no actor (ErrNoSuchActor, ErrNoRoute), or the asked actor's peer
+// went away before it answered (ErrNodeDown, at once: see System.PeerDown). Other messages stay in the
 // mailbox meanwhile. Like Receive, Ask should be the last statement of its
 // step.
 func (c *Context) Ask(to Ref, msg any, d time.Duration, then func(reply any, err error)) {
@@ -25,9 +26,17 @@ func (c *Context) Ask(to Ref, msg any, d time.Duration, then func(reply any, err
 		c.fail(fmt.Errorf("%w: Ask timeout %v must be positive", ErrBadReceive, d))
 		return
 	}
-	corr := newCorr()
-	c.send(to, msg, corr, kindUser)
-	c.ReceiveWithin(d, &askCase{corr: corr, then: then}, Timeout(func() {
+	a := &askCase{corr: newCorr(), then: then}
+	if to.peer != c.sys.peer && !to.IsZero() {
+		// Recorded before the request leaves, so that the peer going
+		// away at any point after fails the Ask.
+		a.to = to
+		c.extra().ask = a
+		c.trackRemote(edgeAsk, to, MonitorID(a.corr), true)
+	}
+	c.send(to, msg, a.corr, kindUser)
+	c.ReceiveWithin(d, a, Timeout(func() {
+		a.done(c)
 		then(nil, fmt.Errorf("actor: ask %v: no reply within %v: %w", to, d, context.DeadlineExceeded))
 	}))
 }
@@ -103,6 +112,11 @@ func (s *System) Ask(ctx context.Context, to Ref, msg any) (any, error) {
 		return nil, fmt.Errorf("%w: %q", ErrNameTaken, c.name)
 	}
 	defer s.names.remove(c)
+	if to.peer != s.peer && !to.IsZero() {
+		e := remoteEdge{kind: edgeAsk, local: c.Self(), remote: to, id: MonitorID(w.corr)}
+		s.remote.add(e)
+		defer s.remote.remove(e)
+	}
 	s.send(to, c.Self(), msg, w.corr, kindUser)
 	var n *node
 	select {

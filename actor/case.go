@@ -114,15 +114,30 @@ func (startCase) run(*Context, *node) {}
 // askCase accepts the reply to one Ask.
 type askCase struct {
 	corr uint64
+	to   Ref // set when the request went to another peer: the Ask is in the system's remote index
 	then func(reply any, err error)
 }
 
 func (a *askCase) accepts(n *node) bool { return n.kind == kindReply && n.corr == a.corr }
 
-func (a *askCase) run(_ *Context, n *node) {
+func (a *askCase) run(c *Context, n *node) {
+	a.done(c)
 	if u, ok := n.msg.(Undeliverable); ok {
 		a.then(nil, u.Reason)
 		return
 	}
 	a.then(n.msg, nil)
+}
+
+// done forgets a remote Ask in the system's remote index, once it has its
+// reply or gave up: the peer going away afterwards concerns it no more.
+func (a *askCase) done(c *Context) {
+	if a.to.IsZero() {
+		return
+	}
+	c.trackRemote(edgeAsk, a.to, MonitorID(a.corr), false)
+	if c.ext != nil && c.ext.ask == a {
+		c.ext.ask = nil
+	}
+	a.to = Ref{}
 }

@@ -86,7 +86,8 @@ type ext struct {
 	watchers map[monitorEdge]struct{} // who monitors this actor
 	watching map[MonitorID]Ref        // whom this actor monitors
 	groups   map[string]struct{}
-	reason   error // exit reason once fStopping is set
+	reason   error    // exit reason once fStopping is set
+	ask      *askCase // the pending Ask of an actor on another peer
 }
 
 func (c *Context) extra() *ext {

@@ -1,6 +1,9 @@
 package actor
 
-import "sync"
+import (
+	"fmt"
+	"sync"
+)
 
 // edgeKind says what a remoteEdge is.
 type edgeKind uint8
@@ -9,22 +12,28 @@ const (
 	edgeMonitor edgeKind = iota // the local actor monitors the remote one
 	edgeLink                    // the two are linked
 	edgeWatcher                 // the remote actor monitors the local one
+	edgeAsk                     // the local actor (or System.Ask) waits for the remote one's reply
 )
 
-// remoteEdge is a monitor or link between a local actor and an actor on
-// another peer: what must fire, or be forgotten, when that peer goes away.
+// remoteEdge is a monitor, link or pending Ask between a local actor and an
+// actor on another peer: what must fire, or be forgotten, when that peer
+// goes away.
 type remoteEdge struct {
 	kind   edgeKind
 	local  Ref
 	remote Ref
-	id     MonitorID
+	id     MonitorID // the monitor's ID; for edgeAsk, the Ask's correlation ID
 }
 
-// remoteIndex records the edges per remote peer. It is touched only when
-// actors monitor or link across peers, never per message.
+// remoteIndex records the edges per remote peer. It is touched when actors
+// monitor or link across peers and twice per remote Ask, never per message.
 type remoteIndex struct {
-	mu    sync.Mutex // guards peers
+	mu    sync.Mutex // guards the fields below
 	peers map[string]map[remoteEdge]struct{}
+	// spare is the last peer's map that emptied, kept for the next peer
+	// that needs one: a remote Ask adds and removes an edge per request,
+	// and a map made anew each time would cost some 800 bytes.
+	spare map[remoteEdge]struct{}
 }
 
 func (x *remoteIndex) add(e remoteEdge) {
@@ -35,7 +44,10 @@ func (x *remoteIndex) add(e remoteEdge) {
 	}
 	m := x.peers[e.remote.peer]
 	if m == nil {
-		m = make(map[remoteEdge]struct{})
+		m, x.spare = x.spare, nil
+		if m == nil {
+			m = make(map[remoteEdge]struct{})
+		}
 		x.peers[e.remote.peer] = m
 	}
 	m[e] = struct{}{}
@@ -48,6 +60,7 @@ func (x *remoteIndex) remove(e remoteEdge) {
 		delete(m, e)
 		if len(m) == 0 {
 			delete(x.peers, e.remote.peer)
+			x.spare = m
 		}
 	}
 }
@@ -63,14 +76,20 @@ func (x *remoteIndex) take(peer string) map[remoteEdge]struct{} {
 // PeerDown tells the system that a peer went away (disconnected, or came
 // back as a new incarnation): every local monitor of an actor on it receives
 // Down with ErrNodeDown, every local actor linked to one receives an exit
-// signal with ErrNodeDown, and the monitors its actors held on local actors
-// are dropped (as Erlang drops them when a node goes down), so that they
-// neither pile up nor send Downs to a peer that is gone. Routing calls it.
-// Safe for concurrent use.
+// signal with ErrNodeDown, every Ask waiting for a reply from one of its
+// actors fails with ErrNodeDown (as an Erlang call fails on nodedown, at
+// once rather than at its timeout), and the monitors its actors held on
+// local actors are dropped (as Erlang drops them when a node goes down), so
+// that they neither pile up nor send Downs to a peer that is gone. Routing
+// calls it. Safe for concurrent use.
 func (s *System) PeerDown(peer string) {
 	for e := range s.remote.take(peer) {
 		var sig Signal
 		switch e.kind {
+		case edgeAsk:
+			reason := fmt.Errorf("actor: ask %v: %w", e.remote, ErrNodeDown)
+			s.deliverLocal(e.local, s.newNode(Undeliverable{To: e.remote, Reason: reason}, e.remote, uint64(e.id), kindReply))
+			continue
 		case edgeLink:
 			sig = ExitSignal{Reason: ErrNodeDown, Linked: true}
 		case edgeMonitor:

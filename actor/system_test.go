@@ -644,3 +644,109 @@ func watchedEdges(s *System) int {
 	}
 	return n
 }
+
+// sentRemote hands each message for another peer to a channel.
+type sentRemote struct{ sent chan Envelope }
+
+func (r *sentRemote) Deliver(to, from Ref, msg any, corr uint64, reply bool) error {
+	r.sent <- Envelope{To: to, From: from, Msg: msg, Corr: corr, Reply: reply}
+	return nil
+}
+
+func TestPeerDownFailsPendingAsks(t *testing.T) {
+	rr := &sentRemote{sent: make(chan Envelope, 16)}
+	s := newSys(t, WithPeer("me"), WithRemote(rr))
+	far, _ := ParseRef("them/x")
+	other, _ := ParseRef("elsewhere/y")
+	errs := make(chan error, 4)
+	asker := func(to Ref) Behavior {
+		return func(c *Context) {
+			c.Ask(to, "q", time.Hour, func(_ any, err error) { errs <- err })
+		}
+	}
+	mustSpawn(t, s, "a1", asker(far))
+	stays := mustSpawn(t, s, "a2", asker(other))
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		_, err := s.Ask(ctx, far, "q")
+		errs <- err
+	}()
+	// An Ask is indexed before its request leaves.
+	for range 3 {
+		recv(t, rr.sent)
+	}
+	if n := edges(s, edgeAsk); n != 3 {
+		t.Fatalf("%d asks indexed, want 3", n)
+	}
+	s.PeerDown("them")
+	for range 2 {
+		if err := recv(t, errs); !errors.Is(err, ErrNodeDown) {
+			t.Fatalf("ask of a peer that went away: %v, want ErrNodeDown", err)
+		}
+	}
+	if n := edges(s, edgeAsk); n != 1 {
+		t.Fatalf("%d asks indexed after PeerDown, want the one of the other peer", n)
+	}
+	// An actor that stops while it asks leaves nothing behind.
+	downs := make(chan Down, 1)
+	mustSpawn(t, s, "", func(c *Context) {
+		c.Monitor(stays)
+		s.deliverLocal(stays, s.newNode(ExitSignal{Reason: errors.New("killed"), Kill: true}, Ref{}, 0, kindSignal))
+		c.Receive(On(func(d Down) { downs <- d }))
+	})
+	recv(t, downs)
+	if n := edges(s, edgeAsk); n != 0 {
+		t.Fatalf("%d asks indexed after the asker stopped", n)
+	}
+	select {
+	case err := <-errs:
+		t.Fatalf("the Ask of the other peer ended with %v", err)
+	default:
+	}
+}
+
+func TestFinishedRemoteAsksLeaveTheIndex(t *testing.T) {
+	rr := &sentRemote{sent: make(chan Envelope, 16)}
+	s := newSys(t, WithPeer("me"), WithRemote(rr))
+	far, _ := ParseRef("them/x")
+	got := make(chan any, 4)
+	mustSpawn(t, s, "asker", func(c *Context) {
+		c.Ask(far, "answered", time.Hour, func(reply any, err error) {
+			got <- reply
+			c.Ask(far, "ignored", 10*time.Millisecond, func(_ any, err error) { got <- err })
+		})
+	})
+	req := recv(t, rr.sent)
+	s.deliverLocal(req.From, s.newNode("answer", far, req.Corr, kindReply))
+	if r := recv(t, got); r != "answer" {
+		t.Fatalf("reply %v", r)
+	}
+	recv(t, rr.sent)
+	if err, _ := recv(t, got).(error); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("second ask: %v, want a timeout", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if _, err := s.Ask(ctx, far, "plain"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("plain ask: %v, want a timeout", err)
+	}
+	if n := edges(s, edgeAsk); n != 0 {
+		t.Fatalf("%d finished asks still indexed", n)
+	}
+}
+
+// edges counts the edges of kind in s's remote index.
+func edges(s *System, kind edgeKind) int {
+	s.remote.mu.Lock()
+	defer s.remote.mu.Unlock()
+	n := 0
+	for _, m := range s.remote.peers {
+		for e := range m {
+			if e.kind == kind {
+				n++
+			}
+		}
+	}
+	return n
+}

@@ -149,6 +149,42 @@ func TestNodeDownWithinOneSecondOfClose(t *testing.T) {
 	}
 }
 
+func TestAsksFailWhenThePeerGoesAway(t *testing.T) {
+	a, b := pair(t)
+	asked := make(chan struct{}, 2)
+	silent := spawn(t, b, "silent", func(c *actor.Context) {
+		var h actor.Case
+		h = actor.Any(func(any) { asked <- struct{}{}; c.Receive(h) }) // never replies
+		c.Receive(h)
+	})
+	errs := make(chan error, 2)
+	spawn(t, a, "asker", func(c *actor.Context) {
+		c.Ask(silent, "from an actor", time.Hour, func(_ any, err error) { errs <- err })
+	})
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		_, err := a.System().Ask(ctx, silent, "from plain code")
+		errs <- err
+	}()
+	recv(t, asked)
+	recv(t, asked)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := b.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := recv(t, errs); !errors.Is(err, actor.ErrNodeDown) {
+			t.Fatalf("ask: %v, want ErrNodeDown", err)
+		}
+	}
+	if el := time.Since(start); el > time.Second {
+		t.Fatalf("asks failed %v after Close", el)
+	}
+}
+
 func TestMillionMessagesInOrder(t *testing.T) {
 	total := 1_000_000
 	if testing.Short() || raceEnabled {
