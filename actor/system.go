@@ -273,6 +273,16 @@ func (s *System) send(to, from Ref, msg any, corr uint64, kind uint8) {
 	}
 }
 
+// Bounce hands back a message that an actor of this system (or plain code)
+// sent to another peer, and that the Remote took but then could not
+// deliver, for reason: an Ask request is answered with Undeliverable, a
+// monitor request with Down and a link request with an exit signal (both
+// with reason), as when the target does not exist; any other message
+// becomes a dead letter. Remotes call it. Safe for concurrent use.
+func (s *System) Bounce(e Envelope, reason error) {
+	s.undeliverable(e.To, s.newNode(e.Msg, e.From, e.Corr, e.kind()), reason)
+}
+
 func (s *System) deliverLocal(to Ref, n *node) {
 	if c := s.names.load(to.name); c != nil && c.push(n) {
 		return

@@ -2,11 +2,16 @@ package integration
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
+	"github.com/libp2p/go-libp2p/core/network"
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/peer"
 	"github.com/troupe-mesh/troupe/routing"
@@ -299,5 +304,87 @@ func TestLookupAndRemoteSpawn(t *testing.T) {
 	}
 	if _, err := a.SpawnRemote(ctx, b.ID(), "greeter", "", 42); err == nil {
 		t.Fatal("bad arguments accepted")
+	}
+}
+
+// TestSignalsToAnUnreachablePeerFire: a monitor or link of an actor on a
+// peer that cannot be reached fires, as Erlang's do with noconnection,
+// rather than waiting for ever; an Ask fails.
+func TestSignalsToAnUnreachablePeerFire(t *testing.T) {
+	a := newNode(t)
+	_, pub, err := crypto.GenerateEd25519Key(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nowhere, _ := libp2ppeer.IDFromPublicKey(pub) // a peer no one knows an address of
+	far, err := peer.Ref(nowhere, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan any, 2)
+	spawn(t, a, "watcher", func(c *actor.Context) {
+		c.TrapExit(true)
+		c.Monitor(far)
+		c.Link(far)
+		var h actor.Case
+		h = actor.Any(func(m any) { got <- m; c.Receive(h) })
+		c.Receive(h)
+	})
+	var down, exit bool
+	for range 2 {
+		switch m := recv(t, got).(type) {
+		case actor.Down:
+			down = m.Ref == far && errors.Is(m.Reason, routing.ErrUnreachable)
+		case actor.Exit:
+			exit = m.From == far && errors.Is(m.Reason, routing.ErrUnreachable)
+		default:
+			t.Fatalf("unexpected %T %v", m, m)
+		}
+	}
+	if !down || !exit {
+		t.Fatalf("down=%v exit=%v, want both with ErrUnreachable", down, exit)
+	}
+	ctx, cancel := askCtx()
+	defer cancel()
+	if _, err := a.System().Ask(ctx, far, Ping{1}); !errors.Is(err, routing.ErrUnreachable) {
+		t.Fatalf("ask: %v, want ErrUnreachable", err)
+	}
+}
+
+// TestAskOnABrokenStreamFailsAtOnce: a peer that resets every stream of
+// the message protocol (the connection stays up). A request written into
+// a stream the peer already reset comes back to its asker at once with
+// ErrStreamBroken instead of waiting for its timeout.
+func TestAskOnABrokenStreamFailsAtOnce(t *testing.T) {
+	a, b := pair(t)
+	far := spawn(t, b, "echo", echo)
+	resets := make(chan struct{}, 100)
+	for _, p := range []protocol.ID{routing.ProtoMsg, routing.ProtoMsg10} {
+		b.Host().SetStreamHandler(p, func(s network.Stream) {
+			_ = s.Reset()
+			resets <- struct{}{}
+		})
+	}
+	// Each Ask either goes into a new stream, which the peer resets after
+	// it was written (the Ask then times out), or into the stream it
+	// reset before (the Ask fails at once).
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		start := time.Now()
+		_, err := a.System().Ask(ctx, far, Ping{attempt})
+		cancel()
+		if errors.Is(err, routing.ErrStreamBroken) {
+			if el := time.Since(start); el > 500*time.Millisecond {
+				t.Fatalf("the Ask failed after %v", el)
+			}
+			break
+		}
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("attempt %d: %v, want ErrStreamBroken or a timeout", attempt, err)
+		}
+		if attempt == 5 {
+			t.Fatal("no Ask met a broken stream")
+		}
+		recv(t, resets) // that stream is reset now
 	}
 }

@@ -51,10 +51,16 @@
 //
 // A full queue refuses the message at once (ErrLinkFull; the actor system
 // makes it a dead letter). A message that cannot be encoded or is larger
-// than the maximum frame is refused at the sender (ErrTooLarge); an Ask
-// then fails at once. When no stream can be opened after three attempts
-// with backoff, the message in hand is given up (ErrUnreachable) and the
-// writer keeps redialing for the ones behind it. Disconnection of a peer
+// than the maximum frame is refused at the sender (ErrTooLarge). When no
+// stream can be opened after three attempts with backoff, the messages in
+// hand are given up (ErrUnreachable) and the writer keeps redialing for the
+// ones behind it. When a stream breaks, the messages the writer had taken
+// and not yet flushed, some of which may have arrived, are given up
+// (ErrStreamBroken) and the next batch opens a new stream. A message given
+// up goes back to the actor system (actor.System.Bounce), as one to an
+// actor that does not exist: an Ask fails at once, a monitor fires as Down
+// and a link as an exit signal (as Erlang's do with noconnection), other
+// messages become dead letters. Disconnection of a peer
 // (EvtPeerConnectednessChanged) turns into PeerDown.
 //
 // Incoming streams are read by one goroutine each, which decodes the frames

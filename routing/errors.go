@@ -15,6 +15,9 @@ var (
 	ErrClosed = errors.New("routing: closed")
 	// ErrUnreachable: no stream to the peer could be opened.
 	ErrUnreachable = errors.New("routing: peer unreachable")
+	// ErrStreamBroken: the stream that was carrying the message broke;
+	// the message may or may not have reached the peer.
+	ErrStreamBroken = errors.New("routing: stream broke")
 )
 
 // RemoteError is an exit reason or error that came from another peer and

@@ -63,6 +63,7 @@ func pairOf(m *outMsg) pair { return pair{m.from, m.to} }
 type largeOut struct {
 	active bool
 	env    codec.Envelope // of the fragments: To, FromName, Corr
+	msg    any            // the message, handed back if the stream breaks
 	typ    string
 	reply  bool
 	body   []byte
@@ -71,6 +72,10 @@ type largeOut struct {
 	pair   pair
 	held   []outMsg
 	pairs  map[pair]struct{} // pairs of held messages, and the large one's
+	// released are the lists of messages release returned since the last
+	// flush: they left the batch the writer took, and must be handed back
+	// with it if the stream breaks.
+	released [][]outMsg
 }
 
 // holds reports whether e must wait behind the large message in progress.
@@ -82,10 +87,12 @@ func (lg *largeOut) holds(m *outMsg) bool {
 	return ok
 }
 
-// hold keeps m, and from now on every message of its pair, for later.
+// hold keeps m, and from now on every message of its pair, for later. m's
+// target is cleared where it was: the held copy is the message now.
 func (lg *largeOut) hold(m *outMsg) {
 	lg.held = append(lg.held, *m)
 	lg.pairs[pairOf(m)] = struct{}{}
+	m.to = ""
 }
 
 // start makes m, whose encoded body is body, the large message in
@@ -97,36 +104,59 @@ func (lg *largeOut) start(m *outMsg, kind codec.Kind, typ string, body []byte) {
 	*lg = largeOut{
 		active: true,
 		env:    codec.Envelope{Kind: codec.KindSystem, To: m.to, FromName: m.from, Type: typeFragment, Corr: m.corr},
+		msg:    m.msg,
 		typ:    typ, reply: kind == codec.KindReply, body: body, pair: pairOf(m),
-		held: lg.held[:0], pairs: lg.pairs,
+		held: lg.held[:0], pairs: lg.pairs, released: lg.released,
 	}
 	lg.pairs[lg.pair] = struct{}{}
 }
 
 // release ends the large message and returns the held messages followed
-// by rest, in order.
+// by rest, in order. When it returns a new list, the messages of rest move
+// there: their targets are cleared in rest.
 func (lg *largeOut) release(rest []outMsg) []outMsg {
-	var out []outMsg
+	out := rest
 	if len(lg.held) > 0 {
-		out = append(append(out, lg.held...), rest...)
-	} else {
-		out = rest
+		out = append(append([]outMsg(nil), lg.held...), rest...)
+		for i := range rest {
+			rest[i].to = ""
+		}
+		lg.released = append(lg.released, out)
 	}
 	clear(lg.held)
 	clear(lg.pairs)
-	*lg = largeOut{held: lg.held[:0], pairs: lg.pairs}
+	*lg = largeOut{held: lg.held[:0], pairs: lg.pairs, released: lg.released}
 	return out
 }
 
-// abandon drops the large message and the held ones (the stream broke)
-// and returns how many messages that lost.
-func (lg *largeOut) abandon() int {
-	if lg == nil || !lg.active {
-		return 0
+// settle forgets the lists release returned: the writer flushed them.
+func (lg *largeOut) settle() {
+	if lg != nil && len(lg.released) > 0 {
+		clear(lg.released)
+		lg.released = lg.released[:0]
 	}
-	n := 1 + len(lg.held)
+}
+
+// abandon drops, calling lost for each, the messages the writer holds
+// apart from its batch (the stream broke): the large message, those held
+// behind it and those released since the last flush.
+func (lg *largeOut) abandon(lost func(*outMsg)) {
+	if lg == nil {
+		return
+	}
+	if lg.active {
+		lost(&outMsg{to: lg.env.To, from: lg.env.FromName, msg: lg.msg, corr: lg.env.Corr, reply: lg.reply})
+		for i := range lg.held {
+			lost(&lg.held[i])
+		}
+	}
+	for _, list := range lg.released {
+		for i := range list {
+			lost(&list[i])
+		}
+	}
 	lg.release(nil)
-	return n
+	lg.settle()
 }
 
 // nextFragment writes the next fragment of the large message and reports

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -167,6 +168,7 @@ func (lb *loopback) writer() *writerSim {
 func (w *writerSim) batch(tb testing.TB, b []outMsg, idle bool) {
 	tb.Helper()
 	before := w.l.r.sent.Load()
+	b = slices.Clone(b) // a writer owns the batch it takes, and marks moved messages in it
 	err := w.l.putBatch(w.fw, b, &w.scratch, true, &w.lg)
 	if err == nil && idle && w.lg.active {
 		err = w.l.idleFragment(w.fw, &w.lg, &w.scratch)

@@ -130,7 +130,7 @@ func (l *link) write(q *queue) {
 	// reader knows fragments (1.1.0), nil otherwise.
 	var lg, lgState *largeOut
 	reset := func() { // closing: what is in hand is lost
-		l.r.undeliverable.Add(uint64(lg.abandon()))
+		lg.abandon(func(*outMsg) { l.r.undeliverable.Add(1) })
 		if s != nil {
 			_ = s.Reset()
 			l.track(s, false)
@@ -200,11 +200,19 @@ func (l *link) write(q *queue) {
 				}
 				err = fw.Flush()
 			}
-			if err != nil {
+			if err == nil {
+				lg.settle()
+			} else {
 				l.r.log.Debug("routing: stream broke", "peer", l.peer, "protocol", q.proto, "err", err)
 				// At most once: the batch, and a large message in
-				// fragments with what waited behind it, may be lost.
-				l.r.undeliverable.Add(uint64(len(batch) + lg.abandon()))
+				// fragments with what waited behind it, may be lost. They
+				// are handed back, as messages that may not have arrived:
+				// an Ask fails at once, a monitor or link fires.
+				reason := fmt.Errorf("%w: %v: %w", ErrStreamBroken, l.peer, err)
+				for i := range batch {
+					l.fail(&batch[i], reason)
+				}
+				lg.abandon(func(m *outMsg) { l.fail(m, reason) })
 				_ = s.Reset()
 				l.track(s, false)
 				s, fw = nil, nil
@@ -346,17 +354,25 @@ func (l *link) put(fw *codec.FrameWriter, m *outMsg, scratch *[]byte, user bool,
 // maxScratch is the largest body buffer a writer keeps between messages.
 const maxScratch = 64 << 10
 
-// fail reports that m will not be sent: an Ask request is answered with
-// Undeliverable so the asker fails fast.
+// fail reports that m will not be sent, or may not have arrived, and hands
+// it back to the actor system (actor.System.Bounce): an Ask request is
+// answered with Undeliverable so the asker fails fast, a monitor or link
+// request fires as Down or exit, another message becomes a dead letter.
+// An outMsg whose target was cleared (it moved elsewhere: see
+// largeOut.hold) is skipped.
 func (l *link) fail(m *outMsg, reason error) {
+	if m.to == "" {
+		return
+	}
 	// The names came from valid Refs, so NewRef does not fail.
 	to, _ := actor.NewRef(l.peerStr, m.to)
 	l.r.log.Debug("routing: message not sent", "to", to, "err", reason)
 	l.r.undeliverable.Add(1)
-	if m.corr != 0 && !m.reply && m.from != "" {
-		from, _ := actor.NewRef(l.r.sys.Peer(), m.from)
-		l.r.sys.Deliver(actor.Envelope{To: from, From: to, Msg: actor.Undeliverable{To: to, Reason: reason}, Corr: m.corr, Reply: true})
+	var from actor.Ref
+	if m.from != "" {
+		from, _ = actor.NewRef(l.r.sys.Peer(), m.from)
 	}
+	l.r.sys.Bounce(actor.Envelope{To: to, From: from, Msg: m.msg, Corr: m.corr, Reply: m.reply}, reason)
 }
 
 // open opens a stream to the peer, offering the protocols in order of
