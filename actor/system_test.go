@@ -601,19 +601,19 @@ func TestPeerDownDropsMonitorsFromThatPeer(t *testing.T) {
 	s.deliverLocal(target, s.newNode(MonitorSignal{ID: 7}, stays, 0, kindSignal))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for watchedEdges(s) != 2 { // the target handles the signals
+	for edges(s, edgeWatcher) != 2 { // the target handles the signals
 		select {
 		case <-ctx.Done():
-			t.Fatalf("%d remote watchers indexed, want 2", watchedEdges(s))
+			t.Fatalf("%d remote watchers indexed, want 2", edges(s, edgeWatcher))
 		case <-time.After(time.Millisecond):
 		}
 	}
 	s.PeerDown("them")
 	s.Send(target, "stop")
-	for s.Actors() != 0 || watchedEdges(s) != 0 {
+	for s.Actors() != 0 || edges(s, edgeWatcher) != 0 {
 		select {
 		case <-ctx.Done():
-			t.Fatalf("target still running or edges left: %d actors, %d edges", s.Actors(), watchedEdges(s))
+			t.Fatalf("target still running or edges left: %d actors, %d edges", s.Actors(), edges(s, edgeWatcher))
 		case <-time.After(time.Millisecond):
 		}
 	}
@@ -630,20 +630,6 @@ func TestPeerDownDropsMonitorsFromThatPeer(t *testing.T) {
 	}
 }
 
-// watchedEdges counts the remote watchers in s's index.
-func watchedEdges(s *System) int {
-	s.remote.mu.Lock()
-	defer s.remote.mu.Unlock()
-	n := 0
-	for _, m := range s.remote.peers {
-		for e := range m {
-			if e.kind == edgeWatcher {
-				n++
-			}
-		}
-	}
-	return n
-}
 
 // sentRemote hands each message for another peer to a channel.
 type sentRemote struct{ sent chan Envelope }
