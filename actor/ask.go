@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
-	"strconv"
 	"sync/atomic"
 	"time"
 )
@@ -105,8 +104,7 @@ func (s *System) Ask(ctx context.Context, to Ref, msg any) (any, error) {
 		return nil, ErrClosed
 	}
 	w := &waiter{corr: newCorr(), ch: make(chan *node, 1)}
-	var buf [16]byte
-	c := &Context{sys: s, name: string(strconv.AppendUint(append(buf[:0], '$'), s.ids.Add(1), 36)), cont: w}
+	c := &Context{sys: s, name: s.genName(), cont: w}
 	c.state.Store(waiting)
 	if !s.names.add(c) {
 		return nil, fmt.Errorf("%w: %q", ErrNameTaken, c.name)

@@ -2,6 +2,8 @@ package actor
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"strconv"
@@ -26,7 +28,8 @@ type System struct {
 	nodes  sync.Pool // *node, recycled once handled
 	blocks sync.Pool // *nodeBlock, for Inbounds
 
-	ids         atomic.Uint64 // monitor IDs, generated names (not correlation IDs: newCorr)
+	ids         atomic.Uint64 // monitor IDs (not correlation IDs: newCorr)
+	nameSeq     atomic.Uint64 // generated names; starts at random (see genName)
 	live        atomic.Int64
 	deadLetters atomic.Uint64
 
@@ -47,6 +50,7 @@ func New(opts ...Option) (*System, error) {
 		return nil, err
 	}
 	s := &System{cfg: cfg, peer: cfg.peer, names: newRegistry(), drained: make(chan struct{})}
+	s.nameSeq.Store(randomNameBase())
 	s.batch, _ = cfg.remote.(BatchRemote)
 	g, err := eventloop.New(
 		eventloop.WithLoops(cfg.loops),
@@ -123,6 +127,27 @@ func (c *Context) SpawnLink(name string, b Behavior, opts ...SpawnOption) (Ref, 
 	return child.start(), nil
 }
 
+// genName returns a new generated name: '$' and a number in base 36. The
+// numbers of a system start at a random point of a 2^48 range, so a peer
+// that restarts (a new system, a new incarnation) does not hand the names
+// of its former actors to new ones: a Ref to an unnamed actor of an
+// earlier incarnation reaches no actor (a dead letter; an Ask fails with
+// ErrNoSuchActor) rather than an unrelated one, as a pid of an earlier
+// Erlang node creation does. A name chosen by the application is the
+// service's, as an Erlang registered name is: it finds the new actor.
+func (s *System) genName() string {
+	var buf [16]byte
+	return string(strconv.AppendUint(append(buf[:0], '$'), s.nameSeq.Add(1), 36))
+}
+
+// randomNameBase returns where a system's generated names start: at random
+// below 2^48, leaving the numbers above for it to count up through.
+func randomNameBase() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:6]) // never fails (crypto/rand)
+	return binary.LittleEndian.Uint64(b[:])
+}
+
 func (s *System) spawn(name string, b Behavior, parent *Context, opts []SpawnOption) (*Context, error) {
 	if b == nil {
 		return nil, ErrNilBehavior
@@ -135,8 +160,7 @@ func (s *System) spawn(name string, b Behavior, parent *Context, opts []SpawnOpt
 		o(&sc)
 	}
 	if name == "" {
-		var buf [16]byte
-		name = string(strconv.AppendUint(append(buf[:0], '$'), s.ids.Add(1), 36))
+		name = s.genName()
 	} else if err := checkName(name, sc.system); err != nil {
 		return nil, err
 	}

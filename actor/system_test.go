@@ -630,7 +630,6 @@ func TestPeerDownDropsMonitorsFromThatPeer(t *testing.T) {
 	}
 }
 
-
 // sentRemote hands each message for another peer to a channel.
 type sentRemote struct{ sent chan Envelope }
 

@@ -388,3 +388,43 @@ func TestAskOnABrokenStreamFailsAtOnce(t *testing.T) {
 		recv(t, resets) // that stream is reset now
 	}
 }
+
+// TestRestartedPeerIsANewNode: a peer that restarts with the same identity
+// is a new node. A Ref to one of its former unnamed actors reaches no
+// actor, even though the new incarnation spawned as many unnamed actors
+// as the old one; a Ref by an application-chosen name reaches the new
+// actor of that name, as an Erlang registered name does.
+func TestRestartedPeerIsANewNode(t *testing.T) {
+	key, _ := newKey(t)
+	a := newNode(t)
+	start := func() (*peer.Node, actor.Ref) {
+		b := newNode(t, peer.WithIdentity(key))
+		ctx, cancel := askCtx()
+		defer cancel()
+		if err := a.Connect(ctx, *b.AddrInfo()); err != nil {
+			t.Fatal(err)
+		}
+		spawn(t, b, "svc", echo)
+		return b, spawn(t, b, "", echo)
+	}
+	b1, old := start()
+	svc, _ := peer.Ref(b1.ID(), "svc")
+	ctx, cancel := askCtx()
+	defer cancel()
+	if v, err := a.System().Ask(ctx, old, Ping{1}); err != nil || v != (Pong{1}) {
+		t.Fatalf("ask the first incarnation: %v, %v", v, err)
+	}
+	if err := b1.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, renewed := start()
+	if renewed == old {
+		t.Fatalf("the new incarnation's unnamed actor got the old one's name %v", old)
+	}
+	if v, err := a.System().Ask(ctx, old, Ping{2}); !errors.Is(err, actor.ErrNoSuchActor) {
+		t.Fatalf("ask a former actor of a restarted peer: %v, %v; want ErrNoSuchActor", v, err)
+	}
+	if v, err := a.System().Ask(ctx, svc, Ping{3}); err != nil || v != (Pong{3}) {
+		t.Fatalf("ask by name after the restart: %v, %v", v, err)
+	}
+}

@@ -12,7 +12,9 @@
 // codec.FrameWriter and flushes when the queue is empty. The first frame on
 // every stream is a hello carrying the sender's incarnation, a random number
 // drawn at each start: a peer seen with a new incarnation has restarted, and
-// whatever watched its old actors fires (actor.System.PeerDown).
+// whatever watched its old actors fires (actor.System.PeerDown). A writer
+// whose connection closed while it had nothing to write opens a new stream
+// for its next batch, rather than losing the batch on the dead one.
 //
 // # Protocol versions
 //

@@ -160,6 +160,17 @@ func (l *link) write(q *queue) {
 			}
 			continue
 		}
+		if s != nil && s.Conn().IsClosed() {
+			// The connection went away while the writer had nothing to
+			// write (the peer disconnected, or restarted): a new stream,
+			// before the batch is lost on the old one. Only a large
+			// message in fragments was on its way.
+			reason := fmt.Errorf("%w: %v: connection closed", ErrStreamBroken, l.peer)
+			lg.abandon(func(m *outMsg) { l.fail(m, reason) })
+			_ = s.Reset()
+			l.track(s, false)
+			s, fw = nil, nil
+		}
 		for attempts := 1; s == nil; attempts++ {
 			var err error
 			if s, fw, err = l.open(q.proto, q.proto10); err == nil {
