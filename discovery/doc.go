@@ -7,13 +7,21 @@
 // connects to every peer it hears of (its own announcements are ignored).
 // Announcements arrive repeatedly and concurrently; they are handed to a
 // bounded queue and two worker goroutines, so a burst of them costs no
-// goroutine per announcement, and a peer is dialed at most once per 5 s.
+// goroutine per announcement, and a peer is dialed at most once per 5 s
+// for its announcements. A dial that fails is tried again up to four
+// times, after random delays that double (0.5–1.5 s at first), past the
+// swarm's dial backoff: peers that hear of each other together dial each
+// other together, which over TCP with a shared port can be a simultaneous
+// open that fails both dials, and the service may not announce again for
+// a long time.
 //
 // The mDNS service joins its multicast groups on the interfaces that are up
 // when it starts, so StartMDNS restarts it when the usable interfaces change
 // (looked at every 2 s: a laptop's Wi-Fi coming up later) or the host's
 // addresses do (EvtLocalAddressesUpdated), at most once a second; with no
-// multicast interface at all it waits for one instead of failing.
+// multicast interface at all it waits for one instead of failing, and a
+// start that failed on an interface not yet ready is tried again at the
+// next look.
 //
 // mDNS needs an interface with the MULTICAST flag and a non-loopback listen
 // address. Tests run it only inside network namespaces they create: on a

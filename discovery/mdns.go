@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"regexp"
 	"slices"
@@ -37,8 +38,20 @@ func CheckMesh(mesh string) error {
 // ServiceName is the mDNS service a mesh is announced under.
 func ServiceName(mesh string) string { return "_troupe-" + mesh + "._udp" }
 
-// redialAfter is how long a peer that was just dialed is left alone.
+// redialAfter is how long a peer that was just dialed is left alone (by
+// announcements: a failed dial is retried on its own schedule).
 const redialAfter = 5 * time.Second
+
+// A dial to a peer found by mDNS that fails is tried again up to
+// dialRetries times, after a random delay of 1–3 × retryDelay, doubling
+// each time. Peers that hear of each other together dial each other
+// together; over TCP with a shared port that can be a simultaneous open,
+// which fails both dials (both ends of the one connection start TLS as the
+// client), and the service may announce no more: without a retry they
+// would stay apart. The random delay breaks the tie.
+const dialRetries = 4
+
+var retryDelay = 500 * time.Millisecond // a variable for tests
 
 const (
 	// ifacePoll is how often the interfaces are looked at: no portable
@@ -58,7 +71,7 @@ type MDNS struct {
 	service string
 	connect func(context.Context, libp2ppeer.AddrInfo) error
 	log     *slog.Logger
-	found   chan libp2ppeer.AddrInfo
+	found   chan foundPeer
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -74,8 +87,9 @@ type MDNS struct {
 }
 
 // StartMDNS starts announcing h for mesh and connecting to the peers found,
-// with connect (a node's Connect). Without a multicast interface yet it
-// waits for one. Close stops it.
+// with connect (a node's Connect). Without a multicast interface that can
+// carry it yet, it waits for one, trying again at every poll. Close stops
+// it.
 func StartMDNS(h host.Host, mesh string, connect func(context.Context, libp2ppeer.AddrInfo) error, logger *slog.Logger) (*MDNS, error) {
 	if err := CheckMesh(mesh); err != nil {
 		return nil, err
@@ -87,27 +101,32 @@ func StartMDNS(h host.Host, mesh string, connect func(context.Context, libp2ppee
 	if err != nil {
 		return nil, fmt.Errorf("discovery: mDNS: %w", err)
 	}
+	m := newMDNS(h, ServiceName(mesh), connect, logger)
+	ifaces := interfaceState()
+	if err := m.restart(); err != nil {
+		// No interface yet, or one not ready for a multicast group: the
+		// watcher starts the service once one is (see watch).
+		logger.Warn("discovery: no multicast interface yet; mDNS starts when one comes up", "err", err)
+	}
+	m.wg.Add(1)
+	go m.watch(ifaces, addrEvents)
+	return m, nil
+}
+
+// newMDNS returns an MDNS whose workers dial the peers found, with no
+// service running yet.
+func newMDNS(h host.Host, service string, connect func(context.Context, libp2ppeer.AddrInfo) error, logger *slog.Logger) *MDNS {
 	m := &MDNS{
-		h: h, service: ServiceName(mesh), connect: connect, log: logger,
-		found:  make(chan libp2ppeer.AddrInfo, 64),
+		h: h, service: service, connect: connect, log: logger,
+		found:  make(chan foundPeer, 64),
 		dialed: make(map[libp2ppeer.ID]time.Time),
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
-	ifaces := interfaceState()
-	if err := m.restart(); err != nil {
-		if ifaces != "" {
-			m.cancel()
-			_ = addrEvents.Close()
-			return nil, fmt.Errorf("discovery: mDNS: %w", err)
-		}
-		logger.Warn("discovery: no multicast interface yet; mDNS starts when one comes up", "err", err)
-	}
-	m.wg.Add(3)
+	m.wg.Add(2)
 	for range 2 {
 		go m.work()
 	}
-	go m.watch(ifaces, addrEvents)
-	return m, nil
+	return m
 }
 
 // restart stops the service, if running, and starts a new one on the
@@ -168,9 +187,13 @@ func (m *MDNS) watch(ifaces string, addrEvents event.Subscription) {
 			return
 		case <-tick.C:
 			now := interfaceState()
-			if now == ifaces {
+			if now == ifaces && (now == "" || m.running()) {
 				continue
 			}
+			// The interfaces changed, or there is one and the service is
+			// not running: a start that failed (an interface that was
+			// not ready yet for a multicast group) is tried again at
+			// the next poll, not only at the next change.
 			ifaces = now
 		case _, ok := <-addrEvents.Out():
 			if !ok {
@@ -196,6 +219,13 @@ func (m *MDNS) watch(ifaces string, addrEvents event.Subscription) {
 			m.log.Debug("discovery: mDNS restarted", "interfaces", ifaces)
 		}
 	}
+}
+
+// running reports whether the service runs.
+func (m *MDNS) running() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.svc != nil
 }
 
 // Restarts returns how many times the service was restarted.
@@ -235,9 +265,15 @@ func (m *MDNS) HandlePeerFound(ai libp2ppeer.AddrInfo) {
 		return
 	}
 	select {
-	case m.found <- ai:
+	case m.found <- foundPeer{ai: ai}:
 	default:
 	}
+}
+
+// foundPeer is a peer to dial: announced, or a dial of it to try again.
+type foundPeer struct {
+	ai    libp2ppeer.AddrInfo
+	retry int // 0: announced; n: the nth try again
 }
 
 func (m *MDNS) work() {
@@ -246,30 +282,61 @@ func (m *MDNS) work() {
 		select {
 		case <-m.ctx.Done():
 			return
-		case ai := <-m.found:
-			if !m.shouldDial(ai.ID) {
+		case f := <-m.found:
+			if !m.shouldDial(f.ai.ID, f.retry > 0) {
 				continue
 			}
 			ctx, cancel := context.WithTimeout(m.ctx, 10*time.Second)
-			err := m.connect(ctx, ai)
+			if f.retry > 0 {
+				// The failed dial put the peer's addresses in the
+				// swarm's dial backoff (5 s and more), which would fail
+				// the retry at once: a retry dials them all the same.
+				ctx = network.WithForceDirectDial(ctx, "troupe mDNS retry")
+			}
+			err := m.connect(ctx, f.ai)
 			cancel()
 			if err != nil {
-				m.log.Debug("discovery: mDNS peer unreachable", "peer", ai.ID, "err", err)
+				m.log.Debug("discovery: mDNS peer unreachable", "peer", f.ai.ID, "try", f.retry, "err", err)
+				if f.retry < dialRetries {
+					m.later(foundPeer{ai: f.ai, retry: f.retry + 1})
+				}
 				continue
 			}
-			m.log.Debug("discovery: connected to mDNS peer", "peer", ai.ID)
+			m.log.Debug("discovery: connected to mDNS peer", "peer", f.ai.ID)
 		}
 	}
 }
 
-func (m *MDNS) shouldDial(id libp2ppeer.ID) bool {
+// later queues f again after a random delay (see dialRetries).
+func (m *MDNS) later(f foundPeer) {
+	base := retryDelay << (f.retry - 1)
+	d := base + time.Duration(rand.Int64N(int64(2*base)))
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			select {
+			case m.found <- f:
+			case <-m.ctx.Done():
+			}
+		case <-m.ctx.Done():
+		}
+	}()
+}
+
+// shouldDial reports whether to dial id now: not when connected, and for
+// an announcement not within redialAfter of the last dial.
+func (m *MDNS) shouldDial(id libp2ppeer.ID, retry bool) bool {
 	if m.h.Network().Connectedness(id) == network.Connected {
 		return false
 	}
 	now := time.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if t, ok := m.dialed[id]; ok && now.Sub(t) < redialAfter {
+	if t, ok := m.dialed[id]; ok && now.Sub(t) < redialAfter && !retry {
 		return false
 	}
 	for p, t := range m.dialed { // keep the map small

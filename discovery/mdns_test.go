@@ -1,9 +1,19 @@
 package discovery
 
 import (
+	"context"
+	"crypto/rand"
 	"errors"
+	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 )
 
 func TestCheckMesh(t *testing.T) {
@@ -24,3 +34,49 @@ func TestCheckMesh(t *testing.T) {
 
 // mDNS itself is tested in integration/netns_test.go, inside network
 // namespaces: here it would multicast on the machine's real interfaces.
+
+// A dial to an announced peer that fails is tried again, a bounded number
+// of times, without waiting for the peer to announce itself again (peers
+// that hear of each other together dial each other together, and over TCP
+// that can fail both dials).
+func TestFailedMDNSDialsAreRetried(t *testing.T) {
+	h, err := libp2p.New(libp2p.NoListenAddrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	k, _, err := crypto.GenerateEd25519Key(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := libp2ppeer.IDFromPrivateKey(k)
+	for _, tc := range []struct {
+		name      string
+		failFirst int // dials that fail before one succeeds
+		want      int // dials in all
+	}{
+		{"succeeds on the third try", 2, 3},
+		{"gives up", 1000, 1 + dialRetries},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var dials atomic.Int32
+				m := newMDNS(h, "_troupe-test._udp", func(context.Context, libp2ppeer.AddrInfo) error {
+					if int(dials.Add(1)) <= tc.failFirst {
+						return errors.New("simultaneous open")
+					}
+					return nil
+				}, slog.New(slog.DiscardHandler))
+				m.HandlePeerFound(libp2ppeer.AddrInfo{ID: other})
+				time.Sleep(time.Minute) // fake time: every retry is due
+				synctest.Wait()
+				if got := int(dials.Load()); got != tc.want {
+					t.Errorf("%d dials, want %d", got, tc.want)
+				}
+				if err := m.Close(); err != nil {
+					t.Fatal(err)
+				}
+			})
+		})
+	}
+}
