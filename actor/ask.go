@@ -12,8 +12,10 @@ import (
 // Ask sends msg to `to` as a request and installs a continuation that waits
 // for the reply: then runs with the reply, or with an error when no reply
 // came within d (errors.Is(err, context.DeadlineExceeded)), the request
-// reached no actor (ErrNoSuchActor, ErrNoRoute), or the asked actor's peer
-// went away before it answered (ErrNodeDown, at once: see System.PeerDown). Other messages stay in the
+// reached no actor (ErrNoSuchActor, ErrNoRoute, or the Remote's reason,
+// such as routing.ErrUnreachable or routing.ErrStreamBroken), or the asked
+// actor's peer went away before it answered (ErrNodeDown, at once: see
+// System.PeerDown). Other messages stay in the
 // mailbox meanwhile. Like Receive, Ask should be the last statement of its
 // step.
 func (c *Context) Ask(to Ref, msg any, d time.Duration, then func(reply any, err error)) {
@@ -23,6 +25,12 @@ func (c *Context) Ask(to Ref, msg any, d time.Duration, then func(reply any, err
 	}
 	if d <= 0 {
 		c.fail(fmt.Errorf("%w: Ask timeout %v must be positive", ErrBadReceive, d))
+		return
+	}
+	if c.flags&fReceived != 0 {
+		// Checked before the request leaves (receive would refuse the
+		// continuation only after): one step waits for one thing.
+		c.fail(fmt.Errorf("%w: Ask after Receive or Ask in one step", ErrBadReceive))
 		return
 	}
 	a := &askCase{corr: newCorr(), then: then}

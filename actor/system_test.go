@@ -735,3 +735,38 @@ func edges(s *System, kind edgeKind) int {
 	}
 	return n
 }
+
+// An Ask after a Receive or Ask in the same step is refused before its
+// request leaves: the actor stops with ErrBadReceive, and no Ask of it
+// stays indexed.
+func TestSecondAskInOneStepIsRefused(t *testing.T) {
+	rr := &sentRemote{sent: make(chan Envelope, 16)}
+	s := newSys(t, WithPeer("me"), WithRemote(rr))
+	far, _ := ParseRef("them/x")
+	asker := mustSpawn(t, s, "asker", func(c *Context) {
+		c.Receive(On(func(string) {
+			c.Ask(far, "first", time.Hour, func(any, error) {})
+			c.Ask(far, "second", time.Hour, func(any, error) {})
+		}))
+	})
+	downs := make(chan Down, 1)
+	mustSpawn(t, s, "", func(c *Context) {
+		c.Monitor(asker) // before the asker asks: its Down follows its clean-up
+		s.Send(asker, "go")
+		c.Receive(On(func(d Down) { downs <- d }))
+	})
+	if d := recv(t, downs); !errors.Is(d.Reason, ErrBadReceive) {
+		t.Fatalf("the asker stopped with %v, want ErrBadReceive", d.Reason)
+	}
+	if e := recv(t, rr.sent); e.Msg != "first" {
+		t.Fatalf("sent %v", e.Msg)
+	}
+	select {
+	case e := <-rr.sent:
+		t.Fatalf("the refused Ask sent %v", e.Msg)
+	default:
+	}
+	if n := edges(s, edgeAsk); n != 0 {
+		t.Fatalf("%d asks indexed after the asker stopped", n)
+	}
+}

@@ -212,10 +212,10 @@ func (m *MDNS) watch(ifaces string, addrEvents event.Subscription) {
 			continue
 		}
 		last = time.Now()
-		m.restarts.Add(1)
 		if err := m.restart(); err != nil {
 			m.log.Debug("discovery: mDNS restart", "err", err)
 		} else {
+			m.restarts.Add(1)
 			m.log.Debug("discovery: mDNS restarted", "interfaces", ifaces)
 		}
 	}
@@ -228,7 +228,7 @@ func (m *MDNS) running() bool {
 	return m.svc != nil
 }
 
-// Restarts returns how many times the service was restarted.
+// Restarts returns how many times the service was restarted (successfully).
 func (m *MDNS) Restarts() uint64 { return m.restarts.Load() }
 
 // interfaceState describes the interfaces mDNS can use (up, multicast,

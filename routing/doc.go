@@ -62,7 +62,9 @@
 // up goes back to the actor system (actor.System.Bounce), as one to an
 // actor that does not exist: an Ask fails at once, a monitor fires as Down
 // and a link as an exit signal (as Erlang's do with noconnection), other
-// messages become dead letters. Disconnection of a peer
+// messages become dead letters; each once. A monitor or link request given
+// up with its broken stream may have arrived: a demonitor or unlink follows
+// it on the next stream, so that the peer keeps none either. Disconnection of a peer
 // (EvtPeerConnectednessChanged) turns into PeerDown.
 //
 // Incoming streams are read by one goroutine each, which decodes the frames

@@ -109,6 +109,7 @@ func (lg *largeOut) start(m *outMsg, kind codec.Kind, typ string, body []byte) {
 		held: lg.held[:0], pairs: lg.pairs, released: lg.released,
 	}
 	lg.pairs[lg.pair] = struct{}{}
+	m.to = "" // lg holds the message now (see hold)
 }
 
 // release ends the large message and returns the held messages followed
@@ -129,6 +130,19 @@ func (lg *largeOut) release(rest []outMsg) []outMsg {
 	return out
 }
 
+// complete ends the large message, whose last fragment was written, as
+// release does. Until the next flush the message counts among those the
+// writer has in hand: if the stream breaks before, it is handed back.
+func (lg *largeOut) complete(rest []outMsg) []outMsg {
+	lg.released = append(lg.released, []outMsg{lg.message()})
+	return lg.release(rest)
+}
+
+// message is the large message in progress, as an outMsg.
+func (lg *largeOut) message() outMsg {
+	return outMsg{to: lg.env.To, from: lg.env.FromName, msg: lg.msg, corr: lg.env.Corr, reply: lg.reply}
+}
+
 // settle forgets the lists release returned: the writer flushed them.
 func (lg *largeOut) settle() {
 	if lg != nil && len(lg.released) > 0 {
@@ -145,7 +159,8 @@ func (lg *largeOut) abandon(lost func(*outMsg)) {
 		return
 	}
 	if lg.active {
-		lost(&outMsg{to: lg.env.To, from: lg.env.FromName, msg: lg.msg, corr: lg.env.Corr, reply: lg.reply})
+		m := lg.message()
+		lost(&m)
 		for i := range lg.held {
 			lost(&lg.held[i])
 		}

@@ -196,6 +196,7 @@ func (l *link) write(q *queue) {
 			select {
 			case <-time.After(backoff(attempts)):
 			case <-l.r.ctx.Done():
+				l.r.undeliverable.Add(uint64(len(batch))) // closing: lost, as in reset
 				return
 			}
 		}
@@ -215,15 +216,7 @@ func (l *link) write(q *queue) {
 				lg.settle()
 			} else {
 				l.r.log.Debug("routing: stream broke", "peer", l.peer, "protocol", q.proto, "err", err)
-				// At most once: the batch, and a large message in
-				// fragments with what waited behind it, may be lost. They
-				// are handed back, as messages that may not have arrived:
-				// an Ask fails at once, a monitor or link fires.
-				reason := fmt.Errorf("%w: %v: %w", ErrStreamBroken, l.peer, err)
-				for i := range batch {
-					l.fail(&batch[i], reason)
-				}
-				lg.abandon(func(m *outMsg) { l.fail(m, reason) })
+				l.broken(batch, lg, err)
 				_ = s.Reset()
 				l.track(s, false)
 				s, fw = nil, nil
@@ -276,7 +269,7 @@ func (l *link) putBatch(fw *codec.FrameWriter, batch []outMsg, scratch *[]byte, 
 		}
 		if last {
 			sent++
-			batch = lg.release(batch)
+			batch = lg.complete(batch)
 		}
 	}
 	return nil
@@ -290,7 +283,7 @@ func (l *link) idleFragment(fw *codec.FrameWriter, lg *largeOut, scratch *[]byte
 		return err
 	}
 	l.r.sent.Add(1)
-	return l.putBatch(fw, lg.release(nil), scratch, true, lg)
+	return l.putBatch(fw, lg.complete(nil), scratch, true, lg)
 }
 
 // put encodes m into fw, encoding its body in scratch first, and reports
@@ -362,6 +355,46 @@ func (l *link) put(fw *codec.FrameWriter, m *outMsg, scratch *[]byte, user bool,
 	return false, err
 }
 
+// broken hands back what the writer had in hand when its stream broke
+// with err: the batch, and a large message in fragments with the messages
+// held behind it and those released since the last flush. At most once:
+// they may or may not have arrived; each is handed back once (fail), so
+// that an Ask fails at once and a monitor or link fires, which undo then
+// cancels at the peer.
+func (l *link) broken(batch []outMsg, lg *largeOut, err error) {
+	reason := fmt.Errorf("%w: %v: %w", ErrStreamBroken, l.peer, err)
+	for i := range batch {
+		l.undo(&batch[i])
+		l.fail(&batch[i], reason)
+	}
+	lg.abandon(func(m *outMsg) { l.fail(m, reason) })
+}
+
+// undo queues, for a monitor or link request handed back after its stream
+// broke, the demonitor or unlink that cancels it: the request may have
+// arrived, and the sender, told that it fired (Down or exit), keeps no
+// monitor or link; the peer must keep none either. Cancelling what never
+// arrived is harmless. Other messages need nothing.
+func (l *link) undo(m *outMsg) {
+	if m.to == "" {
+		return
+	}
+	var cancel any
+	switch sig := m.msg.(type) {
+	case actor.MonitorSignal:
+		//lint:ignore S1016 a demonitor is not a monitor that happens to have the same fields
+		cancel = actor.DemonitorSignal{ID: sig.ID}
+	case actor.LinkSignal:
+		cancel = actor.UnlinkSignal{}
+	default:
+		return
+	}
+	q := l.ctl.q
+	if !q.pushBelow(m.to, m.from, cancel, 0, false, q.max) {
+		l.r.linkFull.Add(1)
+	}
+}
+
 // maxScratch is the largest body buffer a writer keeps between messages.
 const maxScratch = 64 << 10
 
@@ -377,6 +410,7 @@ func (l *link) fail(m *outMsg, reason error) {
 	}
 	// The names came from valid Refs, so NewRef does not fail.
 	to, _ := actor.NewRef(l.peerStr, m.to)
+	m.to = "" // handed back once: a later failure of its batch skips it
 	l.r.log.Debug("routing: message not sent", "to", to, "err", reason)
 	l.r.undeliverable.Add(1)
 	var from actor.Ref

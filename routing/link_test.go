@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
 )
 
@@ -47,5 +48,59 @@ func TestWriterFailsRefusedAsk(t *testing.T) {
 	}
 	if st := r.Stats(); st.TooLarge != 1 || st.Undeliverable != 1 || st.Sent != 0 {
 		t.Fatalf("stats %+v", st)
+	}
+}
+
+// When a stream breaks, each message the writer had in hand is handed back
+// exactly once: a large message in fragments and those held behind it
+// (moved out of the batch), and a message refused before the break (it
+// was handed back then). A monitor request handed back is cancelled at the
+// peer with a demonitor, since it may have arrived.
+func TestBrokenStreamHandsBackEachMessageOnce(t *testing.T) {
+	r, l, sys, _ := newSender(t)
+	if err := registerWire(r.cfg.Registry); err != nil { // fragments, signals
+		t.Fatal(err)
+	}
+	msg := func(to string, size int) outMsg {
+		return outMsg{to: to, from: "source", msg: benchBlob{Data: make([]byte, size)}}
+	}
+	for _, tc := range []struct {
+		name  string
+		batch []outMsg
+		want  uint64 // handed back in all, by the refusal and the break
+	}{
+		{"large and held", []outMsg{msg("sink", 100<<10), msg("sink", 10), msg("sink", 10)}, 3},
+		{"refused before the break", []outMsg{msg("sink", codec.DefaultMaxFrame+1), msg("sink", 10)}, 2},
+		{"large, then another pair", []outMsg{msg("sink", 100<<10), msg("other", 10)}, 2},
+		{"monitor", []outMsg{{to: "sink", from: "source", msg: actor.MonitorSignal{ID: 7}}}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before, lettersBefore := r.undeliverable.Load(), sys.DeadLetters()
+			_, signal := tc.batch[0].msg.(actor.MonitorSignal)
+			lg := new(largeOut) // a user stream; a control stream has none
+			if signal {
+				lg = nil
+			}
+			var scratch []byte
+			fw := codec.NewFrameWriter(io.Discard, r.cfg.MaxFrame, codec.WithCompact(true))
+			if err := l.putBatch(fw, tc.batch, &scratch, !signal, lg); err != nil {
+				t.Fatal(err)
+			}
+			l.broken(tc.batch, lg, errors.New("stream reset"))
+			if got := r.undeliverable.Load() - before; got != tc.want {
+				t.Fatalf("%d messages handed back, want %d", got, tc.want)
+			}
+			users := tc.want
+			if signal {
+				users = 0
+				undo := l.ctl.q.takeBatch(nil)
+				if len(undo) != 1 || undo[0].msg != (actor.DemonitorSignal{ID: 7}) || undo[0].to != "sink" || undo[0].from != "source" {
+					t.Fatalf("queued after the break: %+v, want one demonitor of ID 7", undo)
+				}
+			}
+			if got := sys.DeadLetters() - lettersBefore; got != users {
+				t.Fatalf("%d dead letters, want %d", got, users)
+			}
+		})
 	}
 }
