@@ -96,14 +96,20 @@ func (c *Context) Join(group string, opts ...JoinOption) error {
 		}
 	}
 	m[c] = jc.presence
+	self := c.Self()
+	if !again {
+		// Told under the lock, like every presence change: each watcher
+		// then learns of the members in the order the table changed,
+		// and of each change once (a member that joined just before
+		// this one is in the snapshot, not told again).
+		c.sys.presenceLocked(group, self, Joined{Group: group, Member: self}, c)
+		for _, o := range others {
+			c.sys.deliverTo(c, o, Joined{Group: group, Member: o})
+		}
+	}
 	t.mu.Unlock()
 	if again {
 		return nil
-	}
-	self := c.Self()
-	c.sys.presence(group, self, Joined{Group: group, Member: self}, c)
-	for _, o := range others {
-		c.sys.deliverTo(c, o, Joined{Group: group, Member: o})
 	}
 	e := c.extra()
 	if e.groups == nil {
@@ -136,12 +142,14 @@ func (c *Context) Leave(group string) {
 	if last {
 		delete(t.members, group)
 	}
+	self := c.Self()
+	if was {
+		c.sys.presenceLocked(group, self, Left{Group: group, Member: self}, nil)
+	}
 	t.mu.Unlock()
 	if !was {
 		return
 	}
-	self := c.Self()
-	c.sys.presence(group, self, Left{Group: group, Member: self}, nil)
 	if gt := c.sys.cfg.groups; gt != nil {
 		gt.AnnounceGroup(group, self, false)
 		if last {
@@ -150,19 +158,16 @@ func (c *Context) Leave(group string) {
 	}
 }
 
-// presence delivers a Joined or Left about member to the local members of
-// group that watch presence, except skip.
-func (s *System) presence(group string, member Ref, msg any, skip *Context) {
-	s.groups.mu.RLock()
-	targets := make([]*Context, 0, len(s.groups.members[group]))
+// presenceLocked delivers a Joined or Left about member to the local
+// members of group that watch presence, except skip. The caller holds
+// s.groups.mu for writing and made the change it reports: delivering
+// under the lock keeps every watcher's news in the table's order
+// (pushing onto a mailbox never blocks).
+func (s *System) presenceLocked(group string, member Ref, msg any, skip *Context) {
 	for c, watch := range s.groups.members[group] {
 		if watch && c != skip {
-			targets = append(targets, c)
+			s.deliverTo(c, member, msg)
 		}
-	}
-	s.groups.mu.RUnlock()
-	for _, c := range targets {
-		s.deliverTo(c, member, msg)
 	}
 }
 
@@ -202,12 +207,12 @@ func (s *System) DeliverPresence(group string, member Ref, joined bool) bool {
 		t.mu.Unlock()
 		return false
 	}
-	t.mu.Unlock()
 	if joined {
-		s.presence(group, member, Joined{Group: group, Member: member}, nil)
+		s.presenceLocked(group, member, Joined{Group: group, Member: member}, nil)
 	} else {
-		s.presence(group, member, Left{Group: group, Member: member}, nil)
+		s.presenceLocked(group, member, Left{Group: group, Member: member}, nil)
 	}
+	t.mu.Unlock()
 	return true
 }
 
