@@ -202,3 +202,44 @@ func TestBenchmarkFrameSize(t *testing.T) {
 		t.Fatalf("frame sizes %v, want 139, 112, 112", sizes)
 	}
 }
+
+// A user message whose type is one of the system messages' (an exit, a
+// down …) is a bad frame: counted and skipped, never handed to an actor
+// as a value of the runtime's own types; the stream goes on.
+func TestUserFrameOfSystemTypeIsRefused(t *testing.T) {
+	a, b := pair(t)
+	ch := make(chan int, 100)
+	spawn(t, b, "sink", collect(ch))
+	others := make(chan any, 4)
+	spawn(t, b, "any", func(c *actor.Context) {
+		var h actor.Case
+		h = actor.Any(func(m any) { others <- m; c.Receive(h) })
+		c.Receive(h)
+	})
+	reg := registry(t)
+	_, fw := rawWriter(t, a, b, routing.ProtoMsg, true)
+	before := b.Router().Stats()
+	exit := []byte{0xa1, 0x01, 0xa1, 0x01, 0x61, 0x78} // {1: {1: "x"}}: an exit's body
+	for _, typ := range []string{"troupe.exit", "troupe.down", "troupe.link"} {
+		if err := fw.WriteEnvelope(&codec.Envelope{Kind: codec.KindUser, To: "any", FromName: "src", Type: typ, Body: exit}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Then a good message to the same actor, from the same sender: had
+	// the bad ones been delivered, they would come first.
+	typ, body, err := reg.Encode(Batch{Seq: 99})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fw.WriteEnvelope(&codec.Envelope{Kind: codec.KindUser, To: "any", FromName: "src", Type: typ, Body: body}); err != nil {
+		t.Fatal(err)
+	}
+	writeBatches(t, reg, fw, 0, 1)
+	checkSeqs(t, ch, 0, 1) // the stream goes on
+	if m := recv(t, others); m != (Batch{Seq: 99}) {
+		t.Fatalf("the actor got %T %v first", m, m)
+	}
+	if st := b.Router().Stats(); st.DecodeErrors-before.DecodeErrors != 3 || st.StreamsReset != before.StreamsReset {
+		t.Fatalf("stats %+v, before %+v: want 3 more decode errors and no reset", st, before)
+	}
+}

@@ -69,7 +69,8 @@
 //
 // Incoming streams are read by one goroutine each, which decodes the frames
 // and hands the messages to the local actors' inboxes. A frame with bad
-// contents is counted and skipped; a stream that lost sync (bad length
+// contents (a user message that claims a system message's type among
+// them) is counted and skipped; a stream that lost sync (bad length
 // prefix, oversize or truncated frame) is counted and reset. The remote
 // peer ID of a message is always the one the connection authenticated.
 package routing

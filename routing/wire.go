@@ -49,6 +49,20 @@ type (
 )
 
 // registerWire registers the system bodies in reg (idempotent per registry).
+// isWireType reports whether typ is one of the system message types above
+// (or a fragment's). Other "troupe." types (lookups, the chat) are user
+// messages; the prefix test keeps the common case to one comparison.
+func isWireType(typ string) bool {
+	if len(typ) < 8 || typ[:7] != "troupe." {
+		return false
+	}
+	switch typ {
+	case typeHello, typeLink, typeUnlink, typeExit, typeMonitor, typeDemonitor, typeDown, typeUndeliverable, typeFragment:
+		return true
+	}
+	return false
+}
+
 func registerWire(reg *codec.Registry) error {
 	return errors.Join(
 		ignoreTaken(codec.Register[helloBody](reg, typeHello)),
@@ -174,6 +188,11 @@ func fromWire(reg *codec.Registry, env *codec.Envelope) (msg any, reply bool, er
 func fromValue(env *codec.Envelope, v any) (msg any, reply bool, err error) {
 	reply = env.Kind == codec.KindReply
 	if env.Kind == codec.KindUser {
+		if isWireType(env.Type) {
+			// Not for actors: a link, exit or down travels as a system
+			// message, whose sender the runtime checks.
+			return nil, false, fmt.Errorf("%w: user message of system type %q", codec.ErrMalformed, env.Type)
+		}
 		return v, false, nil
 	}
 	switch b := v.(type) {
