@@ -114,13 +114,15 @@ type inbound struct {
 	v11       bool    // the stream is 1.1.0: compact frames and fragments
 }
 
-// flush hands the decoded messages to their actors, in order.
+// flush hands the decoded messages to their actors, in order, and counts
+// them afterwards: once Stats shows a message received, it is in its
+// actor's mailbox (or a dead letter), ahead of anything that comes later.
 func (in *inbound) flush() {
+	in.out.Flush()
 	if in.received > 0 {
 		in.r.received.Add(in.received)
 		in.received = 0
 	}
-	in.out.Flush()
 }
 
 // refCache remembers the last target and sender of a stream: consecutive

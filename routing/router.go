@@ -48,7 +48,7 @@ type Config struct {
 
 // Stats are the router's counters.
 type Stats struct {
-	Sent, Received   uint64 // messages (a large message in fragments counts once)
+	Sent, Received   uint64 // messages sent; received and handed to their actors (a large message in fragments counts once)
 	LinkFull         uint64 // messages dropped because a link queue was full
 	TooLarge         uint64 // messages refused at the sender
 	DecodeErrors     uint64 // frames that could not be decoded
