@@ -123,7 +123,7 @@ func (s *System) Ask(ctx context.Context, to Ref, msg any) (any, error) {
 		s.remote.add(e)
 		defer s.remote.remove(e)
 	}
-	s.send(to, c.Self(), msg, w.corr, kindUser)
+	s.sendVia(to, c.Self(), msg, w.corr, kindUser, true)
 	var n *node
 	select {
 	case n = <-w.ch:

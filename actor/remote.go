@@ -22,6 +22,19 @@ type Remote interface {
 	Deliver(to, from Ref, msg any, corr uint64, reply bool) error
 }
 
+// DirectRemote is a Remote that can also write a message on the calling
+// goroutine. System.Ask uses it for a request to another peer: its caller
+// is plain Go code that waits for the reply anyway, and writing the request
+// itself saves a hand-off to another goroutine (a wake-up of another
+// thread, a large part of a round trip's latency).
+type DirectRemote interface {
+	Remote
+	// DeliverDirect does what Deliver does, but may write msg to the
+	// network before it returns, waiting for the write. It is never
+	// called on an event loop.
+	DeliverDirect(to, from Ref, msg any, corr uint64, reply bool) error
+}
+
 // Outbound is one message an actor sent to an actor of another peer,
 // gathered with the others its activation sends (see BatchRemote).
 type Outbound struct {

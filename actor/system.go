@@ -22,8 +22,9 @@ type System struct {
 	group *eventloop.Group
 
 	names  *registry
-	batch  BatchRemote // cfg.remote when it takes runs of messages, else nil
-	remote remoteIndex // monitors and links across peers
+	batch  BatchRemote  // cfg.remote when it takes runs of messages, else nil
+	direct DirectRemote // cfg.remote when it can write on the caller's goroutine, else nil
+	remote remoteIndex  // monitors and links across peers
 	groups groupTable
 	nodes  sync.Pool // *node, recycled once handled
 	blocks sync.Pool // *nodeBlock, for Inbounds
@@ -52,6 +53,7 @@ func New(opts ...Option) (*System, error) {
 	s := &System{cfg: cfg, peer: cfg.peer, names: newRegistry(), drained: make(chan struct{})}
 	s.nameSeq.Store(randomNameBase())
 	s.batch, _ = cfg.remote.(BatchRemote)
+	s.direct, _ = cfg.remote.(DirectRemote)
 	g, err := eventloop.New(
 		eventloop.WithLoops(cfg.loops),
 		eventloop.WithWatchdog(cfg.watchdog),
@@ -279,6 +281,13 @@ func isSignal(m any) bool {
 
 // send routes a message: to a local actor's inbox, or to the Remote.
 func (s *System) send(to, from Ref, msg any, corr uint64, kind uint8) {
+	s.sendVia(to, from, msg, corr, kind, false)
+}
+
+// sendVia is send; with direct, a message to another peer goes through
+// the Remote's DeliverDirect if it has one (for callers off the event
+// loops that wait for an answer).
+func (s *System) sendVia(to, from Ref, msg any, corr uint64, kind uint8, direct bool) {
 	if to.peer == s.peer {
 		s.deliverLocal(to, s.newNode(msg, from, corr, kind))
 		return
@@ -289,6 +298,8 @@ func (s *System) send(to, from Ref, msg any, corr uint64, kind uint8) {
 		err = ErrNoSuchActor
 	case s.cfg.remote == nil:
 		err = ErrNoRoute
+	case direct && s.direct != nil:
+		err = s.direct.DeliverDirect(to, from, msg, corr, kind == kindReply)
 	default:
 		err = s.cfg.remote.Deliver(to, from, msg, corr, kind == kindReply)
 	}

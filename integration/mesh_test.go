@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -426,5 +427,100 @@ func TestRestartedPeerIsANewNode(t *testing.T) {
 	}
 	if v, err := a.System().Ask(ctx, svc, Ping{3}); err != nil || v != (Pong{3}) {
 		t.Fatalf("ask by name after the restart: %v, %v", v, err)
+	}
+}
+
+// Plain code's remote Asks write their request on the asker's goroutine
+// when the link's writer sleeps (routing.Router.DeliverDirect). Mixed with
+// an actor's stream of sends and with other askers on the same link,
+// nothing is lost, duplicated or reordered, and nothing waits for a
+// wake-up that never comes.
+func TestPlainAsksWriteThroughAlongsideSends(t *testing.T) {
+	a, b := pair(t)
+	echoRef := spawn(t, b, "echo", echo)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// One asker alone: the writer sleeps between round trips, so the
+	// requests are written through.
+	for i := range 50 {
+		if v, err := a.System().Ask(ctx, echoRef, Ping{i}); err != nil || v != (Pong{i}) {
+			t.Fatalf("ask %d: %v, %v", i, v, err)
+		}
+	}
+	if a.Router().Stats().WrittenThrough == 0 {
+		t.Fatalf("no request written through: %+v", a.Router().Stats())
+	}
+	// Four askers and an actor's windowed stream of sends at once.
+	total, window := 40_000, 2_000
+	if raceEnabled {
+		total = 10_000
+	}
+	result := make(chan error, 1)
+	sink := spawn(t, b, "sink", func(c *actor.Context) {
+		next := 0
+		var h actor.Case
+		h = actor.On(func(m Batch) {
+			if m.Seq != next {
+				result <- errors.New("out of order or missing")
+				return
+			}
+			next++
+			if next%window == 0 {
+				c.Reply(Ack{next})
+			}
+			if next == total {
+				result <- nil
+				return
+			}
+			c.Receive(h)
+		})
+		c.Receive(h)
+	})
+	spawn(t, a, "source", func(c *actor.Context) {
+		sent := 0
+		var burst func()
+		burst = func() {
+			for range window {
+				c.Send(sink, Batch{sent})
+				sent++
+			}
+			if sent < total {
+				c.Receive(actor.On(func(Ack) { burst() }))
+			} else {
+				c.Receive(actor.On(func(Ack) {})) // the last, so no dead letter
+			}
+		}
+		burst()
+	})
+	askErrs := make(chan error, 4)
+	for g := range 4 {
+		go func() {
+			for i := range 300 {
+				n := g*1000 + i
+				v, err := a.System().Ask(ctx, echoRef, Ping{n})
+				if err != nil || v != (Pong{n}) {
+					askErrs <- fmt.Errorf("asker %d, ask %d: %v, %v", g, i, v, err)
+					return
+				}
+			}
+			askErrs <- nil
+		}()
+	}
+	for range 4 {
+		if err := recv(t, askErrs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case err := <-result:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-ctx.Done():
+		t.Fatalf("sends timed out; stats a=%+v b=%+v", a.Router().Stats(), b.Router().Stats())
+	}
+	waitFor(t, func() bool { _, alive := a.System().Whereis("source"); return !alive })
+	if dl := a.System().DeadLetters(); dl != 0 {
+		t.Fatalf("%d dead letters on the asking side", dl)
 	}
 }

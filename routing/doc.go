@@ -14,7 +14,11 @@
 // drawn at each start: a peer seen with a new incarnation has restarted, and
 // whatever watched its old actors fires (actor.System.PeerDown). A writer
 // whose connection closed while it had nothing to write opens a new stream
-// for its next batch, rather than losing the batch on the dead one.
+// for its next batch, rather than losing the batch on the dead one. A
+// request of actor.System.Ask (plain code that waits for the reply anyway)
+// that finds the writer asleep with its stream open is written on the
+// asker's goroutine (Router.DeliverDirect): a round trip then wakes one
+// goroutine less.
 //
 // # Protocol versions
 //

@@ -19,6 +19,26 @@ import (
 type queue struct {
 	proto, proto10 protocol.ID // offered in this order
 	q              *outQueue
+	w              writer
+}
+
+// writer is what the writer of a queue has in hand: its stream and the
+// batch being written. mu is held while a batch is written: by the writer
+// goroutine, which lets go of it only while it sleeps on an empty queue,
+// or by plain code writing its own request through (writeThrough).
+type writer struct {
+	l         *link
+	q         *queue
+	mu        sync.Mutex
+	s         network.Stream
+	fw        *codec.FrameWriter
+	batch     []outMsg
+	scratch   []byte // one message body at a time
+	deadlined time.Time
+	// lg is the large message in fragments: only on user streams whose
+	// reader knows fragments (1.1.0), nil otherwise.
+	lg, lgState *largeOut
+	stopped     bool // the writer goroutine returned
 }
 
 // link is everything this peer sends to one other peer.
@@ -60,11 +80,14 @@ func (l *link) abort() {
 }
 
 func newLink(r *Router, id libp2ppeer.ID, idStr string) *link {
-	return &link{
+	l := &link{
 		r: r, peer: id, peerStr: idStr, closing: make(chan struct{}),
 		user: queue{proto: ProtoMsg, proto10: ProtoMsg10, q: newOutQueue(r.cfg.LinkQueue)},
 		ctl:  queue{proto: ProtoCtl, proto10: ProtoCtl10, q: newOutQueue(r.cfg.LinkQueue)},
 	}
+	l.user.w.l, l.user.w.q = l, &l.user
+	l.ctl.w.l, l.ctl.w.q = l, &l.ctl
+	return l
 }
 
 func (l *link) start() {
@@ -93,11 +116,14 @@ func isControl(msg any) bool {
 	return false
 }
 
-func (l *link) queueFor(msg any) *outQueue {
+func (l *link) queueFor(msg any) *outQueue { return l.queueOf(msg).q }
+
+// queueOf returns the queue that msg travels on.
+func (l *link) queueOf(msg any) *queue {
 	if isControl(msg) {
-		return l.ctl.q
+		return &l.ctl
 	}
-	return l.user.q
+	return &l.user
 }
 
 func (l *link) enqueueCtx(ctx context.Context, e *actor.Envelope) error {
@@ -113,74 +139,65 @@ func (l *link) enqueueCtx(ctx context.Context, e *actor.Envelope) error {
 // through a batching FrameWriter and flushes when the queue is empty.
 func (l *link) write(q *queue) {
 	defer l.wg.Done()
-	var (
-		s         network.Stream
-		fw        *codec.FrameWriter
-		batch     []outMsg
-		scratch   []byte // one message body at a time
-		deadlined time.Time
-	)
+	w := &q.w
+	w.mu.Lock()
 	defer func() {
-		if s != nil {
-			_ = s.Close()
-			l.track(s, false)
+		if w.s != nil {
+			_ = w.s.Close()
+			l.track(w.s, false)
+			w.s = nil
 		}
+		w.stopped = true
+		w.mu.Unlock()
 	}()
-	// lg is the large message in fragments: only on user streams whose
-	// reader knows fragments (1.1.0), nil otherwise.
-	var lg, lgState *largeOut
-	reset := func() { // closing: what is in hand is lost
-		lg.abandon(func(*outMsg) { l.r.undeliverable.Add(1) })
-		if s != nil {
-			_ = s.Reset()
-			l.track(s, false)
-			s = nil
-		}
-	}
 	for {
 		select {
 		case <-l.r.ctx.Done():
-			reset()
+			w.reset()
 			return
 		default:
 		}
 		// An empty queue marks the writer as sleeping: the next push
-		// wakes it through ready.
-		batch = q.q.takeBatch(batch[:0])
-		if len(batch) == 0 && (lg == nil || !lg.active) {
+		// wakes it through ready, or writes itself (writeThrough).
+		w.batch = q.q.takeBatch(w.batch[:0])
+		if len(w.batch) == 0 && (w.lg == nil || !w.lg.active) {
+			w.mu.Unlock()
+			stop := false
 			select {
 			case <-q.q.ready:
 			case <-l.closing:
-				if q.q.len() == 0 {
-					return // everything queued was written
-				}
+				stop = q.q.len() == 0 // everything queued was written
 			case <-l.r.ctx.Done():
-				reset()
+				stop = true
+			}
+			w.mu.Lock()
+			if stop {
+				if l.r.ctx.Err() != nil {
+					w.reset()
+				}
 				return
 			}
 			continue
 		}
-		if s != nil && s.Conn().IsClosed() {
+		if w.s != nil && w.s.Conn().IsClosed() {
 			// The connection went away while the writer had nothing to
 			// write (the peer disconnected, or restarted): a new stream,
 			// before the batch is lost on the old one. Only a large
 			// message in fragments was on its way.
 			reason := fmt.Errorf("%w: %v: connection closed", ErrStreamBroken, l.peer)
-			lg.abandon(func(m *outMsg) { l.fail(m, reason) })
-			_ = s.Reset()
-			l.track(s, false)
-			s, fw = nil, nil
+			w.lg.abandon(func(m *outMsg) { l.fail(m, reason) })
+			w.drop()
 		}
-		for attempts := 1; s == nil; attempts++ {
+		for attempts := 1; w.s == nil; attempts++ {
 			var err error
-			if s, fw, err = l.open(q.proto, q.proto10); err == nil {
-				deadlined = time.Time{}
-				lg = nil
-				if s.Protocol() == ProtoMsg {
-					if lgState == nil {
-						lgState = new(largeOut)
+			if w.s, w.fw, err = l.open(q.proto, q.proto10); err == nil {
+				w.deadlined = time.Time{}
+				w.lg = nil
+				if w.s.Protocol() == ProtoMsg {
+					if w.lgState == nil {
+						w.lgState = new(largeOut)
 					}
-					lg = lgState
+					w.lg = w.lgState
 				}
 				break
 			}
@@ -188,42 +205,83 @@ func (l *link) write(q *queue) {
 			if attempts == 3 {
 				// Give up on what is in hand (an Ask learns why at once);
 				// keep redialing for what comes next.
-				for i := range batch {
-					l.fail(&batch[i], fmt.Errorf("%w: %v: %w", ErrUnreachable, l.peer, err))
+				for i := range w.batch {
+					l.fail(&w.batch[i], fmt.Errorf("%w: %v: %w", ErrUnreachable, l.peer, err))
 				}
 				break
 			}
 			select {
 			case <-time.After(backoff(attempts)):
 			case <-l.r.ctx.Done():
-				l.r.undeliverable.Add(uint64(len(batch))) // closing: lost, as in reset
+				l.r.undeliverable.Add(uint64(len(w.batch))) // closing: lost, as in reset
 				return
 			}
 		}
-		if s != nil {
-			err := l.putBatch(fw, batch, &scratch, q == &l.user, lg)
-			if err == nil && lg != nil && lg.active && q.q.len() == 0 {
-				err = l.idleFragment(fw, lg, &scratch)
-			}
-			if err == nil {
-				if now := time.Now(); now.Sub(deadlined) > time.Second {
-					_ = s.SetWriteDeadline(now.Add(30 * time.Second))
-					deadlined = now
-				}
-				err = fw.Flush()
-			}
-			if err == nil {
-				lg.settle()
-			} else {
-				l.r.log.Debug("routing: stream broke", "peer", l.peer, "protocol", q.proto, "err", err)
-				l.broken(batch, lg, err)
-				_ = s.Reset()
-				l.track(s, false)
-				s, fw = nil, nil
+		if w.s != nil {
+			w.send()
+		}
+		clear(w.batch)
+	}
+}
+
+// reset drops the stream when the router closes: what is in hand is lost.
+func (w *writer) reset() {
+	w.lg.abandon(func(*outMsg) { w.l.r.undeliverable.Add(1) })
+	w.drop()
+}
+
+// drop resets the stream and forgets it.
+func (w *writer) drop() {
+	if w.s != nil {
+		_ = w.s.Reset()
+		w.l.track(w.s, false)
+	}
+	w.s, w.fw = nil, nil
+}
+
+// send writes the batch in hand on the open stream and flushes; if the
+// stream breaks, what was in hand goes back (broken) and the stream is
+// dropped, to be opened anew for the next batch.
+func (w *writer) send() {
+	l, lg := w.l, w.lg
+	err := l.putBatch(w.fw, w.batch, &w.scratch, w.q == &l.user, lg)
+	if err == nil && lg != nil && lg.active && w.q.q.len() == 0 {
+		err = l.idleFragment(w.fw, lg, &w.scratch)
+	}
+	if err == nil {
+		if now := time.Now(); now.Sub(w.deadlined) > time.Second {
+			_ = w.s.SetWriteDeadline(now.Add(30 * time.Second))
+			w.deadlined = now
+		}
+		err = w.fw.Flush()
+	}
+	if err == nil {
+		lg.settle()
+		return
+	}
+	l.r.log.Debug("routing: stream broke", "peer", l.peer, "protocol", w.q.proto, "err", err)
+	l.broken(w.batch, lg, err)
+	w.drop()
+}
+
+// writeThrough is called by plain code that queued a message and found
+// the writer asleep (see outQueue.pushClaim): it writes what is queued on
+// the calling goroutine, saving the hand-off to the writer goroutine, when
+// the writer sleeps with an open stream and nothing in hand; otherwise, and
+// for what was queued meanwhile, it wakes the writer.
+func (w *writer) writeThrough() {
+	if w.mu.TryLock() {
+		if w.s != nil && !w.stopped && w.l.r.ctx.Err() == nil && !w.s.Conn().IsClosed() && (w.lg == nil || !w.lg.active) {
+			w.batch = w.q.q.takeBatch(w.batch[:0])
+			if len(w.batch) > 0 {
+				w.l.r.writtenThrough.Add(uint64(len(w.batch)))
+				w.send()
+				clear(w.batch)
 			}
 		}
-		clear(batch)
+		w.mu.Unlock()
 	}
+	w.q.q.wakeIfQueued()
 }
 
 // putBatch encodes the envelopes of batch into fw, counting those sent,

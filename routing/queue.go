@@ -57,12 +57,45 @@ func (q *outQueue) push(e *actor.Envelope) bool {
 }
 
 // pushBelow appends a message (the fields of an outMsg) unless limit or
-// more envelopes wait. It writes the fields straight into the queue's
-// slot: no outMsg is built and copied.
+// more envelopes wait, and wakes the writer if it sleeps.
 func (q *outQueue) pushBelow(to, from string, msg any, corr uint64, reply bool, limit int) bool {
 	q.mu.Lock()
-	if q.n >= limit {
+	if !q.appendLocked(to, from, msg, corr, reply, limit) {
 		q.mu.Unlock()
+		return false
+	}
+	q.unlockWaking(true)
+	return true
+}
+
+// pushClaim appends a message as pushBelow does, up to the queue's bound,
+// but does not wake the writer: claimed says that the writer sleeps and
+// the caller took over waking it, with writer.writeThrough (which writes
+// the message itself, or wakes the writer).
+func (q *outQueue) pushClaim(to, from string, msg any, corr uint64, reply bool) (ok, claimed bool) {
+	q.mu.Lock()
+	ok = q.appendLocked(to, from, msg, corr, reply, q.max)
+	if ok && q.asleep {
+		q.asleep, claimed = false, true
+	}
+	q.mu.Unlock()
+	return ok, claimed
+}
+
+// wakeIfQueued wakes the writer if messages wait, and otherwise marks it
+// asleep (a spurious wake-up costs nothing; a missed one would strand
+// the next message): for a caller of pushClaim, done writing through.
+func (q *outQueue) wakeIfQueued() {
+	q.mu.Lock()
+	q.asleep = true
+	q.unlockWaking(q.n > 0)
+}
+
+// appendLocked appends a message unless limit or more envelopes wait,
+// writing the fields straight into the queue's slot: no outMsg is built
+// and copied.
+func (q *outQueue) appendLocked(to, from string, msg any, corr uint64, reply bool, limit int) bool {
+	if q.n >= limit {
 		return false
 	}
 	last := len(q.chunks) - 1
@@ -75,7 +108,6 @@ func (q *outQueue) pushBelow(to, from string, msg any, corr uint64, reply bool, 
 	m := &c[len(c)-1]
 	m.to, m.from, m.msg, m.corr, m.reply = to, from, msg, corr, reply
 	q.n++
-	q.unlockWaking(true)
 	return true
 }
 

@@ -60,6 +60,7 @@ type Stats struct {
 	QueuedCtl        int    // messages now waiting in control queues
 	ConnectedLinks   int    // peers with an outbound link
 	RemoteIncarnated uint64 // hellos received
+	WrittenThrough   uint64 // messages written on an asker's goroutine (DeliverDirect)
 }
 
 // Router carries actor messages between peers over libp2p streams: one
@@ -86,7 +87,7 @@ type Router struct {
 	closed bool
 
 	sent, received, linkFull, tooLarge, decodeErrors, streamsReset atomic.Uint64
-	undeliverable, peersDown, encodeErrors, hellos                 atomic.Uint64
+	undeliverable, peersDown, encodeErrors, hellos, writtenThrough atomic.Uint64
 }
 
 var _ actor.Remote = (*Router)(nil)
@@ -155,6 +156,29 @@ func (r *Router) Deliver(to, from actor.Ref, msg any, corr uint64, reply bool) e
 	if !q.pushBelow(to.Name(), from.Name(), msg, corr, reply, q.max) {
 		r.linkFull.Add(1)
 		return fmt.Errorf("%w: %v", ErrLinkFull, l.peer)
+	}
+	return nil
+}
+
+// DeliverDirect queues msg as Deliver does and, when the link's writer
+// sleeps with an open stream, writes it at once on the calling goroutine
+// instead of waking the writer: one goroutine hand-off less for a caller
+// that waits for the answer anyway (System.Ask), at the price of waiting
+// for the write (bounded by the stream's write deadline). It must not be
+// called on an event loop. Implements actor.DirectRemote.
+func (r *Router) DeliverDirect(to, from actor.Ref, msg any, corr uint64, reply bool) error {
+	l, err := r.link(to.Peer())
+	if err != nil {
+		return err
+	}
+	q := l.queueOf(msg)
+	ok, claimed := q.q.pushClaim(to.Name(), from.Name(), msg, corr, reply)
+	if !ok {
+		r.linkFull.Add(1)
+		return fmt.Errorf("%w: %v", ErrLinkFull, l.peer)
+	}
+	if claimed {
+		q.w.writeThrough()
 	}
 	return nil
 }
@@ -239,7 +263,7 @@ func (r *Router) Stats() Stats {
 		TooLarge: r.tooLarge.Load(), DecodeErrors: r.decodeErrors.Load(),
 		StreamsReset: r.streamsReset.Load(), Undeliverable: r.undeliverable.Load(),
 		PeersDown: r.peersDown.Load(), EncodeErrors: r.encodeErrors.Load(),
-		RemoteIncarnated: r.hellos.Load(),
+		RemoteIncarnated: r.hellos.Load(), WrittenThrough: r.writtenThrough.Load(),
 	}
 	r.mu.Lock()
 	for _, l := range r.links {
