@@ -199,7 +199,32 @@ func TestMillionMessagesInOrder(t *testing.T) {
 	const window = 10_000
 	a, b := pair(t)
 	result := make(chan error, 1)
-	sink := spawn(t, b, "sink", func(c *actor.Context) {
+	sink := spawn(t, b, "sink", batchSink(total, window, result))
+	acked := make(chan struct{})
+	spawn(t, a, "source", batchSource(sink, total, window, acked))
+	select {
+	case err := <-result:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("timed out; stats a=%+v b=%+v", a.Router().Stats(), b.Router().Stats())
+	}
+	select {
+	case <-acked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the last Ack did not reach the source")
+	}
+	if dl := a.System().DeadLetters(); dl != 0 {
+		t.Fatalf("%d dead letters on the sender", dl)
+	}
+}
+
+// batchSink expects Batch{0} to Batch{total-1} in order, replies Ack{n}
+// after every window, and reports on result once all came, or at the
+// first missing or reordered one.
+func batchSink(total, window int, result chan<- error) actor.Behavior {
+	return func(c *actor.Context) {
 		next := 0
 		var h actor.Case
 		h = actor.On(func(m Batch) {
@@ -218,9 +243,13 @@ func TestMillionMessagesInOrder(t *testing.T) {
 			c.Receive(h)
 		})
 		c.Receive(h)
-	})
-	acked := make(chan struct{})
-	spawn(t, a, "source", func(c *actor.Context) {
+	}
+}
+
+// batchSource sends total Batches to sink, a window at a time, the next
+// window on each Ack, and closes acked on the last Ack.
+func batchSource(sink actor.Ref, total, window int, acked chan<- struct{}) actor.Behavior {
+	return func(c *actor.Context) {
 		sent := 0
 		var burst func()
 		burst = func() {
@@ -235,22 +264,6 @@ func TestMillionMessagesInOrder(t *testing.T) {
 			c.Receive(actor.On(func(Ack) { burst() }))
 		}
 		burst()
-	})
-	select {
-	case err := <-result:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("timed out; stats a=%+v b=%+v", a.Router().Stats(), b.Router().Stats())
-	}
-	select {
-	case <-acked:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the last Ack did not reach the source")
-	}
-	if dl := a.System().DeadLetters(); dl != 0 {
-		t.Fatalf("%d dead letters on the sender", dl)
 	}
 }
 
@@ -456,42 +469,9 @@ func TestPlainAsksWriteThroughAlongsideSends(t *testing.T) {
 		total = 10_000
 	}
 	result := make(chan error, 1)
-	sink := spawn(t, b, "sink", func(c *actor.Context) {
-		next := 0
-		var h actor.Case
-		h = actor.On(func(m Batch) {
-			if m.Seq != next {
-				result <- errors.New("out of order or missing")
-				return
-			}
-			next++
-			if next%window == 0 {
-				c.Reply(Ack{next})
-			}
-			if next == total {
-				result <- nil
-				return
-			}
-			c.Receive(h)
-		})
-		c.Receive(h)
-	})
-	spawn(t, a, "source", func(c *actor.Context) {
-		sent := 0
-		var burst func()
-		burst = func() {
-			for range window {
-				c.Send(sink, Batch{sent})
-				sent++
-			}
-			if sent < total {
-				c.Receive(actor.On(func(Ack) { burst() }))
-			} else {
-				c.Receive(actor.On(func(Ack) {})) // the last, so no dead letter
-			}
-		}
-		burst()
-	})
+	sink := spawn(t, b, "sink", batchSink(total, window, result))
+	acked := make(chan struct{})
+	spawn(t, a, "source", batchSource(sink, total, window, acked))
 	askErrs := make(chan error, 4)
 	for g := range 4 {
 		go func() {
@@ -519,7 +499,7 @@ func TestPlainAsksWriteThroughAlongsideSends(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatalf("sends timed out; stats a=%+v b=%+v", a.Router().Stats(), b.Router().Stats())
 	}
-	waitFor(t, func() bool { _, alive := a.System().Whereis("source"); return !alive })
+	recv(t, acked)
 	if dl := a.System().DeadLetters(); dl != 0 {
 		t.Fatalf("%d dead letters on the asking side", dl)
 	}
