@@ -38,7 +38,11 @@ type writer struct {
 	// lg is the large message in fragments: only on user streams whose
 	// reader knows fragments (1.1.0), nil otherwise.
 	lg, lgState *largeOut
-	stopped     bool // the writer goroutine returned
+	// undo holds the demonitors and unlinks that cancel monitor and link
+	// requests a broken stream handed back (see broken): the next stream
+	// carries them first, ahead of whatever was queued meanwhile.
+	undo    []outMsg
+	stopped bool // the writer goroutine returned
 }
 
 // link is everything this peer sends to one other peer.
@@ -160,7 +164,7 @@ func (l *link) write(q *queue) {
 		// An empty queue marks the writer as sleeping: the next push
 		// wakes it through ready, or writes itself (writeThrough).
 		w.batch = q.q.takeBatch(w.batch[:0])
-		if len(w.batch) == 0 && (w.lg == nil || !w.lg.active) {
+		if len(w.batch) == 0 && (w.lg == nil || !w.lg.active) && len(w.undo) == 0 {
 			w.mu.Unlock()
 			stop := false
 			select {
@@ -204,10 +208,14 @@ func (l *link) write(q *queue) {
 			l.r.log.Debug("routing: cannot open stream", "peer", l.peer, "protocol", q.proto, "attempt", attempts, "err", err)
 			if attempts == 3 {
 				// Give up on what is in hand (an Ask learns why at once);
-				// keep redialing for what comes next.
+				// keep redialing for what comes next. Cancellations are
+				// dropped: a peer this far away drops our monitors and
+				// links when the connection goes.
 				for i := range w.batch {
 					l.fail(&w.batch[i], fmt.Errorf("%w: %v: %w", ErrUnreachable, l.peer, err))
 				}
+				clear(w.undo)
+				w.undo = w.undo[:0]
 				break
 			}
 			select {
@@ -244,7 +252,7 @@ func (w *writer) drop() {
 // dropped, to be opened anew for the next batch.
 func (w *writer) send() {
 	l, lg := w.l, w.lg
-	err := l.putBatch(w.fw, w.batch, &w.scratch, w.q == &l.user, lg)
+	err := w.put()
 	if err == nil && lg != nil && lg.active && w.q.q.len() == 0 {
 		err = l.idleFragment(w.fw, lg, &w.scratch)
 	}
@@ -257,11 +265,25 @@ func (w *writer) send() {
 	}
 	if err == nil {
 		lg.settle()
+		clear(w.undo)
+		w.undo = w.undo[:0]
 		return
 	}
 	l.r.log.Debug("routing: stream broke", "peer", l.peer, "protocol", w.q.proto, "err", err)
-	l.broken(w.batch, lg, err)
+	w.broken(err)
 	w.drop()
+}
+
+// put encodes into the stream's FrameWriter the cancellations a broken
+// stream left (undo), then the batch in hand.
+func (w *writer) put() error {
+	l := w.l
+	if len(w.undo) > 0 {
+		if err := l.putBatch(w.fw, w.undo, &w.scratch, false, nil); err != nil {
+			return err
+		}
+	}
+	return l.putBatch(w.fw, w.batch, &w.scratch, w.q == &l.user, w.lg)
 }
 
 // writeThrough is called by plain code that queued a message and found
@@ -270,6 +292,7 @@ func (w *writer) send() {
 // the writer sleeps with an open stream and nothing in hand; otherwise, and
 // for what was queued meanwhile, it wakes the writer.
 func (w *writer) writeThrough() {
+	undo := false
 	if w.mu.TryLock() {
 		if w.s != nil && !w.stopped && w.l.r.ctx.Err() == nil && !w.s.Conn().IsClosed() && (w.lg == nil || !w.lg.active) {
 			w.batch = w.q.q.takeBatch(w.batch[:0])
@@ -279,9 +302,10 @@ func (w *writer) writeThrough() {
 				clear(w.batch)
 			}
 		}
+		undo = len(w.undo) > 0 // the stream broke: the writer reopens it
 		w.mu.Unlock()
 	}
-	w.q.q.wakeIfQueued()
+	w.q.q.wakeIfQueued(undo)
 }
 
 // putBatch encodes the envelopes of batch into fw, counting those sent,
@@ -419,21 +443,25 @@ func (l *link) put(fw *codec.FrameWriter, m *outMsg, scratch *[]byte, user bool,
 // they may or may not have arrived; each is handed back once (fail), so
 // that an Ask fails at once and a monitor or link fires, which undo then
 // cancels at the peer.
-func (l *link) broken(batch []outMsg, lg *largeOut, err error) {
+func (w *writer) broken(err error) {
+	l := w.l
 	reason := fmt.Errorf("%w: %v: %w", ErrStreamBroken, l.peer, err)
-	for i := range batch {
-		l.undo(&batch[i])
-		l.fail(&batch[i], reason)
+	for i := range w.batch {
+		w.addUndo(&w.batch[i])
+		l.fail(&w.batch[i], reason)
 	}
-	lg.abandon(func(m *outMsg) { l.fail(m, reason) })
+	w.lg.abandon(func(m *outMsg) { l.fail(m, reason) })
 }
 
-// undo queues, for a monitor or link request handed back after its stream
-// broke, the demonitor or unlink that cancels it: the request may have
-// arrived, and the sender, told that it fired (Down or exit), keeps no
-// monitor or link; the peer must keep none either. Cancelling what never
-// arrived is harmless. Other messages need nothing.
-func (l *link) undo(m *outMsg) {
+// addUndo keeps, for a monitor or link request handed back after its
+// stream broke, the demonitor or unlink that cancels it: the request may
+// have arrived, and the sender, told that it fired (Down or exit), keeps
+// no monitor or link; the peer must keep none either. Cancelling what
+// never arrived is harmless. The next stream carries the cancellation
+// before anything queued since (a new monitor or link of the same actors,
+// say), so that it cannot undo a later request. Other messages need
+// nothing.
+func (w *writer) addUndo(m *outMsg) {
 	if m.to == "" {
 		return
 	}
@@ -447,10 +475,7 @@ func (l *link) undo(m *outMsg) {
 	default:
 		return
 	}
-	q := l.ctl.q
-	if !q.pushBelow(m.to, m.from, cancel, 0, false, q.max) {
-		l.r.linkFull.Add(1)
-	}
+	w.undo = append(w.undo, outMsg{to: m.to, from: m.from, msg: cancel})
 }
 
 // maxScratch is the largest body buffer a writer keeps between messages.

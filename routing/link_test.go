@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -81,26 +82,79 @@ func TestBrokenStreamHandsBackEachMessageOnce(t *testing.T) {
 			if signal {
 				lg = nil
 			}
-			var scratch []byte
-			fw := codec.NewFrameWriter(io.Discard, r.cfg.MaxFrame, codec.WithCompact(true))
-			if err := l.putBatch(fw, tc.batch, &scratch, !signal, lg); err != nil {
+			w := &l.user.w
+			if signal {
+				w = &l.ctl.w
+			}
+			w.fw = codec.NewFrameWriter(io.Discard, r.cfg.MaxFrame, codec.WithCompact(true))
+			w.batch, w.lg = tc.batch, lg
+			if err := w.put(); err != nil {
 				t.Fatal(err)
 			}
-			l.broken(tc.batch, lg, errors.New("stream reset"))
+			w.broken(errors.New("stream reset"))
 			if got := r.undeliverable.Load() - before; got != tc.want {
 				t.Fatalf("%d messages handed back, want %d", got, tc.want)
 			}
 			users := tc.want
 			if signal {
 				users = 0
-				undo := l.ctl.q.takeBatch(nil)
-				if len(undo) != 1 || undo[0].msg != (actor.DemonitorSignal{ID: 7}) || undo[0].to != "sink" || undo[0].from != "source" {
-					t.Fatalf("queued after the break: %+v, want one demonitor of ID 7", undo)
+				if len(w.undo) != 1 || w.undo[0].msg != (actor.DemonitorSignal{ID: 7}) || w.undo[0].to != "sink" || w.undo[0].from != "source" {
+					t.Fatalf("kept after the break: %+v, want one demonitor of ID 7", w.undo)
 				}
+				w.undo = nil
 			}
 			if got := sys.DeadLetters() - lettersBefore; got != users {
 				t.Fatalf("%d dead letters, want %d", got, users)
 			}
 		})
+	}
+}
+
+// The cancellation of a monitor request handed back by a broken stream
+// goes out first on the next stream, ahead of a new monitor of the same
+// actors queued while the old stream was breaking: at the peer, the new
+// monitor stays.
+func TestCancellationPrecedesWhatWasQueuedMeanwhile(t *testing.T) {
+	r, l, _, _ := newSender(t)
+	if err := registerWire(r.cfg.Registry); err != nil {
+		t.Fatal(err)
+	}
+	w := &l.ctl.w
+	w.batch = append(w.batch[:0], outMsg{to: "sink", from: "source", msg: actor.MonitorSignal{ID: 7}})
+	// Queued while the stream was breaking, after the batch in hand.
+	if !l.ctl.q.pushBelow("sink", "source", actor.MonitorSignal{ID: 8}, 0, false, l.ctl.q.max) {
+		t.Fatal("queue full")
+	}
+	w.broken(errors.New("stream reset"))
+	// The next stream.
+	var wire bytes.Buffer
+	w.fw = codec.NewFrameWriter(&wire, r.cfg.MaxFrame)
+	w.batch = l.ctl.q.takeBatch(w.batch[:0])
+	if err := w.put(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.fw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	fr := codec.NewFrameReader(&wire, r.cfg.MaxFrame)
+	var got []any
+	for {
+		var env codec.Envelope
+		v, err := fr.ReadMessage(r.cfg.Registry, &env)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, _, err := fromValue(&env, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, msg)
+	}
+	want := []any{actor.DemonitorSignal{ID: 7}, actor.MonitorSignal{ID: 8}}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("on the next stream: %+v, want %+v", got, want)
 	}
 }

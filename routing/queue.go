@@ -82,13 +82,14 @@ func (q *outQueue) pushClaim(to, from string, msg any, corr uint64, reply bool) 
 	return ok, claimed
 }
 
-// wakeIfQueued wakes the writer if messages wait, and otherwise marks it
-// asleep (a spurious wake-up costs nothing; a missed one would strand
-// the next message): for a caller of pushClaim, done writing through.
-func (q *outQueue) wakeIfQueued() {
+// wakeIfQueued wakes the writer if messages wait or force says so, and
+// otherwise marks it asleep (a spurious wake-up costs nothing; a missed
+// one would strand the next message): for a caller of pushClaim, done
+// writing through.
+func (q *outQueue) wakeIfQueued(force bool) {
 	q.mu.Lock()
 	q.asleep = true
-	q.unlockWaking(q.n > 0)
+	q.unlockWaking(force || q.n > 0)
 }
 
 // appendLocked appends a message unless limit or more envelopes wait,
