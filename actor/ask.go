@@ -123,7 +123,14 @@ func (s *System) Ask(ctx context.Context, to Ref, msg any) (any, error) {
 		s.remote.add(e)
 		defer s.remote.remove(e)
 	}
-	s.sendVia(to, c.Self(), msg, w.corr, kindUser, true)
+	if s.direct != nil && to.peer != s.peer && !to.IsZero() {
+		// The request may be written on this goroutine: see DirectRemote.
+		if err := s.direct.DeliverDirect(ctx, to, c.Self(), msg, w.corr, false); err != nil {
+			s.undeliverable(to, s.newNode(msg, c.Self(), w.corr, kindUser), err)
+		}
+	} else {
+		s.send(to, c.Self(), msg, w.corr, kindUser)
+	}
 	var n *node
 	select {
 	case n = <-w.ch:

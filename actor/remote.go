@@ -1,5 +1,7 @@
 package actor
 
+import "context"
+
 // Envelope is a message in transit between systems: what a Remote carries
 // (as Remote.Deliver's arguments) and what System.Deliver accepts.
 type Envelope struct {
@@ -30,9 +32,9 @@ type Remote interface {
 type DirectRemote interface {
 	Remote
 	// DeliverDirect does what Deliver does, but may write msg to the
-	// network before it returns, waiting for the write. It is never
-	// called on an event loop.
-	DeliverDirect(to, from Ref, msg any, corr uint64, reply bool) error
+	// network before it returns, waiting for the write no longer than
+	// ctx's deadline. It is never called on an event loop.
+	DeliverDirect(ctx context.Context, to, from Ref, msg any, corr uint64, reply bool) error
 }
 
 // Outbound is one message an actor sent to an actor of another peer,

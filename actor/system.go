@@ -281,13 +281,6 @@ func isSignal(m any) bool {
 
 // send routes a message: to a local actor's inbox, or to the Remote.
 func (s *System) send(to, from Ref, msg any, corr uint64, kind uint8) {
-	s.sendVia(to, from, msg, corr, kind, false)
-}
-
-// sendVia is send; with direct, a message to another peer goes through
-// the Remote's DeliverDirect if it has one (for callers off the event
-// loops that wait for an answer).
-func (s *System) sendVia(to, from Ref, msg any, corr uint64, kind uint8, direct bool) {
 	if to.peer == s.peer {
 		s.deliverLocal(to, s.newNode(msg, from, corr, kind))
 		return
@@ -298,8 +291,6 @@ func (s *System) sendVia(to, from Ref, msg any, corr uint64, kind uint8, direct 
 		err = ErrNoSuchActor
 	case s.cfg.remote == nil:
 		err = ErrNoRoute
-	case direct && s.direct != nil:
-		err = s.direct.DeliverDirect(to, from, msg, corr, kind == kindReply)
 	default:
 		err = s.cfg.remote.Deliver(to, from, msg, corr, kind == kindReply)
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"reflect"
 	"unsafe"
+
+	"github.com/fxamacker/cbor/v2"
 )
 
 // Encode returns the registered name of v's type and v's CBOR encoding. v
@@ -59,7 +61,7 @@ func (r *Registry) AppendEncode(dst []byte, v any) (typeName string, out []byte,
 		}
 		// A value the general path reports, such as invalid UTF-8.
 	}
-	body, err := r.enc.Marshal(v)
+	body, err := marshalSafe(r.enc, v)
 	if err != nil {
 		return "", dst, fmt.Errorf("%w: encoding %q (%v): %w", ErrMalformed, e.name, e.typ, err)
 	}
@@ -138,9 +140,33 @@ func (r *Registry) decode(typeName string, body []byte, c *streamCache, copyRaw 
 		}
 		return Raw{Type: typeName, Body: body}, nil
 	}
-	v, err := e.decode(r.dec, body)
+	v, err := decodeSafe(e, r.dec, body)
 	if err != nil {
 		return nil, fmt.Errorf("%w: decoding %q into %v: %w", ErrMalformed, typeName, e.typ, err)
 	}
 	return v, nil
+}
+
+// marshalSafe is enc.Marshal(v), with a panic in the value's own
+// MarshalCBOR returned as an error: one bad message must not take down the
+// goroutine that encodes the others.
+func marshalSafe(enc cbor.EncMode, v any) (body []byte, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("the encoder panicked: %v", p)
+		}
+	}()
+	return enc.Marshal(v)
+}
+
+// decodeSafe is e.decode(dec, body), with a panic in the type's own
+// UnmarshalCBOR returned as an error: bytes from a peer must not take down
+// the goroutine that reads its stream.
+func decodeSafe(e *entry, dec cbor.DecMode, body []byte) (v any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			v, err = nil, fmt.Errorf("the decoder panicked: %v", p)
+		}
+	}()
+	return e.decode(dec, body)
 }

@@ -428,3 +428,49 @@ func TestAppendEncodeAlternatingTypes(t *testing.T) {
 		t.Fatalf("unregistered type: %v", err)
 	}
 }
+
+// touchy's own CBOR methods panic on some values, as a buggy application
+// type may.
+type touchy struct{ N int }
+
+func (t touchy) MarshalCBOR() ([]byte, error) {
+	if t.N < 0 {
+		panic("negative")
+	}
+	return cbor.Marshal(t.N)
+}
+
+func (t *touchy) UnmarshalCBOR(b []byte) error {
+	if err := cbor.Unmarshal(b, &t.N); err != nil {
+		return err
+	}
+	if t.N == 13 {
+		panic("unlucky")
+	}
+	return nil
+}
+
+// A type whose own encoder or decoder panics gets an error wrapping
+// ErrMalformed instead: one bad message costs the goroutine that encodes or
+// decodes a stream nothing else.
+func TestPanickingCodecMethodsAreErrors(t *testing.T) {
+	r, err := NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	MustRegister[touchy](r, "test.touchy")
+	if _, _, err := r.Encode(touchy{N: -1}); !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "panicked") {
+		t.Fatalf("encode of a panicking value: %v", err)
+	}
+	_, body, err := r.Encode(touchy{N: 13})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := r.Decode("test.touchy", body); !errors.Is(err, ErrMalformed) || v != nil {
+		t.Fatalf("decode of a panicking body: %v, %v", v, err)
+	}
+	_, body, _ = r.Encode(touchy{N: 7})
+	if v, err := r.Decode("test.touchy", body); err != nil || v != (touchy{N: 7}) {
+		t.Fatalf("decode after the panics: %v, %v", v, err)
+	}
+}

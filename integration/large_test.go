@@ -107,6 +107,42 @@ func TestLargeMessageDoesNotStallOthers(t *testing.T) {
 // TestLargeAskAndReply: a large request and a large reply, both in
 // fragments, with pairs of large and small messages from several actors
 // in flight; every pair keeps its order and nothing is lost.
+// A large Ask request written on the asker's goroutine (the link's writer
+// slept) goes out in fragments: the writer, woken for the rest, finishes
+// it.
+func TestLargeAskWrittenThrough(t *testing.T) {
+	a, b := pair(t)
+	echoRef := spawn(t, b, "echo", echo)
+	mirror := spawn(t, b, "mirror", func(c *actor.Context) {
+		var h actor.Case
+		h = actor.On(func(m Big) { c.Reply(m); c.Receive(h) })
+		c.Receive(h)
+	})
+	ctx, cancel := askCtx()
+	defer cancel()
+	// Small asks until one is written through: from then on the writer
+	// sleeps between round trips.
+	for i := 0; a.Router().Stats().WrittenThrough == 0; i++ {
+		if i == 50 {
+			t.Fatalf("no ask written through: %+v", a.Router().Stats())
+		}
+		if _, err := a.System().Ask(ctx, echoRef, Ping{i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := a.Router().Stats().WrittenThrough
+	v, err := a.System().Ask(ctx, mirror, bigOf(7, 300<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, ok := v.(Big); !ok || !m.intact(7, 300<<10) {
+		t.Fatalf("reply %T is not the request", v)
+	}
+	if a.Router().Stats().WrittenThrough == before {
+		t.Fatal("the large request was not written through")
+	}
+}
+
 func TestLargeAskAndReply(t *testing.T) {
 	a, b := pair(t)
 	mirror := spawn(t, b, "mirror", func(c *actor.Context) {

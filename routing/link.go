@@ -42,8 +42,13 @@ type writer struct {
 	// requests a broken stream handed back (see broken): the next stream
 	// carries them first, ahead of whatever was queued meanwhile.
 	undo    []outMsg
+	breaks  int  // streams broken in a row; at maxBreaks, undo is dropped
 	stopped bool // the writer goroutine returned
 }
+
+// maxBreaks is how many streams in a row may break before a writer drops
+// the cancellations it keeps (undo) rather than reopen for them again.
+const maxBreaks = 3
 
 // link is everything this peer sends to one other peer.
 type link struct {
@@ -226,7 +231,7 @@ func (l *link) write(q *queue) {
 			}
 		}
 		if w.s != nil {
-			w.send()
+			_ = w.send(time.Time{})
 		}
 		clear(w.batch)
 	}
@@ -247,18 +252,29 @@ func (w *writer) drop() {
 	w.s, w.fw = nil, nil
 }
 
+// writeTimeout bounds every write of a writer: a peer that stops reading
+// for this long breaks the stream.
+const writeTimeout = 30 * time.Second
+
 // send writes the batch in hand on the open stream and flushes; if the
 // stream breaks, what was in hand goes back (broken) and the stream is
-// dropped, to be opened anew for the next batch.
-func (w *writer) send() {
+// dropped, to be opened anew for the next batch. A non-zero deadline
+// earlier than the writer's own bounds this write (a caller's, see
+// writeThrough). It returns the stream's error.
+func (w *writer) send(deadline time.Time) error {
 	l, lg := w.l, w.lg
 	err := w.put()
 	if err == nil && lg != nil && lg.active && w.q.q.len() == 0 {
 		err = l.idleFragment(w.fw, lg, &w.scratch)
 	}
 	if err == nil {
-		if now := time.Now(); now.Sub(w.deadlined) > time.Second {
-			_ = w.s.SetWriteDeadline(now.Add(30 * time.Second))
+		now := time.Now()
+		switch {
+		case !deadline.IsZero() && deadline.Before(now.Add(writeTimeout)):
+			_ = w.s.SetWriteDeadline(deadline)
+			w.deadlined = time.Time{} // the writer sets its own next time
+		case now.Sub(w.deadlined) > time.Second:
+			_ = w.s.SetWriteDeadline(now.Add(writeTimeout))
 			w.deadlined = now
 		}
 		err = w.fw.Flush()
@@ -266,12 +282,13 @@ func (w *writer) send() {
 	if err == nil {
 		lg.settle()
 		clear(w.undo)
-		w.undo = w.undo[:0]
-		return
+		w.undo, w.breaks = w.undo[:0], 0
+		return nil
 	}
 	l.r.log.Debug("routing: stream broke", "peer", l.peer, "protocol", w.q.proto, "err", err)
 	w.broken(err)
 	w.drop()
+	return err
 }
 
 // put encodes into the stream's FrameWriter the cancellations a broken
@@ -289,23 +306,29 @@ func (w *writer) put() error {
 // writeThrough is called by plain code that queued a message and found
 // the writer asleep (see outQueue.pushClaim): it writes what is queued on
 // the calling goroutine, saving the hand-off to the writer goroutine, when
-// the writer sleeps with an open stream and nothing in hand; otherwise, and
-// for what was queued meanwhile, it wakes the writer.
-func (w *writer) writeThrough() {
-	undo := false
-	if w.mu.TryLock() {
-		if w.s != nil && !w.stopped && w.l.r.ctx.Err() == nil && !w.s.Conn().IsClosed() && (w.lg == nil || !w.lg.active) {
-			w.batch = w.q.q.takeBatch(w.batch[:0])
-			if len(w.batch) > 0 {
-				w.l.r.writtenThrough.Add(uint64(len(w.batch)))
-				w.send()
-				clear(w.batch)
-			}
-		}
-		undo = len(w.undo) > 0 // the stream broke: the writer reopens it
-		w.mu.Unlock()
+// the writer sleeps with an open stream and nothing in hand, waiting until
+// deadline at most (if not zero); otherwise, and for what was queued
+// meanwhile, it wakes the writer. So does it when the writer has work left
+// after the write: the rest of a large message, or cancellations to send
+// after the stream broke. A panic on the way (a message's encoder) leaves
+// the writer unlocked and awake.
+func (w *writer) writeThrough(deadline time.Time) {
+	wake := true
+	defer func() { w.q.q.wakeIfQueued(wake) }()
+	if !w.mu.TryLock() {
+		return // the writer is at work and will see what was queued
 	}
-	w.q.q.wakeIfQueued(undo)
+	defer w.mu.Unlock() // before the wake-up
+	if w.s != nil && !w.stopped && w.l.r.ctx.Err() == nil && !w.s.Conn().IsClosed() && (w.lg == nil || !w.lg.active) {
+		w.batch = w.q.q.takeBatch(w.batch[:0])
+		if n := len(w.batch); n > 0 {
+			if w.send(deadline) == nil {
+				w.l.r.writtenThrough.Add(uint64(n))
+			}
+			clear(w.batch)
+		}
+	}
+	wake = len(w.undo) > 0 || (w.lg != nil && w.lg.active)
 }
 
 // putBatch encodes the envelopes of batch into fw, counting those sent,
@@ -446,6 +469,13 @@ func (l *link) put(fw *codec.FrameWriter, m *outMsg, scratch *[]byte, user bool,
 func (w *writer) broken(err error) {
 	l := w.l
 	reason := fmt.Errorf("%w: %v: %w", ErrStreamBroken, l.peer, err)
+	if w.breaks++; w.breaks >= maxBreaks {
+		// Streams open and break at once: stop reopening for the
+		// cancellations (the peer is in trouble; if it goes away, it
+		// drops our monitors and links itself).
+		clear(w.undo)
+		w.undo, w.breaks = w.undo[:0], 0
+	}
 	for i := range w.batch {
 		w.addUndo(&w.batch[i])
 		l.fail(&w.batch[i], reason)

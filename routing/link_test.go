@@ -5,9 +5,12 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
 )
@@ -136,7 +139,14 @@ func TestCancellationPrecedesWhatWasQueuedMeanwhile(t *testing.T) {
 	if err := w.fw.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	fr := codec.NewFrameReader(&wire, r.cfg.MaxFrame)
+	wantMessages(t, r, &wire, actor.DemonitorSignal{ID: 7}, actor.MonitorSignal{ID: 8})
+}
+
+// wantMessages decodes the frames in wire and fails t unless they carry
+// exactly want, in order.
+func wantMessages(t *testing.T, r *Router, wire io.Reader, want ...any) {
+	t.Helper()
+	fr := codec.NewFrameReader(wire, r.cfg.MaxFrame)
 	var got []any
 	for {
 		var env codec.Envelope
@@ -153,8 +163,163 @@ func TestCancellationPrecedesWhatWasQueuedMeanwhile(t *testing.T) {
 		}
 		got = append(got, msg)
 	}
-	want := []any{actor.DemonitorSignal{ID: 7}, actor.MonitorSignal{ID: 8}}
-	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
-		t.Fatalf("on the next stream: %+v, want %+v", got, want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("on the stream: %+v, want %+v", got, want)
+	}
+}
+
+// fakeStream is the part of a network.Stream that a writer uses: writes go
+// to w, or fail with err; its connection stays open.
+type fakeStream struct {
+	network.Stream
+	w   io.Writer
+	err error
+}
+
+func (f *fakeStream) Write(p []byte) (int, error) {
+	if f.err != nil {
+		return 0, f.err
+	}
+	return f.w.Write(p)
+}
+func (f *fakeStream) SetWriteDeadline(time.Time) error { return nil }
+func (f *fakeStream) Reset() error                     { return nil }
+func (f *fakeStream) Close() error                     { return nil }
+func (f *fakeStream) Conn() network.Conn               { return openConn{} }
+
+type openConn struct{ network.Conn }
+
+func (openConn) IsClosed() bool { return false }
+
+// use gives w the stream s, as opening it would.
+func (w *writer) use(s network.Stream) {
+	w.s, w.fw = s, codec.NewFrameWriter(s, w.l.r.cfg.MaxFrame)
+}
+
+func monitorMsg(id actor.MonitorID) outMsg {
+	return outMsg{to: "sink", from: "source", msg: actor.MonitorSignal{ID: id}}
+}
+
+// A cancellation goes out once, on the first stream that takes a flush,
+// and no more after that; streams that keep breaking make the writer drop
+// it after maxBreaks.
+func TestCancellationsAreSentOnce(t *testing.T) {
+	r, l, _, _ := newSender(t)
+	if err := registerWire(r.cfg.Registry); err != nil {
+		t.Fatal(err)
+	}
+	w := &l.ctl.w
+	broken := &fakeStream{err: errors.New("stream reset")}
+	w.use(broken)
+	w.batch = append(w.batch[:0], monitorMsg(7))
+	if err := w.send(time.Time{}); err == nil || w.s != nil || len(w.undo) != 1 {
+		t.Fatalf("send on a broken stream: %v, stream %v, undo %+v", err, w.s, w.undo)
+	}
+	var wire bytes.Buffer
+	w.use(&fakeStream{w: &wire})
+	for _, id := range []actor.MonitorID{8, 9} {
+		w.batch = append(w.batch[:0], monitorMsg(id))
+		if err := w.send(time.Time{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantMessages(t, r, &wire, actor.DemonitorSignal{ID: 7}, actor.MonitorSignal{ID: 8}, actor.MonitorSignal{ID: 9})
+	w.batch = append(w.batch[:0], monitorMsg(10))
+	for i := 1; i <= maxBreaks; i++ {
+		w.use(broken)
+		if err := w.send(time.Time{}); err == nil {
+			t.Fatal("a broken stream took a flush")
+		}
+		w.batch = w.batch[:0]
+		if want := min(1, maxBreaks-i); len(w.undo) != want {
+			t.Fatalf("after %d breaks in a row: %d cancellations kept, want %d", i, len(w.undo), want)
+		}
+	}
+}
+
+// A caller writing through leaves the writer awake when work is left (the
+// cancellations of a stream that broke under it) and asleep otherwise, so
+// that the next push wakes it.
+func TestWriteThroughLeavesTheWriterAsNeeded(t *testing.T) {
+	r, l, _, _ := newSender(t)
+	if err := registerWire(r.cfg.Registry); err != nil {
+		t.Fatal(err)
+	}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	defer r.cancel()
+	w, q := &l.ctl.w, l.ctl.q
+	claim := func(id actor.MonitorID) {
+		t.Helper()
+		if q.takeBatch(nil) != nil { // the writer finds the queue empty
+			t.Fatal("a batch from an empty queue")
+		}
+		if ok, claimed := q.pushClaim("sink", "source", actor.MonitorSignal{ID: id}, 0, false); !ok || !claimed {
+			t.Fatalf("push: queued %v, claimed %v; want both", ok, claimed)
+		}
+	}
+	woken := func() bool {
+		select {
+		case <-q.ready:
+			return true
+		default:
+			return false
+		}
+	}
+	w.use(&fakeStream{err: errors.New("stream reset")})
+	claim(7)
+	w.writeThrough(time.Time{})
+	if !woken() || len(w.undo) != 1 || w.s != nil {
+		t.Fatalf("after a write-through broke: undo %+v, stream %v; the writer must be woken", w.undo, w.s)
+	}
+	var wire bytes.Buffer
+	w.use(&fakeStream{w: &wire})
+	claim(8)
+	w.writeThrough(time.Time{})
+	if woken() || len(w.undo) != 0 {
+		t.Fatalf("after a write-through with nothing left: undo %+v, woken", w.undo)
+	}
+	wantMessages(t, r, &wire, actor.DemonitorSignal{ID: 7}, actor.MonitorSignal{ID: 8})
+	if !q.pushBelow("sink", "source", actor.MonitorSignal{ID: 9}, 0, false, q.max) || !woken() {
+		t.Fatal("the next push did not wake the writer")
+	}
+	if st := r.Stats(); st.WrittenThrough != 1 {
+		t.Fatalf("written through: %d, want 1 (the write that broke does not count)", st.WrittenThrough)
+	}
+}
+
+// A writer with cancellations pending does not sleep: it opens a stream
+// for them, and drops them once it gives the peer up as unreachable.
+func TestWriterReopensForCancellations(t *testing.T) {
+	_, r, _ := testRouter(t, 0)
+	other, err := libp2p.New(libp2p.NoListenAddrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := other.ID()
+	_ = other.Close() // no address known: every dial fails at once
+	l, err := r.link(gone.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &l.ctl.w
+	w.mu.Lock()
+	w.undo = append(w.undo, outMsg{to: "x", from: "y", msg: actor.DemonitorSignal{ID: 1}})
+	w.mu.Unlock()
+	l.ctl.q.wakeIfQueued(true) // as after a write-through whose stream broke
+	// Polled: nothing announces it. The writer holds mu while it dials,
+	// and for good if it never gives up.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if w.mu.TryLock() {
+			left := len(w.undo)
+			w.mu.Unlock()
+			if left == 0 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the cancellations are still pending after 10 s")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -164,9 +164,10 @@ func (r *Router) Deliver(to, from actor.Ref, msg any, corr uint64, reply bool) e
 // sleeps with an open stream, writes it at once on the calling goroutine
 // instead of waking the writer: one goroutine hand-off less for a caller
 // that waits for the answer anyway (System.Ask), at the price of waiting
-// for the write (bounded by the stream's write deadline). It must not be
-// called on an event loop. Implements actor.DirectRemote.
-func (r *Router) DeliverDirect(to, from actor.Ref, msg any, corr uint64, reply bool) error {
+// for the write, until ctx's deadline at most (a write cut short breaks
+// the stream: what it carried is handed back with ErrStreamBroken). It
+// must not be called on an event loop. Implements actor.DirectRemote.
+func (r *Router) DeliverDirect(ctx context.Context, to, from actor.Ref, msg any, corr uint64, reply bool) error {
 	l, err := r.link(to.Peer())
 	if err != nil {
 		return err
@@ -178,7 +179,8 @@ func (r *Router) DeliverDirect(to, from actor.Ref, msg any, corr uint64, reply b
 		return fmt.Errorf("%w: %v", ErrLinkFull, l.peer)
 	}
 	if claimed {
-		q.w.writeThrough()
+		deadline, _ := ctx.Deadline()
+		q.w.writeThrough(deadline)
 	}
 	return nil
 }
