@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/peer"
 )
 
 // Big is a message of up to 3 MiB (each field is under the codec's 1 MiB
@@ -107,17 +108,23 @@ func TestLargeMessageDoesNotStallOthers(t *testing.T) {
 // TestLargeAskAndReply: a large request and a large reply, both in
 // fragments, with pairs of large and small messages from several actors
 // in flight; every pair keeps its order and nothing is lost.
+// spawnMirror starts an actor "mirror" on n that answers every Big with
+// itself.
+func spawnMirror(t *testing.T, n *peer.Node) actor.Ref {
+	return spawn(t, n, "mirror", func(c *actor.Context) {
+		var h actor.Case
+		h = actor.On(func(m Big) { c.Reply(m); c.Receive(h) })
+		c.Receive(h)
+	})
+}
+
 // A large Ask request written on the asker's goroutine (the link's writer
 // slept) goes out in fragments: the writer, woken for the rest, finishes
 // it.
 func TestLargeAskWrittenThrough(t *testing.T) {
 	a, b := pair(t)
 	echoRef := spawn(t, b, "echo", echo)
-	mirror := spawn(t, b, "mirror", func(c *actor.Context) {
-		var h actor.Case
-		h = actor.On(func(m Big) { c.Reply(m); c.Receive(h) })
-		c.Receive(h)
-	})
+	mirror := spawnMirror(t, b)
 	ctx, cancel := askCtx()
 	defer cancel()
 	// Small asks until one is written through: from then on the writer
@@ -145,11 +152,7 @@ func TestLargeAskWrittenThrough(t *testing.T) {
 
 func TestLargeAskAndReply(t *testing.T) {
 	a, b := pair(t)
-	mirror := spawn(t, b, "mirror", func(c *actor.Context) {
-		var h actor.Case
-		h = actor.On(func(m Big) { c.Reply(m); c.Receive(h) })
-		c.Receive(h)
-	})
+	mirror := spawnMirror(t, b)
 	ctx, cancel := askCtx()
 	defer cancel()
 	v, err := a.System().Ask(ctx, mirror, bigOf(7, 900<<10))
