@@ -460,8 +460,22 @@ func TestPlainAsksWriteThroughAlongsideSends(t *testing.T) {
 			t.Fatalf("ask %d: %v, %v", i, v, err)
 		}
 	}
-	if a.Router().Stats().WrittenThrough == 0 {
+	through := a.Router().Stats().WrittenThrough
+	if through == 0 {
 		t.Fatalf("no request written through: %+v", a.Router().Stats())
+	}
+	// An Ask with less than a second left leaves the write to the writer:
+	// a write its deadline cut short would break the stream for all.
+	for i := range 5 {
+		short, cancel := context.WithTimeout(ctx, 900*time.Millisecond)
+		v, err := a.System().Ask(short, echoRef, Ping{i})
+		cancel()
+		if err != nil || v != (Pong{i}) {
+			t.Fatalf("short ask %d: %v, %v", i, v, err)
+		}
+	}
+	if got := a.Router().Stats().WrittenThrough; got != through {
+		t.Fatalf("%d short asks written through", got-through)
 	}
 	// Four askers and an actor's windowed stream of sends at once.
 	total, window := 40_000, 2_000

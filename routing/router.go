@@ -165,8 +165,10 @@ func (r *Router) Deliver(to, from actor.Ref, msg any, corr uint64, reply bool) e
 // instead of waking the writer: one goroutine hand-off less for a caller
 // that waits for the answer anyway (System.Ask), at the price of waiting
 // for the write, until ctx's deadline at most (a write cut short breaks
-// the stream: what it carried is handed back with ErrStreamBroken). It
-// must not be called on an event loop. Implements actor.DirectRemote.
+// the stream: what it carried is handed back with ErrStreamBroken). With
+// less than a second left, or ctx done, the writer writes it as for
+// Deliver. It must not be called on an event loop. Implements
+// actor.DirectRemote.
 func (r *Router) DeliverDirect(ctx context.Context, to, from actor.Ref, msg any, corr uint64, reply bool) error {
 	l, err := r.link(to.Peer())
 	if err != nil {
@@ -179,11 +181,21 @@ func (r *Router) DeliverDirect(ctx context.Context, to, from actor.Ref, msg any,
 		return fmt.Errorf("%w: %v", ErrLinkFull, l.peer)
 	}
 	if claimed {
-		deadline, _ := ctx.Deadline()
-		q.w.writeThrough(deadline)
+		deadline, ok := ctx.Deadline()
+		if ctx.Err() == nil && (!ok || time.Until(deadline) >= minWriteThrough) {
+			q.w.writeThrough(deadline)
+		} else {
+			q.q.wakeIfQueued(true) // the writer's job, with its own deadline
+		}
 	}
 	return nil
 }
+
+// minWriteThrough is the least time an Ask must have left to write its
+// request itself: a write that its deadline cuts short breaks the stream,
+// handing back whatever else it carried, which only a peer stalled this
+// long deserves.
+const minWriteThrough = time.Second
 
 // DeliverBatch queues msgs, all from the actor from, in order, taking
 // each link queue's lock once per run of messages to the same peer and
