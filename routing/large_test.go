@@ -22,6 +22,12 @@ import (
 // all closed when the test ends.
 func testRouter(t *testing.T, maxFrame int) (host.Host, *Router, *actor.System) {
 	t.Helper()
+	return testRouterLogging(t, maxFrame, slog.New(slog.NewTextHandler(io.Discard, nil)))
+}
+
+// testRouterLogging is testRouter with the logger given.
+func testRouterLogging(t *testing.T, maxFrame int, logger *slog.Logger) (host.Host, *Router, *actor.System) {
+	t.Helper()
 	h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +36,6 @@ func testRouter(t *testing.T, maxFrame int) (host.Host, *Router, *actor.System) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	r, err := New(Config{Host: h, Registry: reg, Logger: logger, MaxFrame: maxFrame})
 	if err != nil {
 		t.Fatal(err)

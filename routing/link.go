@@ -219,8 +219,7 @@ func (l *link) write(q *queue) {
 				for i := range w.batch {
 					l.fail(&w.batch[i], fmt.Errorf("%w: %v: %w", ErrUnreachable, l.peer, err))
 				}
-				clear(w.undo)
-				w.undo = w.undo[:0]
+				w.dropUndo("peer unreachable")
 				break
 			}
 			select {
@@ -473,14 +472,28 @@ func (w *writer) broken(err error) {
 		// Streams open and break at once: stop reopening for the
 		// cancellations (the peer is in trouble; if it goes away, it
 		// drops our monitors and links itself).
-		clear(w.undo)
-		w.undo, w.breaks = w.undo[:0], 0
+		w.dropUndo("streams break at once")
+		w.breaks = 0
 	}
 	for i := range w.batch {
 		w.addUndo(&w.batch[i])
 		l.fail(&w.batch[i], reason)
 	}
 	w.lg.abandon(func(m *outMsg) { l.fail(m, reason) })
+}
+
+// logDroppedUndo is the message logged when a writer drops the
+// cancellations it kept.
+const logDroppedUndo = "routing: cancellations dropped"
+
+// dropUndo forgets the cancellations kept for the next stream, for the
+// reason why.
+func (w *writer) dropUndo(why string) {
+	if len(w.undo) > 0 {
+		w.l.r.log.Debug(logDroppedUndo, "peer", w.l.peer, "count", len(w.undo), "why", why)
+	}
+	clear(w.undo)
+	w.undo = w.undo[:0]
 }
 
 // addUndo keeps, for a monitor or link request handed back after its

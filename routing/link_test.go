@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"slices"
 	"testing"
 	"time"
@@ -290,7 +291,8 @@ func TestWriteThroughLeavesTheWriterAsNeeded(t *testing.T) {
 // A writer with cancellations pending does not sleep: it opens a stream
 // for them, and drops them once it gives the peer up as unreachable.
 func TestWriterReopensForCancellations(t *testing.T) {
-	_, r, _ := testRouter(t, 0)
+	dropped := make(chan struct{}, 1)
+	_, r, _ := testRouterLogging(t, 0, slog.New(onMessage{logDroppedUndo, dropped}))
 	other, err := libp2p.New(libp2p.NoListenAddrs)
 	if err != nil {
 		t.Fatal(err)
@@ -306,20 +308,43 @@ func TestWriterReopensForCancellations(t *testing.T) {
 	w.undo = append(w.undo, outMsg{to: "x", from: "y", msg: actor.DemonitorSignal{ID: 1}})
 	w.mu.Unlock()
 	l.ctl.q.wakeIfQueued(true) // as after a write-through whose stream broke
-	// Polled: nothing announces it. The writer holds mu while it dials,
-	// and for good if it never gives up.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if w.mu.TryLock() {
-			left := len(w.undo)
-			w.mu.Unlock()
-			if left == 0 {
-				break
-			}
+	select {
+	case <-dropped: // three dials, about 0.3 s
+	case <-time.After(10 * time.Second):
+		t.Fatal("the cancellations were neither sent nor dropped within 10 s")
+	}
+	// The writer holds mu until it sleeps again, for good if it kept
+	// redialing for them.
+	locked := make(chan struct{})
+	go func() { w.mu.Lock(); close(locked) }()
+	select {
+	case <-locked:
+		left := len(w.undo)
+		w.mu.Unlock()
+		if left != 0 {
+			t.Fatalf("%d cancellations still kept", left)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the cancellations are still pending after 10 s")
-		}
-		time.Sleep(10 * time.Millisecond)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the writer did not go to sleep after giving up")
 	}
 }
+
+// onMessage is a slog.Handler that signals on ch each record whose message
+// is msg, at every level.
+type onMessage struct {
+	msg string
+	ch  chan<- struct{}
+}
+
+func (onMessage) Enabled(context.Context, slog.Level) bool { return true }
+func (h onMessage) Handle(_ context.Context, rec slog.Record) error {
+	if rec.Message == h.msg {
+		select {
+		case h.ch <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+func (h onMessage) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h onMessage) WithGroup(string) slog.Handler      { return h }
