@@ -14,6 +14,16 @@ var (
 	// data (for example a name that is not valid UTF-8).
 	ErrMalformed = errors.New("codec: malformed input")
 
+	// ErrMalformedEnvelope reports a frame whose envelope (as opposed to
+	// the message body it carries) is malformed. FrameReader.ReadEnvelope
+	// and FrameReader.ReadMessage return it wrapped together with
+	// ErrMalformed, so both match with errors.Is. No writer of this
+	// package produces such a frame: a peer that sends one does not speak
+	// the protocol, while a valid envelope whose body fails to decode
+	// (an unknown type, a body of another shape) can come from a peer
+	// that runs another version of the program.
+	ErrMalformedEnvelope = errors.New("codec: malformed envelope")
+
 	// ErrFrameTooLarge reports a frame whose declared length exceeds the
 	// configured maximum. A FrameReader returns it before allocating or
 	// reading the frame's payload; the stream must then be reset.

@@ -25,7 +25,9 @@ const maxVarintLen = 9
 // or ErrUnknownKind from ReadEnvelope) has been consumed entirely: the
 // stream is still in sync and the next frame can be read (on a compact
 // stream, an envelope with bad contents leaves no previous header: see
-// the package documentation). A bad frame
+// the package documentation). Of those, a malformed envelope also matches
+// ErrMalformedEnvelope: a caller that trusts only peers that speak the
+// protocol may take it as a reason to reset the stream. A bad frame
 // header (ErrFrameTooLarge, an invalid length prefix), a stream that ends in
 // the middle of a frame (ErrMalformed wrapping io.ErrUnexpectedEOF) and
 // errors of the underlying reader break the stream: Err returns the error,
@@ -78,9 +80,18 @@ func (fr *FrameReader) ReadEnvelope(e *Envelope) error {
 	_, err = fr.decode(frame, e, false)
 	if err != nil && !errors.Is(err, ErrUnknownKind) {
 		*e = Envelope{}
+		return envelopeError{err}
 	}
 	return err
 }
+
+// envelopeError marks an error of decoding an envelope (not its body) as
+// ErrMalformedEnvelope, keeping what it wraps.
+type envelopeError struct{ err error }
+
+func (e envelopeError) Error() string        { return e.err.Error() }
+func (e envelopeError) Unwrap() error        { return e.err }
+func (e envelopeError) Is(target error) bool { return target == ErrMalformedEnvelope }
 
 // decode decodes the envelope in frame into e as parseEnvelope does, and
 // on a compact stream decodes short envelopes and keeps track of the
@@ -173,6 +184,7 @@ func (fr *FrameReader) ReadMessage(reg *Registry, e *Envelope) (any, error) {
 	if err != nil {
 		if !errors.Is(err, ErrUnknownKind) {
 			*e = Envelope{}
+			err = envelopeError{err}
 		}
 		return nil, err
 	}

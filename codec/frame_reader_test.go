@@ -141,6 +141,9 @@ func TestFrameReaderErrors(t *testing.T) {
 			if tt.want == io.ErrUnexpectedEOF && !errors.Is(err, ErrMalformed) {
 				t.Errorf("truncation error %v does not wrap ErrMalformed", err)
 			}
+			if envelope := !tt.broken && tt.want == ErrMalformed; errors.Is(err, ErrMalformedEnvelope) != envelope {
+				t.Errorf("errors.Is(%v, ErrMalformedEnvelope) = %v, want %v", err, !envelope, envelope)
+			}
 			if !tt.broken {
 				if fr.Err() != nil {
 					t.Fatalf("Err() = %v after a frame-level error", fr.Err())
@@ -371,5 +374,28 @@ func TestFrameReaderBuffered(t *testing.T) {
 	}
 	if _, err := fr.Next(); err != io.EOF {
 		t.Fatalf("after the last frame: %v, want io.EOF", err)
+	}
+}
+
+// A valid envelope whose body does not decode is ErrMalformed but not
+// ErrMalformedEnvelope, and the reader goes on; an envelope that is
+// malformed is both.
+func TestReadMessageTellsBodyFromEnvelope(t *testing.T) {
+	r := newTestRegistry(t)
+	truncated := chatEnvelope(t, nil)
+	truncated.Type, truncated.Body = "test.Point", hx("a2 61 58 01")
+	trailing := chatEnvelope(t, nil)
+	trailing.Type, trailing.Body = "test.Point", hx("a0 00")
+	stream := cat(frames(t, truncated, trailing), rawFrame(hx("a1 01 02")), frames(t, chatEnvelope(t, nil)))
+	fr := NewFrameReader(bytes.NewReader(stream), 0)
+	var e Envelope
+	for i, wantEnvelope := range []bool{false, false, true} {
+		_, err := fr.ReadMessage(r, &e)
+		if !errors.Is(err, ErrMalformed) || errors.Is(err, ErrMalformedEnvelope) != wantEnvelope {
+			t.Fatalf("frame %d: err %v, want ErrMalformed, ErrMalformedEnvelope %v", i, err, wantEnvelope)
+		}
+	}
+	if _, err := fr.ReadMessage(r, &e); err != nil || e.To != "lobby" {
+		t.Fatalf("the frame after them: %+v, %v", e, err)
 	}
 }

@@ -148,7 +148,7 @@ func writeBatches(t *testing.T, reg *codec.Registry, fw *codec.FrameWriter, from
 }
 
 // A writer of version 1.0.0 is understood, and a short envelope on a 1.0.0
-// stream is a bad frame that is skipped; on 1.1.0 short envelopes are
+// stream is garbage that resets the stream; on 1.1.0 short envelopes are
 // messages.
 func TestOldWriterInteroperates(t *testing.T) {
 	a, b := pair(t)
@@ -163,11 +163,16 @@ func TestOldWriterInteroperates(t *testing.T) {
 	if err := old.WriteFrame([]byte{0x81, 0x41, 0xf6}); err != nil { // [h'f6']
 		t.Fatal(err)
 	}
-	writeBatches(t, reg, old, 10, 1)
-	checkSeqs(t, ch, 10, 1) // the stream survived the short envelope
-	if st := b.Router().Stats(); st.DecodeErrors != before.DecodeErrors+1 || st.StreamsReset != before.StreamsReset {
+	if err := old.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return b.Router().Stats().StreamsReset == before.StreamsReset+1 })
+	if st := b.Router().Stats(); st.DecodeErrors != before.DecodeErrors+1 {
 		t.Fatalf("after a short envelope on %s: stats %+v, before %+v", routing.ProtoMsg10, st, before)
 	}
+	_, old = rawWriter(t, a, b, routing.ProtoMsg10, false)
+	writeBatches(t, reg, old, 10, 1)
+	checkSeqs(t, ch, 10, 1) // a new stream is served
 
 	_, compact := rawWriter(t, a, b, routing.ProtoMsg, true)
 	short := writeBatches(t, reg, compact, 100, 10)
@@ -176,7 +181,7 @@ func TestOldWriterInteroperates(t *testing.T) {
 		t.Fatalf("10 messages took %d bytes compact, %d full", short, full)
 	}
 	t.Logf("10 Batch frames: %d bytes full, %d compact", full, short)
-	if st := b.Router().Stats(); st.DecodeErrors != before.DecodeErrors+1 || st.StreamsReset != 0 {
+	if st := b.Router().Stats(); st.DecodeErrors != before.DecodeErrors+1 || st.StreamsReset != before.StreamsReset+1 {
 		t.Fatalf("stats %+v", st)
 	}
 }

@@ -92,21 +92,28 @@ func TestGarbageOnMsgStreamResetsOnlyThatStream(t *testing.T) {
 	if err := raw.Connect(ctx, *b.AddrInfo()); err != nil {
 		t.Fatal(err)
 	}
-	for _, junk := range [][]byte{
-		[]byte("\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff garbage"), // invalid length prefix
-		binary.AppendUvarint(nil, 4<<30),                           // a 4 GiB frame
-		append(binary.AppendUvarint(nil, 1000), "short"...),        // truncated frame
+	for _, c := range []struct {
+		junk       []byte
+		closeWrite bool // the junk ends the stream
+	}{
+		{junk: []byte("\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff garbage")},    // invalid length prefix
+		{junk: binary.AppendUvarint(nil, 4<<30)},                                  // a 4 GiB frame
+		{junk: append(binary.AppendUvarint(nil, 1000), "short"...), closeWrite: true}, // truncated frame
+		// Garbage that frames: "G" is a length of 71, and the 71 bytes
+		// after it are no envelope.
+		{junk: []byte(strings.Repeat("GET / HTTP/1.1\r\nHost: troupe\r\n", 20))},
+		{junk: []byte{3, 0xa1, 0x01, 0x02}}, // a frame holding the CBOR map {1: 2}
 	} {
 		before := b.Router().Stats().StreamsReset
 		s, err := raw.Host().NewStream(ctx, b.ID(), routing.ProtoMsg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Write(junk); err != nil {
+		if _, err := s.Write(c.junk); err != nil {
 			t.Fatal(err)
 		}
-		if len(junk) < 20 && junk[0] != 0xff {
-			_ = s.CloseWrite() // the truncated frame ends here
+		if c.closeWrite {
+			_ = s.CloseWrite()
 		}
 		// The reset reaches us as a read error, not EOF.
 		buf := make([]byte, 1)
@@ -121,8 +128,8 @@ func TestGarbageOnMsgStreamResetsOnlyThatStream(t *testing.T) {
 	if v, err := a.System().Ask(ctx, echoRef, Ping{4}); err != nil || v != (Pong{4}) {
 		t.Fatalf("ask after garbage: %v %v", v, err)
 	}
-	if st := b.Router().Stats(); st.StreamsReset != 3 || st.DecodeErrors < 3 {
-		t.Fatalf("stats after three bad streams: %+v", st)
+	if st := b.Router().Stats(); st.StreamsReset != 5 || st.DecodeErrors < 5 {
+		t.Fatalf("stats after five bad streams: %+v", st)
 	}
 }
 

@@ -31,7 +31,7 @@
 // and 1.0.0 second; libp2p negotiates the first one the remote peer
 // supports, and the writer uses short envelopes only if that is 1.1.0. A
 // reader accepts short envelopes only on 1.1.0 streams; on 1.0.0 they are
-// bad frames. So peers of the previous version still interoperate, each
+// garbage. So peers of the previous version still interoperate, each
 // direction in the best format both ends know.
 //
 // # Large messages
@@ -72,9 +72,12 @@
 // (EvtPeerConnectednessChanged) turns into PeerDown.
 //
 // Incoming streams are read by one goroutine each, which decodes the frames
-// and hands the messages to the local actors' inboxes. A frame with bad
-// contents (a user message that claims a system message's type among
-// them) is counted and skipped; a stream that lost sync (bad length
-// prefix, oversize or truncated frame) is counted and reset. The remote
+// and hands the messages to the local actors' inboxes. A valid envelope
+// whose message does not decode (an unknown type, a body of another shape,
+// a user message that claims a system message's type) is counted and
+// skipped: the peer may run another version of the program. Garbage is
+// counted and resets the stream: a malformed envelope (no troupe writer
+// sends one), or a stream that lost sync (bad length prefix, oversize or
+// truncated frame). The remote
 // peer ID of a message is always the one the connection authenticated.
 package routing

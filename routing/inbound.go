@@ -15,9 +15,12 @@ import (
 
 // handleStream reads frames from one inbound stream and hands the messages
 // to the local actors: this is what wakes their receive continuations.
-// Decoding happens here, on the stream's goroutine. A frame with bad
-// contents is counted and skipped; a stream that lost sync (bad length,
-// oversize frame, truncated frame) is counted and reset.
+// Decoding happens here, on the stream's goroutine. A valid envelope whose
+// message does not decode (an unknown type, a body of another shape: the
+// sender may run another version of the program) is counted and skipped.
+// Garbage is counted and resets the stream: a frame whose envelope is
+// malformed (no troupe writer sends one), or a stream that lost sync (bad
+// length, oversize frame, truncated frame).
 func (r *Router) handleStream(s network.Stream) {
 	r.mu.Lock()
 	if r.closed {
@@ -74,8 +77,8 @@ func (in *inbound) read(fr *codec.FrameReader) error {
 				return err
 			}
 			r.decodeErrors.Add(1)
-			if fr.Err() != nil {
-				return err
+			if fr.Err() != nil || errors.Is(err, codec.ErrMalformedEnvelope) {
+				return err // resets the stream
 			}
 			r.log.Debug("routing: skipping bad frame", "peer", in.remote, "type", env.Type, "err", err)
 			continue
