@@ -96,8 +96,8 @@ func TestGarbageOnMsgStreamResetsOnlyThatStream(t *testing.T) {
 		junk       []byte
 		closeWrite bool // the junk ends the stream
 	}{
-		{junk: []byte("\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff garbage")},    // invalid length prefix
-		{junk: binary.AppendUvarint(nil, 4<<30)},                                  // a 4 GiB frame
+		{junk: []byte("\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff garbage")},            // invalid length prefix
+		{junk: binary.AppendUvarint(nil, 4<<30)},                                      // a 4 GiB frame
 		{junk: append(binary.AppendUvarint(nil, 1000), "short"...), closeWrite: true}, // truncated frame
 		// Garbage that frames: "G" is a length of 71, and the 71 bytes
 		// after it are no envelope.
