@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"crypto/rand"
 	"encoding/binary"
 	"strconv"
@@ -48,9 +49,12 @@ func TestAllowlistKeepsStrangersFromActors(t *testing.T) {
 	if v, err := friend.System().Ask(ctx, echoRef, Ping{1}); err != nil || v != (Pong{1}) {
 		t.Fatalf("friend ask: %v %v", v, err)
 	}
-	// Connect may even report success (the remote gater closes the
-	// connection after the handshake); the actor protocols stay out of reach.
-	_ = stranger.Connect(ctx, *guarded.AddrInfo())
+	// The remote gater lets the handshake complete and then closes the
+	// connection, which libp2p's Connect reports as a success; ours does
+	// not. The actor protocols stay out of reach.
+	if err := stranger.Connect(ctx, *guarded.AddrInfo()); !errors.Is(err, peer.ErrRefused) {
+		t.Fatalf("a stranger's Connect: %v, want ErrRefused", err)
+	}
 	short, cancelShort := context.WithTimeout(ctx, 5*time.Second)
 	defer cancelShort()
 	if _, err := stranger.System().Ask(short, echoRef, Ping{2}); err == nil {

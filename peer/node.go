@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/peerstore"
 	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
@@ -225,13 +227,23 @@ func (n *Node) System() *actor.System { return n.sys }
 // Router returns the node's router, for its statistics.
 func (n *Node) Router() *routing.Router { return n.router }
 
-// Connect connects to a peer and remembers its addresses. Because a remote
-// allowlist may close the connection right after the handshake, it checks
-// that the connection survived.
+// ErrRefused reports a connection that the remote peer closed right after
+// the handshake: its allowlist does not hold this peer.
+var ErrRefused = errors.New("peer: connection refused by the remote peer")
+
+// Connect connects to a peer and remembers its addresses. A remote allowlist
+// lets the handshake complete and then closes the connection, which libp2p
+// reports as a success; Connect returns ErrRefused instead when no
+// connection to the peer survived it. (libp2p's Connect returns only once
+// the peer's identify exchange has ended, which fails on a closed
+// connection, so the check does not race with the remote's refusal.)
 func (n *Node) Connect(ctx context.Context, ai libp2ppeer.AddrInfo) error {
 	n.host.Peerstore().AddAddrs(ai.ID, ai.Addrs, peerstore.PermanentAddrTTL)
 	if err := n.host.Connect(ctx, ai); err != nil {
 		return fmt.Errorf("peer: connect %v: %w", ai.ID, err)
+	}
+	if !slices.ContainsFunc(n.host.Network().ConnsToPeer(ai.ID), func(c network.Conn) bool { return !c.IsClosed() }) {
+		return fmt.Errorf("peer: connect %v: %w", ai.ID, ErrRefused)
 	}
 	n.host.ConnManager().Protect(ai.ID, "troupe")
 	return nil
