@@ -2,9 +2,9 @@ package integration
 
 import (
 	"context"
-	"errors"
 	"crypto/rand"
 	"encoding/binary"
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
