@@ -352,6 +352,11 @@ func (s *System) actorGone() {
 	}
 }
 
+// InEventLoop reports whether the caller runs on one of the system's event
+// loops, where a call that waits is refused with ErrBlockingCall rather than
+// stall the loop. While a loop runs a task it costs about a microsecond.
+func (s *System) InEventLoop() bool { return s.group.InLoop() }
+
 // Shutdown stops the system: no new actors, every actor gets an untrappable
 // exit signal with ErrShutdown (its monitors and links see that reason),
 // then the event loops drain and stop. It returns when all is stopped or ctx

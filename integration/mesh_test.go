@@ -14,6 +14,7 @@ import (
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/peer"
 	"github.com/troupe-mesh/troupe/routing"
 )
@@ -85,6 +86,19 @@ func TestRemoteOversizeRefusedAtSender(t *testing.T) {
 	}
 	if a.Router().Stats().TooLarge != 1 {
 		t.Fatalf("stats %+v", a.Router().Stats())
+	}
+	// SendCtx, which returns once the message is queued, refuses what the
+	// link would refuse before queueing it: the caller gets the error, and
+	// no dead letter follows.
+	letters := a.System().DeadLetters()
+	if err := a.SendCtx(ctx, echoRef, Blob{Data: make([]byte, 100<<10)}); !errors.Is(err, routing.ErrTooLarge) {
+		t.Fatalf("oversize SendCtx: %v, want ErrTooLarge", err)
+	}
+	if err := a.SendCtx(ctx, echoRef, struct{ Unregistered int }{}); !errors.Is(err, codec.ErrUnregistered) {
+		t.Fatalf("SendCtx of an unregistered type: %v, want codec.ErrUnregistered", err)
+	}
+	if st := a.Router().Stats(); st.TooLarge != 2 || a.System().DeadLetters() != letters {
+		t.Fatalf("stats %+v, %d dead letters, %d before the SendCtx calls", st, a.System().DeadLetters(), letters)
 	}
 	// The link still works.
 	if v, err := a.System().Ask(ctx, echoRef, Ping{2}); err != nil || v != (Pong{2}) {

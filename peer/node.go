@@ -253,8 +253,12 @@ func (n *Node) Connect(ctx context.Context, ai libp2ppeer.AddrInfo) error {
 func Ref(id libp2ppeer.ID, name string) (actor.Ref, error) { return actor.NewRef(id.String(), name) }
 
 // SendCtx sends msg to `to` from plain Go code, waiting for space in the
-// link's queue until ctx ends (backpressure) instead of dropping. It must
-// not be called on an event loop.
+// link's queue until ctx ends (backpressure) instead of dropping. It
+// returns once the message is queued; a message the link would refuse
+// (larger than the maximum frame: routing.ErrTooLarge; or one the codec
+// cannot encode) is refused with that error instead. On an event loop it
+// never waits: where it would, it returns actor.ErrBlockingCall (inside an
+// actor, Context.Send turns a full link into a dead letter).
 func (n *Node) SendCtx(ctx context.Context, to actor.Ref, msg any) error {
 	if to.Peer() == n.sys.Peer() {
 		n.sys.Send(to, msg)

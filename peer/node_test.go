@@ -228,6 +228,24 @@ func TestLinkFullIsDeadLetterAndSendCtxWaits(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("SendCtx on a full link: %v, want DeadlineExceeded; stats %+v", err, n.Router().Stats())
 	}
+	// On an event loop it does not wait: it is refused at once, long
+	// before its context ends.
+	onLoop := make(chan error, 1)
+	if _, err := n.System().Spawn("", func(c *actor.Context) {
+		long, cancelLong := context.WithTimeout(ctx, time.Minute)
+		defer cancelLong()
+		onLoop <- n.SendCtx(long, to, big)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-onLoop:
+		if !errors.Is(err, actor.ErrBlockingCall) {
+			t.Fatalf("SendCtx on an event loop, link full: %v, want ErrBlockingCall", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("SendCtx on an event loop waits for a full link")
+	}
 }
 
 // TestLookupAndSpawnDoNotWaitBehindUserMessages: with the peer's user

@@ -136,7 +136,7 @@ func (l *link) queueOf(msg any) *queue {
 }
 
 func (l *link) enqueueCtx(ctx context.Context, e *actor.Envelope) error {
-	err := l.queueFor(e.Msg).pushCtx(ctx, e, l.closing)
+	err := l.queueFor(e.Msg).pushCtx(ctx, e, l.closing, l.r.sys.InEventLoop)
 	if err != nil && ctx.Err() != nil {
 		return fmt.Errorf("routing: waiting for queue space towards %v: %w", l.peer, err)
 	}

@@ -165,12 +165,17 @@ const waitLimit = 8 * chunkSize
 
 // pushCtx appends e, waiting until fewer than min(waitLimit, the queue's
 // bound) envelopes wait, or ctx or stop ends. It reports ctx's error, or
-// ErrClosed when stop closed first.
-func (q *outQueue) pushCtx(ctx context.Context, e *actor.Envelope, stop <-chan struct{}) error {
+// ErrClosed when stop closed first; or, without waiting,
+// actor.ErrBlockingCall when it would wait and mustNotWait (if not nil)
+// says that the caller must not.
+func (q *outQueue) pushCtx(ctx context.Context, e *actor.Envelope, stop <-chan struct{}, mustNotWait func() bool) error {
 	limit := min(waitLimit, q.max)
 	for {
 		if q.pushBelow(e.To.Name(), e.From.Name(), e.Msg, e.Corr, e.Reply, limit) {
 			return nil
+		}
+		if mustNotWait != nil && mustNotWait() {
+			return actor.ErrBlockingCall
 		}
 		q.mu.Lock()
 		if q.n < limit { // room appeared meanwhile

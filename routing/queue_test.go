@@ -15,14 +15,18 @@ func TestOutQueueWaitsBeforeItIsFull(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for i := range waitLimit {
-		if err := q.pushCtx(ctx, &actor.Envelope{Corr: uint64(i)}, nil); err != nil {
+		if err := q.pushCtx(ctx, &actor.Envelope{Corr: uint64(i)}, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	short, cancelShort := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancelShort()
-	if err := q.pushCtx(short, &actor.Envelope{}, nil); !errors.Is(err, context.DeadlineExceeded) {
+	if err := q.pushCtx(short, &actor.Envelope{}, nil, nil); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("pushCtx at the wait limit: %v, want DeadlineExceeded", err)
+	}
+	// A caller that must not wait (an event loop) is refused at once.
+	if err := q.pushCtx(ctx, &actor.Envelope{}, nil, func() bool { return true }); !errors.Is(err, actor.ErrBlockingCall) {
+		t.Fatalf("pushCtx at the wait limit on an event loop: %v, want ErrBlockingCall", err)
 	}
 	for q.len() < 2*waitLimit {
 		if !q.push(&actor.Envelope{}) {
@@ -33,7 +37,7 @@ func TestOutQueueWaitsBeforeItIsFull(t *testing.T) {
 		t.Fatal("push accepted beyond the bound")
 	}
 	done := make(chan error, 1)
-	go func() { done <- q.pushCtx(ctx, &actor.Envelope{Corr: 1 << 40}, nil) }()
+	go func() { done <- q.pushCtx(ctx, &actor.Envelope{Corr: 1 << 40}, nil, nil) }()
 	// The waiting sender gets in once fewer than waitLimit wait; batches
 	// come oldest first, a chunk at a time.
 	next := 0

@@ -233,15 +233,50 @@ func (r *Router) DeliverBatch(from actor.Ref, msgs []actor.Outbound) (int, error
 // backpressure for plain Go code. It waits as soon as 8,192 messages (or
 // the whole LinkQueue, if smaller) wait for that peer, leaving the rest of
 // the queue to Deliver, which cannot wait: enough to keep the link busy
-// without holding many messages in memory. It must not be called on an
-// event loop.
+// without holding many messages in memory. On an event loop it never
+// waits: it returns actor.ErrBlockingCall instead.
+//
+// A user message is encoded once on the caller's goroutine first, so that
+// one the link's writer would refuse is refused here, with the error
+// (ErrTooLarge, or the codec's, such as codec.ErrUnregistered), instead of
+// becoming a dead letter after DeliverCtx returned nil.
 func (r *Router) DeliverCtx(ctx context.Context, e actor.Envelope) error {
 	l, err := r.link(e.To.Peer())
 	if err != nil {
 		return err
 	}
+	if !isControl(e.Msg) {
+		if err := r.checkUser(e.Msg); err != nil {
+			return err
+		}
+	}
 	return l.enqueueCtx(ctx, &e)
 }
+
+// checkUser encodes the user message msg into scratch memory and returns
+// the error the link's writer would meet: the codec's, or ErrTooLarge. A
+// message refused is counted as the writer counts it.
+func (r *Router) checkUser(msg any) error {
+	buf := scratchPool.Get().(*[]byte)
+	_, body, err := r.cfg.Registry.AppendEncode((*buf)[:0], msg)
+	size := len(body)
+	if cap(body) <= maxScratch {
+		*buf = body[:0]
+	}
+	scratchPool.Put(buf)
+	switch {
+	case err != nil:
+		r.encodeErrors.Add(1)
+		return err
+	case size > r.cfg.MaxFrame:
+		r.tooLarge.Add(1)
+		return fmt.Errorf("%w: message of %d bytes exceeds limit of %d", ErrTooLarge, size, r.cfg.MaxFrame)
+	}
+	return nil
+}
+
+// scratchPool holds the buffers checkUser encodes into.
+var scratchPool = sync.Pool{New: func() any { return new([]byte) }}
 
 func (r *Router) link(peerStr string) (*link, error) {
 	if l := r.last.Load(); l != nil && l.peerStr == peerStr {
