@@ -167,6 +167,39 @@ func TestNodeDownWithinOneSecondOfClose(t *testing.T) {
 	if !errors.Is(d.Reason, actor.ErrNodeDown) && !errors.Is(d.Reason, actor.ErrShutdown) {
 		t.Fatalf("down reason %v", d.Reason)
 	}
+	// Either way a sees the node go down within the second.
+	waitWithin(t, time.Second-time.Since(start), func() bool { return a.Router().Stats().PeersDown == 1 })
+}
+
+// When the connection dies without a word from the peer (its host closes,
+// as in a crash), the peer's actors cannot send their Downs: the
+// disconnection alone turns every monitor of them into Down{NodeDown}
+// within a second.
+func TestNodeDownWhenTheConnectionDies(t *testing.T) {
+	a, b := pair(t)
+	far := spawn(t, b, "far", echo)
+	downs := make(chan actor.Down, 2)
+	ready := make(chan struct{})
+	spawn(t, a, "watcher", func(c *actor.Context) {
+		c.Monitor(far)
+		close(ready)
+		var h actor.Case
+		h = actor.On(func(d actor.Down) { downs <- d; c.Receive(h) })
+		c.Receive(h)
+	})
+	<-ready
+	waitFor(t, func() bool { return b.Router().Stats().Received >= 2 })
+	start := time.Now()
+	if err := b.Host().Close(); err != nil {
+		t.Fatal(err)
+	}
+	d := recv(t, downs)
+	if el := time.Since(start); el > time.Second {
+		t.Fatalf("Down came %v after the connection died", el)
+	}
+	if !errors.Is(d.Reason, actor.ErrNodeDown) || d.Ref != far {
+		t.Fatalf("down %+v, want %v with ErrNodeDown", d, far)
+	}
 }
 
 func TestAsksFailWhenThePeerGoesAway(t *testing.T) {
@@ -285,10 +318,16 @@ func batchSource(sink actor.Ref, total, window int, acked chan<- struct{}) actor
 // another node), failing after 10 s.
 func waitFor(t testing.TB, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	waitWithin(t, 10*time.Second, cond)
+}
+
+// waitWithin polls cond until it holds, failing t if it does not within d.
+func waitWithin(t testing.TB, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 10s")
+			t.Fatalf("condition not met within %v", d)
 		}
 		time.Sleep(time.Millisecond)
 	}
