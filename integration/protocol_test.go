@@ -248,3 +248,23 @@ func TestUserFrameOfSystemTypeIsRefused(t *testing.T) {
 		t.Fatalf("stats %+v, before %+v: want 3 more decode errors and no reset", st, before)
 	}
 }
+
+// Incarnations are exchanged both ways when a link is set up: a peer that
+// only receives still introduces itself to the sender (on its control
+// stream, with no message), so that the sender would notice its restart.
+func TestIncarnationsAreExchangedBothWays(t *testing.T) {
+	a, b := pair(t)
+	ch := make(chan int, 1)
+	sink := spawn(t, b, "sink", collect(ch))
+	a.System().Send(sink, Batch{Seq: 1})
+	checkSeqs(t, ch, 1, 1)
+	waitFor(t, func() bool { return a.Router().Stats().RemoteIncarnated == 1 })
+	if st := b.Router().Stats(); st.Sent != 0 || st.RemoteIncarnated != 1 {
+		t.Fatalf("the receiver's stats %+v: it sent a message, or did not hear one hello", st)
+	}
+	a.System().Send(sink, Batch{Seq: 2})
+	checkSeqs(t, ch, 2, 1)
+	if st := a.Router().Stats(); st.RemoteIncarnated != 1 {
+		t.Fatalf("the sender's stats %+v: want one hello, from the receiver's introduction", st)
+	}
+}

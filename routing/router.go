@@ -354,19 +354,41 @@ func (r *Router) peerGone(id libp2ppeer.ID) {
 }
 
 // hello records a peer's incarnation; a new one means the peer restarted,
-// and what watched its old incarnation fires.
+// and what watched its old incarnation fires. The first hello from a peer
+// (since it connected) is answered with this peer's own: see introduce.
 func (r *Router) hello(id libp2ppeer.ID, inc uint64) {
 	r.hellos.Add(1)
 	r.mu.Lock()
 	old, seen := r.remote[id]
 	r.remote[id] = inc
 	r.mu.Unlock()
-	if seen && old != inc {
+	switch {
+	case !seen:
+		r.introduce(id)
+	case old != inc:
 		r.log.Info("routing: peer restarted", "peer", id)
 		r.peersDown.Add(1)
 		r.sys.PeerDown(id.String())
 	}
 }
+
+// introduce makes sure that the peer id learns this peer's incarnation,
+// even if no message of ours would ever go to it: it queues a placeholder
+// (no target, so nothing is written for it) on the control link, whose
+// writer opens its stream, with our hello first, unless one of the link's
+// streams is open already (it began with our hello). So
+// incarnations are exchanged both ways when a link is set up, not only
+// from the side that sends.
+func (r *Router) introduce(id libp2ppeer.ID) {
+	l, err := r.link(id.String())
+	if err != nil || l.introduced() {
+		return // closing, or a stream of ours with our hello is open
+	}
+	l.ctl.q.push(&actor.Envelope{Msg: introduction{}})
+}
+
+// introduction is the placeholder that introduce queues.
+type introduction struct{}
 
 // Close stops every link, waiting until ctx ends for queued messages to be
 // written, then resets what remains. It is idempotent.
