@@ -140,18 +140,29 @@ func TestRemoteMonitorAndLink(t *testing.T) {
 	}
 }
 
-func TestNodeDownWithinOneSecondOfClose(t *testing.T) {
-	a, b := pair(t)
+// watchFar spawns an actor "far" on b and an actor on a that monitors it,
+// and returns far's Ref and the Downs a's actor gets, once b has the
+// monitor.
+func watchFar(t *testing.T, a, b *peer.Node) (actor.Ref, <-chan actor.Down) {
+	t.Helper()
 	far := spawn(t, b, "far", echo)
-	downs := make(chan actor.Down, 1)
+	downs := make(chan actor.Down, 2)
 	ready := make(chan struct{})
 	spawn(t, a, "watcher", func(c *actor.Context) {
 		c.Monitor(far)
 		close(ready)
-		c.Receive(actor.On(func(d actor.Down) { downs <- d }))
+		var h actor.Case
+		h = actor.On(func(d actor.Down) { downs <- d; c.Receive(h) })
+		c.Receive(h)
 	})
 	<-ready
 	waitFor(t, func() bool { return b.Router().Stats().Received >= 2 })
+	return far, downs
+}
+
+func TestNodeDownWithinOneSecondOfClose(t *testing.T) {
+	a, b := pair(t)
+	_, downs := watchFar(t, a, b)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	start := time.Now()
@@ -177,18 +188,7 @@ func TestNodeDownWithinOneSecondOfClose(t *testing.T) {
 // within a second.
 func TestNodeDownWhenTheConnectionDies(t *testing.T) {
 	a, b := pair(t)
-	far := spawn(t, b, "far", echo)
-	downs := make(chan actor.Down, 2)
-	ready := make(chan struct{})
-	spawn(t, a, "watcher", func(c *actor.Context) {
-		c.Monitor(far)
-		close(ready)
-		var h actor.Case
-		h = actor.On(func(d actor.Down) { downs <- d; c.Receive(h) })
-		c.Receive(h)
-	})
-	<-ready
-	waitFor(t, func() bool { return b.Router().Stats().Received >= 2 })
+	far, downs := watchFar(t, a, b)
 	start := time.Now()
 	if err := b.Host().Close(); err != nil {
 		t.Fatal(err)
