@@ -57,7 +57,7 @@ func TestCompactRoundTrip(t *testing.T) {
 				want += headLen(e.Corr)
 			}
 		} else {
-			n, err := envelopeSize(e)
+			n, err := EnvelopeSize(e)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -106,8 +106,11 @@ type Envelope struct {
 // From returns the sender as a Ref.
 func (e *Envelope) From() Ref { return Ref{Peer: e.FromPeer, Name: e.FromName} }
 
-// envelopeSize validates e and returns the length of its encoding.
-func envelopeSize(e *Envelope) (int, error) { return envelopeSizeSeen(e, nil) }
+// EnvelopeSize validates e and returns the length of its encoding as a
+// full envelope: the payload of the frame a FrameWriter writes for it
+// (a short envelope on a compact stream is smaller), which WriteEnvelope
+// compares with the maximum frame.
+func EnvelopeSize(e *Envelope) (int, error) { return envelopeSizeSeen(e, nil) }
 
 // envelopeSizeSeen is envelopeSize with valid, if not nil, holding names
 // known to be valid, which are not checked again; the names of e are
@@ -199,7 +202,7 @@ func appendEnvelope(dst []byte, e *Envelope, n int) []byte {
 // valid UTF-8 (ErrMalformed). The body is copied as is. Safe for concurrent
 // use as long as e is not being modified.
 func AppendEnvelope(dst []byte, e *Envelope) ([]byte, error) {
-	n, err := envelopeSize(e)
+	n, err := EnvelopeSize(e)
 	if err != nil {
 		return dst, err
 	}

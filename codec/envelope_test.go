@@ -80,7 +80,7 @@ func TestEnvelopeRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			n, _ := envelopeSize(&tt.env)
+			n, _ := EnvelopeSize(&tt.env)
 			if n != len(data) {
 				t.Errorf("envelopeSize = %d, encoding is %d bytes", n, len(data))
 			}

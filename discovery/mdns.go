@@ -25,6 +25,12 @@ import (
 // digit, or longer than 32 bytes.
 var ErrBadMesh = errors.New("discovery: bad mesh name")
 
+// ErrRefused is the error (wrapped) that a connect function returns for a
+// peer that refused the connection, such as one whose allowlist leaves
+// this peer out (peer.ErrRefused is this error). Trying again cannot
+// change that: a refused dial is not retried.
+var ErrRefused = errors.New("connection refused by the remote peer")
+
 var meshRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
 
 // CheckMesh validates a mesh name.
@@ -297,7 +303,7 @@ func (m *MDNS) work() {
 			cancel()
 			if err != nil {
 				m.log.Debug("discovery: mDNS peer unreachable", "peer", f.ai.ID, "try", f.retry, "err", err)
-				if f.retry < dialRetries {
+				if f.retry < dialRetries && !errors.Is(err, ErrRefused) {
 					m.later(foundPeer{ai: f.ai, retry: f.retry + 1})
 				}
 				continue

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync/atomic"
@@ -38,7 +39,7 @@ func TestCheckMesh(t *testing.T) {
 // A dial to an announced peer that fails is tried again, a bounded number
 // of times, without waiting for the peer to announce itself again (peers
 // that hear of each other together dial each other together, and over TCP
-// that can fail both dials).
+// that can fail both dials); one the peer refused is not.
 func TestFailedMDNSDialsAreRetried(t *testing.T) {
 	h, err := libp2p.New(libp2p.NoListenAddrs)
 	if err != nil {
@@ -52,18 +53,20 @@ func TestFailedMDNSDialsAreRetried(t *testing.T) {
 	other, _ := libp2ppeer.IDFromPrivateKey(k)
 	for _, tc := range []struct {
 		name      string
-		failFirst int // dials that fail before one succeeds
-		want      int // dials in all
+		failFirst int   // dials that fail before one succeeds
+		err       error // how they fail
+		want      int   // dials in all
 	}{
-		{"succeeds on the third try", 2, 3},
-		{"gives up", 1000, 1 + dialRetries},
+		{"succeeds on the third try", 2, errors.New("simultaneous open"), 3},
+		{"gives up", 1000, errors.New("simultaneous open"), 1 + dialRetries},
+		{"refused", 1000, fmt.Errorf("peer: connect: %w", ErrRefused), 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var dials atomic.Int32
 				m := newMDNS(h, "_troupe-test._udp", func(context.Context, libp2ppeer.AddrInfo) error {
 					if int(dials.Add(1)) <= tc.failFirst {
-						return errors.New("simultaneous open")
+						return tc.err
 					}
 					return nil
 				}, slog.New(slog.DiscardHandler))

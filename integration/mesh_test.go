@@ -106,6 +106,29 @@ func TestRemoteOversizeRefusedAtSender(t *testing.T) {
 	}
 }
 
+// SendCtx counts the whole frame, names included, against the maximum: a
+// body just under it is refused too when the frame it makes is over.
+func TestSendCtxCountsTheWholeFrame(t *testing.T) {
+	const maxFrame = 2048
+	a, b := newNode(t, peer.WithMaxFrame(maxFrame)), newNode(t)
+	ctx, cancel := askCtx()
+	defer cancel()
+	if err := a.Connect(ctx, *b.AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	echoRef := spawn(t, b, "echo", echo)
+	if err := a.SendCtx(ctx, echoRef, Blob{Data: make([]byte, maxFrame-20)}); !errors.Is(err, routing.ErrTooLarge) {
+		t.Fatalf("SendCtx of a frame just over the maximum: %v, want ErrTooLarge", err)
+	}
+	if err := a.SendCtx(ctx, echoRef, Blob{Data: make([]byte, maxFrame-200)}); err != nil {
+		t.Fatalf("SendCtx of a frame under the maximum: %v", err)
+	}
+	waitFor(t, func() bool { return a.Router().Stats().Sent == 1 })
+	if st := a.Router().Stats(); st.TooLarge != 1 || a.System().DeadLetters() != 0 {
+		t.Fatalf("stats %+v, %d dead letters", st, a.System().DeadLetters())
+	}
+}
+
 func TestRemoteMonitorAndLink(t *testing.T) {
 	a, b := pair(t)
 	victim := spawn(t, b, "victim", func(c *actor.Context) {

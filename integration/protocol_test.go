@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"errors"
 	"io"
 	"testing"
 
@@ -249,22 +250,43 @@ func TestUserFrameOfSystemTypeIsRefused(t *testing.T) {
 	}
 }
 
-// Incarnations are exchanged both ways when a link is set up: a peer that
-// only receives still introduces itself to the sender (on its control
-// stream, with no message), so that the sender would notice its restart.
-func TestIncarnationsAreExchangedBothWays(t *testing.T) {
+// Incarnations are exchanged both ways when a connection is set up: each
+// peer announces its own in identify, so neither needs to send a message.
+func TestIncarnationsAreExchangedOnConnect(t *testing.T) {
 	a, b := pair(t)
-	ch := make(chan int, 1)
-	sink := spawn(t, b, "sink", collect(ch))
-	a.System().Send(sink, Batch{Seq: 1})
-	checkSeqs(t, ch, 1, 1)
-	waitFor(t, func() bool { return a.Router().Stats().RemoteIncarnated == 1 })
-	if st := b.Router().Stats(); st.Sent != 0 || st.RemoteIncarnated != 1 {
-		t.Fatalf("the receiver's stats %+v: it sent a message, or did not hear one hello", st)
+	waitFor(t, func() bool {
+		return a.Router().Stats().RemoteIncarnated > 0 && b.Router().Stats().RemoteIncarnated > 0
+	})
+	if sa, sb := a.Router().Stats(), b.Router().Stats(); sa.Sent+sb.Sent+sa.Received+sb.Received != 0 {
+		t.Fatalf("messages went between the peers: %+v, %+v", sa, sb)
 	}
-	a.System().Send(sink, Batch{Seq: 2})
-	checkSeqs(t, ch, 2, 1)
-	if st := a.Router().Stats(); st.RemoteIncarnated != 1 {
-		t.Fatalf("the sender's stats %+v: want one hello, from the receiver's introduction", st)
+	agent, err := a.Host().Peerstore().Get(b.ID(), "AgentVersion")
+	if err != nil || agent != routing.AgentVersion(b.Router().Incarnation()) {
+		t.Fatalf("b's agent version as a sees it: %v, %v; b's incarnation %x", agent, err, b.Router().Incarnation())
+	}
+}
+
+// A peer that restarts and connects again while its old connection still
+// looks alive (no disconnection seen: a laptop back from sleep) is known
+// by its new incarnation: monitors of its former actors fire with NodeDown.
+func TestRestartSeenThroughANewConnection(t *testing.T) {
+	key, _ := newKey(t)
+	a, b := newNode(t), newNode(t, peer.WithIdentity(key))
+	ctx, cancel := askCtx()
+	defer cancel()
+	if err := a.Connect(ctx, *b.AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	far, downs := watchFar(t, a, b)
+	// The same peer ID, a new start: it dials a while b's connection lives.
+	again := newNode(t, peer.WithIdentity(key))
+	if err := again.Connect(ctx, *a.AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	if d := recv(t, downs); d.Ref != far || !errors.Is(d.Reason, actor.ErrNodeDown) {
+		t.Fatalf("down %+v, want %v with ErrNodeDown", d, far)
+	}
+	if a.Router().Stats().PeersDown != 1 {
+		t.Fatalf("stats %+v", a.Router().Stats())
 	}
 }

@@ -65,7 +65,12 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		}
 		key = k
 	}
+	inc, err := routing.NewIncarnation()
+	if err != nil {
+		return nil, err
+	}
 	hopts := []libp2p.Option{
+		libp2p.UserAgent(routing.AgentVersion(inc)),
 		libp2p.ListenAddrStrings(cfg.listen...),
 		libp2p.Security(libp2ptls.ID, libp2ptls.New),
 		libp2p.Security(noise.ID, noise.New),
@@ -116,7 +121,7 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		_ = h.Close()
 		return nil, err
 	}
-	r, err := routing.New(routing.Config{Host: h, Registry: reg, Logger: cfg.logger, MaxFrame: cfg.maxFrame, LinkQueue: cfg.linkQueue})
+	r, err := routing.New(routing.Config{Host: h, Registry: reg, Logger: cfg.logger, MaxFrame: cfg.maxFrame, LinkQueue: cfg.linkQueue, Incarnation: inc})
 	if err != nil {
 		_ = h.Close()
 		return nil, err
@@ -228,8 +233,9 @@ func (n *Node) System() *actor.System { return n.sys }
 func (n *Node) Router() *routing.Router { return n.router }
 
 // ErrRefused reports a connection that the remote peer closed right after
-// the handshake: its allowlist does not hold this peer.
-var ErrRefused = errors.New("peer: connection refused by the remote peer")
+// the handshake: its allowlist does not hold this peer. It is
+// discovery.ErrRefused, so discovery does not dial such a peer again.
+var ErrRefused = discovery.ErrRefused
 
 // Connect connects to a peer and remembers its addresses. A remote allowlist
 // lets the handshake complete and then closes the connection, which libp2p

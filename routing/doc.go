@@ -12,10 +12,11 @@
 // codec.FrameWriter and flushes when the queue is empty. The first frame on
 // every stream is a hello carrying the sender's incarnation, a random number
 // drawn at each start: a peer seen with a new incarnation has restarted, and
-// whatever watched its old actors fires (actor.System.PeerDown). A peer that
-// hears a first hello and has no stream open towards the sender opens its
-// control stream just for its own hello, so incarnations are exchanged both
-// ways even when messages flow one way. A writer
+// whatever watched its old actors fires (actor.System.PeerDown). A peer also
+// announces its incarnation in its identify agent version (AgentVersion,
+// set by peer.New), so both ends learn each other's when a connection is
+// set up, before any stream; a restarted peer that connects again while its
+// old connection still looks alive is then known as a new node at once. A writer
 // whose connection closed while it had nothing to write opens a new stream
 // for its next batch, rather than losing the batch on the dead one. A
 // request of actor.System.Ask (plain code that waits for the reply anyway)

@@ -79,19 +79,6 @@ func (l *link) track(s network.Stream, open bool) {
 	}
 }
 
-// introduced reports whether an outbound stream of the link is open on a
-// live connection: the peer got our hello, its first frame.
-func (l *link) introduced() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for s := range l.streams {
-		if !s.Conn().IsClosed() {
-			return true
-		}
-	}
-	return false
-}
-
 // abort resets every outbound stream of the link.
 func (l *link) abort() {
 	l.mu.Lock()

@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,6 +46,38 @@ type Config struct {
 	Logger    *slog.Logger
 	MaxFrame  int // largest frame sent or accepted
 	LinkQueue int // messages that may wait per peer and protocol
+	// Incarnation is the number this start of the peer goes by (0: the
+	// router draws one). Give the host AgentVersion(Incarnation) as its
+	// identify agent version (libp2p.UserAgent), so that every peer
+	// learns it when a connection is set up, both ways, before any stream.
+	Incarnation uint64
+}
+
+// NewIncarnation draws a random incarnation number (never 0).
+func NewIncarnation() (uint64, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return 0, fmt.Errorf("routing: incarnation: %w", err)
+	}
+	return binary.LittleEndian.Uint64(b[:]) | 1, nil
+}
+
+// agentIncarnation is what precedes the incarnation in an agent version.
+const agentIncarnation = " incarnation/"
+
+// AgentVersion returns the identify agent version that announces inc.
+func AgentVersion(inc uint64) string {
+	return "troupe/1" + agentIncarnation + strconv.FormatUint(inc, 16)
+}
+
+// parseAgentVersion returns the incarnation an agent version announces.
+func parseAgentVersion(agent string) (uint64, bool) {
+	_, hex, ok := strings.Cut(agent, agentIncarnation)
+	if !ok || !strings.HasPrefix(agent, "troupe/") {
+		return 0, false
+	}
+	inc, err := strconv.ParseUint(hex, 16, 64)
+	return inc, err == nil && inc != 0
 }
 
 // Stats are the router's counters.
@@ -59,7 +93,7 @@ type Stats struct {
 	QueuedUser       int    // messages now waiting in user queues
 	QueuedCtl        int    // messages now waiting in control queues
 	ConnectedLinks   int    // peers with an outbound link
-	RemoteIncarnated uint64 // hellos received
+	RemoteIncarnated uint64 // incarnations heard: hellos received, and identify announcements
 	WrittenThrough   uint64 // messages written on an asker's goroutine (DeliverDirect)
 }
 
@@ -110,13 +144,16 @@ func New(cfg Config) (*Router, error) {
 	if err := registerWire(cfg.Registry); err != nil {
 		return nil, fmt.Errorf("routing: %w", err)
 	}
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return nil, err
+	if cfg.Incarnation == 0 {
+		inc, err := NewIncarnation()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Incarnation = inc
 	}
 	r := &Router{
 		cfg: cfg, h: cfg.Host, log: cfg.Logger,
-		incarnation: binary.LittleEndian.Uint64(b[:]) | 1,
+		incarnation: cfg.Incarnation,
 		links:       make(map[string]*link),
 		remote:      make(map[libp2ppeer.ID]uint64),
 	}
@@ -128,7 +165,7 @@ func New(cfg Config) (*Router, error) {
 // the stream handlers and starts watching peer connectivity.
 func (r *Router) Bind(sys *actor.System) error {
 	r.sys = sys
-	sub, err := r.h.EventBus().Subscribe(new(event.EvtPeerConnectednessChanged))
+	sub, err := r.h.EventBus().Subscribe([]any{new(event.EvtPeerConnectednessChanged), new(event.EvtPeerIdentificationCompleted)})
 	if err != nil {
 		return fmt.Errorf("routing: subscribe to connectedness: %w", err)
 	}
@@ -246,29 +283,40 @@ func (r *Router) DeliverCtx(ctx context.Context, e actor.Envelope) error {
 		return err
 	}
 	if !isControl(e.Msg) {
-		if err := r.checkUser(e.Msg); err != nil {
+		if err := r.checkUser(&e); err != nil {
 			return err
 		}
 	}
 	return l.enqueueCtx(ctx, &e)
 }
 
-// checkUser encodes the user message msg into scratch memory and returns
-// the error the link's writer would meet: the codec's, or ErrTooLarge. A
-// message refused is counted as the writer counts it.
-func (r *Router) checkUser(msg any) error {
+// checkUser encodes the user message of e into scratch memory and returns
+// the error the link's writer would meet: the codec's, or ErrTooLarge for
+// a body over the maximum frame, or a frame over it whose body is too
+// small to travel in fragments. (Towards a peer of version 1.0.0, which
+// takes no fragments, a body a few bytes short of the maximum can still
+// be refused by the writer: its names do not fit beside it.) A message
+// refused is counted as the writer counts it.
+func (r *Router) checkUser(e *actor.Envelope) error {
 	buf := scratchPool.Get().(*[]byte)
-	_, body, err := r.cfg.Registry.AppendEncode((*buf)[:0], msg)
-	size := len(body)
+	defer scratchPool.Put(buf)
+	typ, body, err := r.cfg.Registry.AppendEncode((*buf)[:0], e.Msg)
 	if cap(body) <= maxScratch {
 		*buf = body[:0]
 	}
-	scratchPool.Put(buf)
-	switch {
-	case err != nil:
+	if err != nil {
 		r.encodeErrors.Add(1)
 		return err
-	case size > r.cfg.MaxFrame:
+	}
+	size := len(body)
+	if size <= fragmentData {
+		env := codec.Envelope{Kind: codec.KindUser, To: e.To.Name(), FromName: e.From.Name(), Type: typ, Body: body, Corr: e.Corr}
+		if size, err = codec.EnvelopeSize(&env); err != nil {
+			r.encodeErrors.Add(1)
+			return err
+		}
+	}
+	if size > r.cfg.MaxFrame {
 		r.tooLarge.Add(1)
 		return fmt.Errorf("%w: message of %d bytes exceeds limit of %d", ErrTooLarge, size, r.cfg.MaxFrame)
 	}
@@ -325,7 +373,9 @@ func (r *Router) Stats() Stats {
 }
 
 // watchPeers turns disconnections into PeerDown, so that monitors and links
-// on the departed peer's actors fire.
+// on the departed peer's actors fire, and records the incarnation a peer
+// announces when a connection to it is identified (a new one is a
+// restart: see hello).
 func (r *Router) watchPeers(sub event.Subscription) {
 	defer r.wg.Done()
 	defer sub.Close()
@@ -337,9 +387,17 @@ func (r *Router) watchPeers(sub event.Subscription) {
 			if !ok {
 				return
 			}
-			e := ev.(event.EvtPeerConnectednessChanged)
-			if e.Connectedness == network.NotConnected {
-				r.peerGone(e.Peer)
+			switch e := ev.(type) {
+			case event.EvtPeerConnectednessChanged:
+				if e.Connectedness == network.NotConnected {
+					r.peerGone(e.Peer)
+				}
+			case event.EvtPeerIdentificationCompleted:
+				// One subscription for both: a peer's disconnection
+				// and its next identification come in order.
+				if inc, ok := parseAgentVersion(e.AgentVersion); ok {
+					r.hello(e.Peer, inc)
+				}
 			}
 		}
 	}
@@ -353,42 +411,21 @@ func (r *Router) peerGone(id libp2ppeer.ID) {
 	r.sys.PeerDown(id.String())
 }
 
-// hello records a peer's incarnation; a new one means the peer restarted,
-// and what watched its old incarnation fires. The first hello from a peer
-// (since it connected) is answered with this peer's own: see introduce.
+// hello records a peer's incarnation (from a stream's hello or from the
+// peer's identify announcement); a new one means the peer restarted, and
+// what watched its old incarnation fires.
 func (r *Router) hello(id libp2ppeer.ID, inc uint64) {
 	r.hellos.Add(1)
 	r.mu.Lock()
 	old, seen := r.remote[id]
 	r.remote[id] = inc
 	r.mu.Unlock()
-	switch {
-	case !seen:
-		r.introduce(id)
-	case old != inc:
+	if seen && old != inc {
 		r.log.Info("routing: peer restarted", "peer", id)
 		r.peersDown.Add(1)
 		r.sys.PeerDown(id.String())
 	}
 }
-
-// introduce makes sure that the peer id learns this peer's incarnation,
-// even if no message of ours would ever go to it: it queues a placeholder
-// (no target, so nothing is written for it) on the control link, whose
-// writer opens its stream, with our hello first, unless one of the link's
-// streams is open already (it began with our hello). So
-// incarnations are exchanged both ways when a link is set up, not only
-// from the side that sends.
-func (r *Router) introduce(id libp2ppeer.ID) {
-	l, err := r.link(id.String())
-	if err != nil || l.introduced() {
-		return // closing, or a stream of ours with our hello is open
-	}
-	l.ctl.q.push(&actor.Envelope{Msg: introduction{}})
-}
-
-// introduction is the placeholder that introduce queues.
-type introduction struct{}
 
 // Close stops every link, waiting until ctx ends for queued messages to be
 // written, then resets what remains. It is idempotent.

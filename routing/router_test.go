@@ -45,3 +45,21 @@ func TestNewIncarnationFiresMonitors(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 }
+
+// An agent version announces an incarnation only in the form AgentVersion
+// writes; anything else announces none.
+func TestAgentVersionCarriesTheIncarnation(t *testing.T) {
+	for _, inc := range []uint64{1, 0xdeadbeef, ^uint64(0)} {
+		if got, ok := parseAgentVersion(AgentVersion(inc)); !ok || got != inc {
+			t.Errorf("AgentVersion(%x) parses as %x, %v", inc, got, ok)
+		}
+	}
+	for _, agent := range []string{
+		"", "go-libp2p/0.52.0", "troupe/1", "troupe/1 incarnation/", "troupe/1 incarnation/0",
+		"troupe/1 incarnation/xyz", "troupe/1 incarnation/1ffffffffffffffff", "other/1 incarnation/12",
+	} {
+		if inc, ok := parseAgentVersion(agent); ok {
+			t.Errorf("%q announces incarnation %x", agent, inc)
+		}
+	}
+}
