@@ -553,6 +553,26 @@ func TestPlainAsksWriteThroughAlongsideSends(t *testing.T) {
 	if got := a.Router().Stats().WrittenThrough; got != through {
 		t.Fatalf("%d short asks written through", got-through)
 	}
+	// So does one whose context can be cancelled but has no deadline: a
+	// cancellation must end the Ask at once, and could not end the write.
+	for i := range 5 {
+		cancellable, cancel := context.WithCancel(context.Background())
+		v, err := a.System().Ask(cancellable, echoRef, Ping{i})
+		cancel()
+		if err != nil || v != (Pong{i}) {
+			t.Fatalf("cancellable ask %d: %v, %v", i, v, err)
+		}
+	}
+	if got := a.Router().Stats().WrittenThrough; got != through {
+		t.Fatalf("%d cancellable asks without a deadline written through", got-through)
+	}
+	// One that can never end (context.Background) is written through.
+	if v, err := a.System().Ask(context.Background(), echoRef, Ping{7}); err != nil || v != (Pong{7}) {
+		t.Fatalf("ask without a deadline: %v, %v", v, err)
+	}
+	if got := a.Router().Stats().WrittenThrough; got != through+1 {
+		t.Fatalf("%d asks that cannot end written through, want 1", got-through)
+	}
 	// Four askers and an actor's windowed stream of sends at once.
 	total, window := 40_000, 2_000
 	if raceEnabled {

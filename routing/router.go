@@ -203,8 +203,8 @@ func (r *Router) Deliver(to, from actor.Ref, msg any, corr uint64, reply bool) e
 // that waits for the answer anyway (System.Ask), at the price of waiting
 // for the write, until ctx's deadline at most (a write cut short breaks
 // the stream: what it carried is handed back with ErrStreamBroken). With
-// less than a second left, or ctx done, the writer writes it as for
-// Deliver. It must not be called on an event loop. Implements
+// less than a second left, ctx done, or a ctx that can be cancelled but
+// has no deadline, the writer writes it as for Deliver. It must not be called on an event loop. Implements
 // actor.DirectRemote.
 func (r *Router) DeliverDirect(ctx context.Context, to, from actor.Ref, msg any, corr uint64, reply bool) error {
 	l, err := r.link(to.Peer())
@@ -218,8 +218,11 @@ func (r *Router) DeliverDirect(ctx context.Context, to, from actor.Ref, msg any,
 		return fmt.Errorf("%w: %v", ErrLinkFull, l.peer)
 	}
 	if claimed {
+		// A context that can end only by cancellation (no deadline) could
+		// not end the write: the writer takes it, and the Ask returns as
+		// soon as it is cancelled.
 		deadline, ok := ctx.Deadline()
-		if ctx.Err() == nil && (!ok || time.Until(deadline) >= minWriteThrough) {
+		if ctx.Err() == nil && (ok && time.Until(deadline) >= minWriteThrough || !ok && ctx.Done() == nil) {
 			q.w.writeThrough(deadline)
 		} else {
 			q.q.wakeIfQueued(true) // the writer's job, with its own deadline
