@@ -204,8 +204,8 @@ func (r *Router) Deliver(to, from actor.Ref, msg any, corr uint64, reply bool) e
 // for the write, until ctx's deadline at most (a write cut short breaks
 // the stream: what it carried is handed back with ErrStreamBroken). With
 // less than a second left, ctx done, or a ctx that can be cancelled but
-// has no deadline, the writer writes it as for Deliver. It must not be called on an event loop. Implements
-// actor.DirectRemote.
+// has no deadline, the writer writes it as for Deliver. It must not be
+// called on an event loop. Implements actor.DirectRemote.
 func (r *Router) DeliverDirect(ctx context.Context, to, from actor.Ref, msg any, corr uint64, reply bool) error {
 	l, err := r.link(to.Peer())
 	if err != nil {
