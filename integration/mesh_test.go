@@ -540,31 +540,28 @@ func TestPlainAsksWriteThroughAlongsideSends(t *testing.T) {
 	if through == 0 {
 		t.Fatalf("no request written through: %+v", a.Router().Stats())
 	}
-	// An Ask with less than a second left leaves the write to the writer:
-	// a write its deadline cut short would break the stream for all.
-	for i := range 5 {
-		short, cancel := context.WithTimeout(ctx, 900*time.Millisecond)
-		v, err := a.System().Ask(short, echoRef, Ping{i})
-		cancel()
-		if err != nil || v != (Pong{i}) {
-			t.Fatalf("short ask %d: %v, %v", i, v, err)
+	// These Asks leave the write to the writer: one with less than a
+	// second left (a write its deadline cut short would break the stream
+	// for all), and one whose context can be cancelled but has no deadline
+	// (a cancellation must end the Ask at once, and could not end a write).
+	for _, c := range []struct {
+		name string
+		ctx  func() (context.Context, context.CancelFunc)
+	}{
+		{"short", func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 900*time.Millisecond) }},
+		{"cancellable", func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }},
+	} {
+		for i := range 5 {
+			askCtx, cancel := c.ctx()
+			v, err := a.System().Ask(askCtx, echoRef, Ping{i})
+			cancel()
+			if err != nil || v != (Pong{i}) {
+				t.Fatalf("%s ask %d: %v, %v", c.name, i, v, err)
+			}
 		}
-	}
-	if got := a.Router().Stats().WrittenThrough; got != through {
-		t.Fatalf("%d short asks written through", got-through)
-	}
-	// So does one whose context can be cancelled but has no deadline: a
-	// cancellation must end the Ask at once, and could not end the write.
-	for i := range 5 {
-		cancellable, cancel := context.WithCancel(context.Background())
-		v, err := a.System().Ask(cancellable, echoRef, Ping{i})
-		cancel()
-		if err != nil || v != (Pong{i}) {
-			t.Fatalf("cancellable ask %d: %v, %v", i, v, err)
+		if got := a.Router().Stats().WrittenThrough; got != through {
+			t.Fatalf("%d %s asks written through", got-through, c.name)
 		}
-	}
-	if got := a.Router().Stats().WrittenThrough; got != through {
-		t.Fatalf("%d cancellable asks without a deadline written through", got-through)
 	}
 	// One that can never end (context.Background) is written through.
 	if v, err := a.System().Ask(context.Background(), echoRef, Ping{7}); err != nil || v != (Pong{7}) {
