@@ -552,8 +552,8 @@ func TestPlainAsksWriteThroughAlongsideSends(t *testing.T) {
 		{"cancellable", func() (context.Context, context.CancelFunc) { return context.WithCancel(context.Background()) }},
 	} {
 		for i := range 5 {
-			askCtx, cancel := c.ctx()
-			v, err := a.System().Ask(askCtx, echoRef, Ping{i})
+			actx, cancel := c.ctx()
+			v, err := a.System().Ask(actx, echoRef, Ping{i})
 			cancel()
 			if err != nil || v != (Pong{i}) {
 				t.Fatalf("%s ask %d: %v, %v", c.name, i, v, err)
