@@ -290,3 +290,38 @@ func TestRestartSeenThroughANewConnection(t *testing.T) {
 		t.Fatalf("stats %+v", a.Router().Stats())
 	}
 }
+
+// The link to a peer that disconnected is retired (no goroutines or
+// buffers kept for it); a message to that peer once it is back makes a new
+// link and arrives.
+func TestLinksOfDepartedPeersAreRetired(t *testing.T) {
+	key, _ := newKey(t)
+	a, b := newNode(t), newNode(t, peer.WithIdentity(key))
+	ctx, cancel := askCtx()
+	defer cancel()
+	if err := a.Connect(ctx, *b.AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	ch := make(chan int, 2)
+	sink := spawn(t, b, "sink", collect(ch))
+	a.System().Send(sink, Batch{Seq: 1})
+	checkSeqs(t, ch, 1, 1)
+	if n := a.Router().Stats().ConnectedLinks; n != 1 {
+		t.Fatalf("%d links after a message", n)
+	}
+	if err := b.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return a.Router().Stats().ConnectedLinks == 0 })
+
+	again := newNode(t, peer.WithIdentity(key)) // the same peer, back
+	spawn(t, again, "sink", collect(ch))
+	if err := a.Connect(ctx, *again.AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	a.System().Send(sink, Batch{Seq: 2})
+	checkSeqs(t, ch, 2, 1)
+	if st := a.Router().Stats(); st.ConnectedLinks != 1 || st.LinkFull+st.Undeliverable != 0 {
+		t.Fatalf("stats after the peer came back: %+v", st)
+	}
+}

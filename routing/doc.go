@@ -73,7 +73,13 @@
 // messages become dead letters; each once. A monitor or link request given
 // up with its broken stream may have arrived: a demonitor or unlink follows
 // it on the next stream, so that the peer keeps none either. Disconnection of a peer
-// (EvtPeerConnectednessChanged) turns into PeerDown.
+// (EvtPeerConnectednessChanged) turns into PeerDown, and retires the link
+// to it once the link is idle (nothing queued or in hand, no stream on a
+// live connection; tried again after 1, 5 and 30 s while its writers give
+// up what they held): a long-lived peer keeps no goroutines or buffers for
+// the peers it once talked to. The next message to that peer makes a new
+// link; a sender that raced the retirement finds the old link retired and
+// takes the new one, so nothing is lost to it.
 //
 // Incoming streams are read by one goroutine each, which decodes the frames
 // and hands the messages to the local actors' inboxes. A valid envelope

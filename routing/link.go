@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -59,6 +60,7 @@ type link struct {
 	closing   chan struct{} // closed by drain: write what is queued, then stop
 	drainOnce sync.Once
 	wg        sync.WaitGroup
+	retired   atomic.Bool // see retire: its queues take nothing more
 
 	mu      sync.Mutex // guards streams
 	streams map[network.Stream]struct{}
@@ -107,6 +109,56 @@ func (l *link) start() {
 
 func (l *link) drain() { l.drainOnce.Do(func() { close(l.closing) }) }
 
+// errRetired is what a push into a retired link's queue reports (pushCtx;
+// the other pushes report false and the caller checks link.retired): the
+// caller looks the peer's link up again, which makes a new one.
+var errRetired = errors.New("routing: link retired")
+
+// retire marks the link retired if it is idle: both writers asleep, with
+// nothing queued, held back or to cancel, and no stream open on a live
+// connection (the peer may not have read what it carried yet, and a new
+// link's stream must not overtake it); its queues then take nothing more,
+// and drain lets its writers stop. It reports whether it did. The
+// caller removes the link from the router's maps first or after, under
+// the router's lock, so that the next lookup makes a new link; a sender
+// that still held this one finds it retired and looks again.
+func (l *link) retire() bool {
+	qs := [2]*queue{&l.user, &l.ctl}
+	for i, q := range qs {
+		if !q.w.mu.TryLock() { // the writer is at work (or a write-through)
+			for _, p := range qs[:i] {
+				p.w.mu.Unlock()
+			}
+			return false
+		}
+	}
+	defer func() {
+		for _, q := range qs {
+			q.w.mu.Unlock()
+		}
+	}()
+	for _, q := range qs {
+		q.q.mu.Lock()
+	}
+	idle := true
+	for _, q := range qs {
+		w := &q.w
+		idle = idle && q.q.n == 0 && len(w.batch) == 0 && len(w.undo) == 0 && (w.lg == nil || !w.lg.active) &&
+			(w.s == nil || w.s.Conn().IsClosed()) // a stream on a live connection: what it carried may be unread
+	}
+	// A push that finds its queue retired checks l.retired to tell that
+	// from a full queue: it is set before the queues let anyone in.
+	l.retired.Store(idle)
+	for _, q := range qs {
+		q.q.retired = idle
+		q.q.mu.Unlock()
+	}
+	if idle {
+		l.drain()
+	}
+	return idle
+}
+
 // Control is implemented by the message types that travel on the control
 // stream with the signals, so that they never wait behind user messages:
 // the requests and replies of a peer's own services (name lookup, remote
@@ -137,7 +189,7 @@ func (l *link) queueOf(msg any) *queue {
 
 func (l *link) enqueueCtx(ctx context.Context, e *actor.Envelope) error {
 	err := l.queueFor(e.Msg).pushCtx(ctx, e, l.closing, l.r.sys.InEventLoop)
-	if err != nil && ctx.Err() != nil {
+	if err != nil && err != errRetired && ctx.Err() != nil {
 		return fmt.Errorf("routing: waiting for queue space towards %v: %w", l.peer, err)
 	}
 	return err
@@ -537,8 +589,8 @@ func (l *link) fail(m *outMsg, reason error) {
 	// The names came from valid Refs, so NewRef does not fail.
 	to, _ := actor.NewRef(l.peerStr, m.to)
 	m.to = "" // handed back once: a later failure of its batch skips it
-	l.r.log.Debug("routing: message not sent", "to", to, "err", reason)
 	l.r.undeliverable.Add(1)
+	l.r.log.Debug("routing: message not sent", "to", to, "err", reason)
 	var from actor.Ref
 	if m.from != "" {
 		from, _ = actor.NewRef(l.r.sys.Peer(), m.from)

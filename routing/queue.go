@@ -43,6 +43,7 @@ type outQueue struct {
 	waiting bool
 	small   int  // small batches in a row
 	asleep  bool // the writer found the queue empty: the next push wakes it
+	retired bool // its link is retired (see link.retire): it takes nothing
 
 	ready chan struct{} // capacity 1: wakes the writer
 }
@@ -96,7 +97,7 @@ func (q *outQueue) wakeIfQueued(force bool) {
 // writing the fields straight into the queue's slot: no outMsg is built
 // and copied.
 func (q *outQueue) appendLocked(to, from string, msg any, corr uint64, reply bool, limit int) bool {
-	if q.n >= limit {
+	if q.n >= limit || q.retired {
 		return false
 	}
 	last := len(q.chunks) - 1
@@ -134,7 +135,7 @@ func (q *outQueue) unlockWaking(appended bool) {
 func (q *outQueue) pushRun(from string, run []actor.Outbound) int {
 	q.mu.Lock()
 	pushed := 0
-	for pushed < len(run) && q.n < q.max {
+	for pushed < len(run) && q.n < q.max && !q.retired {
 		last := len(q.chunks) - 1
 		if last < 0 || len(q.chunks[last]) == cap(q.chunks[last]) {
 			last = q.growLocked()
@@ -167,7 +168,8 @@ const waitLimit = 8 * chunkSize
 // bound) envelopes wait, or ctx or stop ends. It reports ctx's error, or
 // ErrClosed when stop closed first; or, without waiting,
 // actor.ErrBlockingCall when it would wait and mustNotWait (if not nil)
-// says that the caller must not.
+// says that the caller must not, or errRetired when the queue's link is
+// retired.
 func (q *outQueue) pushCtx(ctx context.Context, e *actor.Envelope, stop <-chan struct{}, mustNotWait func() bool) error {
 	limit := min(waitLimit, q.max)
 	for {
@@ -178,6 +180,10 @@ func (q *outQueue) pushCtx(ctx context.Context, e *actor.Envelope, stop <-chan s
 			return actor.ErrBlockingCall
 		}
 		q.mu.Lock()
+		if q.retired {
+			q.mu.Unlock()
+			return errRetired
+		}
 		if q.n < limit { // room appeared meanwhile
 			q.mu.Unlock()
 			continue

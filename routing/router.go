@@ -185,16 +185,20 @@ func (r *Router) Incarnation() uint64 { return r.incarnation }
 // Ref: only its name is kept (the receiver takes the stream's remote peer
 // as the sender's). Implements actor.Remote.
 func (r *Router) Deliver(to, from actor.Ref, msg any, corr uint64, reply bool) error {
-	l, err := r.link(to.Peer())
-	if err != nil {
-		return err
+	for {
+		l, err := r.link(to.Peer())
+		if err != nil {
+			return err
+		}
+		q := l.queueFor(msg)
+		if q.pushBelow(to.Name(), from.Name(), msg, corr, reply, q.max) {
+			return nil
+		}
+		if !l.retired.Load() {
+			r.linkFull.Add(1)
+			return fmt.Errorf("%w: %v", ErrLinkFull, l.peer)
+		}
 	}
-	q := l.queueFor(msg)
-	if !q.pushBelow(to.Name(), from.Name(), msg, corr, reply, q.max) {
-		r.linkFull.Add(1)
-		return fmt.Errorf("%w: %v", ErrLinkFull, l.peer)
-	}
-	return nil
 }
 
 // DeliverDirect queues msg as Deliver does and, when the link's writer
@@ -207,28 +211,40 @@ func (r *Router) Deliver(to, from actor.Ref, msg any, corr uint64, reply bool) e
 // has no deadline, the writer writes it as for Deliver. It must not be
 // called on an event loop. Implements actor.DirectRemote.
 func (r *Router) DeliverDirect(ctx context.Context, to, from actor.Ref, msg any, corr uint64, reply bool) error {
-	l, err := r.link(to.Peer())
-	if err != nil {
+	q, claimed, err := r.pushDirect(to, from, msg, corr, reply)
+	if err != nil || !claimed {
 		return err
 	}
-	q := l.queueOf(msg)
-	ok, claimed := q.q.pushClaim(to.Name(), from.Name(), msg, corr, reply)
-	if !ok {
-		r.linkFull.Add(1)
-		return fmt.Errorf("%w: %v", ErrLinkFull, l.peer)
-	}
-	if claimed {
-		// A context that can end only by cancellation (no deadline) could
-		// not end the write: the writer takes it, and the Ask returns as
-		// soon as it is cancelled.
-		deadline, ok := ctx.Deadline()
-		if ctx.Err() == nil && (ok && time.Until(deadline) >= minWriteThrough || !ok && ctx.Done() == nil) {
-			q.w.writeThrough(deadline)
-		} else {
-			q.q.wakeIfQueued(true) // the writer's job, with its own deadline
-		}
+	// A context that can end only by cancellation (no deadline) could not
+	// end the write: the writer takes it, and the Ask returns as soon as
+	// it is cancelled.
+	deadline, ok := ctx.Deadline()
+	if ctx.Err() == nil && (ok && time.Until(deadline) >= minWriteThrough || !ok && ctx.Done() == nil) {
+		q.w.writeThrough(deadline)
+	} else {
+		q.q.wakeIfQueued(true) // the writer's job, with its own deadline
 	}
 	return nil
+}
+
+// pushDirect queues msg for DeliverDirect (pushClaim), on a new link if
+// the peer's was retired meanwhile, and returns its queue and whether the
+// caller took over waking the writer.
+func (r *Router) pushDirect(to, from actor.Ref, msg any, corr uint64, reply bool) (*queue, bool, error) {
+	for {
+		l, err := r.link(to.Peer())
+		if err != nil {
+			return nil, false, err
+		}
+		q := l.queueOf(msg)
+		if ok, claimed := q.q.pushClaim(to.Name(), from.Name(), msg, corr, reply); ok {
+			return q, claimed, nil
+		}
+		if !l.retired.Load() {
+			r.linkFull.Add(1)
+			return nil, false, fmt.Errorf("%w: %v", ErrLinkFull, l.peer)
+		}
+	}
 }
 
 // minWriteThrough is the least time an Ask must have left to write its
@@ -261,10 +277,11 @@ func (r *Router) DeliverBatch(from actor.Ref, msgs []actor.Outbound) (int, error
 			q = l.ctl.q
 		}
 		done += q.pushRun(fromName, msgs[done:end])
-		if done < end {
+		if done < end && !l.retired.Load() {
 			r.linkFull.Add(1)
 			return done, fmt.Errorf("%w: %v", ErrLinkFull, l.peer)
 		}
+		// A retired link: the rest goes to the peer's new link.
 	}
 	return done, nil
 }
@@ -290,7 +307,14 @@ func (r *Router) DeliverCtx(ctx context.Context, e actor.Envelope) error {
 			return err
 		}
 	}
-	return l.enqueueCtx(ctx, &e)
+	for {
+		if err := l.enqueueCtx(ctx, &e); err != errRetired {
+			return err
+		}
+		if l, err = r.link(e.To.Peer()); err != nil {
+			return err
+		}
+	}
 }
 
 // checkUser encodes the user message of e into scratch memory and returns
@@ -330,11 +354,17 @@ func (r *Router) checkUser(e *actor.Envelope) error {
 var scratchPool = sync.Pool{New: func() any { return new([]byte) }}
 
 func (r *Router) link(peerStr string) (*link, error) {
-	if l := r.last.Load(); l != nil && l.peerStr == peerStr {
+	if l := r.last.Load(); l != nil && l.peerStr == peerStr && !l.retired.Load() {
+		if testHookLinkFound != nil {
+			testHookLinkFound(l)
+		}
 		return l, nil
 	}
-	if l, ok := r.fast.Load(peerStr); ok {
+	if l, ok := r.fast.Load(peerStr); ok && !l.(*link).retired.Load() {
 		r.last.Store(l.(*link))
+		if testHookLinkFound != nil {
+			testHookLinkFound(l.(*link))
+		}
 		return l.(*link), nil
 	}
 	r.mu.Lock()
@@ -342,7 +372,7 @@ func (r *Router) link(peerStr string) (*link, error) {
 	if r.closed {
 		return nil, ErrClosed
 	}
-	if l := r.links[peerStr]; l != nil {
+	if l := r.links[peerStr]; l != nil && !l.retired.Load() {
 		return l, nil
 	}
 	id, err := libp2ppeer.Decode(peerStr)
@@ -382,10 +412,14 @@ func (r *Router) Stats() Stats {
 func (r *Router) watchPeers(sub event.Subscription) {
 	defer r.wg.Done()
 	defer sub.Close()
+	var retries retryRetire
+	defer retries.stop()
 	for {
 		select {
 		case <-r.ctx.Done():
 			return
+		case <-retries.due():
+			retries.run(func(peer string) bool { _, busy := r.retire(peer); return busy })
 		case ev, ok := <-sub.Out():
 			if !ok {
 				return
@@ -393,7 +427,7 @@ func (r *Router) watchPeers(sub event.Subscription) {
 			switch e := ev.(type) {
 			case event.EvtPeerConnectednessChanged:
 				if e.Connectedness == network.NotConnected {
-					r.peerGone(e.Peer)
+					r.peerGone(e.Peer, &retries)
 				}
 			case event.EvtPeerIdentificationCompleted:
 				// One subscription for both: a peer's disconnection
@@ -406,12 +440,120 @@ func (r *Router) watchPeers(sub event.Subscription) {
 	}
 }
 
-func (r *Router) peerGone(id libp2ppeer.ID) {
+func (r *Router) peerGone(id libp2ppeer.ID, retries *retryRetire) {
 	r.mu.Lock()
 	delete(r.remote, id)
 	r.mu.Unlock()
 	r.peersDown.Add(1)
 	r.sys.PeerDown(id.String())
+	if _, busy := r.retire(id.String()); busy {
+		retries.add(id.String(), 0)
+	}
+}
+
+// retireDelays are the waits before retire tries again a link that was
+// busy when its peer disconnected (its writers were giving up what they
+// held, which takes three dials).
+var retireDelays = [...]time.Duration{time.Second, 5 * time.Second, 30 * time.Second}
+
+// retryRetire holds the links that watchPeers tries to retire again, each
+// after the next of retireDelays; its zero value holds none.
+type retryRetire struct {
+	pending []pendingRetire
+	timer   *time.Timer
+}
+
+type pendingRetire struct {
+	peer    string
+	attempt int // index in retireDelays of the wait now running
+	at      time.Time
+}
+
+func (t *retryRetire) add(peer string, attempt int) {
+	t.pending = append(t.pending, pendingRetire{peer, attempt, time.Now().Add(retireDelays[attempt])})
+	t.arm()
+}
+
+// arm sets the timer for the earliest pending retry.
+func (t *retryRetire) arm() {
+	if len(t.pending) == 0 {
+		return
+	}
+	next := t.pending[0].at
+	for _, p := range t.pending[1:] {
+		if p.at.Before(next) {
+			next = p.at
+		}
+	}
+	if t.timer == nil {
+		t.timer = time.NewTimer(time.Until(next))
+	} else {
+		t.timer.Reset(time.Until(next))
+	}
+}
+
+// due fires when a retry is due (never without one).
+func (t *retryRetire) due() <-chan time.Time {
+	if t.timer == nil || len(t.pending) == 0 {
+		return nil
+	}
+	return t.timer.C
+}
+
+// run retries what is due with retire, which reports whether the link is
+// still busy, and keeps that for later.
+func (t *retryRetire) run(retire func(peer string) (busy bool)) {
+	now, kept := time.Now(), t.pending[:0]
+	var again []pendingRetire
+	for _, p := range t.pending {
+		switch {
+		case p.at.After(now):
+			kept = append(kept, p)
+		case p.attempt+1 < len(retireDelays):
+			if retire(p.peer) {
+				again = append(again, p)
+			}
+		default:
+			retire(p.peer)
+		}
+	}
+	t.pending = kept
+	for _, p := range again {
+		t.pending = append(t.pending, pendingRetire{p.peer, p.attempt + 1, now.Add(retireDelays[p.attempt+1])})
+	}
+	t.arm()
+}
+
+func (t *retryRetire) stop() {
+	if t.timer != nil {
+		t.timer.Stop()
+	}
+}
+
+// retire drops the link to a peer that disconnected if it is idle, so
+// that a long-lived peer keeps no goroutines or buffers for the peers it
+// once talked to; the next message to that peer makes a new link. A link
+// with messages in hand is left to its writer (it redials, or gives them
+// up as unreachable). It reports whether it retired one, and whether it
+// left one that was busy.
+func (r *Router) retire(peerStr string) (retired, busy bool) {
+	r.mu.Lock()
+	l := r.links[peerStr]
+	if r.closed || l == nil || !l.retire() {
+		busy = !r.closed && l != nil
+		r.mu.Unlock()
+		return false, busy
+	}
+	delete(r.links, peerStr)
+	r.fast.Delete(peerStr)
+	r.last.CompareAndSwap(l, nil)
+	r.wg.Add(1)
+	r.mu.Unlock()
+	go func() { // Close waits for its writers to stop
+		defer r.wg.Done()
+		l.wg.Wait()
+	}()
+	return true, false
 }
 
 // hello records a peer's incarnation (from a stream's hello or from the
@@ -477,6 +619,14 @@ func (r *Router) Close(ctx context.Context) error {
 
 // backoff returns the wait before redial attempt n.
 func backoff(n int) time.Duration {
-	d := 50 * time.Millisecond << min(n, 7)
+	d := backoffUnit << min(n, 7)
 	return min(d, 5*time.Second)
 }
+
+// testHookLinkFound, set by tests only, runs when link finds a peer's link
+// without the router's lock: where a link can be retired under a sender.
+var testHookLinkFound func(*link)
+
+// backoffUnit is half the first wait before a redial (a variable for
+// tests).
+var backoffUnit = 50 * time.Millisecond

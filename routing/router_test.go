@@ -1,8 +1,13 @@
 package routing
 
 import (
+	"context"
 	"errors"
+	"log/slog"
+	"runtime"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/libp2p/go-libp2p"
@@ -62,4 +67,187 @@ func TestAgentVersionCarriesTheIncarnation(t *testing.T) {
 			t.Errorf("%q announces incarnation %x", agent, inc)
 		}
 	}
+}
+
+// A link retired while senders race to it loses nothing: a push that
+// finds it retired goes to the peer's new link. The peer is unreachable,
+// so every message is given up, exactly once.
+func TestRetiredLinksLoseNoMessage(t *testing.T) {
+	const senders, rounds = 4, 100 // four messages a sender and round
+	notSent := make(chan struct{}, 1+senders*rounds*4)
+	unit := backoffUnit
+	backoffUnit = 50 * time.Microsecond // writers give up and go idle often
+	defer func() { backoffUnit = unit }()
+	_, r, _ := testRouterLogging(t, 0, slog.New(onMessage{"routing: message not sent", notSent}))
+	other, err := libp2p.New(libp2p.NoListenAddrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peerStr := other.ID().String()
+	_ = other.Close() // no address known: every dial fails at once
+	to, _ := actor.NewRef(peerStr, "x")
+
+	// An idle link is retired, and the next message makes a new one.
+	first, err := r.link(peerStr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.retire(peerStr)
+	if !first.retired.Load() || first.user.q.push(&actor.Envelope{To: to, Msg: "late"}) {
+		t.Fatal("the idle link was not retired, or its queue still takes messages")
+	}
+	if err := r.Deliver(to, actor.Ref{}, "m", 0, false); err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := r.link(peerStr); l == first {
+		t.Fatal("a message went to the retired link")
+	}
+
+	// A link retired between a sender's lookup and its push: every entry
+	// point takes the peer's new link instead.
+	givenUp := 1
+	for _, send := range []struct {
+		name string
+		f    func() error
+	}{
+		{"Deliver", func() error { return r.Deliver(to, actor.Ref{}, "m", 0, false) }},
+		{"DeliverBatch", func() error {
+			_, err := r.DeliverBatch(actor.Ref{}, []actor.Outbound{{To: to, Msg: "m"}, {To: to, Msg: "m"}})
+			return err
+		}},
+		{"DeliverCtx", func() error { return r.DeliverCtx(context.Background(), actor.Envelope{To: to, Msg: "m"}) }},
+		{"DeliverDirect", func() error { return r.DeliverDirect(context.Background(), to, actor.Ref{}, "m", 0, false) }},
+	} {
+		for k := range givenUp { // the link goes idle
+			select {
+			case <-notSent:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("before %s: %d of %d messages given up", send.name, k, givenUp)
+			}
+		}
+		var under *link
+		testHookLinkFound = func(l *link) {
+			for deadline := time.Now().Add(10 * time.Second); under == nil && !didRetire(r.retire(peerStr)); runtime.Gosched() {
+				if time.Now().After(deadline) { // its writers never slept
+					t.Fatalf("%s: the link could not be retired", send.name)
+				}
+			}
+			under = l
+		}
+		err := send.f()
+		testHookLinkFound = nil
+		if err != nil || under == nil || !under.retired.Load() {
+			t.Fatalf("%s with its link retired under it: %v (retired %v)", send.name, err, under != nil && under.retired.Load())
+		}
+		if l, _ := r.link(peerStr); l == under {
+			t.Fatalf("%s: the retired link is still the peer's", send.name)
+		}
+		givenUp = 1
+		if send.name == "DeliverBatch" {
+			givenUp = 2
+		}
+	}
+	for range givenUp {
+		<-notSent
+	}
+
+	// Rounds of four senders, each round given up entirely before the
+	// next, so that the link goes idle between rounds; meanwhile another
+	// goroutine retires it whenever it can, racing the next round.
+	stop, retired := make(chan struct{}), make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-stop:
+				retired <- n
+				return
+			default:
+				if didRetire(r.retire(peerStr)) {
+					n++
+				}
+			}
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	waitGivenUp := func(n int) {
+		t.Helper()
+		for range n {
+			select {
+			case <-notSent:
+			case <-ctx.Done():
+				t.Fatalf("%d messages given up; stats %+v", r.Stats().Undeliverable, r.Stats())
+			}
+		}
+	}
+	for round := range rounds {
+		var wg sync.WaitGroup
+		for g := range senders {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, batchErr := r.DeliverBatch(actor.Ref{}, []actor.Outbound{{To: to, Msg: "m"}, {To: to, Msg: "m"}})
+				for _, err := range []error{
+					r.Deliver(to, actor.Ref{}, "m", 0, false),
+					batchErr,
+					r.DeliverCtx(ctx, actor.Envelope{To: to, Msg: actor.ExitSignal{}}), // the control queue
+				} {
+					if err != nil {
+						t.Errorf("round %d, sender %d: %v", round, g, err)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		waitGivenUp(senders * 4)
+	}
+	close(stop)
+	if n := <-retired; n == 0 {
+		t.Errorf("no link retired in %d rounds: the race did not run", rounds)
+	} else {
+		t.Logf("%d links retired in %d rounds", n, rounds)
+	}
+	want := 1 + 5 + senders*rounds*4
+	if got := r.Stats().Undeliverable; got != uint64(want) {
+		t.Fatalf("%d messages given up, want %d", got, want)
+	}
+}
+
+// didRetire is the first result of Router.retire.
+func didRetire(retired, _ bool) bool { return retired }
+
+// A link that was busy when its peer left is tried again after 1, 5 and
+// 30 s, until it is retired; then no more.
+func TestBusyLinksAreRetiredLater(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var rt retryRetire
+		defer rt.stop()
+		start := time.Now()
+		var tries []time.Duration
+		busyFor := map[string]int{"a": 1, "b": 99} // a: busy once more; b: always
+		retire := func(peer string) bool {
+			tries = append(tries, time.Since(start))
+			busyFor[peer]--
+			return busyFor[peer] >= 0
+		}
+		rt.add("a", 0)
+		rt.add("b", 0)
+		for rt.due() != nil {
+			<-rt.due()
+			rt.run(retire)
+		}
+		want := []time.Duration{time.Second, time.Second, 6 * time.Second, 6 * time.Second, 36 * time.Second}
+		if len(tries) != len(want) {
+			t.Fatalf("tries at %v, want %v", tries, want)
+		}
+		for i := range want {
+			if tries[i] != want[i] {
+				t.Fatalf("tries at %v, want %v", tries, want)
+			}
+		}
+		if busyFor["a"] != -1 {
+			t.Fatalf("a tried %d times after it was retired", -1-busyFor["a"])
+		}
+	})
 }
