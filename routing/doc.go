@@ -76,8 +76,10 @@
 // (EvtPeerConnectednessChanged) turns into PeerDown, and retires the link
 // to it once the link is idle (nothing queued or in hand, no stream on a
 // live connection; tried again after 1, 5 and 30 s while its writers give
-// up what they held): a long-lived peer keeps no goroutines or buffers for
-// the peers it once talked to. The next message to that peer makes a new
+// up what they held). So does a link that gave messages up as unreachable
+// while its peer is not connected (one made by a message sent after the
+// peer left): a long-lived peer keeps no goroutines or buffers for the
+// peers it once talked to. The next message to that peer makes a new
 // link; a sender that raced the retirement finds the old link retired and
 // takes the new one, so nothing is lost to it.
 //

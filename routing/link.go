@@ -189,6 +189,9 @@ func (l *link) queueOf(msg any) *queue {
 
 func (l *link) enqueueCtx(ctx context.Context, e *actor.Envelope) error {
 	err := l.queueFor(e.Msg).pushCtx(ctx, e, l.closing, l.r.sys.InEventLoop)
+	if err == ErrClosed && l.retired.Load() {
+		err = errRetired // retired while it waited: closing is closed too
+	}
 	if err != nil && err != errRetired && ctx.Err() != nil {
 		return fmt.Errorf("routing: waiting for queue space towards %v: %w", l.peer, err)
 	}
@@ -272,6 +275,7 @@ func (l *link) write(q *queue) {
 					l.fail(&w.batch[i], fmt.Errorf("%w: %v: %w", ErrUnreachable, l.peer, err))
 				}
 				w.dropUndo("peer unreachable")
+				l.r.retireLater(l.peer)
 				break
 			}
 			select {

@@ -115,6 +115,10 @@ type Router struct {
 	fast sync.Map             // peer ID string -> *link, read on every send without a lock
 	last atomic.Pointer[link] // the link used last: most sends go to the same peer
 
+	// unreachable takes the peers whose links gave up messages as
+	// unreachable, for watchPeers to retire their links (see retireLater).
+	unreachable chan libp2ppeer.ID
+
 	mu     sync.Mutex // guards links, remote, closed
 	links  map[string]*link
 	remote map[libp2ppeer.ID]uint64 // incarnation last seen per peer
@@ -155,6 +159,7 @@ func New(cfg Config) (*Router, error) {
 		cfg: cfg, h: cfg.Host, log: cfg.Logger,
 		incarnation: cfg.Incarnation,
 		links:       make(map[string]*link),
+		unreachable: make(chan libp2ppeer.ID, 64),
 		remote:      make(map[libp2ppeer.ID]uint64),
 	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
@@ -420,6 +425,12 @@ func (r *Router) watchPeers(sub event.Subscription) {
 			return
 		case <-retries.due():
 			retries.run(func(peer string) bool { _, busy := r.retire(peer); return busy })
+		case id := <-r.unreachable:
+			// A link made after its peer left (a message sent to it
+			// since) gets no disconnection event of its own.
+			if r.h.Network().Connectedness(id) != network.Connected {
+				retries.add(id.String(), 0)
+			}
 		case ev, ok := <-sub.Out():
 			if !ok {
 				return
@@ -448,6 +459,17 @@ func (r *Router) peerGone(id libp2ppeer.ID, retries *retryRetire) {
 	r.sys.PeerDown(id.String())
 	if _, busy := r.retire(id.String()); busy {
 		retries.add(id.String(), 0)
+	}
+}
+
+// retireLater asks watchPeers to retire the link to id, which just gave up
+// messages as unreachable, once it is idle, unless the peer is connected
+// again. It never blocks: with many such links at once, some are left
+// (until the peer's next disconnection, or Close).
+func (r *Router) retireLater(id libp2ppeer.ID) {
+	select {
+	case r.unreachable <- id:
+	default:
 	}
 }
 
