@@ -5,6 +5,7 @@ import (
 	"io"
 	"testing"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/troupe-mesh/troupe/actor"
@@ -266,10 +267,11 @@ func TestIncarnationsAreExchangedOnConnect(t *testing.T) {
 	}
 }
 
-// A peer that restarts and connects again while its old connection still
-// looks alive (no disconnection seen: a laptop back from sleep) is known
-// by its new incarnation: monitors of its former actors fire with NodeDown.
-func TestRestartSeenThroughANewConnection(t *testing.T) {
+// restartablePair returns two connected nodes, the second with the
+// identity key returned, so that the test can start it again as the same
+// peer.
+func restartablePair(t *testing.T) (crypto.PrivKey, *peer.Node, *peer.Node) {
+	t.Helper()
 	key, _ := newKey(t)
 	a, b := newNode(t), newNode(t, peer.WithIdentity(key))
 	ctx, cancel := askCtx()
@@ -277,6 +279,16 @@ func TestRestartSeenThroughANewConnection(t *testing.T) {
 	if err := a.Connect(ctx, *b.AddrInfo()); err != nil {
 		t.Fatal(err)
 	}
+	return key, a, b
+}
+
+// A peer that restarts and connects again while its old connection still
+// looks alive (no disconnection seen: a laptop back from sleep) is known
+// by its new incarnation: monitors of its former actors fire with NodeDown.
+func TestRestartSeenThroughANewConnection(t *testing.T) {
+	key, a, b := restartablePair(t)
+	ctx, cancel := askCtx()
+	defer cancel()
 	far, downs := watchFar(t, a, b)
 	// The same peer ID, a new start: it dials a while b's connection lives.
 	again := newNode(t, peer.WithIdentity(key))
@@ -295,13 +307,9 @@ func TestRestartSeenThroughANewConnection(t *testing.T) {
 // buffers kept for it); a message to that peer once it is back makes a new
 // link and arrives.
 func TestLinksOfDepartedPeersAreRetired(t *testing.T) {
-	key, _ := newKey(t)
-	a, b := newNode(t), newNode(t, peer.WithIdentity(key))
+	key, a, b := restartablePair(t)
 	ctx, cancel := askCtx()
 	defer cancel()
-	if err := a.Connect(ctx, *b.AddrInfo()); err != nil {
-		t.Fatal(err)
-	}
 	ch := make(chan int, 2)
 	sink := spawn(t, b, "sink", collect(ch))
 	a.System().Send(sink, Batch{Seq: 1})
