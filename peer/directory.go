@@ -46,6 +46,9 @@ func (n *Node) Peers() []libp2ppeer.ID { return n.host.Network().Peers() }
 // in the directory, then by asking each connected peer. It returns an error
 // wrapping actor.ErrNoSuchActor when none has it.
 func (n *Node) Whereis(ctx context.Context, name string) (actor.Ref, error) {
+	if n.sys.InEventLoop() { // it may ask other peers: see Connect
+		return actor.Ref{}, actor.ErrBlockingCall
+	}
 	if ref, ok := n.sys.Whereis(name); ok {
 		return ref, nil
 	}

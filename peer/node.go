@@ -242,8 +242,13 @@ var ErrRefused = discovery.ErrRefused
 // reports as a success; Connect returns ErrRefused instead when no
 // connection to the peer survived it. (libp2p's Connect returns only once
 // the peer's identify exchange has ended, which fails on a closed
-// connection, so the check does not race with the remote's refusal.)
+// connection, so the check does not race with the remote's refusal.) Like
+// every call of Node that waits, it returns actor.ErrBlockingCall on an
+// event loop.
 func (n *Node) Connect(ctx context.Context, ai libp2ppeer.AddrInfo) error {
+	if n.sys.InEventLoop() {
+		return actor.ErrBlockingCall
+	}
 	n.host.Peerstore().AddAddrs(ai.ID, ai.Addrs, peerstore.PermanentAddrTTL)
 	if err := n.host.Connect(ctx, ai); err != nil {
 		return fmt.Errorf("peer: connect %v: %w", ai.ID, err)
@@ -284,6 +289,9 @@ func (n *Node) Groups() *routing.Groups { return n.groups }
 // published before its mesh forms), or ctx ends. Without WithGroups it
 // returns at once.
 func (n *Node) GroupReady(ctx context.Context, group string, peers int) error {
+	if n.sys.InEventLoop() {
+		return actor.ErrBlockingCall
+	}
 	if n.groups == nil {
 		return nil
 	}
@@ -292,8 +300,12 @@ func (n *Node) GroupReady(ctx context.Context, group string, peers int) error {
 
 // Close drains the outbound links (until ctx ends), stops the actors and
 // closes the host. It is idempotent and waits for every goroutine the node
-// started.
+// started. On an event loop it returns actor.ErrBlockingCall and closes
+// nothing.
 func (n *Node) Close(ctx context.Context) error {
+	if n.sys.InEventLoop() {
+		return actor.ErrBlockingCall
+	}
 	n.closeOnce.Do(func() {
 		var discErr error // discovery stops before the host
 		if n.mdns != nil {

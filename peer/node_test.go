@@ -176,6 +176,44 @@ func TestCloseIsIdempotentAndStopsActors(t *testing.T) {
 	}
 }
 
+// The calls of Node that wait refuse to run on an event loop: an actor
+// that calls one gets actor.ErrBlockingCall at once, and nothing happens.
+func TestNodeCallsThatWaitRefuseEventLoops(t *testing.T) {
+	n, other := newTestNode(t), newTestNode(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	errs := make(chan error, 5)
+	if _, err := n.System().Spawn("", func(c *actor.Context) {
+		_, whereisErr := n.Whereis(ctx, "nobody")
+		_, lookupErr := n.Lookup(ctx, other.ID(), "nobody")
+		for _, err := range []error{n.Connect(ctx, *other.AddrInfo()), n.GroupReady(ctx, "room", 1), n.Close(ctx), whereisErr, lookupErr} {
+			errs <- err
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range []string{"Connect", "GroupReady", "Close", "Whereis", "Lookup"} {
+		select {
+		case err := <-errs:
+			if !errors.Is(err, actor.ErrBlockingCall) {
+				t.Errorf("%s on an event loop: %v, want ErrBlockingCall", name, err)
+			}
+		case <-ctx.Done():
+			t.Fatalf("call %d of 5 never returned", i+1)
+		}
+	}
+	if len(n.Peers()) != 0 {
+		t.Fatal("Connect on an event loop connected")
+	}
+	// Close did nothing: the node still runs and closes from plain code.
+	if _, err := n.System().Spawn("still", func(c *actor.Context) { c.Receive(actor.Any(func(any) {})) }); err != nil {
+		t.Fatalf("after Close on an event loop: %v", err)
+	}
+	if err := n.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestLinkFullIsDeadLetterAndSendCtxWaits(t *testing.T) {
 	var full int
 	letters := make(chan actor.DeadLetter, 1000)
