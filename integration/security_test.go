@@ -361,3 +361,96 @@ func oneShotTarget(t *testing.T, n *peer.Node) (local, remote, missing actor.Ref
 	missing, _ = peer.Ref(n.ID(), "nobody")
 	return local, remote, missing
 }
+
+// A connected peer cannot stop another peer's service actor ("$node", which
+// answers Lookup and SpawnRemote for everyone) with an exit signal, nor
+// link to it; it cannot leave monitors or links that no actor holds; and
+// only the first hello of a stream counts, so it cannot flood restarts.
+func TestHostileSystemSignalsCostNothing(t *testing.T) {
+	hostile, b := pair(t)
+	ch := make(chan int, 1)
+	sink := spawn(t, b, "sink", collect(ch))
+	reg := registry(t)
+	_, fw := rawWriter(t, hostile, b, routing.ProtoCtl, true) // hello 7
+	before := b.Router().Stats()
+	for _, e := range []*codec.Envelope{
+		{Kind: codec.KindSystem, Type: "troupe.exit", To: peer.NodeActor, FromName: "x", Body: []byte{0xa2, 0x01, 0xa1, 0x01, 0x01, 0x03, 0xf5}}, // {1: {1: 1}, 3: true}: kill
+		{Kind: codec.KindSystem, Type: "troupe.link", To: peer.NodeActor, FromName: "x", Body: []byte{0xa0}},
+		{Kind: codec.KindSystem, Type: "troupe.monitor", To: "sink", Body: []byte{0xa1, 0x01, 0x05}}, // from no actor
+		{Kind: codec.KindSystem, Type: "troupe.hello", Body: []byte{0xa1, 0x01, 0x09}},               // {1: 9}: "restarted"
+		{Kind: codec.KindSystem, Type: "troupe.hello", Body: []byte{0xa1, 0x01, 0x07}},
+	} {
+		if err := fw.WriteEnvelope(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeBatches(t, reg, fw, 1, 1) // after them on the stream
+	checkSeqs(t, ch, 1, 1)
+	if _, ok := b.System().Whereis(peer.NodeActor); !ok {
+		t.Fatal("b's $node was stopped by another peer")
+	}
+	honest := newNode(t)
+	ctx, cancel := askCtx()
+	defer cancel()
+	if err := honest.Connect(ctx, *b.AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	if ref, err := honest.Lookup(ctx, b.ID(), "sink"); err != nil || ref != sink {
+		t.Fatalf("lookup on b after the hostile signals: %v, %v", ref, err)
+	}
+	// The stream's first hello (7) differs from the incarnation hostile
+	// announced in identify: one restart. Had the two hellos after it
+	// counted, 7 → 9 → 7 would make two more.
+	st := b.Router().Stats()
+	if st.DecodeErrors != before.DecodeErrors+1 || st.PeersDown > 1 || st.StreamsReset != before.StreamsReset {
+		t.Fatalf("stats %+v, before %+v: want one more decode error (the monitor), at most one restart, no reset", st, before)
+	}
+}
+
+// A peer may keep only a few inbound streams of a protocol open at once
+// (its writer needs one), and a control stream carries no fragments of a
+// large message: each costs up to the maximum frame of memory.
+func TestInboundStreamsAreBounded(t *testing.T) {
+	hostile, b := pair(t)
+	ch := make(chan int, 8)
+	spawn(t, b, "sink", collect(ch))
+	reg := registry(t)
+	for i := range 4 {
+		_, fw := rawWriter(t, hostile, b, routing.ProtoCtl, true)
+		writeBatches(t, reg, fw, i, 1) // the stream is being read
+		checkSeqs(t, ch, i, 1)
+	}
+	before := b.Router().Stats().StreamsReset
+	s, fw := rawWriter(t, hostile, b, routing.ProtoCtl, true)
+	_ = fw.Flush()
+	buf := make([]byte, 1)
+	_ = s.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := s.Read(buf); err == nil {
+		t.Fatal("a fifth control stream was read")
+	}
+	if got := b.Router().Stats().StreamsReset; got != before+1 {
+		t.Fatalf("%d streams reset, want %d", got, before+1)
+	}
+	// A message stream is still welcome.
+	_, msg := rawWriter(t, hostile, b, routing.ProtoMsg, true)
+	writeBatches(t, reg, msg, 10, 1)
+	checkSeqs(t, ch, 10, 1)
+	// A fragment on a control stream (of another peer, which has room for
+	// one) resets it.
+	other := newNode(t)
+	ctx, cancel := askCtx()
+	defer cancel()
+	if err := other.Connect(ctx, *b.AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	fragment := &codec.Envelope{Kind: codec.KindSystem, Type: "troupe.fragment", To: "sink", FromName: "x", Body: []byte{0xa3, 0x01, 0x63, 'x', '.', 'Y', 0x03, 0x19, 0xff, 0xff, 0x04, 0x41, 0x00}} // {1: "x.Y", 3: 65535, 4: h'00'}: a valid first fragment
+	_, ctl := rawWriter(t, other, b, routing.ProtoCtl, true)
+	writeBatches(t, reg, ctl, 20, 1) // the stream is being read
+	checkSeqs(t, ch, 20, 1)
+	before = b.Router().Stats().StreamsReset
+	if err := ctl.WriteEnvelope(fragment); err != nil {
+		t.Fatal(err)
+	}
+	_ = ctl.Flush()
+	waitFor(t, func() bool { return b.Router().Stats().StreamsReset == before+1 })
+}

@@ -89,7 +89,11 @@
 // a user message that claims a system message's type) is counted and
 // skipped: the peer may run another version of the program. Garbage is
 // counted and resets the stream: a malformed envelope (no troupe writer
-// sends one), or a stream that lost sync (bad length prefix, oversize or
-// truncated frame). The remote
+// sends one), a fragment on a control stream, or a stream that lost sync
+// (bad length prefix, oversize or truncated frame). A peer may keep at
+// most four inbound streams of each protocol (user, control) open at once;
+// more are reset. Only a stream's first hello counts. A monitor or link
+// request from no actor is refused, and so are exit signals and links
+// aimed at the actors of Config.Protected (a peer's "$node"). The remote
 // peer ID of a message is always the one the connection authenticated.
 package routing

@@ -22,22 +22,37 @@ import (
 // malformed (no troupe writer sends one), or a stream that lost sync (bad
 // length, oversize frame, truncated frame).
 func (r *Router) handleStream(s network.Stream) {
+	remote := s.Conn().RemotePeer()
+	key := inboundKey{remote, isCtl(s.Protocol())}
 	r.mu.Lock()
-	if r.closed {
+	if r.closed || r.inbound[key] >= maxInboundStreams {
+		tooMany := !r.closed
 		r.mu.Unlock()
+		if tooMany {
+			r.streamsReset.Add(1)
+			r.log.Warn("routing: refusing inbound stream: too many open", "peer", remote, "protocol", s.Protocol())
+		}
 		_ = s.Reset()
 		return
 	}
+	r.inbound[key]++
 	r.wg.Add(1)
 	r.mu.Unlock()
-	defer r.wg.Done()
+	defer func() {
+		r.mu.Lock()
+		if r.inbound[key]--; r.inbound[key] == 0 {
+			delete(r.inbound, key)
+		}
+		r.mu.Unlock()
+		r.wg.Done()
+	}()
 	stop := context.AfterFunc(r.ctx, func() { _ = s.Reset() })
 	defer stop()
 
-	remote := s.Conn().RemotePeer()
 	in := inbound{r: r, remote: remote, remoteStr: remote.String(), out: r.sys.NewInbound()}
 	defer in.out.Close()
 	in.v11 = isCompact(s.Protocol()) // compact frames and fragments
+	in.ctl = key.ctl
 	fr := codec.NewFrameReader(s, r.cfg.MaxFrame, codec.WithCompact(in.v11))
 	err := in.read(fr)
 	switch {
@@ -87,6 +102,11 @@ func (in *inbound) read(fr *codec.FrameReader) error {
 		// copied out as a fragmentBody (a store-forwarding stall).
 		if env.Kind == codec.KindSystem && in.v11 { // on 1.0.0: a bad system message
 			if f, ok := isFragment(&env, msg); ok {
+				if in.ctl { // large messages are user messages
+					in.flush()
+					r.decodeErrors.Add(1)
+					return fmt.Errorf("%w: a fragment on a control stream", errFragments)
+				}
 				if err := in.fragment(&env, f); err != nil {
 					in.flush()
 					r.decodeErrors.Add(1)
@@ -115,6 +135,21 @@ type inbound struct {
 	refs      refCache
 	large     largeIn // a large message being reassembled
 	v11       bool    // the stream is 1.1.0: compact frames and fragments
+	ctl       bool    // the stream is a control stream: no fragments
+	helloed   bool    // the stream's hello came
+}
+
+// maxInboundStreams is the most inbound streams of one protocol (user or
+// control, any version) that a peer may have open at once. Its writer
+// keeps one; a second or third lives while a broken one is being read
+// out. Each may hold a partial frame and, on a user stream, a large
+// message being reassembled, up to the maximum frame each.
+const maxInboundStreams = 4
+
+// inboundKey counts a peer's inbound streams of one protocol.
+type inboundKey struct {
+	peer libp2ppeer.ID
+	ctl  bool
 }
 
 // flush hands the decoded messages to their actors, in order, and counts
@@ -169,8 +204,26 @@ func (in *inbound) dispatch(env *codec.Envelope, v any) {
 	}
 	if h, ok := msg.(helloBody); ok {
 		in.flush()
-		r.hello(in.remote, h.Incarnation)
+		if !in.helloed { // one per stream: a peer cannot flood restarts
+			in.helloed = true
+			r.hello(in.remote, h.Incarnation)
+		}
 		return
+	}
+	switch msg.(type) {
+	case actor.MonitorSignal, actor.DemonitorSignal, actor.LinkSignal, actor.UnlinkSignal:
+		if env.FromName == "" { // only an actor monitors or links
+			r.decodeErrors.Add(1)
+			r.log.Debug("routing: monitor or link from no actor", "peer", in.remote, "type", env.Type)
+			return
+		}
+	}
+	switch msg.(type) {
+	case actor.ExitSignal, actor.LinkSignal:
+		if r.protected[env.To] {
+			r.log.Debug("routing: exit or link refused for a protected actor", "peer", in.remote, "to", env.To)
+			return
+		}
 	}
 	to, err := cachedRef(&in.refs.to, r.sys.Peer(), env.To)
 	if err != nil {

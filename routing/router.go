@@ -39,6 +39,9 @@ var protocols = [...]protocol.ID{ProtoMsg, ProtoCtl, ProtoMsg10, ProtoCtl10}
 // isCompact reports whether streams of protocol p carry compact frames.
 func isCompact(p protocol.ID) bool { return p == ProtoMsg || p == ProtoCtl }
 
+// isCtl reports whether p is a control protocol (any version).
+func isCtl(p protocol.ID) bool { return p == ProtoCtl || p == ProtoCtl10 }
+
 // Config configures a Router.
 type Config struct {
 	Host      host.Host
@@ -46,6 +49,10 @@ type Config struct {
 	Logger    *slog.Logger
 	MaxFrame  int // largest frame sent or accepted
 	LinkQueue int // messages that may wait per peer and protocol
+	// Protected names actors that other peers may not link to or send
+	// exit signals to (a peer's own service actors, such as "$node"):
+	// such signals are dropped. Monitors and messages reach them as usual.
+	Protected []string
 	// Incarnation is the number this start of the peer goes by (0: the
 	// router draws one). Give the host AgentVersion(Incarnation) as its
 	// identify agent version (libp2p.UserAgent), so that every peer
@@ -119,10 +126,13 @@ type Router struct {
 	// unreachable, for watchPeers to retire their links (see retireLater).
 	unreachable chan libp2ppeer.ID
 
-	mu     sync.Mutex // guards links, remote, closed
-	links  map[string]*link
-	remote map[libp2ppeer.ID]uint64 // incarnation last seen per peer
-	closed bool
+	protected map[string]bool // Config.Protected
+
+	mu      sync.Mutex         // guards links, remote, inbound, closed
+	inbound map[inboundKey]int // inbound streams open per peer and protocol
+	links   map[string]*link
+	remote  map[libp2ppeer.ID]uint64 // incarnation last seen per peer
+	closed  bool
 
 	sent, received, linkFull, tooLarge, decodeErrors, streamsReset atomic.Uint64
 	undeliverable, peersDown, encodeErrors, hellos, writtenThrough atomic.Uint64
@@ -159,8 +169,13 @@ func New(cfg Config) (*Router, error) {
 		cfg: cfg, h: cfg.Host, log: cfg.Logger,
 		incarnation: cfg.Incarnation,
 		links:       make(map[string]*link),
+		inbound:     make(map[inboundKey]int),
+		protected:   make(map[string]bool),
 		unreachable: make(chan libp2ppeer.ID, 64),
 		remote:      make(map[libp2ppeer.ID]uint64),
+	}
+	for _, name := range cfg.Protected {
+		r.protected[name] = true
 	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	return r, nil
