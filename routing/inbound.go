@@ -139,6 +139,29 @@ type inbound struct {
 	helloed   bool    // the stream's hello came
 }
 
+// admit reports whether the signal msg may go to its actor: a monitor or
+// link needs a sender (nothing would ever remove one from no actor), and a
+// protected actor takes no exit signal or link from other peers.
+func (in *inbound) admit(env *codec.Envelope, msg any) bool {
+	r := in.r
+	switch msg.(type) {
+	case actor.MonitorSignal, actor.DemonitorSignal, actor.LinkSignal, actor.UnlinkSignal:
+		if env.FromName == "" {
+			r.decodeErrors.Add(1)
+			r.log.Debug("routing: monitor or link from no actor", "peer", in.remote, "type", env.Type)
+			return false
+		}
+	}
+	switch msg.(type) {
+	case actor.ExitSignal, actor.LinkSignal:
+		if r.protected[env.To] {
+			r.log.Debug("routing: exit or link refused for a protected actor", "peer", in.remote, "to", env.To)
+			return false
+		}
+	}
+	return true
+}
+
 // maxInboundStreams is the most inbound streams of one protocol (user or
 // control, any version) that a peer may have open at once. Its writer
 // keeps one; a second or third lives while a broken one is being read
@@ -210,20 +233,8 @@ func (in *inbound) dispatch(env *codec.Envelope, v any) {
 		}
 		return
 	}
-	switch msg.(type) {
-	case actor.MonitorSignal, actor.DemonitorSignal, actor.LinkSignal, actor.UnlinkSignal:
-		if env.FromName == "" { // only an actor monitors or links
-			r.decodeErrors.Add(1)
-			r.log.Debug("routing: monitor or link from no actor", "peer", in.remote, "type", env.Type)
-			return
-		}
-	}
-	switch msg.(type) {
-	case actor.ExitSignal, actor.LinkSignal:
-		if r.protected[env.To] {
-			r.log.Debug("routing: exit or link refused for a protected actor", "peer", in.remote, "to", env.To)
-			return
-		}
+	if env.Kind != codec.KindUser && !in.admit(env, msg) { // a user message is never a signal (fromValue)
+		return
 	}
 	to, err := cachedRef(&in.refs.to, r.sys.Peer(), env.To)
 	if err != nil {
