@@ -19,8 +19,10 @@ import (
 // message does not decode (an unknown type, a body of another shape: the
 // sender may run another version of the program) is counted and skipped.
 // Garbage is counted and resets the stream: a frame whose envelope is
-// malformed (no troupe writer sends one), or a stream that lost sync (bad
-// length, oversize frame, truncated frame).
+// malformed (no troupe writer sends one), a fragment on a control stream,
+// or a stream that lost sync (bad length, oversize frame, truncated
+// frame). A stream beyond maxInboundStreams of its peer and protocol is
+// reset at once, and counted the same way.
 func (r *Router) handleStream(s network.Stream) {
 	remote := s.Conn().RemotePeer()
 	key := inboundKey{remote, isCtl(s.Protocol())}
