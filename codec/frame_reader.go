@@ -191,6 +191,12 @@ func (fr *FrameReader) ReadMessage(reg *Registry, e *Envelope) (any, error) {
 	return reg.decode(e.Type, body, &fr.cache, true)
 }
 
+// Pending returns how many bytes the reader holds that it has not yet
+// returned as frames. Called by the underlying reader's Read (which the
+// FrameReader calls only when it needs more data), it is more than 0
+// exactly when the stream is in the middle of a frame.
+func (fr *FrameReader) Pending() int { return fr.end - fr.start }
+
 // Buffered reports whether a whole frame is buffered, so that the next
 // call to Next, ReadEnvelope or ReadMessage returns without reading from
 // the underlying reader. A caller that hands messages on in batches can

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"time"
 	"unsafe"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -21,8 +23,9 @@ import (
 // Garbage is counted and resets the stream: a frame whose envelope is
 // malformed (no troupe writer sends one), a fragment on a control stream,
 // or a stream that lost sync (bad length, oversize frame, truncated
-// frame). A stream beyond maxInboundStreams of its peer and protocol is
-// reset at once, and counted the same way.
+// frame), or one that stopped in the middle of a frame or of a large
+// message for stallTimeout. A stream beyond maxInboundStreams of its peer
+// and protocol is reset at once, and counted the same way.
 func (r *Router) handleStream(s network.Stream) {
 	remote := s.Conn().RemotePeer()
 	key := inboundKey{remote, isCtl(s.Protocol())}
@@ -55,12 +58,15 @@ func (r *Router) handleStream(s network.Stream) {
 	defer in.out.Close()
 	in.v11 = isCompact(s.Protocol()) // compact frames and fragments
 	in.ctl = key.ctl
-	fr := codec.NewFrameReader(s, r.cfg.MaxFrame, codec.WithCompact(in.v11))
+	guard := &stallGuard{s: s, in: &in}
+	fr := codec.NewFrameReader(guard, r.cfg.MaxFrame, codec.WithCompact(in.v11))
+	guard.fr = fr
 	err := in.read(fr)
+	var ne net.Error
 	switch {
 	case err == nil:
 		_ = s.Close()
-	case r.ctx.Err() == nil && isCodecError(err):
+	case r.ctx.Err() == nil && (isCodecError(err) || errors.As(err, &ne) && ne.Timeout()):
 		r.streamsReset.Add(1)
 		r.log.Warn("routing: resetting inbound stream", "peer", remote, "protocol", s.Protocol(), "err", err)
 		_ = s.Reset()
@@ -162,6 +168,35 @@ func (in *inbound) admit(env *codec.Envelope, msg any) bool {
 		}
 	}
 	return true
+}
+
+// stallGuard is an inbound stream as its FrameReader reads it: while the
+// stream is in the middle of a frame or of a large message, each read
+// waits at most stallTimeout for data, so that a peer that stops there
+// does not keep what the frame or message holds (up to a maximum frame
+// each) for as long as the connection lives. Between messages a stream may
+// idle for ever.
+type stallGuard struct {
+	s     network.Stream
+	in    *inbound
+	fr    *codec.FrameReader
+	armed bool // a read deadline is set
+}
+
+// stallTimeout is how long an inbound stream may stop in the middle of a
+// frame or of a large message (a variable for tests). A writer breaks its
+// own stream after writeTimeout without progress, the same.
+var stallTimeout = writeTimeout
+
+func (g *stallGuard) Read(p []byte) (int, error) {
+	if g.fr.Pending() > 0 || g.in.large.active {
+		_ = g.s.SetReadDeadline(time.Now().Add(stallTimeout))
+		g.armed = true
+	} else if g.armed {
+		_ = g.s.SetReadDeadline(time.Time{})
+		g.armed = false
+	}
+	return g.s.Read(p)
 }
 
 // maxInboundStreams is the most inbound streams of one protocol (user or

@@ -3,6 +3,7 @@ package routing
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
 	"log/slog"
@@ -309,5 +310,58 @@ func TestCloseDuringLargeMessage(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close hung")
+	}
+}
+
+// A stream that stops in the middle of a frame, or of a large message, is
+// reset after stallTimeout: what it holds is freed. Between messages a
+// stream may idle as long as it likes.
+func TestStalledStreamsAreReset(t *testing.T) {
+	timeout := stallTimeout
+	stallTimeout = 300 * time.Millisecond
+	defer func() { stallTimeout = timeout }()
+	h, r, sys := testRouter(t, 0)
+	got := make(chan any, 4)
+	if _, err := sys.Spawn("sink", func(c *actor.Context) {
+		var h actor.Case
+		h = actor.Any(func(m any) { got <- m; c.Receive(h) })
+		c.Receive(h)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	receive := func() any {
+		t.Helper()
+		select {
+		case m := <-got:
+			return m
+		case <-time.After(5 * time.Second):
+			t.Fatal("no message within 5 s")
+			return nil
+		}
+	}
+	idle := newRawFrames(t, h)
+	idle.send(codec.KindUser, "bytes", []byte("one"))
+	receive()
+	// Three stall timeouts between messages: the stream lives on.
+	_ = idle.s.SetReadDeadline(time.Now().Add(3 * stallTimeout))
+	if _, err := idle.s.Read(make([]byte, 1)); err == nil || !strings.Contains(err.Error(), "deadline") {
+		t.Fatalf("an idle stream: %v, want our own read deadline", err)
+	}
+	idle.send(codec.KindUser, "bytes", []byte("two"))
+	if m := receive(); !bytes.Equal(m.([]byte), []byte("two")) {
+		t.Fatalf("got %v", m)
+	}
+	before := r.Stats().StreamsReset
+	mid := newRawFrames(t, h)
+	if _, err := mid.s.Write(append(binary.AppendUvarint(nil, 1000), "the first bytes of 1000"...)); err != nil {
+		t.Fatal(err)
+	}
+	if !mid.reset() || r.Stats().StreamsReset != before+1 {
+		t.Fatalf("a stream stopped inside a frame was not reset: %+v", r.Stats())
+	}
+	large := newRawFrames(t, h)
+	large.fragment(fragmentBody{Type: "bytes", Total: 100_000, Data: bytes.Repeat([]byte{1}, 1000)})
+	if !large.reset() || r.Stats().StreamsReset != before+2 {
+		t.Fatalf("a stream stopped inside a large message was not reset: %+v", r.Stats())
 	}
 }
