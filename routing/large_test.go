@@ -127,10 +127,9 @@ func (rf *rawFrames) closed() bool {
 	return errors.Is(err, io.EOF)
 }
 
-// TestFragmentsReassembled: fragments on a raw stream, with a small
-// message between them, reach the actor as one message after the small one.
-func TestFragmentsReassembled(t *testing.T) {
-	h, _, sys := testRouter(t, 0)
+// spawnSink spawns an actor "sink" that passes on every message it gets.
+func spawnSink(t *testing.T, sys *actor.System) <-chan any {
+	t.Helper()
 	got := make(chan any, 4)
 	if _, err := sys.Spawn("sink", func(c *actor.Context) {
 		var h actor.Case
@@ -139,6 +138,14 @@ func TestFragmentsReassembled(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	return got
+}
+
+// TestFragmentsReassembled: fragments on a raw stream, with a small
+// message between them, reach the actor as one message after the small one.
+func TestFragmentsReassembled(t *testing.T) {
+	h, _, sys := testRouter(t, 0)
+	got := spawnSink(t, sys)
 	big := strings.Repeat("troupe ", 30000) // 210,000 bytes
 	reg, err := codec.NewRegistry()
 	if err != nil {
@@ -321,14 +328,7 @@ func TestStalledStreamsAreReset(t *testing.T) {
 	stallTimeout = 300 * time.Millisecond
 	defer func() { stallTimeout = timeout }()
 	h, r, sys := testRouter(t, 0)
-	got := make(chan any, 4)
-	if _, err := sys.Spawn("sink", func(c *actor.Context) {
-		var h actor.Case
-		h = actor.Any(func(m any) { got <- m; c.Receive(h) })
-		c.Receive(h)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	got := spawnSink(t, sys)
 	receive := func() any {
 		t.Helper()
 		select {
