@@ -17,6 +17,7 @@ type FrameOption func(*frameConfig)
 // frameConfig holds the settings FrameOptions make.
 type frameConfig struct {
 	compact bool
+	budget  Budget
 }
 
 // WithCompact selects, when on, the compact frame format: a FrameWriter
@@ -27,6 +28,29 @@ type frameConfig struct {
 // version 1.0.0, where a short envelope is malformed.
 func WithCompact(on bool) FrameOption {
 	return func(c *frameConfig) { c.compact = on }
+}
+
+// A Budget accounts for the memory a FrameReader holds for frames larger
+// than its first buffer (32 KiB): in routing, the memory limits of the
+// libp2p stream being read. Reserve and Release are called only from the
+// goroutine that reads, and never concurrently.
+type Budget interface {
+	// Reserve is called before the reader holds n more bytes. An error
+	// refuses them: the frame is not read and the stream is broken.
+	Reserve(n int) error
+	// Release returns n bytes reserved before, once the reader no longer
+	// holds them.
+	Release(n int)
+}
+
+// WithBudget charges b for a FrameReader's buffer beyond its first 32 KiB,
+// as it grows for large frames; a growth b refuses breaks the stream with
+// ErrBufferRefused. The reader releases what it reserved when it drops a
+// large buffer between frames; what it holds when the stream ends is for
+// the caller to release (in routing, libp2p does when the stream closes).
+// A FrameWriter ignores the option.
+func WithBudget(b Budget) FrameOption {
+	return func(c *frameConfig) { c.budget = b }
 }
 
 // frameOptions applies opts.

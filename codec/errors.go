@@ -33,6 +33,12 @@ var (
 	// KindSystem or KindReply. The rest of the envelope is well formed and decoded.
 	ErrUnknownKind = errors.New("codec: unknown envelope kind")
 
+	// ErrBufferRefused reports that a FrameReader's Budget refused the
+	// memory a frame needed (see WithBudget). The stream is broken, as
+	// with ErrFrameTooLarge, and must be reset; the error also wraps the
+	// Budget's own.
+	ErrBufferRefused = errors.New("codec: frame buffer refused")
+
 	// ErrUnregistered reports an attempt to encode a value whose Go type has
 	// not been registered in the Registry.
 	ErrUnregistered = errors.New("codec: unregistered type")

@@ -47,6 +47,8 @@ type FrameReader struct {
 	err     error // sticky error: the stream is broken
 	prev    header
 	cache   streamCache
+	budget  Budget // nil: nothing is charged
+	charged int    // bytes of buf reserved from budget (beyond initialReadBuffer)
 }
 
 // NewFrameReader returns a FrameReader on r that rejects frames larger than
@@ -54,7 +56,8 @@ type FrameReader struct {
 // MaxFrameLimit are clamped. With WithCompact(true) it accepts the short
 // envelopes of the compact format.
 func NewFrameReader(r io.Reader, maxFrame int, opts ...FrameOption) *FrameReader {
-	return &FrameReader{r: r, max: maxFrameOrDefault(maxFrame), compact: frameOptions(opts).compact}
+	c := frameOptions(opts)
+	return &FrameReader{r: r, max: maxFrameOrDefault(maxFrame), compact: c.compact, budget: c.budget}
 }
 
 // Err returns the error that broke the stream, or nil if the stream can
@@ -229,6 +232,10 @@ func (fr *FrameReader) next() ([]byte, error) {
 	}
 	if fr.start == fr.end && len(fr.buf) > shrinkThreshold {
 		fr.buf, fr.start, fr.end = nil, 0, 0
+		if fr.charged > 0 {
+			fr.budget.Release(fr.charged)
+			fr.charged = 0
+		}
 	}
 	var size uint64
 	var hdr int
@@ -294,7 +301,16 @@ func (fr *FrameReader) readMore(want int) error {
 		fr.start, fr.end = 0, n
 	}
 	if fr.end == len(fr.buf) {
-		grown := make([]byte, min(want, 2*len(fr.buf)))
+		size := min(want, 2*len(fr.buf))
+		if fr.budget != nil {
+			more := size - initialReadBuffer - fr.charged
+			if err := fr.budget.Reserve(more); err != nil {
+				fr.rerr = fmt.Errorf("%w: %d bytes more for a frame: %w", ErrBufferRefused, more, err)
+				return fr.rerr
+			}
+			fr.charged += more
+		}
+		grown := make([]byte, size)
 		copy(grown, fr.buf[fr.start:fr.end])
 		fr.buf = grown
 	}

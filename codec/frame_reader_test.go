@@ -399,3 +399,71 @@ func TestReadMessageTellsBodyFromEnvelope(t *testing.T) {
 		t.Fatalf("the frame after them: %+v, %v", e, err)
 	}
 }
+
+// testBudget is a Budget of limit bytes that records what is held.
+type testBudget struct {
+	limit, held, peak int
+}
+
+var errBudgetSpent = errors.New("budget spent")
+
+func (b *testBudget) Reserve(n int) error {
+	if n <= 0 {
+		return fmt.Errorf("reserve %d bytes", n)
+	}
+	if b.held+n > b.limit {
+		return errBudgetSpent
+	}
+	b.held += n
+	b.peak = max(b.peak, b.held)
+	return nil
+}
+
+func (b *testBudget) Release(n int) {
+	if n <= 0 || n > b.held {
+		panic(fmt.Sprintf("release %d bytes of %d held", n, b.held))
+	}
+	b.held -= n
+}
+
+func TestFrameReaderChargesItsBudget(t *testing.T) {
+	big := &Envelope{Kind: KindUser, Body: append(hx("5a 00100000"), make([]byte, 1<<20)...)}
+	small := chatEnvelope(t, nil)
+	stream := frames(t, small, big, small, big, small)
+
+	b := &testBudget{limit: 2 << 20}
+	fr := NewFrameReader(bytes.NewReader(stream), 0, WithBudget(b))
+	var e Envelope
+	for i := range 5 {
+		if err := fr.ReadEnvelope(&e); err != nil {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+		if want := max(0, len(fr.buf)-initialReadBuffer); b.held != want {
+			t.Errorf("frame %d: %d bytes held for a %d-byte buffer, want %d", i, b.held, len(fr.buf), want)
+		}
+	}
+	if b.peak < 1<<20-initialReadBuffer {
+		t.Errorf("peak %d bytes reserved for a 1 MiB frame", b.peak)
+	}
+	if b.held != 0 {
+		t.Errorf("%d bytes still reserved after the large frames were consumed", b.held)
+	}
+
+	// A budget too small for the large frame breaks the stream before the
+	// buffer grows past it.
+	b = &testBudget{limit: 512 << 10}
+	fr = NewFrameReader(bytes.NewReader(stream), 0, WithBudget(b))
+	if err := fr.ReadEnvelope(&e); err != nil {
+		t.Fatal(err)
+	}
+	err := fr.ReadEnvelope(&e)
+	if !errors.Is(err, ErrBufferRefused) || !errors.Is(err, errBudgetSpent) {
+		t.Fatalf("large frame over budget: err = %v, want ErrBufferRefused wrapping the budget's error", err)
+	}
+	if fr.Err() == nil || !errors.Is(fr.ReadEnvelope(&e), ErrBufferRefused) {
+		t.Errorf("the stream is not broken after a refused buffer: Err() = %v", fr.Err())
+	}
+	if len(fr.buf)-initialReadBuffer > b.limit || b.held != len(fr.buf)-initialReadBuffer {
+		t.Errorf("buffer %d bytes with %d reserved of %d", len(fr.buf), b.held, b.limit)
+	}
+}

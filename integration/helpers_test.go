@@ -23,9 +23,9 @@ type (
 	Greeting struct{ Text string }
 )
 
-func registry(t testing.TB) *codec.Registry {
+func registry(t testing.TB, opts ...codec.Option) *codec.Registry {
 	t.Helper()
-	reg, err := codec.NewRegistry()
+	reg, err := codec.NewRegistry(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

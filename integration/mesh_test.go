@@ -129,6 +129,43 @@ func TestSendCtxCountsTheWholeFrame(t *testing.T) {
 	}
 }
 
+// TestMessagesAsLargeAsTheMaxFrame: with a maximum frame beyond what
+// libp2p's default limits let a stream's reader hold (16 MiB a stream and
+// a peer on a protocol; the reader is charged for a message it
+// reassembles), a 20 MiB message still goes both ways: the node raises
+// those limits to fit its maximum frame.
+func TestMessagesAsLargeAsTheMaxFrame(t *testing.T) {
+	const maxFrame, size = 24 << 20, 20 << 20
+	big := func() []peer.Option {
+		lim := codec.DefaultLimits()
+		lim.MaxStringLen = maxFrame
+		return []peer.Option{peer.WithMaxFrame(maxFrame), peer.WithRegistry(registry(t, codec.WithLimits(lim)))}
+	}
+	a, b := newNode(t, big()...), newNode(t, big()...)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := a.Connect(ctx, *b.AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	mirror := spawn(t, b, "mirror", func(c *actor.Context) {
+		var h actor.Case
+		h = actor.On(func(m Blob) { c.Reply(m); c.Receive(h) })
+		c.Receive(h)
+	})
+	data := make([]byte, size)
+	data[size-1] = 7
+	v, err := a.System().Ask(ctx, mirror, Blob{Data: data})
+	if err != nil {
+		t.Fatalf("ask with a 20 MiB message: %v (stats %+v, %+v)", err, a.Router().Stats(), b.Router().Stats())
+	}
+	if m, ok := v.(Blob); !ok || len(m.Data) != size || m.Data[size-1] != 7 {
+		t.Fatalf("reply is not the message sent")
+	}
+	if st := b.Router().Stats(); st.StreamsReset != 0 {
+		t.Fatalf("%d streams reset", st.StreamsReset)
+	}
+}
+
 func TestRemoteMonitorAndLink(t *testing.T) {
 	a, b := pair(t)
 	victim := spawn(t, b, "victim", func(c *actor.Context) {

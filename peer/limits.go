@@ -18,8 +18,11 @@ import (
 // refused buffer growth slows the stream down. The limits apply to all of
 // the host's protocols: actor messages, groups, discovery.
 type Limits struct {
-	// Memory is the most memory, in bytes, the host may reserve in all
-	// (mostly stream and connection buffers).
+	// Memory is the most memory, in bytes, the host may reserve in all:
+	// mostly stream and connection buffers, and what the readers of
+	// actor streams hold for large messages and frames being received
+	// (a message they cannot reserve memory for resets its stream, and
+	// whatever that stream still carried is lost).
 	Memory int64
 	// FDs is the most file descriptors the host may use.
 	FDs int
@@ -75,13 +78,6 @@ func (l Limits) validate() error {
 	return nil
 }
 
-// hostLimits reports whether l sets any of the resource manager's limits
-// (every field but StreamWindow).
-func (l Limits) hostLimits() bool {
-	l.StreamWindow = 0
-	return l != (Limits{})
-}
-
 // muxer returns the stream muxer: libp2p's yamux with the initial stream
 // window from l.
 func muxer(l Limits) *yamux.Transport {
@@ -108,10 +104,19 @@ func WithLimits(l Limits) Option {
 
 // resourceManager returns the host's resource manager: libp2p's default
 // limits for its bundled services, scaled to the machine, with l's
-// non-zero fields in place of the system-wide and per-peer defaults.
-func resourceManager(l Limits) (network.ResourceManager, error) {
+// non-zero fields in place of the system-wide and per-peer defaults, and
+// room in every stream for a message of maxFrame bytes.
+//
+// The routing charges a stream's reader for a large frame or message in
+// the stream's scope, which the limits of one stream and of one peer on
+// one protocol bound (16 MiB each by default): with a maximum frame too
+// large for them, a legitimate message would reset its stream, so both
+// grow to fit one.
+func resourceManager(l Limits, maxFrame int) (network.ResourceManager, error) {
 	scaling := rcmgr.DefaultLimits
 	libp2p.SetDefaultServiceLimits(&scaling)
+	scaled := scaling.AutoScale()
+	def, need := scaled.ToPartialLimitConfig(), streamMemory(maxFrame)
 	partial := rcmgr.PartialLimitConfig{
 		System: rcmgr.ResourceLimits{
 			Memory: rcmgr.LimitVal64(l.Memory), FD: rcmgr.LimitVal(l.FDs),
@@ -121,10 +126,28 @@ func resourceManager(l Limits) (network.ResourceManager, error) {
 		PeerDefault: rcmgr.ResourceLimits{
 			Conns: rcmgr.LimitVal(l.ConnsPerPeer), Streams: rcmgr.LimitVal(l.StreamsPerPeer),
 		},
+		Stream:              rcmgr.ResourceLimits{Memory: atLeast(def.Stream.Memory, need)},
+		ProtocolPeerDefault: rcmgr.ResourceLimits{Memory: atLeast(def.ProtocolPeerDefault.Memory, need)},
 	}
-	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(partial.Build(scaling.AutoScale())))
+	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(partial.Build(scaled)))
 	if err != nil {
 		return nil, fmt.Errorf("peer: resource manager: %w", err)
 	}
 	return rm, nil
+}
+
+// streamMemory is the memory limit a stream (and a peer on a protocol)
+// needs so that its reader may hold a message of maxFrame bytes and a
+// frame of fragments beside it within the 80% of the limit it may fill.
+func streamMemory(maxFrame int) rcmgr.LimitVal64 {
+	return rcmgr.LimitVal64((int64(maxFrame) + 1<<20) * 5 / 4)
+}
+
+// atLeast is a limit of at least need where the default is def: 0 (the
+// default) when def is enough.
+func atLeast(def, need rcmgr.LimitVal64) rcmgr.LimitVal64 {
+	if def >= need {
+		return 0
+	}
+	return need
 }

@@ -81,13 +81,11 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 	if key != nil {
 		hopts = append(hopts, libp2p.Identity(key))
 	}
-	if cfg.limits.hostLimits() {
-		rm, err := resourceManager(cfg.limits)
-		if err != nil {
-			return nil, err
-		}
-		hopts = append(hopts, libp2p.ResourceManager(rm))
+	rm, err := resourceManager(cfg.limits, cfg.maxFrame)
+	if err != nil {
+		return nil, err
 	}
+	hopts = append(hopts, libp2p.ResourceManager(rm))
 	if cfg.psk != nil {
 		hopts = append(hopts, libp2p.PrivateNetwork(cfg.psk))
 	} else {

@@ -24,7 +24,8 @@ import (
 // malformed (no troupe writer sends one), a fragment on a control stream,
 // or a stream that lost sync (bad length, oversize frame, truncated
 // frame), or one that stopped in the middle of a frame or of a large
-// message for stallTimeout. A stream beyond maxInboundStreams of its peer
+// message for stallTimeout, or whose large frame or message the resource
+// manager's memory limits refused (see streamBudget). A stream beyond maxInboundStreams of its peer
 // and protocol is reset at once, and counted the same way.
 func (r *Router) handleStream(s network.Stream) {
 	remote := s.Conn().RemotePeer()
@@ -59,14 +60,17 @@ func (r *Router) handleStream(s network.Stream) {
 	in.v11 = isCompact(s.Protocol()) // compact frames and fragments
 	in.ctl = key.ctl
 	guard := &stallGuard{s: s, in: &in}
-	fr := codec.NewFrameReader(guard, r.cfg.MaxFrame, codec.WithCompact(in.v11))
+	budget := &streamBudget{scope: s.Scope()}
+	in.budget = budget
+	fr := codec.NewFrameReader(guard, r.cfg.MaxFrame, codec.WithCompact(in.v11), codec.WithBudget(budget))
 	guard.fr = fr
 	err := in.read(fr)
+	budget.Release(budget.held)
 	var ne net.Error
 	switch {
 	case err == nil:
 		_ = s.Close()
-	case r.ctx.Err() == nil && (isCodecError(err) || errors.As(err, &ne) && ne.Timeout()):
+	case r.ctx.Err() == nil && (isCodecError(err) || errors.Is(err, codec.ErrBufferRefused) || errors.As(err, &ne) && ne.Timeout()):
 		r.streamsReset.Add(1)
 		r.log.Warn("routing: resetting inbound stream", "peer", remote, "protocol", s.Protocol(), "err", err)
 		_ = s.Reset()
@@ -141,10 +145,43 @@ type inbound struct {
 	out       *actor.Inbound // messages decoded and not yet handed over
 	received  uint64         // frames decoded and not yet counted in r.received
 	refs      refCache
-	large     largeIn // a large message being reassembled
-	v11       bool    // the stream is 1.1.0: compact frames and fragments
-	ctl       bool    // the stream is a control stream: no fragments
-	helloed   bool    // the stream's hello came
+	large     largeIn      // a large message being reassembled
+	v11       bool         // the stream is 1.1.0: compact frames and fragments
+	ctl       bool         // the stream is a control stream: no fragments
+	helloed   bool         // the stream's hello came
+	budget    codec.Budget // charged for a large message; nil: nothing is
+}
+
+// streamBudget charges what an inbound stream's reader holds beyond its
+// first buffer (a large frame, a large message being reassembled) to the
+// libp2p resource manager, in the stream's scope: the limits of the
+// stream, of the peer on the protocol, of the peer, of the protocol and
+// of the whole host all apply (peer.Limits.Memory among them). What a
+// limit refuses resets the stream, as garbage does: a peer cannot make a
+// node hold more for its streams than the resource manager allows.
+type streamBudget struct {
+	scope network.StreamScope
+	held  int
+}
+
+// budgetPriority is the share of a scope's memory limit that a stream
+// reader may fill (80%): the rest stays for what libp2p itself needs,
+// the muxer's window growth among them.
+const budgetPriority = network.ReservationPriorityHigh
+
+func (b *streamBudget) Reserve(n int) error {
+	if err := b.scope.ReserveMemory(n, budgetPriority); err != nil {
+		return err
+	}
+	b.held += n
+	return nil
+}
+
+func (b *streamBudget) Release(n int) {
+	if n > 0 {
+		b.scope.ReleaseMemory(n)
+		b.held -= n
+	}
 }
 
 // admit reports whether the signal msg may go to its actor: a monitor or

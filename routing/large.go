@@ -244,6 +244,11 @@ func (in *inbound) fragment(env *codec.Envelope, f fragmentBody) error {
 	case len(f.Data) > lg.total-len(lg.buf):
 		return fmt.Errorf("%w: %d bytes more than the %d announced", errFragments, len(lg.buf)+len(f.Data)-lg.total, lg.total)
 	}
+	if c := grownCap(lg.buf, len(f.Data), lg.total); c > cap(lg.buf) && in.budget != nil {
+		if err := in.budget.Reserve(c - cap(lg.buf)); err != nil {
+			return fmt.Errorf("%w: %d bytes more for a large message: %w", codec.ErrBufferRefused, c-cap(lg.buf), err)
+		}
+	}
 	lg.buf = appendGrow(lg.buf, f.Data, lg.total)
 	if len(lg.buf) < lg.total {
 		return nil
@@ -251,6 +256,9 @@ func (in *inbound) fragment(env *codec.Envelope, f fragmentBody) error {
 	msg := lg.env
 	msg.Body = lg.buf
 	*lg = largeIn{}
+	if in.budget != nil { // the message is its actor's now, as any other
+		in.budget.Release(cap(msg.Body))
+	}
 	v, err := in.r.cfg.Registry.Decode(msg.Type, msg.Body)
 	if err != nil {
 		in.r.decodeErrors.Add(1)
@@ -267,12 +275,20 @@ func (in *inbound) fragment(env *codec.Envelope, f fragmentBody) error {
 // twice what it received of a message, not what its first fragment
 // announced (a peer that announces the maximum and stalls costs little).
 func appendGrow(buf, data []byte, total int) []byte {
-	if need := len(buf) + len(data); need > cap(buf) {
-		nb := make([]byte, len(buf), min(total, max(2*cap(buf), need)))
+	if c := grownCap(buf, len(data), total); c > cap(buf) {
+		nb := make([]byte, len(buf), c)
 		copy(nb, buf)
 		buf = nb
 	}
 	return append(buf, data...)
+}
+
+// grownCap is the capacity appendGrow gives buf for n more bytes.
+func grownCap(buf []byte, n, total int) int {
+	if need := len(buf) + n; need > cap(buf) {
+		return min(total, max(2*cap(buf), need))
+	}
+	return cap(buf)
 }
 
 // isFragment reports whether env carries a fragment, decoded to v.

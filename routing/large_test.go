@@ -15,6 +15,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
 )
@@ -29,7 +31,13 @@ func testRouter(t *testing.T, maxFrame int) (host.Host, *Router, *actor.System) 
 // testRouterLogging is testRouter with the logger given.
 func testRouterLogging(t *testing.T, maxFrame int, logger *slog.Logger) (host.Host, *Router, *actor.System) {
 	t.Helper()
-	h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
+	return testRouterHost(t, maxFrame, logger)
+}
+
+// testRouterHost is testRouterLogging with more options for the host.
+func testRouterHost(t *testing.T, maxFrame int, logger *slog.Logger, opts ...libp2p.Option) (host.Host, *Router, *actor.System) {
+	t.Helper()
+	h, err := libp2p.New(append([]libp2p.Option{libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay()}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,6 +76,12 @@ type rawFrames struct {
 
 func newRawFrames(t *testing.T, to host.Host) *rawFrames {
 	t.Helper()
+	return newRawFramesOn(t, to, ProtoMsg)
+}
+
+// newRawFramesOn is newRawFrames on a stream of protocol proto.
+func newRawFramesOn(t *testing.T, to host.Host, proto protocol.ID) *rawFrames {
+	t.Helper()
 	other, err := libp2p.New(libp2p.NoListenAddrs, libp2p.DisableRelay())
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +92,7 @@ func newRawFrames(t *testing.T, to host.Host) *rawFrames {
 	if err := other.Connect(ctx, libp2ppeer.AddrInfo{ID: to.ID(), Addrs: to.Addrs()}); err != nil {
 		t.Fatal(err)
 	}
-	s, err := other.NewStream(ctx, to.ID(), ProtoMsg)
+	s, err := other.NewStream(ctx, to.ID(), proto)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -363,5 +377,117 @@ func TestStalledStreamsAreReset(t *testing.T) {
 	large.fragment(fragmentBody{Type: "bytes", Total: 100_000, Data: bytes.Repeat([]byte{1}, 1000)})
 	if !large.reset() || r.Stats().StreamsReset != before+2 {
 		t.Fatalf("a stream stopped inside a large message was not reset: %+v", r.Stats())
+	}
+}
+
+// TestStreamBuffersAreChargedToTheResourceManager: what a stream's reader
+// holds for a large message or a large frame counts in the host's resource
+// manager. With 1 MiB per peer on the message protocols, a 600 KiB message
+// in fragments goes through; a 2 MiB one in fragments, or a 1.5 MiB frame
+// on a 1.0.0 stream, resets its stream when the reader would hold more
+// than the limit allows, and is counted; what was reserved is released
+// each time, and the node keeps serving.
+func TestStreamBuffersAreChargedToTheResourceManager(t *testing.T) {
+	limits := rcmgr.DefaultLimits
+	libp2p.SetDefaultServiceLimits(&limits)
+	small := rcmgr.ResourceLimits{Memory: 1 << 20}
+	cfg := rcmgr.PartialLimitConfig{ProtocolPeer: map[protocol.ID]rcmgr.ResourceLimits{ProtoMsg: small, ProtoMsg10: small}}
+	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(cfg.Build(limits.AutoScale())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, r, sys := testRouterHost(t, 0, slog.New(slog.NewTextHandler(io.Discard, nil)), libp2p.ResourceManager(rm))
+	got := spawnSink(t, sys)
+	lim := codec.DefaultLimits()
+	lim.MaxStringLen = 4 << 20
+	reg, err := codec.NewRegistry(codec.WithLimits(lim))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// reserved is what the message protocols hold in the resource manager.
+	reserved := func() (n int64) {
+		for _, p := range []protocol.ID{ProtoMsg, ProtoMsg10} {
+			_ = rm.ViewProtocol(p, func(s network.ProtocolScope) error {
+				n += s.Stat().Memory
+				return nil
+			})
+		}
+		return n
+	}
+	// inFragments sends a message of size bytes in fragments on a new
+	// stream; writes may fail once the node resets the stream.
+	inFragments := func(size int) *rawFrames {
+		_, body, err := reg.Encode(bytes.Repeat([]byte{0x43}, size))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rf := newRawFrames(t, h)
+		for off := 0; off < len(body); off += fragmentData {
+			f := fragmentBody{Data: body[off:min(off+fragmentData, len(body))]}
+			if off == 0 {
+				f.Type, f.Total = "bytes", uint64(len(body))
+			}
+			_, fb, err := rf.reg.Encode(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rf.fw.WriteEnvelope(&codec.Envelope{Kind: codec.KindSystem, To: "sink", FromName: "src", Type: typeFragment, Body: fb}) != nil || rf.fw.Flush() != nil {
+				break
+			}
+		}
+		return rf
+	}
+	wantBytes := func(size int) {
+		t.Helper()
+		select {
+		case m := <-got:
+			if b, ok := m.([]byte); !ok || len(b) != size {
+				t.Fatalf("got a %T of %d bytes, want %d bytes", m, len(m.([]byte)), size)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("timed out waiting for a message of %d bytes", size)
+		}
+	}
+	wantReset := func(name string, rf *rawFrames, before uint64) {
+		t.Helper()
+		if !rf.reset() {
+			t.Fatalf("%s: stream not reset", name)
+		}
+		if after := r.Stats().StreamsReset; after != before+1 {
+			t.Fatalf("%s: %d streams reset, want 1", name, after-before)
+		}
+		if n := reserved(); n != 0 {
+			t.Fatalf("%s: %d bytes still reserved after the reset", name, n)
+		}
+	}
+
+	rf := inFragments(600 << 10)
+	wantBytes(600 << 10)
+	if n := reserved(); n > 64<<10 { // a fragment's frame buffer at most
+		t.Fatalf("%d bytes still reserved after a whole message", n)
+	}
+	_ = rf.s.Close()
+
+	before := r.Stats().StreamsReset
+	wantReset("2 MiB in fragments", inFragments(2<<20), before)
+
+	before = r.Stats().StreamsReset
+	rf = newRawFramesOn(t, h, ProtoMsg10)
+	_, body, err := reg.Encode(bytes.Repeat([]byte{0x44}, 1536<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rf.fw.WriteEnvelope(&codec.Envelope{Kind: codec.KindUser, To: "sink", FromName: "src", Type: "bytes", Body: body}) == nil {
+		_ = rf.fw.Flush()
+	}
+	wantReset("a 1.5 MiB frame", rf, before)
+
+	rf = inFragments(600 << 10)
+	wantBytes(600 << 10)
+	_ = rf.s.Close()
+	select {
+	case m := <-got:
+		t.Fatalf("a refused message reached the actor: a %T", m)
+	default:
 	}
 }
