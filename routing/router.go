@@ -89,11 +89,11 @@ func parseAgentVersion(agent string) (uint64, bool) {
 
 // Stats are the router's counters.
 type Stats struct {
-	Sent, Received   uint64 // messages sent; received and handed to their actors (a large message in fragments counts once)
+	Sent, Received   uint64 // messages sent; received and handed on: to their actors, or a stream's hello to the router (a large message in fragments counts once)
 	LinkFull         uint64 // messages dropped because a link queue was full
 	TooLarge         uint64 // messages refused at the sender
 	DecodeErrors     uint64 // frames that could not be decoded
-	StreamsReset     uint64 // inbound streams reset for bad input
+	StreamsReset     uint64 // inbound streams reset for bad input, a stall, or a memory limit
 	Undeliverable    uint64 // messages lost when a stream failed
 	PeersDown        uint64 // peer disconnections and restarts seen
 	EncodeErrors     uint64 // messages whose body could not be encoded
