@@ -41,6 +41,11 @@ var (
 	// ErrNodeDown is the reason in Down and Exit when the peer that hosted the
 	// watched or linked actor went away.
 	ErrNodeDown = errors.New("actor: node down")
+	// ErrSystemLimit is the reason of the Down that answers a monitor, and
+	// of the exit signal that answers a link, which an actor of another
+	// peer asked for beyond WithRemoteWatchLimit: the monitor or link was
+	// not made.
+	ErrSystemLimit = errors.New("actor: system limit reached")
 	// ErrRestartIntensity is the reason of a supervisor that gave up because
 	// its children failed more often than its restart intensity allows.
 	ErrRestartIntensity = errors.New("actor: restart intensity exceeded")

@@ -22,6 +22,7 @@ type config struct {
 	remote     Remote
 	groups     GroupTransport
 	names      func() // public names changed
+	watchLimit int    // monitors and links one other peer may hold
 }
 
 func defaultConfig() config {
@@ -32,6 +33,7 @@ func defaultConfig() config {
 		spin:       0,
 		logger:     slog.Default(),
 		peer:       "local",
+		watchLimit: DefaultRemoteWatchLimit,
 	}
 }
 
@@ -47,6 +49,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("actor: spin must not be negative, got %v", c.spin)
 	case c.logger == nil:
 		return errors.New("actor: logger must not be nil")
+	case c.watchLimit < 1:
+		return fmt.Errorf("actor: remote watch limit must be at least 1, got %d", c.watchLimit)
 	}
 	if _, err := NewRef(c.peer, "x"); err != nil {
 		return fmt.Errorf("actor: peer ID: %w", err)
@@ -98,3 +102,21 @@ func WithPeer(id string) Option { return func(c *config) error { c.peer = id; re
 // WithRemote sets the transport for Refs of other peers. Without one,
 // messages to them are dead letters with ErrNoRoute.
 func WithRemote(r Remote) Option { return func(c *config) error { c.remote = r; return nil } }
+
+// DefaultRemoteWatchLimit is the number of monitors and links that the
+// actors of one other peer may hold on a system's actors unless
+// WithRemoteWatchLimit says otherwise. Each costs some 300 bytes for as
+// long as the peer stays connected.
+const DefaultRemoteWatchLimit = 100_000
+
+// WithRemoteWatchLimit caps the monitors and links between this system's
+// actors and the actors of any one other peer (default
+// DefaultRemoteWatchLimit), so that a peer cannot make the system hold
+// them without bound. A monitor asked for beyond the cap is answered at
+// once with a Down whose reason is ErrSystemLimit, a link with an exit
+// signal of that reason (the linking actor stops unless it traps exits):
+// neither is made. Links this system's actors make count too, but are
+// never refused.
+func WithRemoteWatchLimit(n int) Option {
+	return func(c *config) error { c.watchLimit = n; return nil }
+}

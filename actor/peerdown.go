@@ -30,19 +30,40 @@ type remoteEdge struct {
 type remoteIndex struct {
 	mu    sync.Mutex // guards the fields below
 	peers map[string]map[remoteEdge]struct{}
+	// watches counts the watcher and link edges of each peer: what
+	// WithRemoteWatchLimit caps.
+	watches map[string]int
 	// spare is the last peer's map that emptied, kept for the next peer
 	// that needs one: a remote Ask adds and removes an edge per request,
 	// and a map made anew each time would cost some 800 bytes.
 	spare map[remoteEdge]struct{}
 }
 
-func (x *remoteIndex) add(e remoteEdge) {
+// isWatch reports whether an edge counts against the watch limit: the
+// remote actor monitors the local one, or the two are linked.
+func (e remoteEdge) isWatch() bool { return e.kind == edgeWatcher || e.kind == edgeLink }
+
+func (x *remoteIndex) add(e remoteEdge) { x.addWithin(e, 0) }
+
+// addWithin adds e unless it is a watch that would make its peer's more
+// than limit (0: no limit); it reports whether e is in the index.
+func (x *remoteIndex) addWithin(e remoteEdge, limit int) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.peers == nil {
 		x.peers = make(map[string]map[remoteEdge]struct{})
+		x.watches = make(map[string]int)
 	}
 	m := x.peers[e.remote.peer]
+	if e.isWatch() {
+		if _, ok := m[e]; ok {
+			return true
+		}
+		if limit > 0 && x.watches[e.remote.peer] >= limit {
+			return false
+		}
+		x.watches[e.remote.peer]++
+	}
 	if m == nil {
 		m, x.spare = x.spare, nil
 		if m == nil {
@@ -51,12 +72,21 @@ func (x *remoteIndex) add(e remoteEdge) {
 		x.peers[e.remote.peer] = m
 	}
 	m[e] = struct{}{}
+	return true
 }
 
 func (x *remoteIndex) remove(e remoteEdge) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if m := x.peers[e.remote.peer]; m != nil {
+		if e.isWatch() {
+			if _, ok := m[e]; !ok {
+				return
+			}
+			if x.watches[e.remote.peer]--; x.watches[e.remote.peer] == 0 {
+				delete(x.watches, e.remote.peer)
+			}
+		}
 		delete(m, e)
 		if len(m) == 0 {
 			delete(x.peers, e.remote.peer)
@@ -70,6 +100,7 @@ func (x *remoteIndex) take(peer string) map[remoteEdge]struct{} {
 	defer x.mu.Unlock()
 	m := x.peers[peer]
 	delete(x.peers, peer)
+	delete(x.watches, peer)
 	return m
 }
 
@@ -112,4 +143,14 @@ func (c *Context) trackRemote(kind edgeKind, other Ref, id MonitorID, add bool) 
 	} else {
 		c.sys.remote.remove(e)
 	}
+}
+
+// admitRemote records the watch edge that other asked for when other is
+// on another peer, and reports false when its peer's watches are at the
+// limit (the edge is then not made).
+func (c *Context) admitRemote(kind edgeKind, other Ref, id MonitorID) bool {
+	if other.peer == c.sys.peer || other.IsZero() {
+		return true
+	}
+	return c.sys.remote.addWithin(remoteEdge{kind: kind, local: c.Self(), remote: other, id: id}, c.sys.cfg.watchLimit)
 }

@@ -130,24 +130,30 @@ type monitorEdge struct {
 func (c *Context) signal(n *node) bool {
 	switch s := n.msg.(type) {
 	case LinkSignal:
+		if !c.admitRemote(edgeLink, n.from, 0) {
+			c.sys.send(n.from, c.Self(), ExitSignal{Reason: ErrSystemLimit, Linked: true}, 0, kindSignal)
+			return false
+		}
 		e := c.extra()
 		if e.links == nil {
 			e.links = make(map[Ref]struct{})
 		}
 		e.links[n.from] = struct{}{}
-		c.trackRemote(edgeLink, n.from, 0, true)
 	case UnlinkSignal:
 		if c.ext != nil {
 			delete(c.ext.links, n.from)
 		}
 		c.trackRemote(edgeLink, n.from, 0, false)
 	case MonitorSignal:
+		if !c.admitRemote(edgeWatcher, n.from, s.ID) {
+			c.sys.send(n.from, c.Self(), DownSignal{ID: s.ID, Reason: ErrSystemLimit}, 0, kindSignal)
+			return false
+		}
 		e := c.extra()
 		if e.watchers == nil {
 			e.watchers = make(map[monitorEdge]struct{})
 		}
 		e.watchers[monitorEdge{s.ID, n.from}] = struct{}{}
-		c.trackRemote(edgeWatcher, n.from, s.ID, true)
 	case DemonitorSignal:
 		if c.ext != nil {
 			delete(c.ext.watchers, monitorEdge{s.ID, n.from})

@@ -770,3 +770,101 @@ func TestSecondAskInOneStepIsRefused(t *testing.T) {
 		t.Fatalf("%d asks indexed after the asker stopped", n)
 	}
 }
+
+// TestRemoteWatchLimit: the monitors and links one other peer holds on
+// this system's actors are capped; beyond the cap a monitor is answered
+// with Down{ErrSystemLimit} and a link with an exit signal of that reason,
+// and neither is kept. Other peers have their own count; a demonitor or
+// PeerDown makes room again.
+func TestRemoteWatchLimit(t *testing.T) {
+	rr := &sentRemote{sent: make(chan Envelope, 64)}
+	s := newSys(t, WithPeer("me"), WithRemote(rr), WithRemoteWatchLimit(3))
+	synced := make(chan struct{})
+	target := mustSpawn(t, s, "target", func(c *Context) {
+		c.TrapExit(true) // PeerDown breaks its link
+		var h Case
+		h = On(func(string) { synced <- struct{}{}; c.Receive(h) })
+		c.Receive(h)
+	})
+	// signal hands target the signals from their senders, then waits
+	// until it handled them.
+	signal := func(sigs ...Envelope) {
+		t.Helper()
+		for _, e := range sigs {
+			s.deliverLocal(target, s.newNode(e.Msg, e.From, 0, kindSignal))
+		}
+		s.Send(target, "sync")
+		recv(t, synced)
+	}
+	ref := func(text string) Ref {
+		r, err := ParseRef(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	// refused returns what was sent back to the remote actors since the
+	// last call: every one must carry ErrSystemLimit.
+	refused := func() (out []Envelope) {
+		t.Helper()
+		for {
+			select {
+			case e := <-rr.sent:
+				var reason error
+				switch m := e.Msg.(type) {
+				case DownSignal:
+					reason = m.Reason
+				case ExitSignal:
+					reason = m.Reason
+				}
+				if !errors.Is(reason, ErrSystemLimit) || e.From != target {
+					t.Fatalf("sent %+v, want a refusal with ErrSystemLimit from the target", e)
+				}
+				out = append(out, e)
+			default:
+				return out
+			}
+		}
+	}
+	w1, w2, l := ref("them/w1"), ref("them/w2"), ref("them/l")
+	signal(Envelope{From: w1, Msg: MonitorSignal{ID: 1}}, Envelope{From: w1, Msg: MonitorSignal{ID: 2}},
+		Envelope{From: w2, Msg: MonitorSignal{ID: 1}},
+		Envelope{From: w1, Msg: MonitorSignal{ID: 1}}, // again: already made, not refused
+		Envelope{From: w2, Msg: MonitorSignal{ID: 9}}, Envelope{From: l, Msg: LinkSignal{}},
+		Envelope{From: ref("elsewhere/w"), Msg: MonitorSignal{ID: 1}})
+	got := refused()
+	if len(got) != 2 || got[0].To != w2 || got[1].To != l {
+		t.Fatalf("refusals %+v, want a Down to them/w2 and an exit to them/l", got)
+	}
+	if d, ok := got[0].Msg.(DownSignal); !ok || d.ID != 9 {
+		t.Fatalf("refusal %+v, want Down for monitor 9", got[0])
+	}
+	if x, ok := got[1].Msg.(ExitSignal); !ok || !x.Linked {
+		t.Fatalf("refusal %+v, want a linked exit signal", got[1])
+	}
+	if n, k := edges(s, edgeWatcher), edges(s, edgeLink); n != 4 || k != 0 {
+		t.Fatalf("%d watchers and %d links kept, want 4 and 0", n, k)
+	}
+	// A demonitor makes room for one.
+	signal(Envelope{From: w1, Msg: DemonitorSignal{ID: 2}}, Envelope{From: l, Msg: LinkSignal{}},
+		Envelope{From: w2, Msg: MonitorSignal{ID: 10}})
+	if got := refused(); len(got) != 1 || got[0].To != w2 {
+		t.Fatalf("refusals %+v, want one, of them/w2's monitor", got)
+	}
+	if k := edges(s, edgeLink); k != 1 {
+		t.Fatalf("%d links, want 1", k)
+	}
+	// PeerDown clears the peer's count.
+	s.PeerDown("them")
+	signal(Envelope{From: w1, Msg: MonitorSignal{ID: 3}}, Envelope{From: w1, Msg: MonitorSignal{ID: 4}},
+		Envelope{From: w1, Msg: MonitorSignal{ID: 5}})
+	if got := refused(); len(got) != 0 {
+		t.Fatalf("refusals after PeerDown: %+v", got)
+	}
+	if n := edges(s, edgeWatcher); n != 4 { // three from them, one from elsewhere
+		t.Fatalf("%d watchers, want 4", n)
+	}
+	if _, err := New(WithRemoteWatchLimit(0)); err == nil {
+		t.Fatal("a watch limit of 0 was accepted")
+	}
+}

@@ -166,6 +166,31 @@ func TestMessagesAsLargeAsTheMaxFrame(t *testing.T) {
 	}
 }
 
+// TestRemoteWatchLimit: a node caps the monitors one peer's actors hold
+// on its actors; a monitor beyond the cap comes back at once as a Down
+// whose reason is actor.ErrSystemLimit, across the wire.
+func TestRemoteWatchLimit(t *testing.T) {
+	a, b := newNode(t), newNode(t, peer.WithActorOptions(actor.WithRemoteWatchLimit(1)))
+	ctx, cancel := askCtx()
+	defer cancel()
+	if err := a.Connect(ctx, *b.AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	far1, far2 := spawn(t, b, "far1", echo), spawn(t, b, "far2", echo)
+	downs := make(chan actor.Down, 2)
+	spawn(t, a, "watcher", func(c *actor.Context) {
+		c.Monitor(far1)
+		c.Monitor(far2)
+		c.Receive(actor.On(func(d actor.Down) { downs <- d }))
+	})
+	// The two targets handle their monitors on their own loops: either
+	// may come second.
+	d := recv(t, downs)
+	if (d.Ref != far1 && d.Ref != far2) || !errors.Is(d.Reason, actor.ErrSystemLimit) {
+		t.Fatalf("down %+v, want one of far1's or far2's with ErrSystemLimit", d)
+	}
+}
+
 func TestRemoteMonitorAndLink(t *testing.T) {
 	a, b := pair(t)
 	victim := spawn(t, b, "victim", func(c *actor.Context) {

@@ -96,6 +96,7 @@ var reasonCodes = []error{
 	ErrLinkFull,
 	ErrTooLarge,
 	ErrUnreachable,
+	actor.ErrSystemLimit, // 10: older peers decode it as a RemoteError
 }
 
 const codeOther = 255

@@ -75,7 +75,7 @@ func TestSignalsRoundTrip(t *testing.T) {
 
 func TestReasons(t *testing.T) {
 	for _, err := range []error{nil, actor.ErrNoSuchActor, actor.ErrNodeDown, actor.ErrKilled, actor.ErrShutdown,
-		actor.ErrNoRoute, actor.ErrRestartIntensity, ErrLinkFull, ErrTooLarge, ErrUnreachable} {
+		actor.ErrNoRoute, actor.ErrRestartIntensity, ErrLinkFull, ErrTooLarge, ErrUnreachable, actor.ErrSystemLimit} {
 		if got := decodeReason(encodeReason(err)); !errors.Is(got, err) && !(err == nil && got == nil) {
 			t.Fatalf("%v came back as %v", err, got)
 		}
