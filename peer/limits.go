@@ -108,25 +108,36 @@ func WithLimits(l Limits) Option {
 // room in every stream for a message of maxFrame bytes.
 //
 // The routing charges a stream's reader for a large frame or message in
-// the stream's scope, which the limits of one stream and of one peer on
-// one protocol bound (16 MiB each by default): with a maximum frame too
-// large for them, a legitimate message would reset its stream, so both
-// grow to fit one.
+// the stream's scope, so the limits of the stream, of a peer on a
+// protocol, of a peer, of a protocol and of the whole host all bound it
+// (16 MiB, 16 MiB, then hundreds of MiB by default, less on a small
+// machine): with a maximum frame too large for one of them, a legitimate
+// message would reset its stream, so each grows to fit one. A memory
+// limit set in l that cannot fit one is an error.
 func resourceManager(l Limits, maxFrame int) (network.ResourceManager, error) {
 	scaling := rcmgr.DefaultLimits
 	libp2p.SetDefaultServiceLimits(&scaling)
 	scaled := scaling.AutoScale()
 	def, need := scaled.ToPartialLimitConfig(), streamMemory(maxFrame)
+	system := rcmgr.LimitVal64(l.Memory)
+	switch {
+	case l.Memory == 0:
+		system = atLeast(def.System.Memory, need)
+	case system < need:
+		return nil, fmt.Errorf("peer: resource limit memory is %d bytes: a message of the maximum frame (%d bytes) needs at least %d", l.Memory, maxFrame, need)
+	}
 	partial := rcmgr.PartialLimitConfig{
 		System: rcmgr.ResourceLimits{
-			Memory: rcmgr.LimitVal64(l.Memory), FD: rcmgr.LimitVal(l.FDs),
+			Memory: system, FD: rcmgr.LimitVal(l.FDs),
 			Conns: rcmgr.LimitVal(l.Conns), ConnsInbound: rcmgr.LimitVal(l.ConnsInbound),
 			Streams: rcmgr.LimitVal(l.Streams), StreamsInbound: rcmgr.LimitVal(l.StreamsInbound),
 		},
 		PeerDefault: rcmgr.ResourceLimits{
 			Conns: rcmgr.LimitVal(l.ConnsPerPeer), Streams: rcmgr.LimitVal(l.StreamsPerPeer),
+			Memory: atLeast(def.PeerDefault.Memory, need),
 		},
 		Stream:              rcmgr.ResourceLimits{Memory: atLeast(def.Stream.Memory, need)},
+		ProtocolDefault:     rcmgr.ResourceLimits{Memory: atLeast(def.ProtocolDefault.Memory, need)},
 		ProtocolPeerDefault: rcmgr.ResourceLimits{Memory: atLeast(def.ProtocolPeerDefault.Memory, need)},
 	}
 	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(partial.Build(scaled)))
@@ -136,11 +147,12 @@ func resourceManager(l Limits, maxFrame int) (network.ResourceManager, error) {
 	return rm, nil
 }
 
-// streamMemory is the memory limit a stream (and a peer on a protocol)
+// streamMemory is the memory limit a stream (and each scope above it)
 // needs so that its reader may hold a message of maxFrame bytes and a
-// frame of fragments beside it within the 80% of the limit it may fill.
+// frame of fragments beside it within the share of the limit it may
+// fill (204/256, just under 80%).
 func streamMemory(maxFrame int) rcmgr.LimitVal64 {
-	return rcmgr.LimitVal64((int64(maxFrame) + 1<<20) * 5 / 4)
+	return rcmgr.LimitVal64((int64(maxFrame) + 1<<20) * 4 / 3)
 }
 
 // atLeast is a limit of at least need where the default is def: 0 (the

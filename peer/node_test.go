@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/routing"
 )
 
@@ -69,16 +71,17 @@ func TestCorruptKeyFileIsAnError(t *testing.T) {
 
 func TestBadOptions(t *testing.T) {
 	for name, o := range map[string]Option{
-		"no listen":   WithListenAddrs(),
-		"short psk":   WithPrivateNetwork([]byte("short")),
-		"tiny frame":  WithMaxFrame(10),
-		"no queue":    WithLinkQueue(0),
-		"nil logger":  WithLogger(nil),
-		"bad listen":  WithListenAddrs("/not/a/multiaddr"),
-		"neg limit":   WithLimits(Limits{StreamsPerPeer: -1}),
-		"neg window":  WithLimits(Limits{StreamWindow: -1}),
-		"tiny window": WithLimits(Limits{StreamWindow: MinStreamWindow - 1}),
-		"huge window": WithLimits(Limits{StreamWindow: MaxStreamWindow + 1}),
+		"no listen":            WithListenAddrs(),
+		"short psk":            WithPrivateNetwork([]byte("short")),
+		"tiny frame":           WithMaxFrame(10),
+		"no queue":             WithLinkQueue(0),
+		"nil logger":           WithLogger(nil),
+		"bad listen":           WithListenAddrs("/not/a/multiaddr"),
+		"neg limit":            WithLimits(Limits{StreamsPerPeer: -1}),
+		"neg window":           WithLimits(Limits{StreamWindow: -1}),
+		"tiny window":          WithLimits(Limits{StreamWindow: MinStreamWindow - 1}),
+		"huge window":          WithLimits(Limits{StreamWindow: MaxStreamWindow + 1}),
+		"memory below a frame": WithLimits(Limits{Memory: 6 << 20}), // 4 MiB frames need 6.7 MiB
 	} {
 		if n, err := New(context.Background(), quiet(), o); err == nil {
 			_ = n.Close(context.Background())
@@ -326,5 +329,29 @@ func TestLookupAndSpawnDoNotWaitBehindUserMessages(t *testing.T) {
 	}
 	if st := a.Router().Stats(); st.Sent >= 32 {
 		t.Fatalf("all the user messages went out (stats %+v): the stream was not stuck", st)
+	}
+}
+
+// TestLimitsFitTheMaxFrame: whatever the maximum frame, every memory limit
+// that a stream's reader is charged in leaves room for one message of it,
+// up to the largest frame routing allows.
+func TestLimitsFitTheMaxFrame(t *testing.T) {
+	for _, maxFrame := range []int{4 << 20, 24 << 20, 512 << 20, codec.MaxFrameLimit} {
+		rm, err := resourceManager(Limits{}, maxFrame)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc, err := rm.OpenStream(libp2ppeer.ID("some peer"), network.DirInbound)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sc.SetProtocol(routing.ProtoMsg); err != nil {
+			t.Fatal(err)
+		}
+		if err := sc.ReserveMemory(maxFrame+64<<10, network.ReservationPriorityHigh); err != nil {
+			t.Errorf("max frame %d MiB: a message of the maximum frame is refused: %v", maxFrame>>20, err)
+		}
+		sc.Done()
+		_ = rm.Close()
 	}
 }

@@ -70,7 +70,11 @@ func (r *Router) handleStream(s network.Stream) {
 	switch {
 	case err == nil:
 		_ = s.Close()
-	case r.ctx.Err() == nil && (isCodecError(err) || errors.Is(err, codec.ErrBufferRefused) || errors.As(err, &ne) && ne.Timeout()):
+	case r.ctx.Err() == nil && errors.Is(err, codec.ErrBufferRefused):
+		r.streamsReset.Add(1)
+		r.log.Warn("routing: resetting inbound stream: over a memory limit", "peer", remote, "protocol", s.Protocol(), "err", err)
+		_ = s.ResetWithError(network.StreamResourceLimitExceeded) // tells the writer why
+	case r.ctx.Err() == nil && (isCodecError(err) || errors.As(err, &ne) && ne.Timeout()):
 		r.streamsReset.Add(1)
 		r.log.Warn("routing: resetting inbound stream", "peer", remote, "protocol", s.Protocol(), "err", err)
 		_ = s.Reset()
@@ -121,7 +125,9 @@ func (in *inbound) read(fr *codec.FrameReader) error {
 				}
 				if err := in.fragment(&env, f); err != nil {
 					in.flush()
-					r.decodeErrors.Add(1)
+					if !errors.Is(err, codec.ErrBufferRefused) { // not the bytes' fault
+						r.decodeErrors.Add(1)
+					}
 					return err // resets the stream
 				}
 				continue
@@ -158,14 +164,16 @@ type inbound struct {
 // stream, of the peer on the protocol, of the peer, of the protocol and
 // of the whole host all apply (peer.Limits.Memory among them). What a
 // limit refuses resets the stream, as garbage does: a peer cannot make a
-// node hold more for its streams than the resource manager allows.
+// node hold more for messages it has not finished sending than the
+// resource manager allows. (A whole message is its actor's, in a mailbox,
+// and no longer charged.)
 type streamBudget struct {
 	scope network.StreamScope
 	held  int
 }
 
 // budgetPriority is the share of a scope's memory limit that a stream
-// reader may fill (80%): the rest stays for what libp2p itself needs,
+// reader may fill (204/256, about 80%): the rest stays for what libp2p itself needs,
 // the muxer's window growth among them.
 const budgetPriority = network.ReservationPriorityHigh
 
