@@ -145,7 +145,10 @@ func (s *System) Ask(ctx context.Context, to Ref, msg any) (any, error) {
 		return nil, fmt.Errorf("actor: ask %v: %w", to, n.msg.(ExitSignal).Reason)
 	}
 	if u, ok := n.msg.(Undeliverable); ok {
-		return nil, u.Reason
+		if u.Reason == nil { // every sender gives one; a peer might not
+			u.Reason = ErrNoSuchActor
+		}
+		return nil, fmt.Errorf("actor: ask %v: %w", to, u.Reason)
 	}
 	return n.msg, nil
 }

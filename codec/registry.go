@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"sync"
@@ -200,6 +201,20 @@ func Register[T any](r *Registry, name string) error {
 	next.byType[t] = e
 	r.tab.Store(next)
 	return nil
+}
+
+// RegisterOnce is Register for code that may run more than once on the
+// same registry (two nodes sharing one): T already registered under name
+// is not an error. A name or a type taken by anything else still is
+// (ErrDuplicate), so that no other type can stand in for T on the wire.
+func RegisterOnce[T any](r *Registry, name string) error {
+	err := Register[T](r, name)
+	if errors.Is(err, ErrDuplicate) {
+		if got, ok := r.TypeName(reflect.TypeFor[T]()); ok && got == name {
+			return nil
+		}
+	}
+	return err
 }
 
 // MustRegister is like Register but panics on error. It is meant for

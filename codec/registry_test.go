@@ -474,3 +474,26 @@ func TestPanickingCodecMethodsAreErrors(t *testing.T) {
 		t.Fatalf("decode after the panics: %v, %v", v, err)
 	}
 }
+
+// TestRegisterOnce: the same type under the same name again is fine; the
+// name taken by another type, or the type under another name, is not.
+func TestRegisterOnce(t *testing.T) {
+	type a struct{ X int }
+	type b struct{ Y int }
+	reg, err := NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := RegisterOnce[a](reg, "test.a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := RegisterOnce[a](reg, "test.a"); err != nil {
+		t.Fatalf("the same registration again: %v", err)
+	}
+	if err := RegisterOnce[b](reg, "test.a"); !errors.Is(err, ErrDuplicate) {
+		t.Fatalf("another type under a taken name: %v, want ErrDuplicate", err)
+	}
+	if err := RegisterOnce[a](reg, "test.other"); !errors.Is(err, ErrDuplicate) {
+		t.Fatalf("a registered type under another name: %v, want ErrDuplicate", err)
+	}
+}

@@ -451,11 +451,20 @@ func TestLookupAndRemoteSpawn(t *testing.T) {
 	if v, err := a.System().Ask(ctx, g, Ping{1}); err != nil || v != (Greeting{"hello from b"}) {
 		t.Fatalf("ask spawned actor: %v %v", v, err)
 	}
-	if _, err := a.SpawnRemote(ctx, b.ID(), "nope", "", 1); err == nil || !strings.Contains(err.Error(), "unknown behavior") {
-		t.Fatalf("unknown behavior: %v", err)
-	}
-	if _, err := a.SpawnRemote(ctx, b.ID(), "greeter", "", 42); err == nil {
-		t.Fatal("bad arguments accepted")
+	// Errors come back across the wire as their sentinels, on either node.
+	for _, on := range []*peer.Node{a, b} {
+		if _, err := on.SpawnRemote(ctx, b.ID(), "nope", "", 1); !errors.Is(err, peer.ErrUnknownBehavior) || !strings.Contains(err.Error(), `"nope"`) {
+			t.Fatalf("unknown behavior: %v", err)
+		}
+		if _, err := on.SpawnRemote(ctx, b.ID(), "greeter", "greeter-1", "again"); !errors.Is(err, actor.ErrNameTaken) {
+			t.Fatalf("a name taken: %v", err)
+		}
+		if _, err := on.SpawnRemote(ctx, b.ID(), "greeter", "bad/name", "x"); !errors.Is(err, actor.ErrInvalidName) {
+			t.Fatalf("an invalid name: %v", err)
+		}
+		if _, err := on.SpawnRemote(ctx, b.ID(), "greeter", "", 42); err == nil || !strings.Contains(err.Error(), "greeter wants a string") {
+			t.Fatalf("a factory's error: %v", err)
+		}
 	}
 }
 

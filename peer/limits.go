@@ -69,11 +69,11 @@ func (l Limits) validate() error {
 		{"streams per peer", int64(l.StreamsPerPeer)}, {"stream window", int64(l.StreamWindow)},
 	} {
 		if f.v < 0 {
-			return fmt.Errorf("peer: resource limit %s is %d: must be positive, or 0 for the default", f.name, f.v)
+			return invalid("resource limit %s is %d: must be positive, or 0 for the default", f.name, f.v)
 		}
 	}
 	if w := l.StreamWindow; w != 0 && (w < MinStreamWindow || w > MaxStreamWindow) {
-		return fmt.Errorf("peer: stream window %d bytes: must be from %d (256 KiB) to %d (16 MiB), or 0 for the default", w, MinStreamWindow, MaxStreamWindow)
+		return invalid("stream window %d bytes: must be from %d (256 KiB) to %d (16 MiB), or 0 for the default", w, MinStreamWindow, MaxStreamWindow)
 	}
 	return nil
 }
@@ -124,7 +124,7 @@ func resourceManager(l Limits, maxFrame int) (network.ResourceManager, error) {
 	case l.Memory == 0:
 		system = atLeast(def.System.Memory, need)
 	case system < need:
-		return nil, fmt.Errorf("peer: resource limit memory is %d bytes: a message of the maximum frame (%d bytes) needs at least %d", l.Memory, maxFrame, need)
+		return nil, invalid("resource limit memory is %d bytes: a message of the maximum frame (%d bytes) needs at least %d", l.Memory, maxFrame, need)
 	}
 	partial := rcmgr.PartialLimitConfig{
 		System: rcmgr.ResourceLimits{

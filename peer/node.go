@@ -39,14 +39,24 @@ type Node struct {
 
 	behaviors behaviors
 
+	closing   atomic.Bool // Close began
 	closeOnce sync.Once
 	closeErr  error
 }
 
-// New starts a node.
+// New starts a node: a libp2p host (TCP and QUIC on all interfaces with
+// ephemeral ports unless WithListenAddrs says otherwise; a fresh identity
+// unless WithIdentity or WithKeyFile gives one), its router and its actor
+// system with the node actor. Discovery and groups run only when their
+// options turn them on. An option New cannot use is an error wrapping
+// ErrInvalidOption; ctx bounds only the start. The caller must Close the
+// node.
 func New(ctx context.Context, opts ...Option) (*Node, error) {
 	cfg := defaultConfig()
-	for _, o := range opts {
+	for i, o := range opts {
+		if o == nil {
+			return nil, invalid("option %d is nil", i)
+		}
 		if err := o(&cfg); err != nil {
 			return nil, err
 		}
@@ -153,6 +163,9 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 	}
 	sys, err := actor.New(aopts...)
 	if err != nil {
+		if groups != nil {
+			groups.Close()
+		}
 		_ = r.Close(ctx)
 		_ = h.Close()
 		return nil, err
@@ -162,6 +175,9 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 	}
 	if err := r.Bind(sys); err != nil {
 		_ = sys.Shutdown(ctx)
+		if groups != nil {
+			groups.Close()
+		}
 		_ = r.Close(ctx)
 		_ = h.Close()
 		return nil, err
@@ -268,9 +284,16 @@ func Ref(id libp2ppeer.ID, name string) (actor.Ref, error) { return actor.NewRef
 // (larger than the maximum frame: routing.ErrTooLarge; or one the codec
 // cannot encode) is refused with that error instead. On an event loop it
 // never waits: where it would, it returns actor.ErrBlockingCall (inside an
-// actor, Context.Send turns a full link into a dead letter).
+// actor, Context.Send turns a full link into a dead letter). A context
+// already done, or a node closing, sends nothing: the error is ctx's, or
+// matches actor.ErrClosed.
 func (n *Node) SendCtx(ctx context.Context, to actor.Ref, msg any) error {
-	if to.Peer() == n.sys.Peer() {
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case n.closing.Load():
+		return fmt.Errorf("peer: send to %v: %w", to, routing.ErrClosed)
+	case to.Peer() == n.sys.Peer():
 		n.sys.Send(to, msg)
 		return nil
 	}
@@ -305,6 +328,7 @@ func (n *Node) Close(ctx context.Context) error {
 	if n.sys.InEventLoop() {
 		return actor.ErrBlockingCall
 	}
+	n.closing.Store(true)
 	n.closeOnce.Do(func() {
 		var discErr error // discovery stops before the host
 		if n.mdns != nil {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -82,10 +83,36 @@ func TestBadOptions(t *testing.T) {
 		"tiny window":          WithLimits(Limits{StreamWindow: MinStreamWindow - 1}),
 		"huge window":          WithLimits(Limits{StreamWindow: MaxStreamWindow + 1}),
 		"memory below a frame": WithLimits(Limits{Memory: 6 << 20}), // 4 MiB frames need 6.7 MiB
+		"huge frame":           WithMaxFrame(codec.MaxFrameLimit + 1),
+		"empty allowlist":      WithAllowlist(),
+		"nil option":           nil,
+		"no adverts":           WithAdvertisements(0, time.Minute),
 	} {
-		if n, err := New(context.Background(), quiet(), o); err == nil {
+		n, err := New(context.Background(), quiet(), o)
+		if err == nil {
 			_ = n.Close(context.Background())
 			t.Fatalf("%s: accepted", name)
+		}
+		if name != "bad listen" && !errors.Is(err, ErrInvalidOption) {
+			t.Errorf("%s: %v, want an error wrapping ErrInvalidOption", name, err)
+		}
+	}
+}
+
+// TestFailedNewLeavesNoGoroutine: a New that fails after it started the
+// host, the router and groups stops them all.
+func TestFailedNewLeavesNoGoroutine(t *testing.T) {
+	before := runtime.NumGoroutine()
+	for range 3 {
+		if n, err := New(context.Background(), quiet(), local(), WithGroups(true), WithActorOptions(actor.WithLoops(0))); err == nil {
+			_ = n.Close(context.Background())
+			t.Fatal("an actor system of no loops was accepted")
+		}
+	}
+	// Goroutines of libp2p's may take a moment to return after Close.
+	for deadline := time.Now().Add(10 * time.Second); runtime.NumGoroutine() > before+2; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines after three failed starts, %d before", runtime.NumGoroutine(), before)
 		}
 	}
 }
@@ -353,5 +380,58 @@ func TestLimitsFitTheMaxFrame(t *testing.T) {
 		}
 		sc.Done()
 		_ = rm.Close()
+	}
+}
+
+// TestTroupeTypeNamesCannotBeTaken: a registry in which an application
+// type holds a name of Troupe's own messages is refused at New (it would
+// stand in for them on the wire); the same registry in two nodes is fine.
+func TestTroupeTypeNamesCannotBeTaken(t *testing.T) {
+	type impostor struct{ Found string }
+	for _, name := range []string{"troupe.whereisReply", "troupe.exit"} {
+		reg, err := codec.NewRegistry()
+		if err != nil {
+			t.Fatal(err)
+		}
+		codec.MustRegister[impostor](reg, name)
+		n, err := New(context.Background(), quiet(), local(), WithRegistry(reg))
+		if err == nil {
+			_ = n.Close(context.Background())
+		}
+		if !errors.Is(err, codec.ErrDuplicate) {
+			t.Fatalf("%s taken by an application type: %v, want ErrDuplicate", name, err)
+		}
+	}
+	reg, err := codec.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	newTestNode(t, WithRegistry(reg))
+	newTestNode(t, WithRegistry(reg))
+}
+
+// TestSendCtxOnADoneContextOrAClosedNode: SendCtx sends nothing with a
+// context already done, nor once the node closes, and says so, for local
+// and remote targets alike.
+func TestSendCtxOnADoneContextOrAClosedNode(t *testing.T) {
+	a, b := newTestNode(t), newTestNode(t)
+	local, _ := Ref(a.ID(), "x")
+	remote, _ := Ref(b.ID(), "x")
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	ctx, stop := context.WithTimeout(context.Background(), 10*time.Second)
+	defer stop()
+	for _, to := range []actor.Ref{local, remote} {
+		if err := a.SendCtx(done, to, "hi"); !errors.Is(err, context.Canceled) {
+			t.Fatalf("SendCtx to %v with a done context: %v", to, err)
+		}
+	}
+	if err := a.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, to := range []actor.Ref{local, remote} {
+		if err := a.SendCtx(ctx, to, "hi"); !errors.Is(err, actor.ErrClosed) {
+			t.Fatalf("SendCtx to %v after Close: %v, want actor.ErrClosed", to, err)
+		}
 	}
 }

@@ -18,56 +18,65 @@ import (
 type Option func(*config) error
 
 type config struct {
-	key         crypto.PrivKey
-	keyFile     string
-	listen      []string
-	psk         pnet.PSK
-	allow       []libp2ppeer.ID
-	natPortMap  bool
-	relay       bool
-	logger      *slog.Logger
-	actorOpts   []actor.Option
-	registry    *codec.Registry
-	maxFrame    int
-	linkQueue   int
-	mesh        string
-	mdns        bool
-	dht         bool
-	dhtClient   bool
-	groups      bool
-	adTick      time.Duration
-	findEvery   time.Duration
-	adTTL       time.Duration
-	bootstrap   []libp2ppeer.AddrInfo
-	dialTimeout time.Duration
-	limits      Limits
+	key        crypto.PrivKey
+	keyFile    string
+	listen     []string
+	psk        pnet.PSK
+	allow      []libp2ppeer.ID
+	natPortMap bool
+	relay      bool
+	logger     *slog.Logger
+	actorOpts  []actor.Option
+	registry   *codec.Registry
+	maxFrame   int
+	linkQueue  int
+	mesh       string
+	mdns       bool
+	dht        bool
+	dhtClient  bool
+	groups     bool
+	adTick     time.Duration
+	findEvery  time.Duration
+	adTTL      time.Duration
+	bootstrap  []libp2ppeer.AddrInfo
+	limits     Limits
 }
 
 func defaultConfig() config {
 	return config{
-		listen:      []string{"/ip4/0.0.0.0/tcp/0", "/ip4/0.0.0.0/udp/0/quic-v1"},
-		logger:      slog.Default(),
-		maxFrame:    codec.DefaultMaxFrame,
-		linkQueue:   64 << 10,
-		mesh:        "default",
-		dialTimeout: 10 * time.Second,
+		listen:    []string{"/ip4/0.0.0.0/tcp/0", "/ip4/0.0.0.0/udp/0/quic-v1"},
+		logger:    slog.Default(),
+		maxFrame:  codec.DefaultMaxFrame,
+		linkQueue: 64 << 10,
+		mesh:      "default",
 	}
+}
+
+// ErrInvalidOption reports an option of New with a value it cannot use;
+// New's error wraps it, with the reason.
+var ErrInvalidOption = errors.New("peer: invalid option")
+
+// invalid returns an error wrapping ErrInvalidOption.
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalidOption, fmt.Sprintf(format, args...))
 }
 
 func (c *config) validate() error {
 	switch {
 	case len(c.listen) == 0:
-		return errors.New("peer: no listen addresses")
+		return invalid("no listen addresses")
 	case c.psk != nil && len(c.psk) != 32:
-		return fmt.Errorf("peer: private network key must be 32 bytes, got %d", len(c.psk))
-	case c.maxFrame < 1024:
-		return fmt.Errorf("peer: max frame %d is below 1 KiB", c.maxFrame)
+		return invalid("private network key must be 32 bytes, got %d", len(c.psk))
+	case c.maxFrame < 1024 || c.maxFrame > codec.MaxFrameLimit:
+		return invalid("max frame %d: must be from 1 KiB to %d (1 GiB)", c.maxFrame, codec.MaxFrameLimit)
 	case c.linkQueue < 1:
-		return fmt.Errorf("peer: link queue %d must be positive", c.linkQueue)
+		return invalid("link queue %d must be positive", c.linkQueue)
 	case c.logger == nil:
-		return errors.New("peer: logger must not be nil")
+		return invalid("logger must not be nil")
 	case c.key != nil && c.keyFile != "":
-		return errors.New("peer: give an identity key or a key file, not both")
+		return invalid("give an identity key or a key file, not both")
+	case c.allow != nil && len(c.allow) == 0:
+		return invalid("an empty allowlist: it would admit no peer at all, or (as no allowlist) every peer")
 	}
 	return nil
 }
@@ -95,7 +104,13 @@ func WithPrivateNetwork(psk []byte) Option {
 // WithAllowlist admits only the given peers: connections to or from any
 // other peer are refused after the security handshake.
 func WithAllowlist(ids ...libp2ppeer.ID) Option {
-	return func(c *config) error { c.allow = append(c.allow, ids...); return nil }
+	return func(c *config) error {
+		c.allow = append(c.allow, ids...)
+		if c.allow == nil { // no ID: refused by validate, not taken as no allowlist
+			c.allow = []libp2ppeer.ID{}
+		}
+		return nil
+	}
 }
 
 // WithNATPortMap turns UPnP/NAT-PMP port mapping on (default off).
@@ -169,7 +184,7 @@ func WithDHTClient(on bool) Option { return func(c *config) error { c.dhtClient 
 func WithAdvertisements(every, ttl time.Duration) Option {
 	return func(c *config) error {
 		if every <= 0 || ttl < time.Second {
-			return fmt.Errorf("peer: advertisements every %v with TTL %v: both must be positive, the TTL at least 1 s", every, ttl)
+			return invalid("advertisements every %v with TTL %v: both must be positive, the TTL at least 1 s", every, ttl)
 		}
 		c.adTick, c.adTTL = every, ttl
 		return nil
@@ -187,7 +202,7 @@ func WithGroups(on bool) Option { return func(c *config) error { c.groups = on; 
 func WithDHTFindEvery(d time.Duration) Option {
 	return func(c *config) error {
 		if d <= 0 {
-			return fmt.Errorf("peer: DHT lookup interval %v must be positive", d)
+			return invalid("DHT lookup interval %v must be positive", d)
 		}
 		c.findEvery = d
 		return nil

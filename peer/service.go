@@ -36,8 +36,41 @@ type (
 	spawnReply struct {
 		Name string `cbor:"1,keyasint,omitempty"`
 		Err  string `cbor:"2,keyasint,omitempty"`
+		Code uint8  `cbor:"3,keyasint,omitempty"` // index of Err's sentinel in spawnErrors; 0: none (or an older peer)
 	}
 )
+
+// spawnErrors are the sentinels a remote spawn's error can match, by their
+// code on the wire (never reorder; append only).
+var spawnErrors = []error{
+	nil,
+	ErrUnknownBehavior,
+	actor.ErrNameTaken,
+	actor.ErrInvalidName,
+	actor.ErrNilBehavior,
+	actor.ErrClosed,
+	codec.ErrMalformed,
+	codec.ErrUnregistered,
+}
+
+// spawnFailed is the reply for a spawn that failed with err.
+func spawnFailed(err error) spawnReply {
+	for code, s := range spawnErrors[1:] {
+		if errors.Is(err, s) {
+			return spawnReply{Err: err.Error(), Code: uint8(code + 1)}
+		}
+	}
+	return spawnReply{Err: err.Error()}
+}
+
+// err is the error of a failed spawn's reply: one that matches its
+// sentinel with errors.Is where the code names one.
+func (r spawnReply) err() error {
+	if int(r.Code) > 0 && int(r.Code) < len(spawnErrors) {
+		return fmt.Errorf("%w (remote: %s)", spawnErrors[r.Code], r.Err)
+	}
+	return errors.New(r.Err)
+}
 
 // The node actor's requests and replies travel on the control stream.
 func (whereisReq) TroupeControl()   {}
@@ -49,18 +82,11 @@ var _ routing.Control = whereisReq{}
 
 func registerService(reg *codec.Registry) error {
 	return errors.Join(
-		ignoreDuplicate(codec.Register[whereisReq](reg, "troupe.whereis")),
-		ignoreDuplicate(codec.Register[whereisReply](reg, "troupe.whereisReply")),
-		ignoreDuplicate(codec.Register[spawnReq](reg, "troupe.spawn")),
-		ignoreDuplicate(codec.Register[spawnReply](reg, "troupe.spawnReply")),
+		codec.RegisterOnce[whereisReq](reg, "troupe.whereis"),
+		codec.RegisterOnce[whereisReply](reg, "troupe.whereisReply"),
+		codec.RegisterOnce[spawnReq](reg, "troupe.spawn"),
+		codec.RegisterOnce[spawnReply](reg, "troupe.spawnReply"),
 	)
-}
-
-func ignoreDuplicate(err error) error {
-	if errors.Is(err, codec.ErrDuplicate) {
-		return nil
-	}
-	return err
 }
 
 // BehaviorFactory builds a behavior from the arguments of a remote spawn
@@ -106,31 +132,37 @@ func (n *Node) nodeActor(c *actor.Context) {
 			_, ok := n.sys.Whereis(req.Name)
 			c.Reply(whereisReply{Found: ok})
 		case spawnReq:
-			c.Reply(n.spawnLocal(req))
+			name, err := n.spawnLocal(req)
+			if err != nil {
+				c.Reply(spawnFailed(err))
+			} else {
+				c.Reply(spawnReply{Name: name})
+			}
 		}
 		c.Receive(h)
 	})
 	c.Receive(h)
 }
 
-func (n *Node) spawnLocal(req spawnReq) spawnReply {
+// spawnLocal spawns what req asks for and returns the new actor's name.
+func (n *Node) spawnLocal(req spawnReq) (string, error) {
 	f := n.behaviors.get(req.Behavior)
 	if f == nil {
-		return spawnReply{Err: fmt.Sprintf("%v: %q", ErrUnknownBehavior, req.Behavior)}
+		return "", fmt.Errorf("%w: %q", ErrUnknownBehavior, req.Behavior)
 	}
 	args, err := n.reg.Decode(req.Args.Type, req.Args.Body)
 	if err != nil {
-		return spawnReply{Err: err.Error()}
+		return "", fmt.Errorf("spawn arguments: %w", err)
 	}
 	b, err := f(args)
 	if err != nil {
-		return spawnReply{Err: err.Error()}
+		return "", fmt.Errorf("behavior %q: %w", req.Behavior, err)
 	}
 	ref, err := n.sys.Spawn(req.Name, b)
 	if err != nil {
-		return spawnReply{Err: err.Error()}
+		return "", err
 	}
-	return spawnReply{Name: ref.Name()}
+	return ref.Name(), nil
 }
 
 // Lookup asks peer id whether it hosts an actor called name, and returns
@@ -159,29 +191,37 @@ func (n *Node) Lookup(ctx context.Context, id libp2ppeer.ID, name string) (actor
 
 // SpawnRemote asks peer id to spawn the behavior it registered as behavior,
 // built from args (a value of a type registered on both peers), under name
-// ("" for a generated one), and returns the new actor's Ref.
+// ("" for a generated one), and returns the new actor's Ref. Its errors
+// match with errors.Is: ErrUnknownBehavior, actor.ErrNameTaken,
+// actor.ErrInvalidName, actor.ErrClosed, codec.ErrUnregistered or
+// codec.ErrMalformed (arguments of a type the peer does not know or
+// cannot decode), an error of the Ask (context.DeadlineExceeded,
+// actor.ErrNoSuchActor, routing.ErrUnreachable, ...); a factory's own
+// error comes back as text.
 func (n *Node) SpawnRemote(ctx context.Context, id libp2ppeer.ID, behavior, name string, args any) (actor.Ref, error) {
 	typ, body, err := n.reg.Encode(args)
 	if err != nil {
 		return actor.Ref{}, fmt.Errorf("peer: spawn arguments: %w", err)
 	}
 	req := spawnReq{Behavior: behavior, Name: name, Args: codec.Raw{Type: typ, Body: body}}
-	var rep spawnReply
 	if id == n.ID() {
-		rep = n.spawnLocal(req)
-	} else {
-		svc, _ := Ref(id, NodeActor)
-		v, err := n.sys.Ask(ctx, svc, req)
+		got, err := n.spawnLocal(req)
 		if err != nil {
 			return actor.Ref{}, fmt.Errorf("peer: spawn on %v: %w", id, err)
 		}
-		var ok bool
-		if rep, ok = v.(spawnReply); !ok {
-			return actor.Ref{}, fmt.Errorf("peer: spawn on %v: unexpected reply %T", id, v)
-		}
+		return Ref(id, got)
 	}
-	if rep.Err != "" {
-		return actor.Ref{}, fmt.Errorf("peer: spawn on %v: %s", id, rep.Err)
+	svc, _ := Ref(id, NodeActor)
+	v, err := n.sys.Ask(ctx, svc, req)
+	if err != nil {
+		return actor.Ref{}, fmt.Errorf("peer: spawn on %v: %w", id, err)
+	}
+	rep, ok := v.(spawnReply)
+	switch {
+	case !ok:
+		return actor.Ref{}, fmt.Errorf("peer: spawn on %v: unexpected reply %T", id, v)
+	case rep.Err != "":
+		return actor.Ref{}, fmt.Errorf("peer: spawn on %v: %w", id, rep.err())
 	}
 	return Ref(id, rep.Name)
 }

@@ -1,6 +1,11 @@
 package routing
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/troupe-mesh/troupe/actor"
+)
 
 // Sentinel errors. Test for them with errors.Is.
 var (
@@ -11,8 +16,11 @@ var (
 	ErrTooLarge = errors.New("routing: message too large")
 	// ErrBadPeer: a Ref names a peer whose ID does not parse.
 	ErrBadPeer = errors.New("routing: bad peer ID")
-	// ErrClosed: the router is closed.
-	ErrClosed = errors.New("routing: closed")
+	// ErrClosed: the router is closed. It matches actor.ErrClosed too, so
+	// that a caller of a node need test for one closed error only.
+	ErrClosed = fmt.Errorf("routing: closed (%w)", actor.ErrClosed)
+	// ErrNotBound: a message was given to a router before Bind.
+	ErrNotBound = errors.New("routing: no actor system bound")
 	// ErrUnreachable: no stream to the peer could be opened.
 	ErrUnreachable = errors.New("routing: peer unreachable")
 	// ErrStreamBroken: the stream that was carrying the message broke;

@@ -505,7 +505,7 @@ func (l *link) put(fw *codec.FrameWriter, m *outMsg, scratch *[]byte, user bool,
 		return true, nil
 	case errors.Is(err, codec.ErrFrameTooLarge):
 		l.r.tooLarge.Add(1)
-		l.fail(m, fmt.Errorf("%w: %v", ErrTooLarge, err))
+		l.fail(m, fmt.Errorf("%w: %w", ErrTooLarge, err))
 		return false, nil
 	case errors.Is(err, codec.ErrMalformed):
 		l.r.encodeErrors.Add(1)

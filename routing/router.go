@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -182,9 +183,22 @@ func New(cfg Config) (*Router, error) {
 }
 
 // Bind attaches the actor system that incoming messages go to, installs
-// the stream handlers and starts watching peer connectivity.
+// the stream handlers and starts watching peer connectivity. It must be
+// called once, before any message is given to the router (until then they
+// are refused with ErrNotBound).
 func (r *Router) Bind(sys *actor.System) error {
-	r.sys = sys
+	if sys == nil {
+		return fmt.Errorf("%w: Bind of a nil system", ErrNotBound)
+	}
+	r.mu.Lock()
+	bound := r.sys != nil
+	if !bound {
+		r.sys = sys
+	}
+	r.mu.Unlock()
+	if bound {
+		return errors.New("routing: Bind called twice")
+	}
 	sub, err := r.h.EventBus().Subscribe([]any{new(event.EvtPeerConnectednessChanged), new(event.EvtPeerIdentificationCompleted)})
 	if err != nil {
 		return fmt.Errorf("routing: subscribe to connectedness: %w", err)
@@ -389,8 +403,11 @@ func (r *Router) link(peerStr string) (*link, error) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.closed {
+	switch {
+	case r.closed:
 		return nil, ErrClosed
+	case r.sys == nil: // no link before Bind: its writers need the system
+		return nil, ErrNotBound
 	}
 	if l := r.links[peerStr]; l != nil && !l.retired.Load() {
 		return l, nil

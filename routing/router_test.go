@@ -12,6 +12,7 @@ import (
 
 	"github.com/libp2p/go-libp2p"
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/codec"
 )
 
 // A peer seen with a new incarnation has restarted: monitors on its old
@@ -250,4 +251,58 @@ func TestBusyLinksAreRetiredLater(t *testing.T) {
 			t.Fatalf("a tried %d times after it was retired", -1-busyFor["a"])
 		}
 	})
+}
+
+// TestRouterRefusesMessagesBeforeBind: a router given a message before
+// Bind refuses it (it has no system to hand failures back to) instead of
+// starting a link whose writer would crash; Bind takes one system, once.
+func TestRouterRefusesMessagesBeforeBind(t *testing.T) {
+	h, err := libp2p.New(libp2p.NoListenAddrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	reg, err := codec.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(Config{Host: h, Registry: reg, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	defer r.Close(ctx)
+	other, err := libp2p.New(libp2p.NoListenAddrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	to, _ := actor.NewRef(other.ID().String(), "x")
+	if err := r.Deliver(to, actor.Ref{}, "hi", 0, false); !errors.Is(err, ErrNotBound) {
+		t.Fatalf("Deliver before Bind: %v, want ErrNotBound", err)
+	}
+	if err := r.Bind(nil); !errors.Is(err, ErrNotBound) {
+		t.Fatalf("Bind(nil): %v", err)
+	}
+	sys, err := actor.New(actor.WithPeer(h.ID().String()), actor.WithRemote(r))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sys.Shutdown(ctx)
+	if err := r.Bind(sys); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Bind(sys); err == nil {
+		t.Fatal("a second Bind was accepted")
+	}
+	if err := r.Deliver(to, actor.Ref{}, "hi", 0, false); err != nil {
+		t.Fatalf("Deliver after Bind: %v", err)
+	}
+	if err := r.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Deliver(to, actor.Ref{}, "hi", 0, false); !errors.Is(err, ErrClosed) || !errors.Is(err, actor.ErrClosed) {
+		t.Fatalf("Deliver after Close: %v, want ErrClosed matching actor.ErrClosed", err)
+	}
 }

@@ -65,23 +65,16 @@ func isWireType(typ string) bool {
 
 func registerWire(reg *codec.Registry) error {
 	return errors.Join(
-		ignoreTaken(codec.Register[helloBody](reg, typeHello)),
-		ignoreTaken(codec.Register[linkBody](reg, typeLink)),
-		ignoreTaken(codec.Register[unlinkBody](reg, typeUnlink)),
-		ignoreTaken(codec.Register[demonitorBody](reg, typeDemonitor)),
-		ignoreTaken(codec.Register[exitBody](reg, typeExit)),
-		ignoreTaken(codec.Register[monitorBody](reg, typeMonitor)),
-		ignoreTaken(codec.Register[downBody](reg, typeDown)),
-		ignoreTaken(codec.Register[reasonBody](reg, typeUndeliverable)),
-		ignoreTaken(codec.Register[fragmentBody](reg, typeFragment)),
+		codec.RegisterOnce[helloBody](reg, typeHello),
+		codec.RegisterOnce[linkBody](reg, typeLink),
+		codec.RegisterOnce[unlinkBody](reg, typeUnlink),
+		codec.RegisterOnce[demonitorBody](reg, typeDemonitor),
+		codec.RegisterOnce[exitBody](reg, typeExit),
+		codec.RegisterOnce[monitorBody](reg, typeMonitor),
+		codec.RegisterOnce[downBody](reg, typeDown),
+		codec.RegisterOnce[reasonBody](reg, typeUndeliverable),
+		codec.RegisterOnce[fragmentBody](reg, typeFragment),
 	)
-}
-
-func ignoreTaken(err error) error {
-	if errors.Is(err, codec.ErrDuplicate) {
-		return nil
-	}
-	return err
 }
 
 // Reason codes: the sentinels every peer knows.
