@@ -48,7 +48,7 @@ type Config struct {
 	Host      host.Host
 	Registry  *codec.Registry
 	Logger    *slog.Logger
-	MaxFrame  int // largest frame sent or accepted
+	MaxFrame  int // largest frame sent or accepted (0: codec.DefaultMaxFrame; at most codec.MaxFrameLimit)
 	LinkQueue int // messages that may wait per peer and protocol
 	// Protected names actors that other peers may not link to or send
 	// exit signals to (a peer's own service actors, such as "$node"):
@@ -153,6 +153,7 @@ func New(cfg Config) (*Router, error) {
 	if cfg.MaxFrame <= 0 {
 		cfg.MaxFrame = codec.DefaultMaxFrame
 	}
+	cfg.MaxFrame = min(cfg.MaxFrame, codec.MaxFrameLimit) // as the codec clamps it
 	if cfg.LinkQueue <= 0 {
 		cfg.LinkQueue = 64 << 10
 	}
