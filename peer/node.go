@@ -79,9 +79,13 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	listen := cfg.listen
+	if cfg.psk != nil { // the default's QUIC address: no QUIC with a PSK
+		listen = slices.DeleteFunc(slices.Clone(listen), isQUIC)
+	}
 	hopts := []libp2p.Option{
 		libp2p.UserAgent(routing.AgentVersion(inc)),
-		libp2p.ListenAddrStrings(cfg.listen...),
+		libp2p.ListenAddrStrings(listen...),
 		libp2p.Security(libp2ptls.ID, libp2ptls.New),
 		libp2p.Security(noise.ID, noise.New),
 		libp2p.Muxer(yamux.ID, muxer(cfg.limits)),
@@ -264,13 +268,15 @@ func (n *Node) Connect(ctx context.Context, ai libp2ppeer.AddrInfo) error {
 	if n.sys.InEventLoop() {
 		return actor.ErrBlockingCall
 	}
-	n.host.Peerstore().AddAddrs(ai.ID, ai.Addrs, peerstore.PermanentAddrTTL)
-	if err := n.host.Connect(ctx, ai); err != nil {
+	if err := n.host.Connect(ctx, ai); err != nil { // keeps ai.Addrs for a few minutes
 		return fmt.Errorf("peer: connect %v: %w", ai.ID, err)
 	}
 	if !slices.ContainsFunc(n.host.Network().ConnsToPeer(ai.ID), func(c network.Conn) bool { return !c.IsClosed() }) {
 		return fmt.Errorf("peer: connect %v: %w", ai.ID, ErrRefused)
 	}
+	// Only a peer that let us in is remembered for good (its links
+	// redial it): failed dials, by discovery too, leave nothing behind.
+	n.host.Peerstore().AddAddrs(ai.ID, ai.Addrs, peerstore.PermanentAddrTTL)
 	n.host.ConnManager().Protect(ai.ID, "troupe")
 	return nil
 }

@@ -8,9 +8,12 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
@@ -86,7 +89,13 @@ func TestBadOptions(t *testing.T) {
 		"huge frame":           WithMaxFrame(codec.MaxFrameLimit + 1),
 		"empty allowlist":      WithAllowlist(),
 		"nil option":           nil,
-		"no adverts":           WithAdvertisements(0, time.Minute),
+		"empty key file":       WithKeyFile(""),
+		"nil identity":         WithIdentity(nil),
+		"psk and quic": func(c *config) error {
+			_ = WithListenAddrs("/ip4/127.0.0.1/udp/0/quic-v1")(c)
+			return WithPrivateNetwork(make([]byte, 32))(c)
+		},
+		"no adverts": WithAdvertisements(0, time.Minute),
 	} {
 		n, err := New(context.Background(), quiet(), o)
 		if err == nil {
@@ -433,5 +442,44 @@ func TestSendCtxOnADoneContextOrAClosedNode(t *testing.T) {
 		if err := a.SendCtx(ctx, to, "hi"); !errors.Is(err, actor.ErrClosed) {
 			t.Fatalf("SendCtx to %v after Close: %v, want actor.ErrClosed", to, err)
 		}
+	}
+}
+
+// TestKeyFileSafety: a key file others may read is refused; processes (here
+// goroutines) that create the same key file at once all get the one key.
+func TestKeyFileSafety(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "identity.key")
+	k, err := LoadOrCreateKey(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadOrCreateKey(path); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+		t.Fatalf("a key file of mode 644: %v, want a refusal", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := LoadOrCreateKey(path); err != nil || !again.Equals(k) {
+		t.Fatalf("the key read back: %v", err)
+	}
+
+	path = filepath.Join(t.TempDir(), "race", "identity.key")
+	keys := make([]crypto.PrivKey, 8)
+	errs := make([]error, len(keys))
+	var wg sync.WaitGroup
+	for i := range keys {
+		wg.Go(func() { keys[i], errs[i] = LoadOrCreateKey(path) })
+	}
+	wg.Wait()
+	for i := range keys {
+		if errs[i] != nil || !keys[i].Equals(keys[0]) {
+			t.Fatalf("creator %d: %v (or another key than creator 0's)", i, errs[i])
+		}
+	}
+	if entries, err := os.ReadDir(filepath.Dir(path)); err != nil || len(entries) != 1 {
+		t.Fatalf("%d files beside the key (temporary files left?): %v", len(entries), err)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
@@ -40,6 +42,7 @@ type config struct {
 	adTTL      time.Duration
 	bootstrap  []libp2ppeer.AddrInfo
 	limits     Limits
+	listenSet  bool // listen came from WithListenAddrs
 }
 
 func defaultConfig() config {
@@ -75,6 +78,8 @@ func (c *config) validate() error {
 		return invalid("logger must not be nil")
 	case c.key != nil && c.keyFile != "":
 		return invalid("give an identity key or a key file, not both")
+	case c.psk != nil && c.listenSet && slices.ContainsFunc(c.listen, isQUIC):
+		return invalid("a private network (PSK) runs on TCP only: QUIC cannot use the key; listen on TCP addresses")
 	case c.allow != nil && len(c.allow) == 0:
 		return invalid("an empty allowlist: it would admit no peer at all, or (as no allowlist) every peer")
 	}
@@ -83,22 +88,41 @@ func (c *config) validate() error {
 
 // WithIdentity sets the node's private key (default: a fresh Ed25519 key
 // per start, so a fresh peer ID).
-func WithIdentity(k crypto.PrivKey) Option { return func(c *config) error { c.key = k; return nil } }
+func WithIdentity(k crypto.PrivKey) Option {
+	return func(c *config) error {
+		if k == nil {
+			return invalid("a nil identity key")
+		}
+		c.key = k
+		return nil
+	}
+}
 
 // WithKeyFile loads the identity from path, creating an Ed25519 key there
-// (mode 0600) when the file does not exist.
-func WithKeyFile(path string) Option { return func(c *config) error { c.keyFile = path; return nil } }
+// (mode 0600) when the file does not exist (see LoadOrCreateKey: a file
+// others may read is refused).
+func WithKeyFile(path string) Option {
+	return func(c *config) error {
+		if path == "" {
+			return invalid("an empty key file path")
+		}
+		c.keyFile = path
+		return nil
+	}
+}
 
 // WithListenAddrs sets the multiaddrs to listen on (default TCP and QUIC on
 // all interfaces, ephemeral ports). Tests use /ip4/127.0.0.1/tcp/0.
 func WithListenAddrs(addrs ...string) Option {
-	return func(c *config) error { c.listen = addrs; return nil }
+	return func(c *config) error { c.listen, c.listenSet = slices.Clone(addrs), true; return nil }
 }
 
 // WithPrivateNetwork sets a 32-byte pre-shared key: only peers with the same
-// key can connect. It rules out QUIC (TCP only).
+// key can connect. It rules out QUIC (TCP only): the default listen
+// addresses drop theirs, and a QUIC address given to WithListenAddrs is
+// an error.
 func WithPrivateNetwork(psk []byte) Option {
-	return func(c *config) error { c.psk = pnet.PSK(psk); return nil }
+	return func(c *config) error { c.psk = pnet.PSK(slices.Clone(psk)); return nil }
 }
 
 // WithAllowlist admits only the given peers: connections to or from any
@@ -212,3 +236,6 @@ func WithDHTFindEvery(d time.Duration) Option {
 // WithLinkQueue sets how many messages may wait for one remote peer before
 // further ones become dead letters with routing.ErrLinkFull (default 65536).
 func WithLinkQueue(n int) Option { return func(c *config) error { c.linkQueue = n; return nil } }
+
+// isQUIC reports whether the listen address addr is a QUIC one.
+func isQUIC(addr string) bool { return strings.Contains(addr, "/quic") }
