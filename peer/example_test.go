@@ -2,6 +2,7 @@ package peer_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -42,4 +43,82 @@ func Example_twoPeers() {
 	reply, err := a.System().Ask(ctx, greeter, Greet{"a"})
 	fmt.Println(reply, err)
 	// Output: hello, a <nil>
+}
+
+// Finding an actor by name on another peer, and starting one there: a
+// behavior travels by the name its peer registered it under, with
+// arguments of a registered type.
+func ExampleNode_SpawnRemote() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	a, b := newNode(ctx), newNode(ctx)
+	defer a.Close(ctx)
+	defer b.Close(ctx)
+	if err := a.Connect(ctx, *b.AddrInfo()); err != nil {
+		panic(err)
+	}
+	// b lets peers start greeters; the argument is the greeting.
+	b.RegisterBehavior("greeter", func(args any) (actor.Behavior, error) {
+		word, _ := args.(string)
+		return func(c *actor.Context) {
+			var h actor.Case
+			h = actor.On(func(g Greet) { c.Reply(word + ", " + g.Name); c.Receive(h) })
+			c.Receive(h)
+		}, nil
+	})
+	if _, err := a.Lookup(ctx, b.ID(), "hi"); errors.Is(err, actor.ErrNoSuchActor) {
+		fmt.Println("no actor called hi yet")
+	}
+	hi, err := a.SpawnRemote(ctx, b.ID(), "greeter", "hi", "hi")
+	if err != nil {
+		panic(err)
+	}
+	found, _ := a.Lookup(ctx, b.ID(), "hi")
+	reply, err := a.System().Ask(ctx, found, Greet{"a"})
+	fmt.Println(found == hi, reply, err)
+	_, err = a.SpawnRemote(ctx, b.ID(), "shouter", "", "HI")
+	fmt.Println(errors.Is(err, peer.ErrUnknownBehavior))
+	// Output:
+	// no actor called hi yet
+	// true hi, a <nil>
+	// true
+}
+
+// A monitor across peers fires like a local one: with the actor's exit
+// reason when it stops, and with actor.ErrNodeDown when its peer goes
+// away.
+func Example_monitorAcrossPeers() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	a, b := newNode(ctx), newNode(ctx)
+	defer a.Close(ctx)
+	if err := a.Connect(ctx, *b.AddrInfo()); err != nil {
+		panic(err)
+	}
+	worker, _ := b.System().Spawn("worker", func(c *actor.Context) {
+		c.Receive(actor.On(func(string) {})) // stops after one message
+	})
+	idle, _ := b.System().Spawn("idle", func(c *actor.Context) {
+		c.Receive(actor.On(func(Greet) {}))
+	})
+	downs := make(chan actor.Down, 2)
+	a.System().Spawn("watcher", func(c *actor.Context) {
+		c.Monitor(worker)
+		c.Monitor(idle)
+		c.Send(worker, "done") // sent after the monitors: see below
+		var h actor.Case
+		h = actor.On(func(d actor.Down) { downs <- d; c.Receive(h) })
+		c.Receive(h)
+	})
+	d := <-downs
+	// Signals and messages travel apart: the worker may have stopped
+	// before the monitor reached it (ErrNoSuchActor) or after (nil).
+	fmt.Println(d.Ref.Name(), d.Reason == nil || errors.Is(d.Reason, actor.ErrNoSuchActor))
+	b.Host().Close() // b vanishes without a word from its actors
+	d = <-downs
+	fmt.Println(d.Ref.Name(), errors.Is(d.Reason, actor.ErrNodeDown))
+	b.Close(ctx)
+	// Output:
+	// worker true
+	// idle true
 }
