@@ -5,10 +5,12 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
@@ -680,5 +682,43 @@ func TestPlainAsksWriteThroughAlongsideSends(t *testing.T) {
 	recv(t, acked)
 	if dl := a.System().DeadLetters(); dl != 0 {
 		t.Fatalf("%d dead letters on the asking side", dl)
+	}
+}
+
+// TestWhereisIsNotHeldUpBySilentPeers: Whereis asks the connected peers
+// at the same time, so peers that never answer do not keep it from the
+// one that has the actor.
+func TestWhereisIsNotHeldUpBySilentPeers(t *testing.T) {
+	a, b := newNode(t), newNode(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for range 3 { // hosts that take the control protocol and never answer
+		h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close()
+		for _, p := range []protocol.ID{routing.ProtoCtl, routing.ProtoCtl10} {
+			h.SetStreamHandler(p, func(s network.Stream) { _, _ = io.Copy(io.Discard, s) })
+		}
+		if err := a.Connect(ctx, libp2ppeer.AddrInfo{ID: h.ID(), Addrs: h.Addrs()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.Connect(ctx, *b.AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	want := spawn(t, b, "wanted", echo)
+	start := time.Now()
+	short, stop := context.WithTimeout(ctx, 5*time.Second)
+	defer stop()
+	if got, err := a.Whereis(short, "wanted"); err != nil || got != want || time.Since(start) > 4*time.Second {
+		t.Fatalf("whereis with three silent peers: %v %v after %v", got, err, time.Since(start))
+	}
+	// Nobody has it: the silent peers are waited for, up to the deadline.
+	brief, stop2 := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer stop2()
+	if _, err := a.Whereis(brief, "nobody"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("whereis nobody with silent peers: %v, want the deadline", err)
 	}
 }

@@ -2,7 +2,9 @@ package peer
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
@@ -43,8 +45,11 @@ func (d Directory) Lookup(name string) []actor.Ref {
 func (n *Node) Peers() []libp2ppeer.ID { return n.host.Network().Peers() }
 
 // Whereis finds an actor called name anywhere in the mesh: on this node,
-// in the directory, then by asking each connected peer. It returns an error
-// wrapping actor.ErrNoSuchActor when none has it.
+// in the directory, then by asking the connected peers, up to
+// whereisAtOnce at a time, and taking the first that has it (a silent
+// peer costs the others nothing). It returns an error wrapping
+// actor.ErrNoSuchActor when none has it, joined with the errors of the
+// peers that could not answer, or ctx's error.
 func (n *Node) Whereis(ctx context.Context, name string) (actor.Ref, error) {
 	if n.sys.InEventLoop() { // it may ask other peers: see Connect
 		return actor.Ref{}, actor.ErrBlockingCall
@@ -55,16 +60,48 @@ func (n *Node) Whereis(ctx context.Context, name string) (actor.Ref, error) {
 	if refs := n.Directory().Lookup(name); len(refs) > 0 {
 		return refs[0], nil
 	}
-	for _, id := range n.Peers() {
-		if ref, err := n.Lookup(ctx, id, name); err == nil {
-			return ref, nil
-		}
-		if ctx.Err() != nil {
+	peers := n.Peers()
+	ask, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait() // the Lookups still out end at once
+	}()
+	type answer struct {
+		ref actor.Ref
+		err error
+	}
+	answers := make(chan answer, len(peers))
+	slots := make(chan struct{}, whereisAtOnce)
+	for _, id := range peers {
+		wg.Go(func() {
+			select {
+			case slots <- struct{}{}:
+				defer func() { <-slots }()
+				ref, err := n.Lookup(ask, id, name)
+				answers <- answer{ref, err}
+			case <-ask.Done():
+				answers <- answer{err: ask.Err()}
+			}
+		})
+	}
+	var errs []error
+	for range peers {
+		a := <-answers
+		switch {
+		case a.err == nil:
+			return a.ref, nil
+		case ctx.Err() != nil:
 			return actor.Ref{}, ctx.Err()
+		case !errors.Is(a.err, actor.ErrNoSuchActor):
+			errs = append(errs, a.err)
 		}
 	}
-	return actor.Ref{}, fmt.Errorf("%w: %q on no peer", actor.ErrNoSuchActor, name)
+	return actor.Ref{}, errors.Join(append([]error{fmt.Errorf("%w: %q on no peer", actor.ErrNoSuchActor, name)}, errs...)...)
 }
+
+// whereisAtOnce is the most peers Whereis asks at the same time.
+const whereisAtOnce = 16
 
 // DirectoryRejected returns how many advertisements the node rejected
 // (forged, unsigned, malformed or oversize).
