@@ -30,7 +30,9 @@ var (
 
 // RemoteError is an exit reason or error that came from another peer and
 // matches none of the sentinels Troupe knows.
-type RemoteError struct{ Text string }
+type RemoteError struct {
+	Text string // the error's text on the other peer
+}
 
 // Error returns the text the other peer sent.
 func (e *RemoteError) Error() string { return e.Text }

@@ -37,10 +37,10 @@ const outboundQueue = 256
 
 // GroupsConfig configures Groups.
 type GroupsConfig struct {
-	Host     host.Host
-	Registry *codec.Registry
-	Mesh     string // topics are "/troupe/<mesh>/group/<name>"
-	Logger   *slog.Logger
+	Host     host.Host       // the libp2p host GossipSub runs on (required)
+	Registry *codec.Registry // the message types published (required)
+	Mesh     string          // topics are "/troupe/<mesh>/group/<name>"
+	Logger   *slog.Logger    // nil: slog.Default()
 	// OnChange, when set, is called after the node joined a group (its first
 	// local member) or left one (its last): what the node advertises
 	// changed. It is called on an event loop or the publisher goroutine
@@ -478,7 +478,9 @@ func (g *Groups) Close() {
 
 // GroupStats are the group transport's counters.
 type GroupStats struct {
-	Received, Dropped, Rejected uint64
+	Received uint64 // group messages received and handed to local members
+	Dropped  uint64 // group messages not published: a full outbound queue, or GossipSub refused them
+	Rejected uint64 // group messages received and refused: malformed, undecodable, of no sender
 }
 
 // Stats returns the counters.

@@ -45,11 +45,11 @@ func isCtl(p protocol.ID) bool { return p == ProtoCtl || p == ProtoCtl10 }
 
 // Config configures a Router.
 type Config struct {
-	Host      host.Host
-	Registry  *codec.Registry
-	Logger    *slog.Logger
-	MaxFrame  int // largest frame sent or accepted (0: codec.DefaultMaxFrame; at most codec.MaxFrameLimit)
-	LinkQueue int // messages that may wait per peer and protocol
+	Host      host.Host       // the libp2p host whose streams carry the messages (required)
+	Registry  *codec.Registry // the message types; the router adds its own (required)
+	Logger    *slog.Logger    // nil: slog.Default()
+	MaxFrame  int             // largest frame sent or accepted (0: codec.DefaultMaxFrame; at most codec.MaxFrameLimit)
+	LinkQueue int             // messages that may wait per peer and protocol (0: 65,536)
 	// Protected names actors that other peers may not link to or send
 	// exit signals to (a peer's own service actors, such as "$node"):
 	// such signals are dropped. Monitors and messages reach them as usual.
