@@ -23,17 +23,23 @@ func newNode(ctx context.Context) *peer.Node {
 	return n
 }
 
+// connectedPair starts two nodes, a connected to b.
+func connectedPair(ctx context.Context) (a, b *peer.Node) {
+	a, b = newNode(ctx), newNode(ctx)
+	if err := a.Connect(ctx, *b.AddrInfo()); err != nil {
+		panic(err)
+	}
+	return a, b
+}
+
 // Two peers in one process: an actor on b answers an Ask from a exactly as
 // a local actor would.
 func Example_twoPeers() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	a, b := newNode(ctx), newNode(ctx)
+	a, b := connectedPair(ctx)
 	defer a.Close(ctx)
 	defer b.Close(ctx)
-	if err := a.Connect(ctx, *b.AddrInfo()); err != nil {
-		panic(err)
-	}
 	b.System().Spawn("greeter", func(c *actor.Context) {
 		var h actor.Case
 		h = actor.On(func(g Greet) { c.Reply("hello, " + g.Name); c.Receive(h) })
@@ -51,12 +57,9 @@ func Example_twoPeers() {
 func ExampleNode_SpawnRemote() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	a, b := newNode(ctx), newNode(ctx)
+	a, b := connectedPair(ctx)
 	defer a.Close(ctx)
 	defer b.Close(ctx)
-	if err := a.Connect(ctx, *b.AddrInfo()); err != nil {
-		panic(err)
-	}
 	// b lets peers start greeters; the argument is the greeting.
 	b.RegisterBehavior("greeter", func(args any) (actor.Behavior, error) {
 		word, _ := args.(string)
@@ -90,11 +93,8 @@ func ExampleNode_SpawnRemote() {
 func Example_monitorAcrossPeers() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	a, b := newNode(ctx), newNode(ctx)
+	a, b := connectedPair(ctx)
 	defer a.Close(ctx)
-	if err := a.Connect(ctx, *b.AddrInfo()); err != nil {
-		panic(err)
-	}
 	worker, _ := b.System().Spawn("worker", func(c *actor.Context) {
 		c.Receive(actor.On(func(string) {})) // stops after one message
 	})
