@@ -15,10 +15,14 @@ func TestDHTFindsAllPeersFromOneBootstrap(t *testing.T) {
 		t.Skip("-short: starts 20 peers")
 	}
 	const n = 20
-	first := newNode(t, peer.WithMesh("dhttest"), peer.WithDHT())
+	// Lookups back off 0.5, 1, 2, 4, 8, 16 s by default: a peer not found
+	// by the lookup at 15.5 s waits for the one at 31.5 s, past the 30 s
+	// bound below. Capped at 2 s, a slow machine only costs a few rounds.
+	every := peer.WithDHTFindEvery(2 * time.Second)
+	first := newNode(t, peer.WithMesh("dhttest"), peer.WithDHT(), every)
 	nodes := []*peer.Node{first}
 	for range n - 1 {
-		nodes = append(nodes, newNode(t, peer.WithMesh("dhttest"), peer.WithDHT(*first.AddrInfo())))
+		nodes = append(nodes, newNode(t, peer.WithMesh("dhttest"), peer.WithDHT(*first.AddrInfo()), every))
 	}
 	start := time.Now()
 	deadline := time.After(30 * time.Second)
