@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"sync/atomic"
 
 	"github.com/libp2p/go-libp2p"
@@ -39,9 +38,9 @@ type Node struct {
 
 	behaviors behaviors
 
-	closing   atomic.Bool // Close began
-	closeOnce sync.Once
-	closeErr  error
+	closing  atomic.Bool   // Close began
+	closed   chan struct{} // closed when Close ended; closeErr is set then
+	closeErr error
 }
 
 // New starts a node: a libp2p host (TCP and QUIC on all interfaces with
@@ -186,7 +185,7 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		_ = h.Close()
 		return nil, err
 	}
-	n := &Node{cfg: cfg, host: h, sys: sys, router: r, reg: reg, groups: groups}
+	n := &Node{cfg: cfg, host: h, sys: sys, router: r, reg: reg, groups: groups, closed: make(chan struct{})}
 	if _, err := sys.Spawn(NodeActor, n.nodeActor, actor.SystemName()); err != nil {
 		_ = n.Close(ctx)
 		return nil, err
@@ -328,14 +327,28 @@ func (n *Node) GroupReady(ctx context.Context, group string, peers int) error {
 
 // Close drains the outbound links (until ctx ends), stops the actors and
 // closes the host. It is idempotent and waits for every goroutine the node
-// started. On an event loop it returns actor.ErrBlockingCall and closes
+// started; a call while another closes the node waits for it, or for its
+// own ctx. On an event loop it returns actor.ErrBlockingCall and closes
 // nothing.
 func (n *Node) Close(ctx context.Context) error {
 	if n.sys.InEventLoop() {
 		return actor.ErrBlockingCall
 	}
-	n.closing.Store(true)
-	n.closeOnce.Do(func() {
+	if n.closing.Swap(true) { // another call closes, or closed, the node
+		select {
+		case <-n.closed: // first: a node closed answers at once, whatever ctx
+			return n.closeErr
+		default:
+		}
+		select {
+		case <-n.closed:
+			return n.closeErr
+		case <-ctx.Done():
+			return fmt.Errorf("peer: waiting for another Close: %w", ctx.Err())
+		}
+	}
+	defer close(n.closed)
+	func() {
 		var discErr error // discovery stops before the host
 		if n.mdns != nil {
 			discErr = n.mdns.Close()
@@ -356,6 +369,6 @@ func (n *Node) Close(ctx context.Context) error {
 			n.router.Close(ctx),
 			n.host.Close(),
 		)
-	})
+	}()
 	return n.closeErr
 }

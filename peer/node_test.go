@@ -483,3 +483,43 @@ func TestKeyFileSafety(t *testing.T) {
 		t.Fatalf("%d files beside the key (temporary files left?): %v", len(entries), err)
 	}
 }
+
+// TestConcurrentCloseWaitsOrGivesUp: a Close while another is closing the
+// node waits for it and returns its result, or gives up with its own
+// context.
+func TestConcurrentCloseWaitsOrGivesUp(t *testing.T) {
+	n := newTestNode(t)
+	// An actor busy in a handler keeps the first Close in its shutdown.
+	release, busy := make(chan struct{}), make(chan struct{})
+	slow, err := n.System().Spawn("slow", func(c *actor.Context) {
+		c.Receive(actor.On(func(string) { close(busy); <-release }))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.System().Send(slow, "work")
+	<-busy
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	first := make(chan error, 1)
+	go func() { first <- n.Close(ctx) }()
+	for !n.closing.Load() {
+		select {
+		case <-ctx.Done():
+			t.Fatal("the first Close did not begin")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	brief, stop := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer stop()
+	if err := n.Close(brief); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a second Close while the first waits: %v, want its deadline", err)
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Fatalf("the first Close: %v", err)
+	}
+	if err := n.Close(brief); err != nil { // done: at once, whatever the context
+		t.Fatalf("Close after Close: %v", err)
+	}
+}
