@@ -241,14 +241,21 @@ func (n *Node) AddrInfo() *libp2ppeer.AddrInfo {
 	return &libp2ppeer.AddrInfo{ID: n.host.ID(), Addrs: n.host.Addrs()}
 }
 
-// Host returns the libp2p host.
+// Host returns the libp2p host. The node owns it: closing it, or setting
+// a handler for a /troupe/ protocol on it, breaks the node.
 func (n *Node) Host() host.Host { return n.host }
 
 // System returns the node's actor system.
 func (n *Node) System() *actor.System { return n.sys }
 
-// Router returns the node's router, for its statistics.
+// Router returns the node's router, for its statistics and links. The
+// node owns it: Bind, Close and the Deliver methods are the node's to
+// call (messages go through System or SendCtx).
 func (n *Node) Router() *routing.Router { return n.router }
+
+// Stats returns the router's counters: messages sent and received, dead
+// letters of full links, streams reset for bad input, and so on.
+func (n *Node) Stats() routing.Stats { return n.router.Stats() }
 
 // ErrRefused reports a connection that the remote peer closed right after
 // the handshake: its allowlist does not hold this peer. It is
