@@ -48,23 +48,37 @@ func LoadOrCreateKey(path string) (crypto.PrivKey, error) {
 		return nil, fmt.Errorf("peer: key file: %w", err)
 	}
 	// A hard link appears at path whole, and fails if path exists.
-	if err := os.Link(tmp.Name(), path); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return readKey(path) // another process made it first
-		}
+	err = os.Link(tmp.Name(), path)
+	if err != nil && !errors.Is(err, fs.ErrExist) {
+		// No hard links here (vfat, some network file systems): create
+		// the file in place, exclusively; a reader racing with this may
+		// find it incomplete and fail, which a restart mends.
+		err = writeExclusive(path, b)
+	}
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		return readKey(path) // another process made it first
+	case err != nil:
 		return nil, fmt.Errorf("peer: key file: %w", err)
 	}
 	return k, nil
+}
+
+// writeExclusive creates path, which must not exist, holding b.
+func writeExclusive(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(b)
+	return errors.Join(werr, f.Sync(), f.Close())
 }
 
 // readKey reads the key in path, refusing a file that others may read.
 func readKey(path string) (crypto.PrivKey, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("peer: key file: %w", err)
+		return nil, fmt.Errorf("peer: key file: %w", err) // may wrap fs.ErrNotExist
 	}
 	defer f.Close()
 	info, err := f.Stat()

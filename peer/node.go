@@ -79,8 +79,11 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		return nil, err
 	}
 	listen := cfg.listen
-	if cfg.psk != nil { // the default's QUIC address: no QUIC with a PSK
+	if cfg.psk != nil { // no QUIC with a PSK
 		listen = slices.DeleteFunc(slices.Clone(listen), isQUIC)
+		if cfg.listenSet && len(listen) < len(cfg.listen) {
+			cfg.logger.Warn("peer: a private network runs on TCP only: not listening on the QUIC addresses", "listen", cfg.listen)
+		}
 	}
 	hopts := []libp2p.Option{
 		libp2p.UserAgent(routing.AgentVersion(inc)),
@@ -119,6 +122,7 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 	}
 	h, err := libp2p.New(hopts...)
 	if err != nil {
+		_ = rm.Close() // libp2p closes it only once a host exists
 		return nil, fmt.Errorf("peer: starting libp2p host: %w", err)
 	}
 	reg := cfg.registry

@@ -109,13 +109,20 @@ func TestBadOptions(t *testing.T) {
 }
 
 // TestFailedNewLeavesNoGoroutine: a New that fails after it started the
-// host, the router and groups stops them all.
+// host, the router and groups stops them all; one that fails to start the
+// host closes the resource manager it made for it.
 func TestFailedNewLeavesNoGoroutine(t *testing.T) {
 	before := runtime.NumGoroutine()
 	for range 3 {
 		if n, err := New(context.Background(), quiet(), local(), WithGroups(true), WithActorOptions(actor.WithLoops(0))); err == nil {
 			_ = n.Close(context.Background())
 			t.Fatal("an actor system of no loops was accepted")
+		}
+		// libp2p refuses the address: the resource manager made before
+		// the host must be closed too.
+		if n, err := New(context.Background(), quiet(), WithListenAddrs("/not/a/multiaddr")); err == nil {
+			_ = n.Close(context.Background())
+			t.Fatal("a bad listen address was accepted")
 		}
 	}
 	// Goroutines of libp2p's may take a moment to return after Close.

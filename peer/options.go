@@ -78,8 +78,8 @@ func (c *config) validate() error {
 		return invalid("logger must not be nil")
 	case c.key != nil && c.keyFile != "":
 		return invalid("give an identity key or a key file, not both")
-	case c.psk != nil && c.listenSet && slices.ContainsFunc(c.listen, isQUIC):
-		return invalid("a private network (PSK) runs on TCP only: QUIC cannot use the key; listen on TCP addresses")
+	case c.psk != nil && !slices.ContainsFunc(c.listen, func(a string) bool { return !isQUIC(a) }):
+		return invalid("a private network (PSK) runs on TCP only, and every listen address is QUIC")
 	case c.allow != nil && len(c.allow) == 0:
 		return invalid("an empty allowlist: it would admit no peer at all, or (as no allowlist) every peer")
 	}
@@ -118,9 +118,9 @@ func WithListenAddrs(addrs ...string) Option {
 }
 
 // WithPrivateNetwork sets a 32-byte pre-shared key: only peers with the same
-// key can connect. It rules out QUIC (TCP only): the default listen
-// addresses drop theirs, and a QUIC address given to WithListenAddrs is
-// an error.
+// key can connect. It rules out QUIC (TCP only): QUIC listen addresses
+// are left out (with a warning when WithListenAddrs gave them), and a node
+// left with none is an error.
 func WithPrivateNetwork(psk []byte) Option {
 	return func(c *config) error { c.psk = pnet.PSK(slices.Clone(psk)); return nil }
 }

@@ -266,6 +266,35 @@ func TestChatNamesChecked(t *testing.T) {
 	}
 }
 
+// TestPSKWithTheDefaultListenShape: a psk_file with listen addresses of
+// the default's shape (TCP and QUIC) starts a node, on TCP only.
+func TestPSKWithTheDefaultListenShape(t *testing.T) {
+	home := t.TempDir()
+	key := "/key/swarm/psk/1.0.0/\n/base16/\n" + strings.Repeat("ab", 32) + "\n"
+	if err := os.WriteFile(filepath.Join(home, "swarm.key"), []byte(key), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.PSKFile, cfg.DHT, cfg.MDNS = "swarm.key", "off", false
+	cfg.Listen = []string{"/ip4/127.0.0.1/tcp/0", "/ip4/127.0.0.1/udp/0/quic-v1"} // on loopback only
+	opts, err := cfg.peerOptions(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	n, err := peer.New(ctx, append(opts, peer.WithLogger(slog.New(slog.DiscardHandler)))...)
+	if err != nil {
+		t.Fatalf("node from a psk_file and TCP and QUIC addresses: %v", err)
+	}
+	defer n.Close(ctx)
+	for _, a := range n.Addrs() {
+		if strings.Contains(a.String(), "/quic") {
+			t.Fatalf("listening on %v with a PSK", a)
+		}
+	}
+}
+
 func TestConfigOptions(t *testing.T) {
 	home := t.TempDir()
 	key := "/key/swarm/psk/1.0.0/\n/base16/\n" + strings.Repeat("ab", 32) + "\n"
