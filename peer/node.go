@@ -342,6 +342,9 @@ func (n *Node) GroupReady(ctx context.Context, group string, peers int) error {
 // own ctx. On an event loop it returns actor.ErrBlockingCall and closes
 // nothing.
 func (n *Node) Close(ctx context.Context) error {
+	if n == nil { // a New that failed: defer n.Close(ctx) is safe
+		return nil
+	}
 	if n.sys.InEventLoop() {
 		return actor.ErrBlockingCall
 	}

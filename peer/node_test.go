@@ -529,4 +529,8 @@ func TestConcurrentCloseWaitsOrGivesUp(t *testing.T) {
 	if err := n.Close(brief); err != nil { // done: at once, whatever the context
 		t.Fatalf("Close after Close: %v", err)
 	}
+	var none *Node // what a failed New returns
+	if err := none.Close(ctx); err != nil {
+		t.Fatalf("Close of a nil node: %v", err)
+	}
 }
