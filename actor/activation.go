@@ -16,18 +16,18 @@ func (c *Context) Run() {
 	// handled until the activation ends.
 	var freed freeList
 	fresh := c.fresh
-	yield := false
+	yielded := false
 	defer func() {
-		c.flushOut() // after a panic too: nothing waits in an outbox
-		c.fresh = fresh
-		c.cur = nil
-		freed.done(c.sys)
-		// Last: once the actor is idle or queued again, another carrier
-		// (the watchdog's, when this one was retired mid-activation) may
-		// run it, so nothing here may touch c after yield.
-		if yield {
-			c.yield()
+		// Once yielded, the actor may already run on another carrier
+		// (the watchdog's, when this one was retired in the middle of the
+		// activation): nothing here may touch c then. freed is this
+		// activation's own, and c.sys never changes.
+		if !yielded {
+			c.flushOut() // after a panic too: nothing waits in an outbox
+			c.fresh = fresh
+			c.cur = nil
 		}
+		freed.done(c.sys)
 	}()
 	if c.flags&fStarted == 0 {
 		c.flags |= fStarted
@@ -106,7 +106,11 @@ func (c *Context) Run() {
 		}
 		c.saved.append(c.sys.detach(n))
 	}
-	yield = true // in the deferred epilogue, after c.fresh and c.cur are written
+	c.fresh = fresh
+	c.flushOut() // before the actor can go idle
+	c.cur = nil
+	yielded = true
+	c.yield()
 }
 
 // yield ends an activation: the actor goes idle, or stays scheduled and
