@@ -266,17 +266,20 @@ func TestChatNamesChecked(t *testing.T) {
 	}
 }
 
-// TestPSKWithTheDefaultListenShape: a psk_file with listen addresses of
-// the default's shape (TCP and QUIC) starts a node, on TCP only.
-func TestPSKWithTheDefaultListenShape(t *testing.T) {
+// homeWithSwarmKey returns a home directory holding a valid swarm.key.
+func homeWithSwarmKey(t *testing.T) string {
+	t.Helper()
 	home := t.TempDir()
 	key := "/key/swarm/psk/1.0.0/\n/base16/\n" + strings.Repeat("ab", 32) + "\n"
 	if err := os.WriteFile(filepath.Join(home, "swarm.key"), []byte(key), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg := DefaultConfig()
-	cfg.PSKFile, cfg.DHT, cfg.MDNS = "swarm.key", "off", false
-	cfg.Listen = []string{"/ip4/127.0.0.1/tcp/0", "/ip4/127.0.0.1/udp/0/quic-v1"} // on loopback only
+	return home
+}
+
+// startFromConfig starts a node from cfg in home, closed when the test ends.
+func startFromConfig(t *testing.T, cfg Config, home string) *peer.Node {
+	t.Helper()
 	opts, err := cfg.peerOptions(home)
 	if err != nil {
 		t.Fatal(err)
@@ -285,9 +288,26 @@ func TestPSKWithTheDefaultListenShape(t *testing.T) {
 	defer cancel()
 	n, err := peer.New(ctx, append(opts, peer.WithLogger(slog.New(slog.DiscardHandler)))...)
 	if err != nil {
-		t.Fatalf("node from a psk_file and TCP and QUIC addresses: %v", err)
+		t.Fatalf("node from config: %v", err)
 	}
-	defer n.Close(ctx)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := n.Close(ctx); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return n
+}
+
+// TestPSKWithTheDefaultListenShape: a psk_file with listen addresses of
+// the default's shape (TCP and QUIC) starts a node, on TCP only.
+func TestPSKWithTheDefaultListenShape(t *testing.T) {
+	home := homeWithSwarmKey(t)
+	cfg := DefaultConfig()
+	cfg.PSKFile, cfg.DHT, cfg.MDNS = "swarm.key", "off", false
+	cfg.Listen = []string{"/ip4/127.0.0.1/tcp/0", "/ip4/127.0.0.1/udp/0/quic-v1"} // on loopback only
+	n := startFromConfig(t, cfg, home)
 	for _, a := range n.Addrs() {
 		if strings.Contains(a.String(), "/quic") {
 			t.Fatalf("listening on %v with a PSK", a)
@@ -296,11 +316,7 @@ func TestPSKWithTheDefaultListenShape(t *testing.T) {
 }
 
 func TestConfigOptions(t *testing.T) {
-	home := t.TempDir()
-	key := "/key/swarm/psk/1.0.0/\n/base16/\n" + strings.Repeat("ab", 32) + "\n"
-	if err := os.WriteFile(filepath.Join(home, "swarm.key"), []byte(key), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	home := homeWithSwarmKey(t)
 	cfg := DefaultConfig()
 	cfg.PSKFile, cfg.DHT, cfg.Bootstrap, cfg.Allowlist = "swarm.key", "server", []string{"/ip4/127.0.0.1/tcp/1/p2p/" + testPeer}, []string{testPeer}
 	if err := cfg.validate(); err != nil {
@@ -313,19 +329,7 @@ func TestConfigOptions(t *testing.T) {
 	// leaves 127.0.0.1).
 	cfg.DHT, cfg.MDNS, cfg.Listen = "off", false, []string{"/ip4/127.0.0.1/tcp/0"}
 	cfg.Limits = ConfigLimits{MemoryMiB: 512, ConnsInbound: 100, StreamsPerPeer: 256, StreamWindowKiB: 4096}
-	opts, err := cfg.peerOptions(home)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	n, err := peer.New(ctx, append(opts, peer.WithLogger(slog.New(slog.DiscardHandler)))...)
-	if err != nil {
-		t.Fatalf("node from config: %v", err)
-	}
-	if err := n.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
+	startFromConfig(t, cfg, home)
 	if err := os.WriteFile(filepath.Join(home, "swarm.key"), []byte("not a key"), 0o600); err != nil {
 		t.Fatal(err)
 	}
