@@ -22,7 +22,8 @@ type Stamp struct{ Seq, UnixNano int64 }
 // (from the first start) until every peer holds the advertisement of every
 // other, how many peer pairs are directly connected by then (the DHT
 // rendezvous keeps connecting), the memory per peer, and the latency of a
-// group broadcast to 100 members (one per peer).
+// group broadcast to 100 members (one per peer) with the share of the
+// deliveries made.
 // Run it with: go test ./integration -run '^$' -bench Scale100 -benchtime 1x
 func BenchmarkScale100(b *testing.B) {
 	for range b.N {
@@ -56,7 +57,11 @@ func scaleRun(b *testing.B, n int) {
 		nodes = append(nodes, newNode(b, opts(peer.WithDHT(*first.AddrInfo()))...))
 	}
 	started := time.Since(start)
-	lats := make(chan time.Duration, 20*n)
+	type arrival struct {
+		seq int64
+		lat time.Duration
+	}
+	lats := make(chan arrival, 20*n)
 	var joined sync.WaitGroup
 	joined.Add(n)
 	for _, nd := range nodes {
@@ -67,7 +72,7 @@ func scaleRun(b *testing.B, n int) {
 			joined.Done()
 			var h actor.Case
 			h = actor.On(func(s Stamp) {
-				lats <- time.Duration(time.Now().UnixNano() - s.UnixNano)
+				lats <- arrival{s.Seq, time.Duration(time.Now().UnixNano() - s.UnixNano)}
 				c.Receive(h)
 			})
 			c.Receive(h)
@@ -110,21 +115,35 @@ func scaleRun(b *testing.B, n int) {
 			b.Fatal(err)
 		}
 	}
+	// GroupReady above asks each peer for one other in the group, not for
+	// a formed mesh: right after it, GossipSub may miss a member now and
+	// then (a member whose mesh formed after the gossip window). A round
+	// waits 10 s at most for its last members; what arrives later still
+	// counts. Fewer than 95 % of the deliveries fails the benchmark.
 	const rounds = 20
 	var all []time.Duration
+	received := make([]int, rounds)
 	for i := range rounds {
 		if err := nodes[i%n].Publish("all", Stamp{Seq: int64(i), UnixNano: time.Now().UnixNano()}); err != nil {
 			b.Fatal(err)
 		}
-		for range n {
+		timeout := time.After(10 * time.Second)
+	wait:
+		for received[i] < n {
 			select {
-			case l := <-lats:
-				all = append(all, l)
-			case <-time.After(30 * time.Second):
-				b.Fatalf("broadcast %d reached %d of %d members", i, len(all)-i*n, n)
+			case a := <-lats:
+				received[a.seq]++
+				all = append(all, a.lat)
+			case <-timeout:
+				b.Logf("broadcast %d reached %d of %d members within 10 s", i, received[i], n)
+				break wait
 			}
 		}
 	}
+	if len(all) < rounds*n*95/100 {
+		b.Fatalf("%d of %d broadcasts delivered (per round: %v)", len(all), rounds*n, received)
+	}
+	b.ReportMetric(100*float64(len(all))/float64(rounds*n), "%-delivered")
 	slices.Sort(all)
 	b.ReportMetric(started.Seconds(), "s-to-start")
 	b.ReportMetric(known.Seconds(), "s-all-know-all")
