@@ -110,12 +110,19 @@ func (e *Envelope) From() Ref { return Ref{Peer: e.FromPeer, Name: e.FromName} }
 // full envelope: the payload of the frame a FrameWriter writes for it
 // (a short envelope on a compact stream is smaller), which WriteEnvelope
 // compares with the maximum frame.
-func EnvelopeSize(e *Envelope) (int, error) { return envelopeSizeSeen(e, nil) }
+func EnvelopeSize(e *Envelope) (int, error) { return envelopeSize(e, len(e.Body), nil) }
 
-// envelopeSizeSeen is envelopeSize with valid, if not nil, holding names
-// known to be valid, which are not checked again; the names of e are
-// stored there once checked.
-func envelopeSizeSeen(e *Envelope, valid *validNames) (int, error) {
+// EnvelopeSizeWithBody is EnvelopeSize for e carrying a body of bodyLen
+// bytes instead of e.Body (see Registry.BodySize).
+func EnvelopeSizeWithBody(e *Envelope, bodyLen int) (int, error) {
+	return envelopeSize(e, bodyLen, nil)
+}
+
+// envelopeSize validates e and returns the length of its encoding with a
+// body of bodyLen bytes. valid, if not nil, holds names known to be valid,
+// which are not checked again; the names of e are stored there once
+// checked.
+func envelopeSize(e *Envelope, bodyLen int, valid *validNames) (int, error) {
 	if !e.Kind.Valid() {
 		return 0, fmt.Errorf("%w: encoding envelope with %v", ErrUnknownKind, e.Kind)
 	}
@@ -142,7 +149,7 @@ func envelopeSizeSeen(e *Envelope, valid *validNames) (int, error) {
 		headLen(uint64(len(e.FromPeer))) + len(e.FromPeer) +
 		headLen(uint64(len(e.FromName))) + len(e.FromName) +
 		headLen(uint64(len(e.Type))) + len(e.Type) +
-		headLen(uint64(len(e.Body))) + len(e.Body) +
+		headLen(uint64(bodyLen)) + bodyLen +
 		headLen(e.Corr)
 	return n, nil
 }

@@ -242,7 +242,7 @@ func (pl *fastPlan) appendValue(dst []byte, p unsafe.Pointer) ([]byte, bool) {
 			dst = appendHead(dst, majorUint, uintAt(fp, f.size))
 		case fastString:
 			s := *(*string)(fp)
-			if len(s) > pl.lim.MaxStringLen || (!isASCIIString(s) && !utf8.ValidString(s)) {
+			if !pl.fastString(s) {
 				return dst, false
 			}
 			dst = appendHead(dst, majorText, uint64(len(s)))
@@ -261,6 +261,55 @@ func (pl *fastPlan) appendValue(dst []byte, p unsafe.Pointer) ([]byte, bool) {
 		}
 	}
 	return dst, true
+}
+
+// fastString reports whether the fast path encodes s: a valid UTF-8
+// string within the limits (the general path reports any other).
+func (pl *fastPlan) fastString(s string) bool {
+	return len(s) <= pl.lim.MaxStringLen && (isASCIIString(s) || utf8.ValidString(s))
+}
+
+// size returns the length of what appendValue appends for the struct at
+// p, without encoding it, and false where appendValue reports false.
+func (pl *fastPlan) size(p unsafe.Pointer) (int, bool) {
+	n := 1 // the map's head: a plan has fewer than 24 fields
+	for i := range pl.fields {
+		f := &pl.fields[i]
+		fp := unsafe.Add(p, f.off)
+		if f.omitEmpty && f.isEmpty(fp) {
+			continue
+		}
+		n += len(f.key)
+		switch f.kind {
+		case fastBool:
+			n++
+		case fastInt:
+			if v := intAt(fp, f.size); v < 0 {
+				n += headLen(uint64(-(v + 1)))
+			} else {
+				n += headLen(uint64(v))
+			}
+		case fastUint:
+			n += headLen(uintAt(fp, f.size))
+		case fastString:
+			s := *(*string)(fp)
+			if !pl.fastString(s) {
+				return 0, false
+			}
+			n += headLen(uint64(len(s))) + len(s)
+		case fastBytes:
+			b := *(*[]byte)(fp)
+			switch {
+			case b == nil:
+				n++ // null
+			case len(b) > pl.lim.MaxStringLen:
+				return 0, false
+			default:
+				n += headLen(uint64(len(b))) + len(b)
+			}
+		}
+	}
+	return n, true
 }
 
 // decode decodes body into the zero struct at p. It reports false when
@@ -407,6 +456,7 @@ func (r *envReader) payload(major byte, limit int) ([]byte, bool) {
 // fastCodec is the typed fast path of one registered type.
 type fastCodec struct {
 	encode func(dst []byte, v any) ([]byte, bool)
+	size   func(v any) (int, bool) // the length of what encode appends
 	decode func(body []byte, c *streamCache) (any, bool)
 }
 
@@ -418,19 +468,21 @@ func newFastCodec[T any](lim Limits, enc cbor.EncMode, dec cbor.DecMode) *fastCo
 		return nil
 	}
 	typeWord := typeWordOf[T]()
+	// valueOf returns where the T in v is. An interface holding a T
+	// points to it, so the value is read in place rather than copied
+	// out. (Only a T whose one field is an unexported pointer is
+	// pointer-shaped, held in the interface itself; its plan has no
+	// fields and reads nothing.)
+	valueOf := func(v any) unsafe.Pointer {
+		if e := (*eface)(unsafe.Pointer(&v)); e.typ == typeWord {
+			return e.data
+		}
+		t := v.(T) // panics, as a wrong type is a programming error
+		return unsafe.Pointer(&t)
+	}
 	fc := &fastCodec{
-		encode: func(dst []byte, v any) ([]byte, bool) {
-			// An interface holding a T points to it, so the value is
-			// read in place rather than copied out. (Only a T whose one
-			// field is an unexported pointer is pointer-shaped, held in
-			// the interface itself; its plan has no fields and reads
-			// nothing.)
-			if e := (*eface)(unsafe.Pointer(&v)); e.typ == typeWord {
-				return plan.appendValue(dst, e.data)
-			}
-			t := v.(T) // panics, as a wrong type is a programming error
-			return plan.appendValue(dst, unsafe.Pointer(&t))
-		},
+		encode: func(dst []byte, v any) ([]byte, bool) { return plan.appendValue(dst, valueOf(v)) },
+		size:   func(v any) (int, bool) { return plan.size(valueOf(v)) },
 	}
 	size := unsafe.Sizeof(*new(T))
 	fc.decode = func(body []byte, c *streamCache) (any, bool) {
@@ -538,6 +590,9 @@ func (fc *fastCodec) agrees(v any, enc cbor.EncMode, dec cbor.DecMode) bool {
 	}
 	got, ok := fc.encode(nil, v)
 	if !ok || !bytes.Equal(got, want) {
+		return false
+	}
+	if n, ok := fc.size(v); !ok || n != len(want) {
 		return false
 	}
 	back, ok := fc.decode(want, nil)

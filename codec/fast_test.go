@@ -183,6 +183,55 @@ func TestFastPathMatchesLibrary(t *testing.T) {
 	}
 }
 
+// checkBodySize fails t unless r.BodySize(v) agrees with AppendEncode: the
+// same name and length when it knows them, and knowing them for every
+// value of a fast-path type that encodes.
+func checkBodySize(t *testing.T, r *Registry, v any) {
+	t.Helper()
+	name, n, ok := r.BodySize(v)
+	wantName, body, err := r.AppendEncode(nil, v)
+	switch {
+	case ok && (err != nil || name != wantName || n != len(body)):
+		t.Fatalf("BodySize(%#v) = %q, %d; AppendEncode = %q, %d bytes, %v", v, name, n, wantName, len(body), err)
+	case !ok && err == nil && r.encEntry(v) != nil && r.encEntry(v).fast != nil:
+		t.Fatalf("BodySize(%#v) does not know the size of a fast-path value", v)
+	}
+}
+
+func TestBodySize(t *testing.T) {
+	r := newFastRegistry(t)
+	for _, v := range fastValues() {
+		checkBodySize(t, r, v)
+		if _, _, ok := r.BodySize(v); !ok && r.encEntry(v).fast != nil {
+			t.Errorf("BodySize(%#v) not known", v)
+		}
+	}
+	small := newTestRegistry(t, WithLimits(Limits{MaxDepth: 8, MaxArrayElements: 16, MaxMapPairs: 16, MaxStringLen: 40})) // the probes' strings fit: a fast path
+	MustRegister[fastBlob](small, "fast.Blob")
+	MustRegister[chatSay](small, "chat.Say")
+	for _, tc := range []struct {
+		r *Registry
+		v any
+	}{
+		{r, chatSay{Text: "a\xffb"}},              // the general path's error
+		{small, fastBlob{Data: make([]byte, 41)}}, // over MaxStringLen
+		{small, chatSay{Room: strings.Repeat("r", 41)}},
+		{r, slowFloat{F: 1.5}}, // no fast path
+		{r, Raw{Type: "x", Body: []byte{1}}},
+		{r, struct{ X int }{1}}, // unregistered
+		{r, nil},
+	} {
+		if name, n, ok := tc.r.BodySize(tc.v); ok {
+			t.Errorf("BodySize(%#v) = %q, %d; want not known", tc.v, name, n)
+		}
+		checkBodySize(t, tc.r, tc.v)
+	}
+	checkBodySize(t, small, fastBlob{Data: make([]byte, 40)}) // at the limit
+	if _, _, ok := small.BodySize(fastBlob{Data: make([]byte, 40)}); !ok {
+		t.Error("BodySize at MaxStringLen not known")
+	}
+}
+
 func TestFastPathFallsBack(t *testing.T) {
 	r := newFastRegistry(t)
 	for _, tc := range []struct {

@@ -80,7 +80,7 @@ func (fw *FrameWriter) WriteEnvelope(e *Envelope) error {
 	if fw.compact && fw.prev.matches(e) {
 		return fw.writeShort(e.Body, e.Corr)
 	}
-	n, err := envelopeSizeSeen(e, &fw.valid)
+	n, err := envelopeSize(e, len(e.Body), &fw.valid)
 	if err != nil {
 		return err
 	}

@@ -205,7 +205,18 @@ func FuzzRoundTrip(f *testing.F) {
 	f.Add(uint8(2), "", testPeerID, "", "troupe.Down", chatBody(f), uint64(1<<63), "", int64(-1))
 	f.Add(uint8(0), "a\xffb", []byte{1}, "名前", "t", []byte{}, uint64(42), "\xc3", int64(1e18))
 	reg := newTestRegistry(f)
+	fast := newFastRegistry(f)
 	f.Fuzz(func(t *testing.T, kind uint8, to string, peer []byte, name, typ string, body []byte, corr uint64, text string, n int64) {
+		for _, m := range []any{
+			chatSay{Room: to, Text: text},
+			fastAll{B: n&1 == 1, I: int(n), I8: int8(n), I16: int16(n >> 8), I32: int32(n >> 16), I64: n,
+				U: uint(corr), U8: uint8(corr), U16: uint16(corr >> 8), U32: uint32(corr >> 16), U64: corr, S: name, D: body},
+			fastTagged{ID: corr, Text: typ, Linked: n < 0, Neg: int32(n)},
+			fastBlob{Data: peer},
+		} {
+			checkBodySize(t, fast, m)
+		}
+
 		e := Envelope{Kind: Kind(kind), To: to, FromName: name, Type: typ, Corr: corr}
 		if len(peer) > 0 {
 			e.FromPeer = peer

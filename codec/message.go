@@ -35,25 +35,18 @@ func (r *Registry) Encode(v any) (typeName string, body []byte, err error) {
 // plain structs (exported fields of kinds bool, integer, string and
 // []byte), which are encoded without reflection. Safe for concurrent use.
 func (r *Registry) AppendEncode(dst []byte, v any) (typeName string, out []byte, err error) {
-	e := r.lastEnc.Load()
-	if e == nil || e.word != (*eface)(unsafe.Pointer(&v)).typ {
-		// Raw cannot be registered, so a value of the type encoded last
-		// is not one.
+	e := r.encEntry(v)
+	if e == nil {
 		if raw, ok := v.(Raw); ok {
 			if err := checkRaw(raw, &r.lim); err != nil {
 				return "", dst, err
 			}
 			return raw.Type, append(dst, raw.Body...), nil
 		}
-		t := reflect.TypeOf(v)
-		var ok bool
-		if e, ok = r.tab.Load().byType[t]; !ok {
-			if t == nil {
-				return "", dst, fmt.Errorf("%w: nil", ErrUnregistered)
-			}
+		if t := reflect.TypeOf(v); t != nil {
 			return "", dst, fmt.Errorf("%w: %v", ErrUnregistered, t)
 		}
-		r.lastEnc.Store(e)
+		return "", dst, fmt.Errorf("%w: nil", ErrUnregistered)
 	}
 	if e.fast != nil {
 		if out, ok := e.fast.encode(dst, v); ok {
@@ -74,6 +67,35 @@ func (r *Registry) AppendEncode(dst []byte, v any) (typeName string, out []byte,
 		return e.name, body, nil
 	}
 	return e.name, append(dst, body...), nil
+}
+
+// BodySize returns the type name and the body length that AppendEncode
+// would return for v, without encoding it, when v is a value of a
+// registered plain struct type (see AppendEncode) that encodes without
+// error. Otherwise ok is false and AppendEncode tells the body or the
+// error. Safe for concurrent use.
+func (r *Registry) BodySize(v any) (typeName string, n int, ok bool) {
+	if e := r.encEntry(v); e != nil && e.fast != nil {
+		if n, ok := e.fast.size(v); ok {
+			return e.name, n, true
+		}
+	}
+	return "", 0, false
+}
+
+// encEntry returns the registration of v's type, nil if there is none.
+// Most messages have the type of the one before them, whose registration
+// is looked up first. (Raw cannot be registered: a Raw has none.)
+func (r *Registry) encEntry(v any) *entry {
+	if e := r.lastEnc.Load(); e != nil && e.word == (*eface)(unsafe.Pointer(&v)).typ {
+		return e
+	}
+	e, ok := r.tab.Load().byType[reflect.TypeOf(v)]
+	if !ok {
+		return nil
+	}
+	r.lastEnc.Store(e)
+	return e
 }
 
 // checkRaw reports whether raw may be sent.

@@ -352,28 +352,28 @@ func (r *Router) DeliverCtx(ctx context.Context, e actor.Envelope) error {
 	}
 }
 
-// checkUser encodes the user message of e into scratch memory and returns
-// the error the link's writer would meet: the codec's, or ErrTooLarge for
+// checkUser returns the error the link's writer would meet for the user
+// message of e, learning its body's length from the codec without
+// encoding it when it is a plain struct, else by encoding it into scratch
+// memory: the codec's, or ErrTooLarge for
 // a body over the maximum frame, or a frame over it whose body is too
 // small to travel in fragments. (Towards a peer of version 1.0.0, which
 // takes no fragments, a body a few bytes short of the maximum can still
 // be refused by the writer: its names do not fit beside it.) A message
 // refused is counted as the writer counts it.
 func (r *Router) checkUser(e *actor.Envelope) error {
-	buf := scratchPool.Get().(*[]byte)
-	defer scratchPool.Put(buf)
-	typ, body, err := r.cfg.Registry.AppendEncode((*buf)[:0], e.Msg)
-	if cap(body) <= maxScratch {
-		*buf = body[:0]
+	typ, size, ok := r.cfg.Registry.BodySize(e.Msg) // a plain struct: no need to encode it
+	if !ok {
+		var err error
+		if typ, size, err = r.encodedSize(e.Msg); err != nil {
+			r.encodeErrors.Add(1)
+			return err
+		}
 	}
-	if err != nil {
-		r.encodeErrors.Add(1)
-		return err
-	}
-	size := len(body)
 	if size <= fragmentData {
-		env := codec.Envelope{Kind: codec.KindUser, To: e.To.Name(), FromName: e.From.Name(), Type: typ, Body: body, Corr: e.Corr}
-		if size, err = codec.EnvelopeSize(&env); err != nil {
+		var err error
+		env := codec.Envelope{Kind: codec.KindUser, To: e.To.Name(), FromName: e.From.Name(), Type: typ, Corr: e.Corr}
+		if size, err = codec.EnvelopeSizeWithBody(&env, size); err != nil {
 			r.encodeErrors.Add(1)
 			return err
 		}
@@ -385,7 +385,19 @@ func (r *Router) checkUser(e *actor.Envelope) error {
 	return nil
 }
 
-// scratchPool holds the buffers checkUser encodes into.
+// encodedSize encodes msg into scratch memory and returns its type name
+// and the length of its body, or the codec's error.
+func (r *Router) encodedSize(msg any) (string, int, error) {
+	buf := scratchPool.Get().(*[]byte)
+	defer scratchPool.Put(buf)
+	typ, body, err := r.cfg.Registry.AppendEncode((*buf)[:0], msg)
+	if cap(body) <= maxScratch {
+		*buf = body[:0]
+	}
+	return typ, len(body), err
+}
+
+// scratchPool holds the buffers encodedSize encodes into.
 var scratchPool = sync.Pool{New: func() any { return new([]byte) }}
 
 func (r *Router) link(peerStr string) (*link, error) {

@@ -15,13 +15,18 @@ import (
 // System.Send to a remote actor (into the link's queue), then, every
 // chunk, what the writer goroutine does with a batch: encode it into a
 // FrameWriter and flush (to io.Discard).
-func BenchmarkSendPath(b *testing.B) { benchSendPath(b, 0) }
+func BenchmarkSendPath(b *testing.B) { benchSendPath(b, 0, false) }
 
 // BenchmarkSendPathWindowed is BenchmarkSendPath with each message a new
 // 100-byte slice and 40,000 messages waiting in the queue, as with the
 // window of the remote one-way benchmarks: the garbage collector runs, and
 // marks what waits.
-func BenchmarkSendPathWindowed(b *testing.B) { benchSendPath(b, 40_000) }
+func BenchmarkSendPathWindowed(b *testing.B) { benchSendPath(b, 40_000, false) }
+
+// BenchmarkSendPathCtx is BenchmarkSendPath with plain code's SendCtx
+// (Router.DeliverCtx), which checks each message before queueing it, as
+// the remote blast benchmarks send.
+func BenchmarkSendPathCtx(b *testing.B) { benchSendPath(b, 0, true) }
 
 // newSender returns a router whose link to a remote peer is not started
 // (nothing dials; the caller drains the queue), bound to a system of its
@@ -105,7 +110,7 @@ func BenchmarkSendPathRuns(b *testing.B) {
 	}
 }
 
-func benchSendPath(b *testing.B, window int) {
+func benchSendPath(b *testing.B, window int, withCtx bool) {
 	r, l, sys, to := newSender(b)
 	var msg any = benchBlob{Data: make([]byte, 100)}
 	fw := codec.NewFrameWriter(io.Discard, 0)
@@ -129,6 +134,7 @@ func benchSendPath(b *testing.B, window int) {
 			clear(batch)
 		}
 	}
+	ctx := context.Background()
 	b.ReportAllocs()
 	i := 0
 	cpu0 := processCPU()
@@ -137,7 +143,13 @@ func benchSendPath(b *testing.B, window int) {
 		if window > 0 {
 			msg = benchBlob{Data: make([]byte, 100)}
 		}
-		sys.Send(to, msg)
+		if withCtx {
+			if err := r.DeliverCtx(ctx, actor.Envelope{To: to, Msg: msg}); err != nil {
+				b.Fatal(err)
+			}
+		} else {
+			sys.Send(to, msg)
+		}
 		if i++; i%chunkSize == 0 {
 			drain(window)
 		}
