@@ -94,16 +94,15 @@ func (in *inbound) read(fr *codec.FrameReader) error {
 			in.flush() // before waiting for the network
 		}
 		msg, err := fr.ReadMessage(r.cfg.Registry, &env)
-		if errors.Is(err, io.EOF) {
+		if err != nil { // checked first: errors.Is is a call per message
 			in.flush()
-			if in.large.active { // a writer ends a stream between messages
-				r.decodeErrors.Add(1)
-				return fmt.Errorf("%w: the stream ended inside a message", errFragments)
+			if errors.Is(err, io.EOF) {
+				if in.large.active { // a writer ends a stream between messages
+					r.decodeErrors.Add(1)
+					return fmt.Errorf("%w: the stream ended inside a message", errFragments)
+				}
+				return nil
 			}
-			return nil
-		}
-		if err != nil {
-			in.flush()
 			if r.ctx.Err() != nil || !isCodecError(err) {
 				return err
 			}
