@@ -16,6 +16,7 @@ import (
 
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
+	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/peer"
 )
@@ -209,6 +210,20 @@ func TestThreeDaemonsAndSIGKILL(t *testing.T) {
 	d1 := startDaemon(t)
 	d2 := startDaemon(t, d1.addr)
 	d3 := startDaemon(t, d1.addr, d2.addr)
+	// The daemons talk among themselves: each asks the echo actor of
+	// every peer that connects to it and prints the answer's round trip.
+	daemons := []*daemonProc{d1, d2, d3}
+	for _, d := range daemons {
+		for _, o := range daemons {
+			if o == d {
+				continue
+			}
+			line := d.expectLine(t, 10*time.Second, "joined "+o.id.String()+" (echo")
+			if strings.Contains(line, "failed") {
+				t.Fatalf("daemon %v asking %v's echo: %q", d.id, o.id, line)
+			}
+		}
+	}
 
 	reg := registry(t)
 	codec.MustRegister[Watch](reg, "troupe.Watch")
@@ -237,16 +252,25 @@ func TestThreeDaemonsAndSIGKILL(t *testing.T) {
 		}
 		d.expectLine(t, 5*time.Second, "watching", target.String())
 	}
-	// If a monitor had not reached d1 before the kill, the disconnection
-	// still fires it (ErrNodeDown); either way each watcher prints a Down.
+	for _, d := range []*daemonProc{d2, d3} {
+		for _, line := range d.seen {
+			if strings.HasPrefix(line, "down ") {
+				t.Fatalf("daemon %v printed %q before the kill", d.id, line)
+			}
+		}
+	}
+	// Each watcher registered its monitor before printing "watching":
+	// whether or not the signal reached d1 before the kill, the
+	// disconnection fires it with ErrNodeDown.
 	if err := d1.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
+	deadline := start.Add(5 * time.Second) // for both watchers together
 	for _, d := range []*daemonProc{d2, d3} {
-		line := d.expectLine(t, 5*time.Second, "down", target.String())
-		if !strings.Contains(line, "node down") && !strings.Contains(line, "no such actor") {
-			t.Fatalf("down line %q", line)
+		line := d.expectLine(t, time.Until(deadline), "down", target.String())
+		if !strings.Contains(line, actor.ErrNodeDown.Error()) {
+			t.Fatalf("daemon %v: down line %q, want the reason %q", d.id, line, actor.ErrNodeDown)
 		}
 	}
 	t.Logf("monitors fired %v after SIGKILL", time.Since(start))
