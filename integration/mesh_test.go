@@ -722,3 +722,47 @@ func TestWhereisIsNotHeldUpBySilentPeers(t *testing.T) {
 		t.Fatalf("whereis nobody with silent peers: %v, want the deadline", err)
 	}
 }
+
+// When the connection under a link drops (here closed by the sending side,
+// as a network hiccup or an idle-connection trim would), what is sent next
+// waits in the link's queue while the link dials the peer again from the
+// addresses Connect remembered, then arrives, in order and complete.
+func TestLinkRedialsAfterTheConnectionDrops(t *testing.T) {
+	a, b := pair(t)
+	const total = 2_000
+	got := make(chan int, total)
+	sink := spawn(t, b, "sink", func(c *actor.Context) {
+		var h actor.Case
+		h = actor.On(func(p Ping) { got <- p.N; c.Receive(h) })
+		c.Receive(h)
+	})
+	far := spawn(t, b, "echo", echo)
+	ctx, cancel := askCtx()
+	defer cancel()
+	if _, err := a.System().Ask(ctx, far, Ping{0}); err != nil { // the streams are open
+		t.Fatal(err)
+	}
+	if err := a.Host().Network().ClosePeer(b.ID()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		return a.Host().Network().Connectedness(b.ID()) != network.Connected && a.Router().Stats().PeersDown == 1
+	})
+	for i := range total {
+		a.System().Send(sink, Ping{i})
+	}
+	for want := range total {
+		if n := recv(t, got); n != want {
+			t.Fatalf("message %d arrived as number %d", want, n)
+		}
+	}
+	if a.Host().Network().Connectedness(b.ID()) != network.Connected {
+		t.Fatal("the messages arrived, but a is not connected to b")
+	}
+	if v, err := a.System().Ask(ctx, far, Ping{1}); err != nil || v != (Pong{1}) {
+		t.Fatalf("ask after the redial: %v, %v", v, err)
+	}
+	if st := a.Router().Stats(); st.LinkFull != 0 || a.System().DeadLetters() != 0 {
+		t.Fatalf("link full %d, dead letters %d", st.LinkFull, a.System().DeadLetters())
+	}
+}
