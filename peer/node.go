@@ -336,8 +336,9 @@ func (n *Node) GroupReady(ctx context.Context, group string, peers int) error {
 	return n.groups.WaitReady(ctx, group, peers)
 }
 
-// Close drains the outbound links (until ctx ends), stops the actors and
-// closes the host. It is idempotent and waits for every goroutine the node
+// Close stops the actors, drains the outbound links until each peer has
+// read what was queued for it (or until ctx ends) and closes the host. It
+// is idempotent and waits for every goroutine the node
 // started; a call while another closes the node waits for it, or for its
 // own ctx. On an event loop it returns actor.ErrBlockingCall and closes
 // nothing.

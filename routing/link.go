@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -238,6 +239,8 @@ func (l *link) write(q *queue) {
 			if stop {
 				if l.r.ctx.Err() != nil {
 					w.reset()
+				} else {
+					w.finish()
 				}
 				return
 			}
@@ -290,6 +293,20 @@ func (l *link) write(q *queue) {
 		}
 		clear(w.batch)
 	}
+}
+
+// finish ends the stream of a writer that wrote everything queued: it
+// closes the stream for writing and waits until the peer closes its side,
+// which the peer's reader does once it handed every message to its actors
+// (or until writeTimeout, or until the router's close gives up and resets
+// the stream). Closing the connection before that could lose what the
+// peer had not read yet.
+func (w *writer) finish() {
+	if w.s == nil || w.s.CloseWrite() != nil {
+		return
+	}
+	_ = w.s.SetReadDeadline(time.Now().Add(writeTimeout))
+	_, _ = io.Copy(io.Discard, w.s) // nothing comes this way: EOF, a reset or the deadline
 }
 
 // reset drops the stream when the router closes: what is in hand is lost.

@@ -640,7 +640,9 @@ func (r *Router) hello(id libp2ppeer.ID, inc uint64) {
 }
 
 // Close stops every link, waiting until ctx ends for queued messages to be
-// written, then resets what remains. It is idempotent.
+// written and read by their peers (each peer's reader closes its side of
+// a stream once it handed the stream's last message to its actors), then
+// resets what remains. It is idempotent.
 func (r *Router) Close(ctx context.Context) error {
 	r.mu.Lock()
 	if r.closed {
@@ -673,7 +675,7 @@ func (r *Router) Close(ctx context.Context) error {
 	select {
 	case <-done:
 	case <-ctx.Done():
-		err = fmt.Errorf("routing: close: queued messages dropped: %w", ctx.Err())
+		err = fmt.Errorf("routing: close: queued messages may be lost: %w", ctx.Err())
 	}
 	r.cancel()
 	for _, l := range links {
