@@ -226,7 +226,7 @@ func TestGroupRejectsMalformedMessages(t *testing.T) {
 		h = actor.Any(func(m any) { got <- m; c.Receive(h) })
 		c.Receive(h)
 	})
-	<-joined
+	recv(t, joined)
 	rawHost, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
 	if err != nil {
 		t.Fatal(err)

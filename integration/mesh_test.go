@@ -211,7 +211,7 @@ func TestRemoteMonitorAndLink(t *testing.T) {
 			c.Receive(actor.On(func(e actor.Exit) { exits <- e }))
 		}))
 	})
-	<-ready
+	recv(t, ready)
 	// Signals travel on the control stream, the crash on the user stream:
 	// wait until b received the hello, the monitor and the link, or the
 	// crash could overtake them (the Down would then say ErrNoSuchActor).
@@ -242,7 +242,7 @@ func watchFar(t *testing.T, a, b *peer.Node) (actor.Ref, <-chan actor.Down) {
 		h = actor.On(func(d actor.Down) { downs <- d; c.Receive(h) })
 		c.Receive(h)
 	})
-	<-ready
+	recv(t, ready)
 	waitFor(t, func() bool { return b.Router().Stats().Received >= 2 })
 	return far, downs
 }
@@ -286,6 +286,51 @@ func TestNodeDownWhenTheConnectionDies(t *testing.T) {
 	}
 	if !errors.Is(d.Reason, actor.ErrNodeDown) || d.Ref != far {
 		t.Fatalf("down %+v, want %v with ErrNodeDown", d, far)
+	}
+}
+
+// The disconnection fires every edge to the departed peer's actors, not
+// only the first: two monitors of one actor, a monitor of another, and a
+// link (an exit signal of ErrNodeDown to an actor that traps exits).
+func TestNodeDownFiresEveryMonitorAndLink(t *testing.T) {
+	a, b := pair(t)
+	far1, far2 := spawn(t, b, "far1", echo), spawn(t, b, "far2", echo)
+	downs := make(chan actor.Down, 3)
+	exits := make(chan actor.Exit, 1)
+	ready := make(chan struct{}, 2)
+	spawn(t, a, "watcher", func(c *actor.Context) {
+		c.Monitor(far1)
+		c.Monitor(far1)
+		c.Monitor(far2)
+		ready <- struct{}{}
+		var h actor.Case
+		h = actor.On(func(d actor.Down) { downs <- d; c.Receive(h) })
+		c.Receive(h)
+	})
+	spawn(t, a, "linked", func(c *actor.Context) {
+		c.TrapExit(true)
+		c.Link(far2)
+		ready <- struct{}{}
+		c.Receive(actor.On(func(e actor.Exit) { exits <- e }))
+	})
+	recv(t, ready)
+	recv(t, ready)
+	if err := b.Host().Close(); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[actor.Ref]int{}
+	for range 3 {
+		d := recv(t, downs)
+		if !errors.Is(d.Reason, actor.ErrNodeDown) {
+			t.Fatalf("down %+v, want ErrNodeDown", d)
+		}
+		seen[d.Ref]++
+	}
+	if seen[far1] != 2 || seen[far2] != 1 {
+		t.Fatalf("downs per actor %v, want far1 twice and far2 once", seen)
+	}
+	if e := recv(t, exits); e.From != far2 || !errors.Is(e.Reason, actor.ErrNodeDown) {
+		t.Fatalf("exit %+v, want one from %v with ErrNodeDown", e, far2)
 	}
 }
 

@@ -567,7 +567,11 @@ func TestConcurrentCloseWaitsOrGivesUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.System().Send(slow, "work")
-	<-busy
+	select {
+	case <-busy:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the actor did not start its work")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	first := make(chan error, 1)

@@ -35,7 +35,11 @@ func TestNewIncarnationFiresMonitors(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	<-ready
+	select {
+	case <-ready:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the watcher did not start")
+	}
 	r.hello(other.ID(), 11) // first contact: nothing fires
 	r.hello(other.ID(), 11) // same incarnation: nothing fires
 	r.hello(other.ID(), 12) // restarted
@@ -149,7 +153,11 @@ func TestRetiredLinksLoseNoMessage(t *testing.T) {
 		}
 	}
 	for range givenUp {
-		<-notSent
+		select {
+		case <-notSent:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a message given up was not reported")
+		}
 	}
 
 	// Rounds of four senders, each round given up entirely before the
