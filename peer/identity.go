@@ -12,6 +12,10 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 )
 
+// ErrInsecureKeyFile reports a key file that others than its owner may
+// read or write.
+var ErrInsecureKeyFile = errors.New("peer: key file open to others")
+
 // LoadOrCreateKey reads a private key from path (libp2p's protobuf
 // encoding), creating an Ed25519 key there, with mode 0600, when the file
 // does not exist. A key file that others than its owner may read or write
@@ -86,7 +90,7 @@ func readKey(path string) (crypto.PrivKey, error) {
 		return nil, fmt.Errorf("peer: key file: %w", err)
 	}
 	if mode := info.Mode().Perm(); mode&0o077 != 0 && runtime.GOOS != "windows" {
-		return nil, fmt.Errorf("peer: key file %s: mode %o lets others read or change the key: chmod 600 it", path, mode)
+		return nil, fmt.Errorf("%w: %s: mode %o lets others read or change the key: chmod 600 it", ErrInsecureKeyFile, path, mode)
 	}
 	b, err := io.ReadAll(f)
 	if err != nil {

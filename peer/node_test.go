@@ -170,6 +170,27 @@ func TestCloseDrainsAndLeavesNoGoroutine(t *testing.T) {
 	}
 }
 
+func TestRegisterBehaviorErrors(t *testing.T) {
+	n := newTestNode(t)
+	f := func(any) (actor.Behavior, error) { return func(*actor.Context) {}, nil }
+	if err := n.RegisterBehavior("b", f); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		f    BehaviorFactory
+		want error
+	}{
+		{"", f, actor.ErrInvalidName},
+		{"c", nil, actor.ErrNilBehavior},
+		{"b", f, ErrBehaviorTaken},
+	} {
+		if err := n.RegisterBehavior(tc.name, tc.f); !errors.Is(err, tc.want) {
+			t.Errorf("RegisterBehavior(%q): %v, want %v", tc.name, err, tc.want)
+		}
+	}
+}
+
 // TestFailedNewLeavesNoGoroutine: a New that fails after it started the
 // host, the router and groups stops them all; one that fails to start the
 // host closes the resource manager it made for it.
@@ -525,7 +546,7 @@ func TestKeyFileSafety(t *testing.T) {
 	if err := os.Chmod(path, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LoadOrCreateKey(path); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+	if _, err := LoadOrCreateKey(path); !errors.Is(err, ErrInsecureKeyFile) || !strings.Contains(err.Error(), "chmod 600") {
 		t.Fatalf("a key file of mode 644: %v, want a refusal", err)
 	}
 	if err := os.Chmod(path, 0o600); err != nil {

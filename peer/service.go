@@ -20,6 +20,10 @@ const NodeActor = "$node"
 // registered.
 var ErrUnknownBehavior = errors.New("peer: unknown behavior")
 
+// ErrBehaviorTaken reports a RegisterBehavior under a name registered
+// already.
+var ErrBehaviorTaken = errors.New("peer: behavior name taken")
+
 // Requests and replies of the node actor.
 type (
 	whereisReq struct {
@@ -108,8 +112,11 @@ func (b *behaviors) get(name string) BehaviorFactory {
 // RegisterBehavior lets peers spawn actors running the behavior f builds,
 // under name (closures cannot travel; names can).
 func (n *Node) RegisterBehavior(name string, f BehaviorFactory) error {
-	if name == "" || f == nil {
-		return errors.New("peer: RegisterBehavior needs a name and a factory")
+	switch {
+	case name == "":
+		return fmt.Errorf("peer: RegisterBehavior: an empty name: %w", actor.ErrInvalidName)
+	case f == nil:
+		return fmt.Errorf("peer: RegisterBehavior %q: a nil factory: %w", name, actor.ErrNilBehavior)
 	}
 	n.behaviors.mu.Lock()
 	defer n.behaviors.mu.Unlock()
@@ -117,7 +124,7 @@ func (n *Node) RegisterBehavior(name string, f BehaviorFactory) error {
 		n.behaviors.m = make(map[string]BehaviorFactory)
 	}
 	if _, ok := n.behaviors.m[name]; ok {
-		return fmt.Errorf("peer: behavior %q already registered", name)
+		return fmt.Errorf("%w: %q", ErrBehaviorTaken, name)
 	}
 	n.behaviors.m[name] = f
 	return nil

@@ -21,6 +21,11 @@ var (
 	ErrClosed = fmt.Errorf("routing: closed (%w)", actor.ErrClosed)
 	// ErrNotBound: a message was given to a router before Bind.
 	ErrNotBound = errors.New("routing: no actor system bound")
+	// ErrBound: Bind was called on a router bound already.
+	ErrBound = errors.New("routing: bound already")
+	// ErrInvalidConfig: New was given a Config without a host or a
+	// registry.
+	ErrInvalidConfig = errors.New("routing: invalid config")
 	// ErrUnreachable: no stream to the peer could be opened.
 	ErrUnreachable = errors.New("routing: peer unreachable")
 	// ErrStreamBroken: the stream that was carrying the message broke;

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -145,7 +144,7 @@ var _ actor.Remote = (*Router)(nil)
 // flows; Close it before closing the host.
 func New(cfg Config) (*Router, error) {
 	if cfg.Host == nil || cfg.Registry == nil {
-		return nil, fmt.Errorf("routing: host and registry are required")
+		return nil, fmt.Errorf("%w: host and registry are required", ErrInvalidConfig)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -198,7 +197,7 @@ func (r *Router) Bind(sys *actor.System) error {
 	}
 	r.mu.Unlock()
 	if bound {
-		return errors.New("routing: Bind called twice")
+		return fmt.Errorf("%w: Bind called twice", ErrBound)
 	}
 	sub, err := r.h.EventBus().Subscribe([]any{new(event.EvtPeerConnectednessChanged), new(event.EvtPeerIdentificationCompleted)})
 	if err != nil {

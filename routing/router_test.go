@@ -301,8 +301,11 @@ func TestRouterRefusesMessagesBeforeBind(t *testing.T) {
 	if err := r.Bind(sys); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Bind(sys); err == nil {
-		t.Fatal("a second Bind was accepted")
+	if err := r.Bind(sys); !errors.Is(err, ErrBound) {
+		t.Fatalf("a second Bind: %v, want ErrBound", err)
+	}
+	if _, err := New(Config{Host: h}); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("New without a registry: %v, want ErrInvalidConfig", err)
 	}
 	if err := r.Deliver(to, actor.Ref{}, "hi", 0, false); err != nil {
 		t.Fatalf("Deliver after Bind: %v", err)

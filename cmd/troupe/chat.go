@@ -491,16 +491,16 @@ func chatCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return code
 	}
 	if err := checkChatName("nick", *nick); err != nil {
-		return fail(stderr, "chat", fmt.Errorf("%w: -nick: %v", errUsage, err))
+		return fail(stderr, "chat", fmt.Errorf("%w: -nick: %w", errUsage, err))
 	}
 	if err := checkChatName("room", *room); err != nil {
-		return fail(stderr, "chat", fmt.Errorf("%w: -room: %v", errUsage, err))
+		return fail(stderr, "chat", fmt.Errorf("%w: -room: %w", errUsage, err))
 	}
 	var peers []libp2ppeer.AddrInfo
 	for _, s := range connect {
 		ai, err := parsePeerAddr(s)
 		if err != nil {
-			return fail(stderr, "chat", fmt.Errorf("%w: -connect: %v", errUsage, err))
+			return fail(stderr, "chat", fmt.Errorf("%w: -connect: %w", errUsage, err))
 		}
 		peers = append(peers, ai)
 	}

@@ -160,7 +160,7 @@ func messageRequest(cmd string, pos []string, typ string, timeout time.Duration)
 		return request{}, err
 	}
 	if _, err := jsonToCBOR(pos[1]); err != nil {
-		return request{}, fmt.Errorf("%w: %v", errUsage, err)
+		return request{}, fmt.Errorf("%w: %w", errUsage, err)
 	}
 	if timeout <= 0 {
 		return request{}, fmt.Errorf("%w: -timeout must be positive", errUsage)

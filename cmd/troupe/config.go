@@ -221,7 +221,7 @@ func parseLevel(s string) (slog.Level, error) {
 func parsePeerAddr(s string) (libp2ppeer.AddrInfo, error) {
 	m, err := ma.NewMultiaddr(s)
 	if err != nil {
-		return libp2ppeer.AddrInfo{}, fmt.Errorf("%q is not a multiaddr: %v", s, err)
+		return libp2ppeer.AddrInfo{}, fmt.Errorf("%q is not a multiaddr: %w", s, err)
 	}
 	ai, err := libp2ppeer.AddrInfoFromP2pAddr(m)
 	if err != nil {

@@ -140,13 +140,13 @@ func (s *controlServer) serve(conn net.Conn) {
 	r := bufio.NewReader(conn)
 	line, err := readLimitedLine(r, maxRequest)
 	if err != nil {
-		writeResponse(conn, nil, fmt.Errorf("bad request: %v", err))
+		writeResponse(conn, nil, fmt.Errorf("bad request: %w", err))
 		return
 	}
 	_ = conn.SetReadDeadline(time.Time{})
 	var req request
 	if err := json.Unmarshal(line, &req); err != nil {
-		writeResponse(conn, nil, fmt.Errorf("bad request: %v", err))
+		writeResponse(conn, nil, fmt.Errorf("bad request: %w", err))
 		return
 	}
 	if req.Cmd == "chat" { // the connection carries the chat's lines

@@ -55,7 +55,7 @@ func daemon(args []string, stdout, stderr io.Writer) int {
 	for _, s := range f.connect {
 		ai, err := parsePeerAddr(s)
 		if err != nil {
-			return fail(stderr, "daemon", fmt.Errorf("%w: -connect: %v", errUsage, err))
+			return fail(stderr, "daemon", fmt.Errorf("%w: -connect: %w", errUsage, err))
 		}
 		connect = append(connect, ai)
 	}

@@ -29,7 +29,7 @@ func jsonToCBOR(s string) ([]byte, error) {
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("message is not JSON: %v", err)
+		return nil, fmt.Errorf("message is not JSON: %w", err)
 	}
 	if dec.More() {
 		return nil, errors.New("message is more than one JSON value")
