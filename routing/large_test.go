@@ -493,3 +493,52 @@ func TestStreamBuffersAreChargedToTheResourceManager(t *testing.T) {
 		t.Fatalf("%d decode errors: a refusal is not one", st.DecodeErrors)
 	}
 }
+
+// TestCloseWaitsUntilThePeerRead: Close returns only once the peer's
+// reader has taken everything written to it; closing the connection
+// before that would lose what the peer had not read. The peer's reader
+// here starts only when the test lets it.
+func TestCloseWaitsUntilThePeerRead(t *testing.T) {
+	hA, rA, sysA := testRouter(t, 0)
+	hB, rB, sysB := testRouter(t, 0)
+	got := spawnSink(t, sysB)
+	gate := make(chan struct{})
+	for _, p := range []protocol.ID{ProtoMsg, ProtoMsg10} {
+		hB.SetStreamHandler(p, func(s network.Stream) { <-gate; rB.handleStream(s) })
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := hA.Connect(ctx, libp2ppeer.AddrInfo{ID: hB.ID(), Addrs: hB.Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	sink, err := actor.NewRef(hB.ID().String(), "sink")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const total = 500 // well within the stream's window: the writer writes them all
+	for i := range total {
+		sysA.Send(sink, i)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- rA.Close(ctx) }()
+	select { // a negative check: nothing announces that Close keeps waiting
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) before the peer read anything", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(gate)
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	_ = hA.Close() // as a node's Close does next
+	for want := range total {
+		select {
+		case m := <-got:
+			if m != want {
+				t.Fatalf("message %d arrived as %v", want, m)
+			}
+		case <-ctx.Done():
+			t.Fatalf("%d of %d messages arrived", want, total)
+		}
+	}
+}
