@@ -62,9 +62,10 @@
 // A full queue refuses the message at once (ErrLinkFull; the actor system
 // makes it a dead letter). A message that cannot be encoded or is larger
 // than the maximum frame is refused at the sender (ErrTooLarge). When no
-// stream can be opened after three attempts with backoff, the messages in
-// hand are given up (ErrUnreachable) and the writer keeps redialing for the
-// ones behind it. When a stream breaks, the messages the writer had taken
+// stream can be opened after three attempts (100 and 200 ms apart), the
+// messages in hand are given up (ErrUnreachable) and the writer keeps
+// redialing for the ones behind it; libp2p's dial backoff keeps an
+// address that failed from being dialed again for a few seconds. When a stream breaks, the messages the writer had taken
 // and not yet flushed, some of which may have arrived, are given up
 // (ErrStreamBroken) and the next batch opens a new stream. A message given
 // up goes back to the actor system (actor.System.Bounce), as one to an

@@ -685,11 +685,11 @@ func (r *Router) Close(ctx context.Context) error {
 	return err
 }
 
-// backoff returns the wait before redial attempt n.
-func backoff(n int) time.Duration {
-	d := backoffUnit << min(n, 7)
-	return min(d, 5*time.Second)
-}
+// backoff returns the wait after failed attempt n (1 or 2) of a writer to
+// open a stream: 100 ms, then 200 ms. Between batches, libp2p's own dial
+// backoff keeps an address that failed from being dialed again for a few
+// seconds.
+func backoff(n int) time.Duration { return backoffUnit << n }
 
 // testHookLinkFound, set by tests only, runs when link finds a peer's link
 // without the router's lock: where a link can be retired under a sender.
