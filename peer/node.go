@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
@@ -37,6 +38,9 @@ type Node struct {
 	dir    *discovery.Directory
 
 	behaviors behaviors
+
+	found     event.Subscription // connectedness, for foundTag; nil without discovery
+	foundDone chan struct{}      // closed when watchFound returned
 
 	closing  atomic.Bool   // Close began
 	closed   chan struct{} // closed when Close ended; closeErr is set then
@@ -206,9 +210,17 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		}
 		dir.Store(n.dir)
 	}
+	if cfg.dht || cfg.mdns {
+		if n.found, err = h.EventBus().Subscribe(new(event.EvtPeerConnectednessChanged)); err != nil {
+			_ = n.Close(ctx)
+			return nil, fmt.Errorf("peer: watching connections: %w", err)
+		}
+		n.foundDone = make(chan struct{})
+		go n.watchFound()
+	}
 	if cfg.dht {
 		n.dht, err = discovery.StartDHT(h, discovery.DHTConfig{
-			Mesh: cfg.mesh, Bootstrap: cfg.bootstrap, Connect: n.Connect, Logger: cfg.logger,
+			Mesh: cfg.mesh, Bootstrap: cfg.bootstrap, Connect: n.connectFound, Logger: cfg.logger,
 			FindEvery: cfg.findEvery, Client: cfg.dhtClient,
 		})
 		if err != nil {
@@ -220,7 +232,7 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		// StartMDNS waits for a multicast interface when there is none yet;
 		// any other failure is a reason to run without LAN discovery, not
 		// to fail.
-		if n.mdns, err = discovery.StartMDNS(h, cfg.mesh, n.Connect, cfg.logger); err != nil {
+		if n.mdns, err = discovery.StartMDNS(h, cfg.mesh, n.connectFound, cfg.logger); err != nil {
 			cfg.logger.Warn("peer: mDNS is off", "err", err)
 			n.mdns = nil
 		}
@@ -266,15 +278,59 @@ func (n *Node) Stats() routing.Stats { return n.router.Stats() }
 // discovery.ErrRefused, so discovery does not dial such a peer again.
 var ErrRefused = discovery.ErrRefused
 
-// Connect connects to a peer and remembers its addresses. A remote allowlist
-// lets the handshake complete and then closes the connection, which libp2p
-// reports as a success; Connect returns ErrRefused instead when no
-// connection to the peer survived it. (libp2p's Connect returns only once
-// the peer's identify exchange has ended, which fails on a closed
-// connection, so the check does not race with the remote's refusal.) Like
-// every call of Node that waits, it returns actor.ErrBlockingCall on an
-// event loop.
+// Tags under which a node protects connections from the connection
+// manager's trimming: pinTag for peers the application connected to, for
+// good; foundTag for peers discovery found, while they stay connected.
+const (
+	pinTag   = "troupe"
+	foundTag = "troupe-found"
+)
+
+// Connect connects to a peer and remembers it for good: its addresses
+// stay in the peerstore (so that links to its actors can dial it again
+// whenever it is back) and its connections are protected from the
+// connection manager's trimming. Peers that discovery finds are not
+// pinned so: they are protected while connected, and their addresses
+// last as long as libp2p keeps them (15 minutes after a disconnect) or
+// until discovery finds them again, so that peers that left cost nothing
+// for good.
+//
+// A remote allowlist lets the handshake complete and then closes the
+// connection, which libp2p reports as a success; Connect returns
+// ErrRefused instead when no connection to the peer survived it. (libp2p's
+// Connect returns only once the peer's identify exchange has ended, which
+// fails on a closed connection, so the check does not race with the
+// remote's refusal.) Like every call of Node that waits, it returns
+// actor.ErrBlockingCall on an event loop.
 func (n *Node) Connect(ctx context.Context, ai libp2ppeer.AddrInfo) error {
+	if err := n.connect(ctx, ai); err != nil {
+		return err
+	}
+	// Only a peer that let us in is remembered: failed dials leave
+	// nothing behind.
+	n.host.Peerstore().AddAddrs(ai.ID, ai.Addrs, peerstore.PermanentAddrTTL)
+	n.host.ConnManager().Protect(ai.ID, pinTag)
+	return nil
+}
+
+// connectFound is Connect for discovery: the peer's connections are
+// protected until it disconnects (watchFound), and its addresses are not
+// pinned.
+func (n *Node) connectFound(ctx context.Context, ai libp2ppeer.AddrInfo) error {
+	cm := n.host.ConnManager()
+	// Protected before the dial, so that a disconnect during Connect
+	// finds the tag to remove.
+	cm.Protect(ai.ID, foundTag)
+	if err := n.connect(ctx, ai); err != nil {
+		cm.Unprotect(ai.ID, foundTag)
+		return err
+	}
+	return nil
+}
+
+// connect dials ai and checks that the connection survived the remote's
+// gater.
+func (n *Node) connect(ctx context.Context, ai libp2ppeer.AddrInfo) error {
 	if n.sys.InEventLoop() {
 		return actor.ErrBlockingCall
 	}
@@ -284,11 +340,18 @@ func (n *Node) Connect(ctx context.Context, ai libp2ppeer.AddrInfo) error {
 	if !slices.ContainsFunc(n.host.Network().ConnsToPeer(ai.ID), func(c network.Conn) bool { return !c.IsClosed() }) {
 		return fmt.Errorf("peer: connect %v: %w", ai.ID, ErrRefused)
 	}
-	// Only a peer that let us in is remembered for good (its links
-	// redial it): failed dials, by discovery too, leave nothing behind.
-	n.host.Peerstore().AddAddrs(ai.ID, ai.Addrs, peerstore.PermanentAddrTTL)
-	n.host.ConnManager().Protect(ai.ID, "troupe")
 	return nil
+}
+
+// watchFound drops the protection of discovered peers that disconnected,
+// until Close closes the subscription.
+func (n *Node) watchFound() {
+	defer close(n.foundDone)
+	for e := range n.found.Out() {
+		if ev := e.(event.EvtPeerConnectednessChanged); ev.Connectedness == network.NotConnected {
+			n.host.ConnManager().Unprotect(ev.Peer, foundTag)
+		}
+	}
 }
 
 // Ref returns the Ref of the actor called name on peer id.
@@ -373,6 +436,10 @@ func (n *Node) Close(ctx context.Context) error {
 		}
 		if n.dir != nil {
 			n.dir.Close()
+		}
+		if n.found != nil {
+			discErr = errors.Join(discErr, n.found.Close())
+			<-n.foundDone
 		}
 		shutErr := n.sys.Shutdown(ctx)
 		if n.groups != nil {

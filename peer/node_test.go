@@ -16,6 +16,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/peerstore"
 	"github.com/libp2p/go-libp2p/core/protocol"
 
 	"github.com/troupe-mesh/troupe/actor"
@@ -631,5 +632,66 @@ func TestConcurrentCloseWaitsOrGivesUp(t *testing.T) {
 	var none *Node // what a failed New returns
 	if err := none.Close(ctx); err != nil {
 		t.Fatalf("Close of a nil node: %v", err)
+	}
+}
+
+// Peers that discovery found are protected from the connection manager
+// only while connected and their addresses are not pinned, so that peers
+// that left cost nothing for good; a peer the application connected to
+// stays pinned (addresses and protection) after it leaves.
+func TestOnlyConnectPinsAPeer(t *testing.T) {
+	a := newTestNode(t, WithDHT()) // discovery on (no bootstrap peer: it sends nothing)
+	found, pinned, gone := newTestNode(t), newTestNode(t), newTestNode(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cm, ps := a.host.ConnManager(), a.host.Peerstore()
+	// permanent reports whether some of id's addresses are permanent; it
+	// drops them (the test looks once per peer).
+	permanent := func(id libp2ppeer.ID) bool {
+		before := len(ps.Addrs(id))
+		ps.UpdateAddrs(id, peerstore.PermanentAddrTTL, 0)
+		return len(ps.Addrs(id)) < before
+	}
+	if err := a.connectFound(ctx, *found.AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Connect(ctx, *pinned.AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	if !cm.IsProtected(found.ID(), foundTag) || !cm.IsProtected(pinned.ID(), pinTag) {
+		t.Fatal("connected peers are not protected")
+	}
+	if cm.IsProtected(found.ID(), pinTag) {
+		t.Fatal("a found peer is pinned")
+	}
+	// A dial that fails leaves no protection behind.
+	info := *gone.AddrInfo()
+	if err := gone.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.connectFound(ctx, info); err == nil {
+		t.Fatal("connected to a closed node")
+	}
+	if cm.IsProtected(info.ID, "") {
+		t.Fatal("a failed dial left the peer protected")
+	}
+
+	if err := errors.Join(found.Close(ctx), pinned.Close(ctx)); err != nil {
+		t.Fatal(err)
+	}
+	for cm.IsProtected(found.ID(), "") || a.host.Network().Connectedness(pinned.ID()) == network.Connected {
+		if ctx.Err() != nil {
+			t.Fatal("a found peer that left is still protected")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !cm.IsProtected(pinned.ID(), pinTag) {
+		t.Fatal("a peer connected to with Connect lost its protection when it left")
+	}
+	if permanent(found.ID()) {
+		t.Fatal("a found peer's addresses are permanent")
+	}
+	if !permanent(pinned.ID()) {
+		t.Fatal("Connect did not keep the peer's addresses")
 	}
 }
