@@ -275,3 +275,50 @@ func TestThreeDaemonsAndSIGKILL(t *testing.T) {
 	}
 	t.Logf("monitors fired %v after SIGKILL", time.Since(start))
 }
+
+// A peer killed and restarted with the same identity is reachable at once
+// over QUIC, although its old connection looks alive to the others until
+// QUIC's idle timeout (30 s): they drop the connections of the old
+// incarnation as soon as the new one identifies itself.
+func TestRestartedPeerIsReachableAtOnceOverQUIC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds and runs the troupe binary")
+	}
+	quic := []string{"-listen", "/ip4/127.0.0.1/udp/0/quic-v1", "-mdns=false"}
+	d1 := startDaemonIn(t, "", quic...)
+	home := t.TempDir()
+	d2 := startDaemonHome(t, home, "", append(quic, "-connect", d1.addr.String())...)
+	joined := func(d, o *daemonProc) {
+		t.Helper()
+		line := d.expectLine(t, 10*time.Second, "joined "+o.id.String()+" (echo")
+		if strings.Contains(line, "failed") {
+			t.Fatalf("daemon %v asking %v's echo: %q", d.id, o.id, line)
+		}
+	}
+	joined(d1, d2)
+	joined(d2, d1)
+	if err := d2.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = d2.cmd.Wait()
+	again := startDaemonHome(t, home, "", append(quic, "-connect", d1.addr.String())...)
+	if again.id != d2.id {
+		t.Fatalf("restarted with peer ID %v, want %v", again.id, d2.id)
+	}
+	// Its daemon asks d1's echo on connecting (5 s timeout), and d1's
+	// answer must come back on the new connection.
+	start := time.Now()
+	joined(again, d1)
+	t.Logf("the restarted peer reached d1's echo %v after it started", time.Since(start))
+	// d1 saw no disconnection (the old connection looked alive until it
+	// was closed as stale) and still reports that the peer left and came
+	// back (routing.EvtPeerRestarted).
+	d1.expectLine(t, 5*time.Second, "left "+d2.id.String())
+	joined(d1, again)
+
+	// And d1 reaches the new incarnation's actors (the CLI asks through
+	// d1's daemon, 5 s at most).
+	if out := cliOK(t, d1.home, "ask", again.id.String()+"/echo", `"hi"`, "--timeout", "5s"); out != `"hi"`+"\n" {
+		t.Fatalf("d1 asking the restarted peer's echo: %q", out)
+	}
+}

@@ -55,7 +55,7 @@ func (r *Router) handleStream(s network.Stream) {
 	stop := context.AfterFunc(r.ctx, func() { _ = s.Reset() })
 	defer stop()
 
-	in := inbound{r: r, remote: remote, remoteStr: remote.String(), out: r.sys.NewInbound()}
+	in := inbound{r: r, remote: remote, remoteStr: remote.String(), conn: s.Conn(), out: r.sys.NewInbound()}
 	defer in.out.Close()
 	in.v11 = isCompact(s.Protocol()) // compact frames and fragments
 	in.ctl = key.ctl
@@ -147,6 +147,7 @@ type inbound struct {
 	r         *Router
 	remote    libp2ppeer.ID
 	remoteStr string
+	conn      network.Conn   // the stream's connection (nil in tests without one)
 	out       *actor.Inbound // messages decoded and not yet handed over
 	received  uint64         // frames decoded and not yet counted in r.received
 	refs      refCache
@@ -310,7 +311,7 @@ func (in *inbound) dispatch(env *codec.Envelope, v any) {
 		in.flush()
 		if !in.helloed { // one per stream: a peer cannot flood restarts
 			in.helloed = true
-			r.hello(in.remote, h.Incarnation)
+			r.hello(in.remote, h.Incarnation, in.conn)
 		}
 		return
 	}

@@ -132,7 +132,12 @@ type Router struct {
 	inbound map[inboundKey]int // inbound streams open per peer and protocol
 	links   map[string]*link
 	remote  map[libp2ppeer.ID]uint64 // incarnation last seen per peer
-	closed  bool
+	// conns holds the incarnation each open connection's peer announced
+	// on it (identify, or a stream's hello), to close those of an
+	// incarnation that ended.
+	conns     map[libp2ppeer.ID]map[network.Conn]uint64
+	restarted event.Emitter // of EvtPeerRestarted, from Bind
+	closed    bool
 
 	sent, received, linkFull, tooLarge, decodeErrors, streamsReset atomic.Uint64
 	undeliverable, peersDown, encodeErrors, hellos, writtenThrough atomic.Uint64
@@ -174,6 +179,7 @@ func New(cfg Config) (*Router, error) {
 		protected:   make(map[string]bool),
 		unreachable: make(chan libp2ppeer.ID, 64),
 		remote:      make(map[libp2ppeer.ID]uint64),
+		conns:       make(map[libp2ppeer.ID]map[network.Conn]uint64),
 	}
 	for _, name := range cfg.Protected {
 		r.protected[name] = true
@@ -202,6 +208,10 @@ func (r *Router) Bind(sys *actor.System) error {
 	sub, err := r.h.EventBus().Subscribe([]any{new(event.EvtPeerConnectednessChanged), new(event.EvtPeerIdentificationCompleted)})
 	if err != nil {
 		return fmt.Errorf("routing: subscribe to connectedness: %w", err)
+	}
+	if r.restarted, err = r.h.EventBus().Emitter(new(EvtPeerRestarted)); err != nil {
+		_ = sub.Close()
+		return fmt.Errorf("routing: event emitter: %w", err)
 	}
 	for _, p := range protocols {
 		r.h.SetStreamHandler(p, r.handleStream)
@@ -488,7 +498,7 @@ func (r *Router) watchPeers(sub event.Subscription) {
 				// One subscription for both: a peer's disconnection
 				// and its next identification come in order.
 				if inc, ok := parseAgentVersion(e.AgentVersion); ok {
-					r.hello(e.Peer, inc)
+					r.hello(e.Peer, inc, e.Conn)
 				}
 			}
 		}
@@ -498,6 +508,7 @@ func (r *Router) watchPeers(sub event.Subscription) {
 func (r *Router) peerGone(id libp2ppeer.ID, retries *retryRetire) {
 	r.mu.Lock()
 	delete(r.remote, id)
+	delete(r.conns, id)
 	r.mu.Unlock()
 	r.peersDown.Add(1)
 	r.sys.PeerDown(id.String())
@@ -623,19 +634,63 @@ func (r *Router) retire(peerStr string) (retired, busy bool) {
 }
 
 // hello records a peer's incarnation (from a stream's hello or from the
-// peer's identify announcement); a new one means the peer restarted, and
-// what watched its old incarnation fires.
-func (r *Router) hello(id libp2ppeer.ID, inc uint64) {
+// peer's identify announcement) as announced on connection c; a new one
+// means the peer restarted, and what watched its old incarnation fires.
+// The connections of the old incarnation are closed before hello returns:
+// a peer killed without closing them (a crash, a reboot, or a QUIC
+// connection, which no kernel resets) would otherwise keep them looking
+// alive until their idle timeout, and new streams to the restarted peer
+// could open on them and lose what they carry. c may be nil (tests).
+func (r *Router) hello(id libp2ppeer.ID, inc uint64, c network.Conn) {
 	r.hellos.Add(1)
+	if c != nil && c.IsClosed() {
+		return // late news from a connection that ended, perhaps closed here as stale
+	}
+	var stale []network.Conn
 	r.mu.Lock()
 	old, seen := r.remote[id]
 	r.remote[id] = inc
+	if c != nil {
+		conns := r.conns[id]
+		if conns == nil {
+			conns = make(map[network.Conn]uint64, 1)
+			r.conns[id] = conns
+		}
+		conns[c] = inc
+		for o, oinc := range conns {
+			switch {
+			case o.IsClosed():
+				delete(conns, o)
+			case oinc != inc:
+				delete(conns, o)
+				stale = append(stale, o)
+			}
+		}
+	}
 	r.mu.Unlock()
+	for _, o := range stale {
+		r.log.Info("routing: closing a connection of a former incarnation", "peer", id, "conn", o.ID())
+		_ = o.Close()
+	}
 	if seen && old != inc {
 		r.log.Info("routing: peer restarted", "peer", id)
 		r.peersDown.Add(1)
 		r.sys.PeerDown(id.String())
+		if r.restarted != nil {
+			_ = r.restarted.Emit(EvtPeerRestarted{Peer: id})
+		}
 	}
+}
+
+// EvtPeerRestarted is emitted on the host's event bus when a peer turns
+// out to be a new incarnation (it restarted with the same identity) while
+// it was still connected, or before the old connection's end was noticed:
+// the peer left and came back without a libp2p connectedness event in
+// between. Monitors of its former actors have fired with
+// actor.ErrNodeDown by then. Subscribers must keep reading, as with every
+// libp2p event.
+type EvtPeerRestarted struct {
+	Peer libp2ppeer.ID
 }
 
 // Close stops every link, waiting until ctx ends for queued messages to be
@@ -682,6 +737,9 @@ func (r *Router) Close(ctx context.Context) error {
 	}
 	<-done
 	r.wg.Wait()
+	if r.restarted != nil {
+		_ = r.restarted.Close()
+	}
 	return err
 }
 

@@ -19,7 +19,12 @@ import (
 // A peer seen with a new incarnation has restarted: monitors on its old
 // actors fire even before any disconnection is noticed.
 func TestNewIncarnationFiresMonitors(t *testing.T) {
-	_, r, sys := testRouter(t, 0)
+	h, r, sys := testRouter(t, 0)
+	restarts, err := h.EventBus().Subscribe(new(EvtPeerRestarted))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer restarts.Close()
 	other, err := libp2p.New(libp2p.NoListenAddrs)
 	if err != nil {
 		t.Fatal(err)
@@ -41,9 +46,9 @@ func TestNewIncarnationFiresMonitors(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the watcher did not start")
 	}
-	r.hello(other.ID(), 11) // first contact: nothing fires
-	r.hello(other.ID(), 11) // same incarnation: nothing fires
-	r.hello(other.ID(), 12) // restarted
+	r.hello(other.ID(), 11, nil) // first contact: nothing fires
+	r.hello(other.ID(), 11, nil) // same incarnation: nothing fires
+	r.hello(other.ID(), 12, nil) // restarted
 	select {
 	case d := <-downs:
 		if d.Ref != remote || !errors.Is(d.Reason, actor.ErrNodeDown) {
@@ -51,6 +56,19 @@ func TestNewIncarnationFiresMonitors(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("no Down after a new incarnation")
+	}
+	select { // hello emits it before it returns
+	case e := <-restarts.Out():
+		if e.(EvtPeerRestarted).Peer != other.ID() {
+			t.Fatalf("restart event %+v", e)
+		}
+	default:
+		t.Fatal("no EvtPeerRestarted after a new incarnation")
+	}
+	select {
+	case e := <-restarts.Out():
+		t.Fatalf("a second restart event %+v", e)
+	default:
 	}
 	if st := r.Stats(); st.PeersDown != 1 || st.RemoteIncarnated != 3 {
 		t.Fatalf("stats %+v", st)

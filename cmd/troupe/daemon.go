@@ -19,6 +19,7 @@ import (
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/peer"
+	"github.com/troupe-mesh/troupe/routing"
 )
 
 // listFlag collects a repeated string flag.
@@ -202,35 +203,45 @@ func (d *runningDaemon) close(ctx context.Context) error {
 
 // reportPeers prints "joined <peer> (echo <rtt>)" when a peer connects (after
 // asking its echo actor, which proves the actor protocols work both ways)
-// and "left <peer>" when it goes. The returned func stops it and waits.
+// and "left <peer>" when it goes; a peer that restarted before its old
+// connection was seen to end (routing.EvtPeerRestarted) left and joined.
+// The returned func stops it and waits.
 func reportPeers(n *peer.Node, out io.Writer) (stop func(), err error) {
-	sub, err := n.Host().EventBus().Subscribe(new(event.EvtPeerConnectednessChanged))
+	sub, err := n.Host().EventBus().Subscribe([]any{new(event.EvtPeerConnectednessChanged), new(routing.EvtPeerRestarted)})
 	if err != nil {
 		return nil, err
 	}
 	var wg sync.WaitGroup
+	joined := func(id libp2ppeer.ID) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			echo, _ := peer.Ref(id, "echo")
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			start := time.Now()
+			if _, err := n.System().Ask(ctx, echo, "hello"); err != nil {
+				fmt.Fprintf(out, "joined %s (echo failed: %v)\n", id, err)
+				return
+			}
+			fmt.Fprintf(out, "joined %s (echo %v)\n", id, time.Since(start).Round(time.Microsecond))
+		}()
+	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		for ev := range sub.Out() {
-			e := ev.(event.EvtPeerConnectednessChanged)
-			switch e.Connectedness {
-			case network.Connected:
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					echo, _ := peer.Ref(e.Peer, "echo")
-					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-					defer cancel()
-					start := time.Now()
-					if _, err := n.System().Ask(ctx, echo, "hello"); err != nil {
-						fmt.Fprintf(out, "joined %s (echo failed: %v)\n", e.Peer, err)
-						return
-					}
-					fmt.Fprintf(out, "joined %s (echo %v)\n", e.Peer, time.Since(start).Round(time.Microsecond))
-				}()
-			case network.NotConnected:
+			switch e := ev.(type) {
+			case event.EvtPeerConnectednessChanged:
+				switch e.Connectedness {
+				case network.Connected:
+					joined(e.Peer)
+				case network.NotConnected:
+					fmt.Fprintf(out, "left %s\n", e.Peer)
+				}
+			case routing.EvtPeerRestarted:
 				fmt.Fprintf(out, "left %s\n", e.Peer)
+				joined(e.Peer)
 			}
 		}
 	}()
