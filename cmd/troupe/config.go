@@ -7,9 +7,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
 	"strings"
 
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
@@ -131,6 +135,9 @@ func loadConfig(path string) (cfg Config, exists bool, err error) {
 	if err := dec.Decode(&cfg); err != nil {
 		return cfg, true, fmt.Errorf("%w: %s: %s", errConfig, path, jsonProblem(err))
 	}
+	if err := exactKeys(b, reflect.TypeFor[Config](), ""); err != nil {
+		return cfg, true, fmt.Errorf("%w: %s: %v", errConfig, path, err)
+	}
 	if dec.More() {
 		return cfg, true, fmt.Errorf("%w: %s: more than one JSON value", errConfig, path)
 	}
@@ -138,6 +145,34 @@ func loadConfig(path string) (cfg Config, exists bool, err error) {
 		return cfg, true, fmt.Errorf("%s: %w", path, err)
 	}
 	return cfg, true, nil
+}
+
+// exactKeys reports a key of the JSON object b that is not exactly the
+// json name of a field of t, looking into fields that are structs.
+// (encoding/json matches names regardless of case: "Mesh" would set
+// mesh, and a config that only works by that luck should be fixed.)
+func exactKeys(b []byte, t reflect.Type, prefix string) error {
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(b, &obj) != nil {
+		return nil // not an object: the decoder said so
+	}
+	fields := make(map[string]reflect.Type, t.NumField())
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		fields[name] = t.Field(i).Type
+	}
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
+		ft, ok := fields[k]
+		if !ok {
+			return fmt.Errorf("unknown field %q", prefix+k)
+		}
+		if ft.Kind() == reflect.Struct {
+			if err := exactKeys(obj[k], ft, prefix+k+"."); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // jsonProblem turns a decoding error into a message naming the field.
@@ -191,8 +226,12 @@ func (c *Config) validate() error {
 		return configError("log_level", "%v", err)
 	}
 	if c.Metrics != "" {
-		if _, _, err := net.SplitHostPort(c.Metrics); err != nil {
+		_, port, err := net.SplitHostPort(c.Metrics)
+		if err != nil {
 			return configError("metrics", "%q is not host:port", c.Metrics)
+		}
+		if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+			return configError("metrics", "%q: the port must be a number from 0 to 65535", c.Metrics)
 		}
 	}
 	if _, bad := c.Limits.peerLimits(); bad != "" {

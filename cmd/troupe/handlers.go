@@ -116,6 +116,8 @@ func (d *runningDaemon) peers() []peerInfo {
 		for _, c := range h.Network().ConnsToPeer(id) {
 			p.Addrs = append(p.Addrs, c.RemoteMultiaddr().String())
 		}
+		slices.Sort(p.Addrs) // two connections (one each way) may share an address
+		p.Addrs = slices.Compact(p.Addrs)
 		if l := h.Peerstore().LatencyEWMA(id); l > 0 {
 			p.LatencyMS = float64(l.Microseconds()) / 1000
 		}
