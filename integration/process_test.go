@@ -65,7 +65,8 @@ type daemonProc struct {
 	home    string // its TROUPE_HOME
 	metrics string // its metrics URL, when it serves them
 	id      libp2ppeer.ID
-	addr    ma.Multiaddr
+	addr    ma.Multiaddr   // the first listen address
+	addrs   []ma.Multiaddr // all of them
 	lines   chan string // stdout lines after "ready", and joined/left lines
 	seen    []string    // lines read by expectLine that matched nothing yet
 }
@@ -141,13 +142,16 @@ func startDaemonHome(t *testing.T, home, ns string, args ...string) *daemonProc 
 					return
 				}
 				d.id = id
-			case len(f) == 2 && f[0] == "listen" && d.addr == nil:
+			case len(f) == 2 && f[0] == "listen":
 				a, err := ma.NewMultiaddr(f[1])
 				if err != nil {
 					ready <- err
 					return
 				}
-				d.addr = a
+				if d.addr == nil {
+					d.addr = a
+				}
+				d.addrs = append(d.addrs, a)
 			case len(f) == 2 && f[0] == "metrics":
 				d.metrics = f[1]
 			case line == "ready":
@@ -320,5 +324,68 @@ func TestRestartedPeerIsReachableAtOnceOverQUIC(t *testing.T) {
 	// d1's daemon, 5 s at most).
 	if out := cliOK(t, d1.home, "ask", again.id.String()+"/echo", `"hi"`, "--timeout", "5s"); out != `"hi"`+"\n" {
 		t.Fatalf("d1 asking the restarted peer's echo: %q", out)
+	}
+}
+
+// With both transports, as peers have by default, a peer's crash is seen
+// at once: peers dial TCP first, whose connection the dead process's
+// kernel resets, where a QUIC connection would look alive until its 30 s
+// idle timeout.
+func TestSIGKILLIsSeenAtOnceOverDefaultTransports(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds and runs the troupe binary")
+	}
+	both := []string{"-listen", "/ip4/127.0.0.1/tcp/0", "-listen", "/ip4/127.0.0.1/udp/0/quic-v1", "-mdns=false"}
+	d := startDaemonIn(t, "", both...)
+	if len(d.addrs) != 2 {
+		t.Fatalf("daemon listens on %v", d.addrs)
+	}
+	me := newNode(t, peer.WithListenAddrs("/ip4/127.0.0.1/tcp/0", "/ip4/127.0.0.1/udp/0/quic-v1"))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var addrs []ma.Multiaddr // as discovery gives them: every address, without /p2p/
+	for _, a := range d.addrs {
+		ai, err := libp2ppeer.AddrInfoFromP2pAddr(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		addrs = append(addrs, ai.Addrs...)
+	}
+	if err := me.Connect(ctx, libp2ppeer.AddrInfo{ID: d.id, Addrs: addrs}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range me.Host().Network().ConnsToPeer(d.id) {
+		t.Logf("connection over %v", c.RemoteMultiaddr())
+	}
+	echo, _ := peer.Ref(d.id, "echo")
+	downs := make(chan actor.Down, 1)
+	ready := make(chan struct{})
+	if _, err := me.System().Spawn("w", func(c *actor.Context) {
+		c.Monitor(echo)
+		close(ready)
+		c.Receive(actor.On(func(d actor.Down) { downs <- d }))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ready:
+	case <-ctx.Done():
+		t.Fatal("the watcher did not start")
+	}
+	if _, err := me.System().Ask(ctx, echo, Ping{1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	select {
+	case down := <-downs:
+		if !errors.Is(down.Reason, actor.ErrNodeDown) {
+			t.Fatalf("down %+v, want ErrNodeDown", down)
+		}
+		t.Logf("Down %v after SIGKILL", time.Since(start))
+	case <-time.After(5 * time.Second):
+		t.Fatal("no Down within 5 s of SIGKILL")
 	}
 }

@@ -14,6 +14,7 @@ import (
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/peerstore"
 	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
+	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	"github.com/libp2p/go-libp2p/p2p/security/noise"
 	libp2ptls "github.com/libp2p/go-libp2p/p2p/security/tls"
 	libp2pquic "github.com/libp2p/go-libp2p/p2p/transport/quic"
@@ -48,7 +49,10 @@ type Node struct {
 }
 
 // New starts a node: a libp2p host (TCP and QUIC on all interfaces with
-// ephemeral ports unless WithListenAddrs says otherwise; a fresh identity
+// ephemeral ports unless WithListenAddrs says otherwise; it dials a peer's
+// TCP addresses first and its QUIC ones only if no TCP connection came up
+// within 250 ms, since a crashed peer's kernel resets TCP connections at
+// once while a QUIC one lingers for 30 s; a fresh identity
 // unless WithIdentity or WithKeyFile gives one), its router and its actor
 // system with the node actor. Discovery and groups run only when their
 // options turn them on. An option New cannot use is an error wrapping
@@ -91,6 +95,7 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 	}
 	hopts := []libp2p.Option{
 		libp2p.UserAgent(routing.AgentVersion(inc)),
+		libp2p.SwarmOpts(swarm.WithDialRanker(tcpFirst)),
 		libp2p.ListenAddrStrings(listen...),
 		libp2p.Security(libp2ptls.ID, libp2ptls.New),
 		libp2p.Security(noise.ID, noise.New),
