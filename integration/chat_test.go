@@ -180,7 +180,7 @@ func TestChatThroughDaemonAndNickCollisions(t *testing.T) {
 	// A second chat on the home of a chat's own peer is refused: that peer
 	// goes when its chat does.
 	code, _, errOut := cli(t, other.home, "chat", "--plain", "--nick", "eve")
-	if code != 1 || !strings.Contains(errOut, "belongs to another 'troupe chat'") {
+	if code != 1 || !strings.Contains(errOut, fmt.Sprintf("belongs to another 'troupe chat' (pid %d)", other.cmd.Process.Pid)) {
 		t.Fatalf("chat on a chat's peer: %d %q", code, errOut)
 	}
 	// SIGINT ends a chat through the daemon as /quit does.

@@ -54,7 +54,7 @@ func startBuiltins(n *peer.Node, mesh string, started time.Time, out io.Writer) 
 		h = actor.Any(func(any) {
 			c.Reply(Info{
 				Peer: n.ID().String(), Version: version, Mesh: mesh,
-				Uptime: time.Since(started).Seconds(), Actors: sys.Names(), Groups: sys.Groups(),
+				Uptime: time.Since(started).Round(time.Millisecond).Seconds(), Actors: sys.Names(), Groups: sys.Groups(),
 			})
 			c.Receive(h)
 		})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"reflect"
 	"slices"
 	"time"
@@ -69,7 +70,7 @@ func (d *runningDaemon) handle(ctx context.Context, req request, conn net.Conn) 
 	}
 	if req.Cmd == "chat" {
 		if d.embeddedChat {
-			return nil, nil, errors.New("the peer of this home belongs to another 'troupe chat'; run 'troupe daemon' on it so that several chats can share one peer, or use another home")
+			return nil, nil, fmt.Errorf("the peer of this home belongs to another 'troupe chat' (pid %d); run 'troupe daemon' on it so that several chats can share one peer, or use another home", os.Getpid())
 		}
 		return d.chat(ctx, req, conn)
 	}
