@@ -67,8 +67,8 @@ type daemonProc struct {
 	id      libp2ppeer.ID
 	addr    ma.Multiaddr   // the first listen address
 	addrs   []ma.Multiaddr // all of them
-	lines   chan string // stdout lines after "ready", and joined/left lines
-	seen    []string    // lines read by expectLine that matched nothing yet
+	lines   chan string    // stdout lines after "ready", and joined/left lines
+	seen    []string       // lines read by expectLine that matched nothing yet
 }
 
 // startDaemon starts `troupe daemon` on 127.0.0.1 without mDNS.
