@@ -135,7 +135,10 @@ type Router struct {
 	// conns holds the incarnation each open connection's peer announced
 	// on it (identify, or a stream's hello), to close those of an
 	// incarnation that ended.
-	conns     map[libp2ppeer.ID]map[network.Conn]uint64
+	conns map[libp2ppeer.ID]map[network.Conn]uint64
+	// closing holds, per peer, a channel closed once the hello that found
+	// connections of a former incarnation closed them all (see hello).
+	closing   map[libp2ppeer.ID]chan struct{}
 	restarted event.Emitter // of EvtPeerRestarted, from Bind
 	closed    bool
 
@@ -180,6 +183,7 @@ func New(cfg Config) (*Router, error) {
 		unreachable: make(chan libp2ppeer.ID, 64),
 		remote:      make(map[libp2ppeer.ID]uint64),
 		conns:       make(map[libp2ppeer.ID]map[network.Conn]uint64),
+		closing:     make(map[libp2ppeer.ID]chan struct{}),
 	}
 	for _, name := range cfg.Protected {
 		r.protected[name] = true
@@ -640,7 +644,11 @@ func (r *Router) retire(peerStr string) (retired, busy bool) {
 // a peer killed without closing them (a crash, a reboot, or a QUIC
 // connection, which no kernel resets) would otherwise keep them looking
 // alive until their idle timeout, and new streams to the restarted peer
-// could open on them and lose what they carry. c may be nil (tests).
+// could open on them and lose what they carry. Nor does hello return
+// while another hello (the identify announcement and a stream's hello of
+// the same connection come concurrently) is closing them: the message
+// that follows a hello could otherwise be answered on a stale connection
+// that is about to close. c may be nil (tests).
 func (r *Router) hello(id libp2ppeer.ID, inc uint64, c network.Conn) {
 	r.hellos.Add(1)
 	if c != nil && c.IsClosed() {
@@ -667,10 +675,27 @@ func (r *Router) hello(id libp2ppeer.ID, inc uint64, c network.Conn) {
 			}
 		}
 	}
+	closing := r.closing[id] // another hello's closes, still running
+	var done chan struct{}
+	if len(stale) > 0 {
+		done = make(chan struct{})
+		r.closing[id] = done
+	}
 	r.mu.Unlock()
 	for _, o := range stale {
 		r.log.Info("routing: closing a connection of a former incarnation", "peer", id, "conn", o.ID())
 		_ = o.Close()
+	}
+	if done != nil {
+		r.mu.Lock()
+		if r.closing[id] == done {
+			delete(r.closing, id)
+		}
+		r.mu.Unlock()
+		close(done)
+	}
+	if closing != nil {
+		<-closing
 	}
 	if seen && old != inc {
 		r.log.Info("routing: peer restarted", "peer", id)

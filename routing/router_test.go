@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/network"
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
 )
@@ -73,6 +75,67 @@ func TestNewIncarnationFiresMonitors(t *testing.T) {
 	if st := r.Stats(); st.PeersDown != 1 || st.RemoteIncarnated != 3 {
 		t.Fatalf("stats %+v", st)
 	}
+}
+
+// closeWaiter is a connection whose Close blocks until release is closed.
+type closeWaiter struct {
+	network.Conn // only the methods below are called
+	closing      chan struct{}
+	release      chan struct{}
+	closed       atomic.Bool
+}
+
+func (c *closeWaiter) Close() error {
+	close(c.closing)
+	<-c.release
+	c.closed.Store(true)
+	return nil
+}
+
+func (c *closeWaiter) IsClosed() bool { return c.closed.Load() }
+func (c *closeWaiter) ID() string     { return "waiter" }
+
+// A restarted peer's new connection announces its incarnation twice at
+// once (identify, and the hello of a stream that carries an Ask): the
+// second hello must not return, and the Ask be answered, while the first
+// is still closing the connection of the former incarnation, where the
+// answer would be lost.
+func TestHelloWaitsForStaleConnectionsToClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := &Router{
+			log:     slog.New(slog.DiscardHandler),
+			remote:  make(map[libp2ppeer.ID]uint64),
+			conns:   make(map[libp2ppeer.ID]map[network.Conn]uint64),
+			closing: make(map[libp2ppeer.ID]chan struct{}),
+		}
+		id := libp2ppeer.ID("restarted")
+		old := &closeWaiter{closing: make(chan struct{}), release: make(chan struct{})}
+		r.conns[id] = map[network.Conn]uint64{old: 11}
+		current := &closeWaiter{}
+		go r.hello(id, 12, current) // identify: closes old
+		<-old.closing
+		returned := make(chan struct{})
+		go func() {
+			r.hello(id, 12, current) // the stream's hello
+			close(returned)
+		}()
+		synctest.Wait()
+		select {
+		case <-returned:
+			t.Fatal("hello returned while the former incarnation's connection was still open")
+		default:
+		}
+		close(old.release)
+		synctest.Wait()
+		select {
+		case <-returned:
+		default:
+			t.Fatal("hello did not return once the stale connection closed")
+		}
+		if len(r.closing) != 0 {
+			t.Fatalf("closing still holds %v", r.closing)
+		}
+	})
 }
 
 // An agent version announces an incarnation only in the form AgentVersion
