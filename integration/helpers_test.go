@@ -99,6 +99,23 @@ func spawn(t testing.TB, n *peer.Node, name string, b actor.Behavior) actor.Ref 
 	return ref
 }
 
+// monitor spawns an actor on n that monitors target and passes on every
+// Down it gets, and returns once the monitor is set.
+func monitor(t testing.TB, n *peer.Node, target actor.Ref) <-chan actor.Down {
+	t.Helper()
+	downs := make(chan actor.Down, 2)
+	ready := make(chan struct{})
+	spawn(t, n, "watcher", func(c *actor.Context) {
+		c.Monitor(target)
+		close(ready)
+		var h actor.Case
+		h = actor.On(func(d actor.Down) { downs <- d; c.Receive(h) })
+		c.Receive(h)
+	})
+	recv(t, ready)
+	return downs
+}
+
 // echo answers every Ping with a Pong of the same number.
 func echo(c *actor.Context) {
 	var h actor.Case

@@ -233,16 +233,7 @@ func TestRemoteMonitorAndLink(t *testing.T) {
 func watchFar(t *testing.T, a, b *peer.Node) (actor.Ref, <-chan actor.Down) {
 	t.Helper()
 	far := spawn(t, b, "far", echo)
-	downs := make(chan actor.Down, 2)
-	ready := make(chan struct{})
-	spawn(t, a, "watcher", func(c *actor.Context) {
-		c.Monitor(far)
-		close(ready)
-		var h actor.Case
-		h = actor.On(func(d actor.Down) { downs <- d; c.Receive(h) })
-		c.Receive(h)
-	})
-	recv(t, ready)
+	downs := monitor(t, a, far)
 	waitFor(t, func() bool { return b.Router().Stats().Received >= 2 })
 	return far, downs
 }

@@ -358,20 +358,7 @@ func TestSIGKILLIsSeenAtOnceOverDefaultTransports(t *testing.T) {
 		t.Logf("connection over %v", c.RemoteMultiaddr())
 	}
 	echo, _ := peer.Ref(d.id, "echo")
-	downs := make(chan actor.Down, 1)
-	ready := make(chan struct{})
-	if _, err := me.System().Spawn("w", func(c *actor.Context) {
-		c.Monitor(echo)
-		close(ready)
-		c.Receive(actor.On(func(d actor.Down) { downs <- d }))
-	}); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-ready:
-	case <-ctx.Done():
-		t.Fatal("the watcher did not start")
-	}
+	downs := monitor(t, me, echo)
 	if _, err := me.System().Ask(ctx, echo, Ping{1}); err != nil {
 		t.Fatal(err)
 	}
