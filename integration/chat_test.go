@@ -170,6 +170,20 @@ func TestChatThroughDaemonAndNickCollisions(t *testing.T) {
 			t.Fatalf("the winner renamed too: %q", l)
 		}
 	}
+	// A /nick into a nick that a user on another peer has: the user on
+	// the peer with the greater ID moves on at once, and its own screen
+	// shows no rename to the nick it could not keep.
+	loser.say(t, "/nick dave")
+	loser.expectLine(t, 10*time.Second, "* you are dave (")
+	loser.expectLine(t, 20*time.Second, "you become "+moved)
+	loser.expectLine(t, 10*time.Second, "* you are "+moved)
+	winner.say(t, "after the rename")
+	loser.expectLine(t, 10*time.Second, "<dave> after the rename")
+	for _, l := range loser.seen {
+		if strings.Contains(l, "is now dave") {
+			t.Fatalf("the user who moved on shows its own rename: %q", l)
+		}
+	}
 	dave2.say(t, "/rooms")
 	dave2.expectLine(t, 5*time.Second, "* rooms: #lobby")
 	dave2.say(t, "/join side")

@@ -258,7 +258,10 @@ func (st *chatState) handle(c *actor.Context, m any) bool {
 	case chatForwarded:
 		st.s.printf("[dm from %s] %s", m.m.Nick, clean(m.m.Text))
 	case ChatRename:
-		if m.Room == st.room && m.New != st.nick && fromNick(c, m.New) && checkChatName("nick", m.Old) == nil {
+		// A rename by this user's own former actor (a nick it gave up
+		// at once: another peer's user has it) is not news here.
+		own := c.Sender() == st.prev || c.Sender() == st.former
+		if m.Room == st.room && m.New != st.nick && !own && fromNick(c, m.New) && checkChatName("nick", m.Old) == nil {
 			st.s.printf("* %s is now %s", m.Old, m.New)
 		}
 	case actor.Joined:
