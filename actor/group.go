@@ -189,6 +189,11 @@ func (s *System) DeliverPresence(group string, member Ref, joined bool) bool {
 	r := t.remote[group]
 	_, known := r[member]
 	switch {
+	case joined && !known && len(t.members[group]) == 0:
+		// No local member: the transport is leaving the group (see
+		// ForgetGroupMembers) and would not hear the member leave.
+		t.mu.Unlock()
+		return false
 	case joined && !known:
 		if r == nil {
 			if t.remote == nil {
@@ -232,6 +237,21 @@ func (s *System) PeerLeftGroups(peer string) {
 	t.mu.RUnlock()
 	for _, l := range gone {
 		s.DeliverPresence(l.Group, l.Member, false)
+	}
+}
+
+// ForgetGroupMembers forgets the members of group on other peers unless
+// the group has a local member again: the group transport calls it when it
+// stops listening to the group, after its last local member left, because
+// it would not hear of them leaving. (A member that joins later learns of
+// them again, as the transport announces them anew.) Safe for concurrent
+// use.
+func (s *System) ForgetGroupMembers(group string) {
+	t := &s.groups
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.members[group]) == 0 {
+		delete(t.remote, group)
 	}
 }
 

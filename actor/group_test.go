@@ -102,3 +102,37 @@ func TestLocalPresence(t *testing.T) {
 		t.Fatalf("event %v", e)
 	}
 }
+
+// Members of other peers are recorded only while the group has a local
+// member (the transport listens to the group only then), and forgotten
+// when the transport stops listening, unless a local member joined again.
+func TestRemoteMembersOnlyWhileListening(t *testing.T) {
+	s := newSys(t)
+	far := Ref{peer: "other", name: "far"}
+	if s.DeliverPresence("g", far, true) {
+		t.Fatal("a member of another peer was recorded for a group without a local member")
+	}
+	joined := make(chan struct{})
+	stop := make(chan struct{})
+	mustSpawn(t, s, "m", func(c *Context) {
+		if err := c.Join("g"); err != nil {
+			t.Error(err)
+		}
+		close(joined)
+		c.Receive(On(func(struct{}) { c.Leave("g"); close(stop) }))
+	})
+	recv(t, joined)
+	if !s.DeliverPresence("g", far, true) {
+		t.Fatal("a member of another peer was not recorded")
+	}
+	s.ForgetGroupMembers("g") // a local member: kept
+	if s.DeliverPresence("g", far, true) {
+		t.Fatal("forgotten while the group has a local member")
+	}
+	s.Send(Ref{peer: s.Peer(), name: "m"}, struct{}{})
+	recv(t, stop)
+	s.ForgetGroupMembers("g")
+	if s.DeliverPresence("g", far, false) {
+		t.Fatal("a forgotten member left again")
+	}
+}

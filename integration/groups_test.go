@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -316,5 +317,81 @@ func TestGroupLeaveAndRejoinAtOnce(t *testing.T) {
 	}
 	for range actors {
 		recv(t, got)
+	}
+}
+
+// A peer whose last member left a group stops listening to it, so it
+// would not hear the members of other peers leave: it forgets them, and a
+// member that joins later is not told of one that left meanwhile (a chat
+// showed a user who had quit for as long as the two peers stayed
+// connected).
+func TestGroupMembersForgottenWhenThePeerLeavesTheGroup(t *testing.T) {
+	a := newNode(t, peer.WithMesh("forget"), peer.WithGroups(true))
+	b := newNode(t, peer.WithMesh("forget"), peer.WithGroups(true))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := b.Connect(ctx, *a.AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	events := make(chan string, 100)
+	member := func(n *peer.Node, name string) actor.Ref {
+		return spawn(t, n, name, func(c *actor.Context) {
+			if err := c.Join("lobby", actor.WatchPresence()); err != nil {
+				t.Error(err)
+			}
+			c.Send(c.Self(), "joined") // after what Join told: who was there
+			var h actor.Case
+			h = actor.Any(func(m any) {
+				switch m := m.(type) {
+				case actor.Joined:
+					events <- name + " sees " + m.Member.Name() + " join"
+				case actor.Left:
+					events <- name + " sees " + m.Member.Name() + " leave"
+				case string:
+					events <- name + " " + m
+				case Crash:
+					c.Leave("lobby")
+				}
+				c.Receive(h)
+			})
+			c.Receive(h)
+		})
+	}
+	expect := func(want string) {
+		t.Helper()
+		if got := recv(t, events); got != want {
+			t.Fatalf("got %q, want %q", got, want)
+		}
+	}
+	x := member(a, "x")
+	expect("x joined")
+	y := member(b, "y")
+	want := map[string]bool{"y joined": true, "x sees y join": true} // in either order
+	for len(want) > 0 {
+		got := recv(t, events)
+		if got == "y sees x join" { // y learned of x through the graft, not in Join
+			continue
+		}
+		if !want[got] {
+			t.Fatalf("unexpected %q", got)
+		}
+		delete(want, got)
+	}
+	topic := "/troupe/forget/group/lobby"
+	subscribed := func(n, of *peer.Node) bool {
+		return slices.Contains(n.Groups().PubSub().ListPeers(topic), of.ID())
+	}
+	a.System().Send(x, Crash{}) // a's last member leaves: a unsubscribes
+	waitFor(t, func() bool { return !subscribed(b, a) })
+	b.System().Send(y, Crash{}) // a does not hear it
+	waitFor(t, func() bool { return !subscribed(a, b) })
+	member(a, "z")
+	for {
+		switch got := recv(t, events); got {
+		case "z joined":
+			return
+		case "z sees y join":
+			t.Fatal("z was told of y, which left the group while a was not listening")
+		}
 	}
 }

@@ -263,6 +263,12 @@ func (g *Groups) leave(group string, gen uint64) {
 		return
 	}
 	delete(g.topics, group)
+	if gt.sub != nil && g.sys != nil {
+		// No Left will come from the members on other peers once the
+		// subscription ends: forget them first (a presence message still
+		// on its way finds no local member and is ignored).
+		g.sys.ForgetGroupMembers(group)
+	}
 	gt.stop()
 	if gt.t.Close() == nil {
 		_ = g.ps.UnregisterTopicValidator(g.topicName(group))
