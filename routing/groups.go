@@ -145,7 +145,13 @@ func (g *Groups) Bind(sys *actor.System) { g.sys = sys }
 const (
 	typeJoined  = "troupe.joined"
 	typeLeft    = "troupe.left"
-	typePresent = "troupe.present" // "still here": sent when a topic gains a mesh peer
+	typePresent = "troupe.present" // "still here": sent when a topic gains a mesh peer, or asked
+	// typeWho asks the other peers' members to say they are present: a
+	// peer sends it when it subscribes to a group, since it forgot the
+	// members of other peers when it last stopped listening (see leave),
+	// and the topic's mesh, whose grafts announce them too, may take a
+	// prune backoff to form again.
+	typeWho = "troupe.who"
 )
 
 // AnnounceGroup publishes that member joined or left group. Implements
@@ -225,6 +231,15 @@ func (g *Groups) JoinGroup(group string) error {
 	g.topics[group] = gt
 	g.wg.Add(1)
 	go g.read(ctx, group, sub)
+	// After the subscription, so that the others know of it when they
+	// answer (GossipSub announces it first, on the same stream).
+	if data, err := codec.AppendEnvelope(nil, &codec.Envelope{Kind: codec.KindSystem, To: group, Type: typeWho, Body: []byte{0xf6}}); err == nil {
+		select {
+		case g.out <- groupMsg{group: group, data: data}:
+		default:
+			g.dropped.Add(1)
+		}
+	}
 	g.changed()
 	return nil
 }
@@ -310,11 +325,8 @@ func (g *Groups) publish() {
 		case <-g.ctx.Done():
 			return
 		case topic := <-g.graft:
-			group, ok := strings.CutPrefix(topic, g.topicName(""))
-			if ok && g.sys != nil {
-				for _, m := range g.sys.LocalMembers(group) {
-					g.queuePresence(group, m, typePresent)
-				}
+			if group, ok := strings.CutPrefix(topic, g.topicName("")); ok {
+				g.announceMembers(group)
 			}
 		case m := <-g.out:
 			if m.leave {
@@ -329,6 +341,15 @@ func (g *Groups) publish() {
 				g.dropped.Add(1)
 				g.cfg.Logger.Debug("routing: group publish", "group", m.group, "err", err)
 			}
+		}
+	}
+}
+
+// announceMembers queues a "present" for every local member of group.
+func (g *Groups) announceMembers(group string) {
+	if g.sys != nil {
+		for _, m := range g.sys.LocalMembers(group) {
+			g.queuePresence(group, m, typePresent)
 		}
 	}
 }
@@ -442,6 +463,13 @@ func (g *Groups) presence(group string, m *pubsub.Message, env *codec.Envelope) 
 	}
 	if origin == g.cfg.Host.ID() {
 		return // our own announcement: local members were told directly
+	}
+	if env.Type == typeWho {
+		select {
+		case g.graft <- g.topicName(group): // answered as a graft is
+		default: // full (many topics at once): the mesh's graft announces them later
+		}
+		return
 	}
 	member, err := actor.NewRef(origin.String(), env.FromName)
 	if err != nil {
