@@ -1,5 +1,7 @@
 package actor
 
+import "fmt"
+
 // Case is one alternative of a Receive: it says which messages it accepts
 // and what runs for them. Build cases with On, OnWhen, Any and Timeout.
 type Case interface {
@@ -123,7 +125,10 @@ func (a *askCase) accepts(n *node) bool { return n.kind == kindReply && n.corr =
 func (a *askCase) run(c *Context, n *node) {
 	a.done(c)
 	if u, ok := n.msg.(Undeliverable); ok {
-		a.then(nil, u.Reason)
+		if u.Reason == nil { // every sender gives one; a peer might not
+			u.Reason = ErrNoSuchActor
+		}
+		a.then(nil, fmt.Errorf("actor: ask %v: %w", u.To, u.Reason))
 		return
 	}
 	a.then(n.msg, nil)

@@ -1,9 +1,6 @@
 package actor
 
-import (
-	"fmt"
-	"sync"
-)
+import "sync"
 
 // edgeKind says what a remoteEdge is.
 type edgeKind uint8
@@ -118,8 +115,7 @@ func (s *System) PeerDown(peer string) {
 		var sig Signal
 		switch e.kind {
 		case edgeAsk:
-			reason := fmt.Errorf("actor: ask %v: %w", e.remote, ErrNodeDown)
-			s.deliverLocal(e.local, s.newNode(Undeliverable{To: e.remote, Reason: reason}, e.remote, uint64(e.id), kindReply))
+			s.deliverLocal(e.local, s.newNode(Undeliverable{To: e.remote, Reason: ErrNodeDown}, e.remote, uint64(e.id), kindReply))
 			continue
 		case edgeLink:
 			sig = ExitSignal{Reason: ErrNodeDown, Linked: true}

@@ -666,8 +666,14 @@ func TestPeerDownFailsPendingAsks(t *testing.T) {
 	}
 	s.PeerDown("them")
 	for range 2 {
-		if err := recv(t, errs); !errors.Is(err, ErrNodeDown) {
+		err := recv(t, errs)
+		if !errors.Is(err, ErrNodeDown) {
 			t.Fatalf("ask of a peer that went away: %v, want ErrNodeDown", err)
+		}
+		// From an actor and from plain code alike, the error names the
+		// Ask once.
+		if want := "actor: ask them/x: " + ErrNodeDown.Error(); err.Error() != want {
+			t.Fatalf("ask of a peer that went away: %q, want %q", err, want)
 		}
 	}
 	if n := edges(s, edgeAsk); n != 1 {
