@@ -335,20 +335,24 @@ const writeTimeout = 30 * time.Second
 // writeThrough). It returns the stream's error.
 func (w *writer) send(deadline time.Time) error {
 	l, lg := w.l, w.lg
+	// The deadline is set before anything is put: the FrameWriter flushes
+	// by itself once its buffer fills, and must not do so under a deadline
+	// that expired since the last write (an Ask's, or the writer's own
+	// after a long idle), which would break a healthy stream.
+	now := time.Now()
+	switch {
+	case !deadline.IsZero() && deadline.Before(now.Add(writeTimeout)):
+		_ = w.s.SetWriteDeadline(deadline)
+		w.deadlined = time.Time{} // the writer sets its own next time
+	case now.Sub(w.deadlined) > time.Second:
+		_ = w.s.SetWriteDeadline(now.Add(writeTimeout))
+		w.deadlined = now
+	}
 	err := w.put()
 	if err == nil && lg != nil && lg.active && w.q.q.len() == 0 {
 		err = l.idleFragment(w.fw, lg, &w.scratch)
 	}
 	if err == nil {
-		now := time.Now()
-		switch {
-		case !deadline.IsZero() && deadline.Before(now.Add(writeTimeout)):
-			_ = w.s.SetWriteDeadline(deadline)
-			w.deadlined = time.Time{} // the writer sets its own next time
-		case now.Sub(w.deadlined) > time.Second:
-			_ = w.s.SetWriteDeadline(now.Add(writeTimeout))
-			w.deadlined = now
-		}
 		err = w.fw.Flush()
 	}
 	if err == nil {

@@ -7,11 +7,13 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/network"
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
 )
@@ -348,3 +350,72 @@ func (h onMessage) Handle(_ context.Context, rec slog.Record) error {
 }
 func (h onMessage) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h onMessage) WithGroup(string) slog.Handler      { return h }
+
+// A write deadline left on a stream that has expired since (that of an Ask
+// written through, or the writer's own after the link idled for longer
+// than writeTimeout) does not break the next batch: the FrameWriter
+// flushes on its own while a batch of more than its buffer is put, and it
+// did so under the old deadline, which failed a healthy stream and gave
+// up the whole batch.
+func TestExpiredDeadlineBreaksNoBatch(t *testing.T) {
+	hA, rA, sysA := testRouter(t, 0)
+	hB, _, sysB := testRouter(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := hA.Connect(ctx, libp2ppeer.AddrInfo{ID: hB.ID(), Addrs: hB.Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	const batch = 64 // of 8 KiB: well over the FrameWriter's buffer
+	counted := make(chan int, batch+1)
+	if _, err := sysB.Spawn("count", func(c *actor.Context) {
+		n := 0
+		var h actor.Case
+		h = actor.On(func(s string) {
+			if s == "ping" {
+				c.Reply("pong")
+			} else {
+				n++
+				counted <- n
+			}
+			c.Receive(h)
+		})
+		c.Receive(h)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	to, _ := actor.NewRef(hB.ID().String(), "count")
+	sysA.Send(to, "warm") // opens the stream
+	select {
+	case <-counted:
+	case <-ctx.Done():
+		t.Fatal("the first message did not arrive")
+	}
+	// Asks until one is written through (the writer asleep with its
+	// stream), with a deadline that then passes.
+	for rA.Stats().WrittenThrough == 0 {
+		askCtx, askCancel := context.WithTimeout(ctx, minWriteThrough+100*time.Millisecond)
+		if _, err := sysA.Ask(askCtx, to, "ping"); err != nil {
+			t.Fatal(err)
+		}
+		<-askCtx.Done() // the stream's write deadline has passed
+		askCancel()
+	}
+	from, _ := actor.NewRef(sysA.Peer(), "sender")
+	msgs := make([]actor.Outbound, batch)
+	for i := range msgs {
+		msgs[i] = actor.Outbound{To: to, Msg: strings.Repeat("x", 8<<10)}
+	}
+	if n, err := rA.DeliverBatch(from, msgs); err != nil || n != batch {
+		t.Fatalf("DeliverBatch: %d, %v", n, err)
+	}
+	for n := 0; n < batch+1; {
+		select {
+		case n = <-counted:
+		case <-ctx.Done():
+			t.Fatalf("%d of %d messages arrived; %d undeliverable", n-1, batch, rA.Stats().Undeliverable)
+		}
+	}
+	if u := rA.Stats().Undeliverable; u != 0 {
+		t.Fatalf("%d messages undeliverable", u)
+	}
+}
