@@ -125,7 +125,7 @@ func NewGroups(cfg GroupsConfig) (*Groups, error) {
 		return nil, fmt.Errorf("routing: gossipsub: %w", err)
 	}
 	g.ps = ps
-	sub, err := cfg.Host.EventBus().Subscribe(new(event.EvtPeerConnectednessChanged))
+	sub, err := cfg.Host.EventBus().Subscribe([]any{new(event.EvtPeerConnectednessChanged), new(EvtPeerRestarted)})
 	if err != nil {
 		g.cancel()
 		return nil, fmt.Errorf("routing: groups: %w", err)
@@ -176,7 +176,9 @@ func (g *Groups) queuePresence(group string, member actor.Ref, typ string) {
 	}
 }
 
-// watchPeers reports the group members of a departed peer as Left.
+// watchPeers reports the group members of a departed peer as Left, and
+// those of a peer that restarted (its former incarnation's members are
+// gone; the new one's announce themselves).
 func (g *Groups) watchPeers(sub event.Subscription) {
 	defer g.wg.Done()
 	defer sub.Close()
@@ -187,6 +189,12 @@ func (g *Groups) watchPeers(sub event.Subscription) {
 		case ev, ok := <-sub.Out():
 			if !ok {
 				return
+			}
+			if e, ok := ev.(EvtPeerRestarted); ok {
+				if g.sys != nil {
+					g.sys.PeerLeftGroups(e.Peer.String())
+				}
+				continue
 			}
 			e := ev.(event.EvtPeerConnectednessChanged)
 			if e.Connectedness != network.NotConnected {

@@ -37,6 +37,13 @@ func testRouterLogging(t *testing.T, maxFrame int, logger *slog.Logger) (host.Ho
 // testRouterHost is testRouterLogging with more options for the host.
 func testRouterHost(t *testing.T, maxFrame int, logger *slog.Logger, opts ...libp2p.Option) (host.Host, *Router, *actor.System) {
 	t.Helper()
+	return testPeer(t, maxFrame, logger, false, opts...)
+}
+
+// testPeer is a host with a Router bound to an actor system, and with
+// Groups too when groups is set, as peer.Node assembles them.
+func testPeer(t *testing.T, maxFrame int, logger *slog.Logger, groups bool, opts ...libp2p.Option) (host.Host, *Router, *actor.System) {
+	t.Helper()
 	h, err := libp2p.New(append([]libp2p.Option{libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay()}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -49,9 +56,20 @@ func testRouterHost(t *testing.T, maxFrame int, logger *slog.Logger, opts ...lib
 	if err != nil {
 		t.Fatal(err)
 	}
-	sys, err := actor.New(actor.WithPeer(h.ID().String()), actor.WithRemote(r), actor.WithLogger(logger))
+	sysOpts := []actor.Option{actor.WithPeer(h.ID().String()), actor.WithRemote(r), actor.WithLogger(logger)}
+	var g *Groups
+	if groups {
+		if g, err = NewGroups(GroupsConfig{Host: h, Registry: reg, Mesh: "test", Logger: logger}); err != nil {
+			t.Fatal(err)
+		}
+		sysOpts = append(sysOpts, actor.WithGroups(g))
+	}
+	sys, err := actor.New(sysOpts...)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if g != nil {
+		g.Bind(sys)
 	}
 	if err := r.Bind(sys); err != nil {
 		t.Fatal(err)
@@ -60,6 +78,9 @@ func testRouterHost(t *testing.T, maxFrame int, logger *slog.Logger, opts ...lib
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = sys.Shutdown(ctx)
+		if g != nil {
+			g.Close()
+		}
 		_ = r.Close(ctx)
 		_ = h.Close()
 	})
