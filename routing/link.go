@@ -41,8 +41,9 @@ type writer struct {
 	// reader knows fragments (1.1.0), nil otherwise.
 	lg, lgState *largeOut
 	// undo holds the demonitors and unlinks that cancel monitor and link
-	// requests a broken stream handed back (see broken): the next stream
-	// carries them first, ahead of whatever was queued meanwhile.
+	// requests a broken stream handed back, and the signals it had in
+	// hand that are sent again (see broken): the next stream carries
+	// them first, ahead of whatever was queued meanwhile.
 	undo    []outMsg
 	breaks  int  // streams broken in a row; at maxBreaks, undo is dropped
 	stopped bool // the writer goroutine returned
@@ -541,7 +542,10 @@ func (l *link) put(fw *codec.FrameWriter, m *outMsg, scratch *[]byte, user bool,
 // held behind it and those released since the last flush. At most once:
 // they may or may not have arrived; each is handed back once (fail), so
 // that an Ask fails at once and a monitor or link fires, which undo then
-// cancels at the peer.
+// cancels at the peer. The signals that a second copy cannot harm (see
+// sentAgain) go on the next stream instead: nothing else would tell the
+// peer, whose connection may well stay up, that what it monitors or is
+// linked to went down.
 func (w *writer) broken(err error) {
 	l := w.l
 	reason := fmt.Errorf("%w: %v: %w", ErrStreamBroken, l.peer, err)
@@ -553,10 +557,30 @@ func (w *writer) broken(err error) {
 		w.breaks = 0
 	}
 	for i := range w.batch {
-		w.addUndo(&w.batch[i])
-		l.fail(&w.batch[i], reason)
+		m := &w.batch[i]
+		if m.to != "" && sentAgain(m.msg) {
+			w.undo = append(w.undo, *m)
+			continue
+		}
+		w.addUndo(m)
+		l.fail(m, reason)
 	}
 	w.lg.abandon(func(m *outMsg) { l.fail(m, reason) })
+}
+
+// sentAgain reports whether a signal whose stream broke is sent again on
+// the next one rather than handed back: a Down, a linked exit, a demonitor
+// or an unlink, which the peer ignores when it has it already (no monitor
+// or link is left for it to end). Handed back, they would be lost: the
+// actor system has nothing to do with them.
+func sentAgain(msg any) bool {
+	switch sig := msg.(type) {
+	case actor.DownSignal, actor.DemonitorSignal, actor.UnlinkSignal:
+		return true
+	case actor.ExitSignal:
+		return sig.Linked && !sig.Kill
+	}
+	return false
 }
 
 // logDroppedUndo is the message logged when a writer drops the

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
@@ -417,5 +418,93 @@ func TestExpiredDeadlineBreaksNoBatch(t *testing.T) {
 	}
 	if u := rA.Stats().Undeliverable; u != 0 {
 		t.Fatalf("%d messages undeliverable", u)
+	}
+}
+
+// A Down whose control stream broke is sent again on a new one: the peer's
+// connection stays up, so nothing else would fire its monitor. (Handed
+// back, as other messages are, it was lost: the actor system has nothing
+// to do with a Down for another peer.)
+func TestDownOnABrokenStreamIsSentAgain(t *testing.T) {
+	hA, _, sysA := testRouter(t, 0)
+	hB, _, sysB := testRouter(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := hB.Connect(ctx, libp2ppeer.AddrInfo{ID: hA.ID(), Addrs: hA.Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	// target, on A, monitors whoever greets it, which opens A's control
+	// stream to B, and stops when told.
+	target, err := sysA.Spawn("target", func(c *actor.Context) {
+		c.Receive(actor.On(func(string) {
+			c.Monitor(c.Sender())
+			c.Reply("hi")
+			c.Receive(actor.On(func(string) { c.Stop() }))
+		}))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	downs := make(chan actor.Down, 1)
+	greeted := make(chan error, 1)
+	if _, err := sysB.Spawn("watcher", func(c *actor.Context) {
+		c.Monitor(target)
+		c.Ask(target, "hello", 5*time.Second, func(_ any, err error) {
+			greeted <- err
+			c.Receive(actor.On(func(d actor.Down) { downs <- d }))
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := recvWithin(t, ctx, greeted); err != nil {
+		t.Fatal(err)
+	}
+	ctlStream := func(h host.Host, to libp2ppeer.ID, dir network.Direction) network.Stream {
+		for _, c := range h.Network().ConnsToPeer(to) {
+			for _, s := range c.GetStreams() {
+				if s.Protocol() == ProtoCtl && s.Stat().Direction == dir {
+					return s
+				}
+			}
+		}
+		return nil
+	}
+	var out, in network.Stream
+	for tick := time.NewTicker(5 * time.Millisecond); out == nil || in == nil; {
+		out, in = ctlStream(hA, hB.ID(), network.DirOutbound), ctlStream(hB, hA.ID(), network.DirInbound)
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			t.Fatal("no control stream from A to B")
+		}
+	}
+	// B resets it; A sees it (a read fails), and the Down of target is
+	// written on it.
+	seen := make(chan error, 1)
+	go func() { _, err := out.Read(make([]byte, 1)); seen <- err }()
+	_ = in.Reset()
+	if err := recvWithin(t, ctx, seen); err == nil {
+		t.Fatal("A read from its control stream")
+	}
+	sysA.Send(target, "stop")
+	select {
+	case d := <-downs:
+		if d.Ref != target {
+			t.Fatalf("down %+v", d)
+		}
+	case <-ctx.Done():
+		t.Fatal("no Down after the control stream broke")
+	}
+}
+
+// recvWithin returns what ch gives, failing t if ctx ends first.
+func recvWithin[T any](t *testing.T, ctx context.Context, ch <-chan T) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-ctx.Done():
+		t.Fatalf("timed out waiting for %T", *new(T))
+		panic("unreachable")
 	}
 }
