@@ -41,8 +41,8 @@ func demo(args []string, stdout, stderr io.Writer) int {
 	if _, ok, code := parseArgs(fs, args, 0, 0); !ok {
 		return code
 	}
-	if *ringSize < 2 || *laps < 1 {
-		fmt.Fprintln(stderr, "troupe demo: -ring must be at least 2 and -laps at least 1")
+	if *ringSize < 2 || *laps < 1 || *timeout <= 0 {
+		fmt.Fprintln(stderr, "troupe demo: -ring must be at least 2, -laps at least 1 and -timeout positive")
 		return 2
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)

@@ -29,6 +29,7 @@ func TestBadArguments(t *testing.T) {
 		{"nonsense"},
 		{"demo", "-ring", "1"},
 		{"demo", "-laps", "0"},
+		{"demo", "-timeout", "0"},
 		{"demo", "-nosuchflag"},
 		{"demo", "extra"},
 		{"demo", "-ring", "many"},
