@@ -212,4 +212,12 @@ func TestChatThroughDaemonAndNickCollisions(t *testing.T) {
 	if got := cliOK(t, d.home, "id"); !strings.Contains(got, d.id.String()) {
 		t.Fatalf("daemon after a chat ended: %q", got)
 	}
+	// A chat through a daemon that stops ends with an error.
+	zed := startChatHome(t, d.home, "", "zed")
+	zed.expectLine(t, 10*time.Second, "* joined #lobby")
+	if err := d.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	waitExit(t, zed.daemonProc, 1) // after "! the daemon is stopping", if it came in time
+
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -127,8 +128,9 @@ type chatHandoff struct{}
 
 // runChat runs a user's chat on node: it reads commands and lines from in
 // and writes what happens to out, one line per event, until /quit, the end
-// of in, or ctx ends.
-func runChat(ctx context.Context, node *peer.Node, nick, room string, in io.Reader, out io.Writer) error {
+// of in, or ctx ends; then, if ctx ended, it writes stopNote last, unless
+// it is "".
+func runChat(ctx context.Context, node *peer.Node, nick, room, stopNote string, in io.Reader, out io.Writer) error {
 	s := &chatSession{node: node, out: &lockedWriter{w: out}, done: make(chan struct{})}
 	st := &chatState{s: s, nick: nick, room: room, members: map[actor.Ref]string{}}
 	ref, err := st.spawn(node.System().Spawn, true)
@@ -163,6 +165,9 @@ func runChat(ctx context.Context, node *peer.Node, nick, room string, in io.Read
 		select {
 		case <-s.done:
 		case <-time.After(5 * time.Second):
+		}
+		if stopNote != "" {
+			s.printf("%s", stopNote)
 		}
 	}
 	// A connection's reader is interrupted by closing it and waited for; a
@@ -476,7 +481,7 @@ func (d *runningDaemon) chat(ctx context.Context, req request, conn net.Conn) (a
 	if err := checkChatName("room", req.Room); err != nil {
 		return nil, nil, err
 	}
-	return struct{}{}, func() { _ = runChat(ctx, d.node, req.Nick, req.Room, conn, conn) }, nil
+	return struct{}{}, func() { _ = runChat(ctx, d.node, req.Nick, req.Room, daemonStopNote, conn, conn) }, nil
 }
 
 // chatCmd runs 'troupe chat': through the daemon of the home when one
@@ -516,7 +521,7 @@ func chatCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	conn, err := call(ctx, h, request{Cmd: "chat", Nick: *nick, Room: *room}, nil, true)
 	switch {
 	case err == nil:
-		session = func(in io.Reader, out io.Writer) error { chatThroughDaemon(ctx, conn, in, out); return nil }
+		session = func(in io.Reader, out io.Writer) error { return chatThroughDaemon(ctx, conn, in, out) }
 	case !errors.Is(err, errNoDaemon):
 		return fail(stderr, "chat", err)
 	default:
@@ -555,7 +560,7 @@ func chatCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 				}
 				cancel()
 			}
-			return runChat(ctx, d.node, *nick, *room, in, out)
+			return runChat(ctx, d.node, *nick, *room, "", in, out)
 		}
 	}
 	if tui {
@@ -579,9 +584,18 @@ func isTerminal(f any) bool {
 	return ok && term.IsTerminal(int(file.Fd()))
 }
 
+// daemonStopNote is the last line of a chat session that the daemon
+// ended because it is stopping.
+const daemonStopNote = "! the daemon is stopping"
+
+// errDaemonGone reports a chat session through a daemon that the daemon
+// ended (it stopped, or died), not the user: its last line is not "* bye".
+var errDaemonGone = errors.New("the daemon ended the chat")
+
 // chatThroughDaemon copies the user's lines to the daemon's chat session
-// and the session's lines to out until the session ends.
-func chatThroughDaemon(ctx context.Context, conn net.Conn, in io.Reader, out io.Writer) {
+// and the session's lines to out until the session ends, and returns
+// errDaemonGone if the daemon ended it rather than the user.
+func chatThroughDaemon(ctx context.Context, conn net.Conn, in io.Reader, out io.Writer) error {
 	defer conn.Close()
 	// SIGINT / SIGTERM: leave the chat as /quit does.
 	stop := context.AfterFunc(ctx, func() { _, _ = io.WriteString(conn, "/quit\n") })
@@ -595,5 +609,33 @@ func chatThroughDaemon(ctx context.Context, conn net.Conn, in io.Reader, out io.
 			_ = cw.CloseWrite()
 		}
 	}()
-	_, _ = io.Copy(out, conn)
+	tail := &lastLine{w: out}
+	_, _ = io.Copy(tail, conn)
+	if !bytes.Equal(bytes.TrimSpace(tail.line), []byte("* bye")) {
+		return errDaemonGone
+	}
+	return nil
+}
+
+// lastLine writes to w and keeps the end of what it wrote: its last line,
+// or the last 64 bytes of it.
+type lastLine struct {
+	w    io.Writer
+	line []byte
+}
+
+func (l *lastLine) Write(p []byte) (int, error) {
+	n, err := l.w.Write(p)
+	if k := len(l.line); k > 0 && l.line[k-1] == '\n' {
+		l.line = l.line[:0] // that line ended: a new one starts
+	}
+	if i := bytes.LastIndexByte(bytes.TrimRight(p[:n], "\n"), '\n'); i >= 0 {
+		l.line = append(l.line[:0], p[i+1:n]...)
+	} else {
+		l.line = append(l.line, p[:n]...)
+	}
+	if len(l.line) > 64 {
+		l.line = append(l.line[:0], l.line[len(l.line)-64:]...)
+	}
+	return n, err
 }
