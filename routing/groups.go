@@ -161,11 +161,13 @@ func (g *Groups) AnnounceGroup(group string, member actor.Ref, joined bool) {
 	if joined {
 		typ = typeJoined
 	}
-	g.queuePresence(group, member, typ)
+	g.queuePresence(group, member.Name(), typ)
 }
 
-func (g *Groups) queuePresence(group string, member actor.Ref, typ string) {
-	data, err := codec.AppendEnvelope(nil, &codec.Envelope{Kind: codec.KindSystem, To: group, FromName: member.Name(), Type: typ, Body: []byte{0xf6}})
+// queuePresence queues a presence message of type typ about the local
+// member called name ("" for a question to the group: typeWho).
+func (g *Groups) queuePresence(group, name, typ string) {
+	data, err := codec.AppendEnvelope(nil, &codec.Envelope{Kind: codec.KindSystem, To: group, FromName: name, Type: typ, Body: []byte{0xf6}})
 	if err != nil {
 		return
 	}
@@ -241,13 +243,7 @@ func (g *Groups) JoinGroup(group string) error {
 	go g.read(ctx, group, sub)
 	// After the subscription, so that the others know of it when they
 	// answer (GossipSub announces it first, on the same stream).
-	if data, err := codec.AppendEnvelope(nil, &codec.Envelope{Kind: codec.KindSystem, To: group, Type: typeWho, Body: []byte{0xf6}}); err == nil {
-		select {
-		case g.out <- groupMsg{group: group, data: data}:
-		default:
-			g.dropped.Add(1)
-		}
-	}
+	g.queuePresence(group, "", typeWho)
 	g.changed()
 	return nil
 }
@@ -357,7 +353,7 @@ func (g *Groups) publish() {
 func (g *Groups) announceMembers(group string) {
 	if g.sys != nil {
 		for _, m := range g.sys.LocalMembers(group) {
-			g.queuePresence(group, m, typePresent)
+			g.queuePresence(group, m.Name(), typePresent)
 		}
 	}
 }
