@@ -218,6 +218,8 @@ func TestChatThroughDaemonAndNickCollisions(t *testing.T) {
 	if err := d.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	waitExit(t, zed.daemonProc, 1) // after "! the daemon is stopping", if it came in time
-
+	for _, c := range []*chatProc{zed, dave} {
+		c.expectLine(t, 10*time.Second, "! the daemon is stopping")
+		waitExit(t, c.daemonProc, 1)
+	}
 }

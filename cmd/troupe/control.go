@@ -60,8 +60,8 @@ type controlServer struct {
 	wg     sync.WaitGroup
 	sem    chan struct{}
 
-	mu    sync.Mutex // guards conns
-	conns map[net.Conn]struct{}
+	mu    sync.Mutex        // guards conns
+	conns map[net.Conn]bool // true: a session (chat) that ends by itself
 }
 
 // listenControl creates the socket at path with mode 0600. The caller holds
@@ -84,7 +84,7 @@ func listenControl(path string, h handler) (*controlServer, error) {
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &controlServer{ln: ln, handle: h, ctx: ctx, cancel: cancel, sem: make(chan struct{}, maxControlConns), conns: map[net.Conn]struct{}{}}
+	s := &controlServer{ln: ln, handle: h, ctx: ctx, cancel: cancel, sem: make(chan struct{}, maxControlConns), conns: map[net.Conn]bool{}}
 	s.wg.Add(1)
 	go s.accept()
 	return s, nil
@@ -120,7 +120,7 @@ func (s *controlServer) accept() {
 			<-s.sem
 			return
 		}
-		s.conns[conn] = struct{}{}
+		s.conns[conn] = false
 		s.mu.Unlock()
 		s.wg.Add(1)
 		go func() {
@@ -150,6 +150,9 @@ func (s *controlServer) serve(conn net.Conn) {
 		return
 	}
 	if req.Cmd == "chat" { // the connection carries the chat's lines
+		s.mu.Lock()
+		s.conns[conn] = true
+		s.mu.Unlock()
 		result, stream, err := s.handle(s.ctx, req, &bufferedConn{Conn: conn, r: r})
 		writeResponse(conn, result, err)
 		if err == nil && stream != nil {
@@ -234,17 +237,45 @@ func marshalJSON(v any) ([]byte, error) {
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
-// Close stops accepting, ends open connections (chat sessions included)
-// and waits for their goroutines.
-func (s *controlServer) Close() {
+// sessionGrace bounds how long Close lets sessions write their last lines:
+// longer than a chat takes to say goodbye.
+const sessionGrace = 7 * time.Second
+
+// Close stops accepting and ends open connections: requests at once, while
+// sessions (chats) see the server's context end and get until ctx ends, or
+// sessionGrace, to write their last lines and finish before their
+// connections are closed too. It waits for every goroutine it started.
+func (s *controlServer) Close(ctx context.Context) {
 	s.cancel()
 	s.ln.Close()
-	s.mu.Lock()
-	for c := range s.conns {
-		c.Close()
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	s.closeConns(false)
+	grace := time.NewTimer(sessionGrace)
+	defer grace.Stop()
+	select {
+	case <-done:
+		return
+	case <-ctx.Done():
+	case <-grace.C:
 	}
-	s.mu.Unlock()
-	s.wg.Wait()
+	s.closeConns(true)
+	<-done
+}
+
+// closeConns closes the connections that serve requests, and the sessions
+// too when sessions.
+func (s *controlServer) closeConns(sessions bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c, session := range s.conns {
+		if sessions || !session {
+			c.Close()
+		}
+	}
 }
 
 // errNoDaemon is returned when no daemon serves the home.

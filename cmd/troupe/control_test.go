@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -26,7 +27,7 @@ func testControl(t *testing.T) (home, *controlServer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(s.Close)
+	t.Cleanup(func() { s.Close(context.Background()) })
 	return h, s
 }
 
@@ -91,7 +92,7 @@ func TestControlSocketReplacesStaleSocketAndCloses(t *testing.T) {
 	}
 	defer idle.Close()
 	done := make(chan struct{})
-	go func() { s.Close(); close(done) }()
+	go func() { s.Close(context.Background()); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
@@ -102,5 +103,50 @@ func TestControlSocketReplacesStaleSocketAndCloses(t *testing.T) {
 	}
 	if _, err := listenControl(filepath.Join(t.TempDir(), strings.Repeat("d", 120), "s"), nil); err == nil {
 		t.Fatal("a socket path over the Unix limit was accepted")
+	}
+}
+
+// Close lets a session write its last lines after the server's context
+// ends, and closes a session that does not end by itself once Close's ctx
+// ends.
+func TestControlCloseLetsSessionsSayGoodbye(t *testing.T) {
+	for _, stuck := range []bool{false, true} {
+		h := home(t.TempDir())
+		s, err := listenControl(h.socket(), func(ctx context.Context, _ request, conn net.Conn) (any, func(), error) {
+			return struct{}{}, func() {
+				if stuck { // reads until its connection is closed
+					_, _ = io.Copy(io.Discard, conn)
+					return
+				}
+				<-ctx.Done()
+				time.Sleep(50 * time.Millisecond) // a goodbye that takes a while
+				_, _ = io.WriteString(conn, "the end\n")
+			}, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, err := call(context.Background(), h, request{Cmd: "chat"}, nil, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		done := make(chan struct{})
+		go func() { s.Close(ctx); close(done) }()
+		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		rest, err := io.ReadAll(conn)
+		cancel()
+		if err != nil {
+			t.Fatalf("stuck=%v: %v", stuck, err)
+		}
+		if want := map[bool]string{false: "the end\n", true: ""}[stuck]; string(rest) != want {
+			t.Fatalf("stuck=%v: the session's last lines %q, want %q", stuck, rest, want)
+		}
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("stuck=%v: Close did not return", stuck)
+		}
 	}
 }

@@ -189,7 +189,7 @@ func startDaemon(ctx context.Context, h home, cfg Config, stderr, out io.Writer,
 // close stops the control socket, the metrics server and the node.
 func (d *runningDaemon) close(ctx context.Context) error {
 	if d.ctl != nil {
-		d.ctl.Close()
+		d.ctl.Close(ctx)
 		os.Remove(d.home.socket())
 	}
 	if d.metrics != nil {
