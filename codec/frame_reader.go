@@ -49,6 +49,7 @@ type FrameReader struct {
 	cache   streamCache
 	budget  Budget // nil: nothing is charged
 	charged int    // bytes of buf reserved from budget (beyond initialReadBuffer)
+	last    int    // payload length of the last frame returned
 }
 
 // NewFrameReader returns a FrameReader on r that rejects frames larger than
@@ -194,6 +195,11 @@ func (fr *FrameReader) ReadMessage(reg *Registry, e *Envelope) (any, error) {
 	return reg.decode(e.Type, body, &fr.cache, true)
 }
 
+// FrameLen returns the payload length of the last frame read (by Next,
+// ReadEnvelope or ReadMessage): a reader whose limit is above what it
+// accepts as one message can refuse that message alone.
+func (fr *FrameReader) FrameLen() int { return fr.last }
+
 // Pending returns how many bytes the reader holds that it has not yet
 // returned as frames. Called by the underlying reader's Read (which the
 // FrameReader calls only when it needs more data), it is more than 0
@@ -264,6 +270,7 @@ func (fr *FrameReader) next() ([]byte, error) {
 		}
 	}
 	frame := fr.buf[fr.start+hdr : fr.start+total : fr.start+total]
+	fr.last = int(size)
 	fr.start += total
 	if fr.start == fr.end {
 		fr.start, fr.end = 0, 0

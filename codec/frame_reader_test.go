@@ -68,6 +68,9 @@ func TestFrameRoundTrip(t *testing.T) {
 				if !reflect.DeepEqual(&got, want) {
 					t.Fatalf("frame %d: got %+v, want %+v", i, got, want)
 				}
+				if n, want := fr.FrameLen(), len(frames(t, want)); n+uvarintLen(uint64(n)) != want {
+					t.Fatalf("frame %d: FrameLen %d, frame of %d bytes with its length", i, n, want)
+				}
 			}
 			var e Envelope
 			for range 2 {

@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/peer"
+	"github.com/troupe-mesh/troupe/routing"
 )
 
 // Big is a message of up to 3 MiB (each field is under the codec's 1 MiB
@@ -263,4 +265,62 @@ func BenchmarkAskDuringLargeTransfer(b *testing.B) {
 	close(stop)
 	reportLatency(b, lat)
 	b.ReportMetric(float64(sent.Load())*size/el.Seconds()/(1<<20), "large-MiB/s")
+}
+
+// TestPeersWithDifferentMaxFrames: a node refuses, one by one, the
+// messages over its maximum frame that a node with a larger maximum sends
+// (whole, or in fragments); an Ask whose request or reply is refused
+// fails at once with ErrTooLarge, and the messages around them arrive in
+// order on a stream that goes on.
+func TestPeersWithDifferentMaxFrames(t *testing.T) {
+	a, b := newNode(t), newNode(t, peer.WithMaxFrame(16<<10))
+	ctx, cancel := askCtx()
+	defer cancel()
+	if err := a.Connect(ctx, *b.AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	mirror := spawnMirror(t, b)
+	grow := spawn(t, a, "grow", func(c *actor.Context) {
+		var h actor.Case
+		h = actor.On(func(p Ping) { c.Reply(bigOf(p.N, 100<<10)); c.Receive(h) })
+		c.Receive(h)
+	})
+	for _, size := range []int{30 << 10, 300 << 10} { // one frame; fragments
+		start := time.Now()
+		if _, err := a.System().Ask(ctx, mirror, bigOf(1, size)); !errors.Is(err, routing.ErrTooLarge) {
+			t.Fatalf("a request of %d bytes over the receiver's maximum: %v, want ErrTooLarge", size, err)
+		}
+		if el := time.Since(start); el > 2*time.Second {
+			t.Fatalf("the refused request of %d bytes took %v to fail", size, el)
+		}
+	}
+	if _, err := b.System().Ask(ctx, grow, Ping{N: 2}); !errors.Is(err, routing.ErrTooLarge) {
+		t.Fatalf("a reply over the asker's maximum: %v, want ErrTooLarge", err)
+	}
+	got := make(chan int, 200)
+	sink := spawn(t, b, "sink", func(c *actor.Context) {
+		var h actor.Case
+		h = actor.On(func(m Batch) { got <- m.Seq; c.Receive(h) })
+		c.Receive(h)
+	})
+	spawn(t, a, "sender", func(c *actor.Context) {
+		for i := range 100 {
+			if i == 50 {
+				c.Send(sink, bigOf(3, 30<<10))
+				c.Send(sink, bigOf(4, 300<<10))
+			}
+			c.Send(sink, Batch{Seq: i})
+		}
+	})
+	for i := range 100 {
+		if n := recv(t, got); n != i {
+			t.Fatalf("message %d arrived as number %d", n, i)
+		}
+	}
+	if st := b.Router().Stats(); st.TooLargeIn != 5 || st.StreamsReset != 0 || st.DecodeErrors != 0 {
+		t.Fatalf("receiver stats %+v: want 5 refused, nothing reset", st)
+	}
+	if v, err := b.System().Ask(ctx, mirror, bigOf(5, 3000)); err != nil || !v.(Big).intact(5, 3000) {
+		t.Fatalf("a small Ask after the refusals: %v", err)
+	}
 }

@@ -91,7 +91,12 @@
 // skipped: the peer may run another version of the program. Garbage is
 // counted and resets the stream: a malformed envelope (no troupe writer
 // sends one), a fragment on a control stream, or a stream that lost sync
-// (bad length prefix, oversize or truncated frame). A peer may keep at
+// (bad length prefix, oversize or truncated frame). Peers may differ in
+// their maximum frame: a message over the reader's own maximum from a
+// peer whose maximum is larger (in one frame of up to 64 KiB, or in
+// fragments) is refused by itself and counted (Stats.TooLargeIn): an Ask
+// whose request or reply it was fails at once with ErrTooLarge, another
+// message becomes a dead letter, and the stream goes on. A peer may keep at
 // most four inbound streams of each protocol (user, control) open at once;
 // more are reset. Only a stream's first hello counts. A monitor or link
 // request from no actor is refused, and so are exit signals and links

@@ -62,7 +62,7 @@ func (r *Router) handleStream(s network.Stream) {
 	guard := &stallGuard{s: s, in: &in}
 	budget := &streamBudget{scope: s.Scope()}
 	in.budget = budget
-	fr := codec.NewFrameReader(guard, r.cfg.MaxFrame, codec.WithCompact(in.v11), codec.WithBudget(budget))
+	fr := codec.NewFrameReader(guard, readFrame(r.cfg.MaxFrame), codec.WithCompact(in.v11), codec.WithBudget(budget))
 	guard.fr = fr
 	err := in.read(fr)
 	budget.Release(budget.held)
@@ -132,8 +132,57 @@ func (in *inbound) read(fr *codec.FrameReader) error {
 				continue
 			}
 		}
+		if n := fr.FrameLen(); n > r.cfg.MaxFrame { // the sender's maximum is larger
+			in.tooLarge(&env, n)
+			continue
+		}
 		in.received++
 		in.dispatch(&env, msg)
+	}
+}
+
+// minReadFrame is the smallest maximum frame a stream reader takes,
+// whatever its node's MaxFrame: every frame a 1.1.0 user stream's writer
+// sends fits (a fragment: fragmentData bytes of data, names of at most
+// codec.MaxNameLen bytes). Peers may differ in MaxFrame: a message over
+// the reader's own maximum is refused by itself (see tooLarge), and costs
+// the other messages of its stream nothing.
+const minReadFrame = 64 << 10
+
+// readFrame is the maximum frame a stream reader takes under a node's
+// maximum frame of maxFrame.
+func readFrame(maxFrame int) int { return max(maxFrame, minReadFrame) }
+
+// tooLarge refuses a message of size bytes, over the node's maximum frame,
+// from a sender whose maximum is larger (env holds its envelope: of the
+// message, or of its first fragment): the asker of an Ask gets
+// Undeliverable with ErrTooLarge at once, as it would from its own node;
+// a reply to an Ask of this node fails that Ask the same way; another
+// message becomes a dead letter. The stream goes on.
+func (in *inbound) tooLarge(env *codec.Envelope, size int) {
+	r := in.r
+	r.tooLargeIn.Add(1)
+	reason := fmt.Errorf("%w: message of %d bytes exceeds the receiver's limit of %d", ErrTooLarge, size, r.cfg.MaxFrame)
+	r.log.Debug("routing: message refused", "peer", in.remote, "type", env.Type, "err", reason)
+	to, err := cachedRef(&in.refs.to, r.sys.Peer(), env.To)
+	if err != nil {
+		r.decodeErrors.Add(1)
+		return
+	}
+	var from actor.Ref
+	if env.FromName != "" {
+		if from, err = cachedRef(&in.refs.from, in.remoteStr, env.FromName); err != nil {
+			r.decodeErrors.Add(1)
+			return
+		}
+	}
+	in.flush() // after what came before it
+	switch env.Kind {
+	case codec.KindReply:
+		in.out.Add(&actor.Envelope{To: to, From: from, Msg: actor.Undeliverable{To: from, Reason: reason}, Corr: env.Corr, Reply: true})
+		in.out.Flush()
+	case codec.KindUser:
+		r.sys.Bounce(actor.Envelope{To: to, From: from, Msg: codec.Raw{Type: env.Type}, Corr: env.Corr}, reason)
 	}
 }
 

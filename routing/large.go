@@ -211,6 +211,11 @@ type largeIn struct {
 	env    codec.Envelope // To, FromName, Corr of the fragments; Kind and Type of the message
 	total  int
 	buf    []byte
+	// skip: the message is over the node's maximum frame (its sender's is
+	// larger) and was refused; its fragments are counted in skipped and
+	// dropped.
+	skip    bool
+	skipped int
 }
 
 // fragment takes one fragment from env. When it completes a message, it
@@ -224,8 +229,8 @@ func (in *inbound) fragment(env *codec.Envelope, f fragmentBody) error {
 		return fmt.Errorf("%w: a new message began before the last ended", errFragments)
 	case !first && !lg.active:
 		return fmt.Errorf("%w: a continuation without a first fragment", errFragments)
-	case first && (f.Type == "" || f.Total == 0 || f.Total > uint64(in.r.cfg.MaxFrame)):
-		return fmt.Errorf("%w: first fragment of type %q and length %d (at most %d)", errFragments, f.Type, f.Total, in.r.cfg.MaxFrame)
+	case first && (f.Type == "" || f.Total == 0 || f.Total > codec.MaxFrameLimit):
+		return fmt.Errorf("%w: first fragment of type %q and length %d (at most %d)", errFragments, f.Type, f.Total, codec.MaxFrameLimit)
 	case first:
 		kind := codec.KindUser
 		if f.Reply {
@@ -235,14 +240,27 @@ func (in *inbound) fragment(env *codec.Envelope, f fragmentBody) error {
 			active: true, total: int(f.Total),
 			env: codec.Envelope{Kind: kind, To: env.To, FromName: env.FromName, Type: f.Type, Corr: env.Corr},
 		}
+		if lg.skip = lg.total > in.r.cfg.MaxFrame; lg.skip {
+			in.tooLarge(&lg.env, lg.total)
+		}
 	case env.To != lg.env.To || env.FromName != lg.env.FromName || env.Corr != lg.env.Corr:
 		return fmt.Errorf("%w: a continuation for another message", errFragments)
+	}
+	have := len(lg.buf)
+	if lg.skip {
+		have = lg.skipped
 	}
 	switch {
 	case len(f.Data) == 0: // a writer never sends one
 		return fmt.Errorf("%w: an empty fragment", errFragments)
-	case len(f.Data) > lg.total-len(lg.buf):
-		return fmt.Errorf("%w: %d bytes more than the %d announced", errFragments, len(lg.buf)+len(f.Data)-lg.total, lg.total)
+	case len(f.Data) > lg.total-have:
+		return fmt.Errorf("%w: %d bytes more than the %d announced", errFragments, have+len(f.Data)-lg.total, lg.total)
+	}
+	if lg.skip {
+		if lg.skipped += len(f.Data); lg.skipped == lg.total {
+			*lg = largeIn{}
+		}
+		return nil
 	}
 	if c := grownCap(lg.buf, len(f.Data), lg.total); c > cap(lg.buf) && in.budget != nil {
 		if err := in.budget.Reserve(c - cap(lg.buf)); err != nil {

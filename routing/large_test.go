@@ -213,7 +213,7 @@ func TestBadFragmentsResetTheStream(t *testing.T) {
 	data := bytes.Repeat([]byte{0x41}, 1000)
 	for name, frames := range map[string][]fragmentBody{
 		"continuation first":   {{Data: data}},
-		"longer than max":      {{Type: "bytes", Total: 256<<10 + 1, Data: data}},
+		"longer than any max":  {{Type: "bytes", Total: codec.MaxFrameLimit + 1, Data: data}},
 		"no type":              {{Total: 2000, Data: data}},
 		"more than announced":  {{Type: "bytes", Total: 1500, Data: data}, {Data: data}},
 		"new before last done": {{Type: "bytes", Total: 1500, Data: data}, {Type: "bytes", Total: 1500, Data: data}},
@@ -232,6 +232,41 @@ func TestBadFragmentsResetTheStream(t *testing.T) {
 		if after := r.Stats().StreamsReset; after != before+1 {
 			t.Fatalf("%s: %d streams reset, want %d", name, after, before+1)
 		}
+	}
+}
+
+// TestOverTheMaxFrameRefusedOneByOne: messages over the receiver's maximum
+// frame from a sender whose maximum is larger, whole or in fragments, are
+// refused one by one (dead letters here, counted); the messages around
+// them arrive and the stream goes on.
+func TestOverTheMaxFrameRefusedOneByOne(t *testing.T) {
+	h, r, sys := testRouter(t, 2048)
+	got := spawnSink(t, sys)
+	rf := newRawFrames(t, h)
+	rf.send(codec.KindUser, "string", "before")
+	rf.send(codec.KindUser, "string", strings.Repeat("x", 10000)) // one frame
+	_, body, err := rf.reg.Encode(bytes.Repeat([]byte{1}, 150000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rf.fragment(fragmentBody{Type: "bytes", Total: uint64(len(body)), Data: body[:fragmentData]})
+	rf.send(codec.KindUser, "string", "between")
+	for off := fragmentData; off < len(body); off += fragmentData {
+		rf.fragment(fragmentBody{Data: body[off:min(off+fragmentData, len(body))]})
+	}
+	rf.send(codec.KindUser, "string", "after")
+	for _, want := range []string{"before", "between", "after"} {
+		select {
+		case m := <-got:
+			if m != want {
+				t.Fatalf("got %.40q, want %q", m, want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("timed out waiting for %q", want)
+		}
+	}
+	if st := r.Stats(); st.TooLargeIn != 2 || st.StreamsReset != 0 || st.DecodeErrors != 0 || sys.DeadLetters() != 2 {
+		t.Fatalf("stats %+v, %d dead letters; want 2 refused, 2 dead letters, nothing reset", st, sys.DeadLetters())
 	}
 }
 

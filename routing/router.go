@@ -92,6 +92,7 @@ type Stats struct {
 	Sent, Received   uint64 // messages sent; received and handed on: to their actors, or a stream's hello to the router (a large message in fragments counts once)
 	LinkFull         uint64 // messages dropped because a link queue was full
 	TooLarge         uint64 // messages refused at the sender
+	TooLargeIn       uint64 // messages refused at the receiver: over its maximum frame, from a sender whose maximum is larger
 	DecodeErrors     uint64 // frames that could not be decoded
 	StreamsReset     uint64 // inbound streams reset for bad input, a stall, or a memory limit
 	Undeliverable    uint64 // messages lost when a stream failed
@@ -142,8 +143,8 @@ type Router struct {
 	restarted event.Emitter // of EvtPeerRestarted, from Bind
 	closed    bool
 
-	sent, received, linkFull, tooLarge, decodeErrors, streamsReset atomic.Uint64
-	undeliverable, peersDown, encodeErrors, hellos, writtenThrough atomic.Uint64
+	sent, received, linkFull, tooLarge, tooLargeIn, decodeErrors, streamsReset atomic.Uint64
+	undeliverable, peersDown, encodeErrors, hellos, writtenThrough             atomic.Uint64
 }
 
 var _ actor.Remote = (*Router)(nil)
@@ -453,7 +454,7 @@ func (r *Router) link(peerStr string) (*link, error) {
 func (r *Router) Stats() Stats {
 	st := Stats{
 		Sent: r.sent.Load(), Received: r.received.Load(), LinkFull: r.linkFull.Load(),
-		TooLarge: r.tooLarge.Load(), DecodeErrors: r.decodeErrors.Load(),
+		TooLarge: r.tooLarge.Load(), TooLargeIn: r.tooLargeIn.Load(), DecodeErrors: r.decodeErrors.Load(),
 		StreamsReset: r.streamsReset.Load(), Undeliverable: r.undeliverable.Load(),
 		PeersDown: r.peersDown.Load(), EncodeErrors: r.encodeErrors.Load(),
 		RemoteIncarnated: r.hellos.Load(), WrittenThrough: r.writtenThrough.Load(),
