@@ -508,3 +508,90 @@ func recvWithin[T any](t *testing.T, ctx context.Context, ch <-chan T) T {
 		panic("unreachable")
 	}
 }
+
+// TestLostMessagesTakeThePeerDown: a stream that breaks while its
+// connection lives may have lost messages that were already written (a
+// reset drops what the peer had not read). As in Erlang's distribution,
+// where a lost message means a lost connection, the peers then drop their
+// connections: monitors on both sides fire with ErrNodeDown, and what
+// arrives keeps its order. The sender's user stream is reset under a
+// stream of messages a few times.
+func TestLostMessagesTakeThePeerDown(t *testing.T) {
+	hA, rA, sysA := testRouter(t, 0)
+	hB, rB, sysB := testRouter(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := hA.Connect(ctx, libp2ppeer.AddrInfo{ID: hB.ID(), Addrs: hB.Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 100000
+	downA, downB := make(chan actor.Down, 1), make(chan actor.Down, 1)
+	last := make(chan []int, 1)
+	src, _ := actor.NewRef(hA.ID().String(), "src")
+	sink, err := sysB.Spawn("sink", func(c *actor.Context) {
+		c.Monitor(src)
+		var seen []int
+		var h actor.Case
+		h = actor.Any(func(m any) {
+			switch m := m.(type) {
+			case actor.Down:
+				downB <- m
+			case int:
+				if m < 0 {
+					c.Reply(m)
+					break
+				}
+				if seen = append(seen, m); m == n-1 {
+					last <- seen
+				}
+			}
+			c.Receive(h)
+		})
+		c.Receive(h)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan error, 1)
+	if _, err := sysA.Spawn("src", func(c *actor.Context) {
+		c.Monitor(sink)
+		c.Ask(sink, -1, 5*time.Second, func(_ any, err error) { // monitor set
+			ready <- err
+			c.Receive(actor.On(func(d actor.Down) { downA <- d }))
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := recvWithin(t, ctx, ready); err != nil {
+		t.Fatal(err)
+	}
+	resets := 0
+	for i := range n {
+		sysA.Send(sink, i)
+		if i%20000 == 10000 { // a reset while messages are in flight
+			for _, c := range hA.Network().ConnsToPeer(hB.ID()) {
+				for _, s := range c.GetStreams() {
+					if s.Protocol() == ProtoMsg && s.Stat().Direction == network.DirOutbound {
+						_ = s.Reset()
+						resets++
+					}
+				}
+			}
+		}
+	}
+	seen := recvWithin(t, ctx, last)
+	for i := 1; i < len(seen); i++ {
+		if seen[i] <= seen[i-1] {
+			t.Fatalf("message %d arrived after %d", seen[i], seen[i-1])
+		}
+	}
+	t.Logf("%d resets, %d of %d messages arrived; A %+v; B %+v", resets, len(seen), n, rA.Stats(), rB.Stats())
+	if len(seen) == n {
+		t.Skip("nothing was lost: the resets came between writes")
+	}
+	for _, d := range []actor.Down{recvWithin(t, ctx, downA), recvWithin(t, ctx, downB)} {
+		if !errors.Is(d.Reason, actor.ErrNodeDown) {
+			t.Fatalf("down %+v, want ErrNodeDown", d)
+		}
+	}
+}
