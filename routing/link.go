@@ -161,6 +161,18 @@ func (l *link) retire() bool {
 	return idle
 }
 
+// shut marks the link retired and its queues closed to new messages, busy
+// or not, as the router closes: its writers still write what they hold
+// (drain).
+func (l *link) shut() {
+	l.retired.Store(true)
+	for _, q := range [2]*queue{&l.user, &l.ctl} {
+		q.q.mu.Lock()
+		q.q.retired = true
+		q.q.mu.Unlock()
+	}
+}
+
 // Control is implemented by the message types that travel on the control
 // stream with the signals, so that they never wait behind user messages:
 // the requests and replies of a peer's own services (name lookup, remote

@@ -733,7 +733,7 @@ func (r *Router) hello(id libp2ppeer.ID, inc uint64, c network.Conn) {
 // actor.ErrNodeDown by then. Subscribers must keep reading, as with every
 // libp2p event.
 type EvtPeerRestarted struct {
-	Peer libp2ppeer.ID
+	Peer libp2ppeer.ID // the peer that restarted, under the same identity
 }
 
 // Close stops every link, waiting until ctx ends for queued messages to be
@@ -752,6 +752,10 @@ func (r *Router) Close(ctx context.Context) error {
 	r.last.Store(nil)
 	links := make([]*link, 0, len(r.links))
 	for _, l := range r.links {
+		// A sender that found l before the lookups were cleared (and
+		// may have made it r.last again) finds it retired, looks again,
+		// and gets ErrClosed: nothing is queued that no writer would take.
+		l.shut()
 		links = append(links, l)
 	}
 	r.mu.Unlock()

@@ -408,3 +408,31 @@ func TestRouterRefusesMessagesBeforeBind(t *testing.T) {
 		t.Fatalf("Deliver after Close: %v, want ErrClosed matching actor.ErrClosed", err)
 	}
 }
+
+// A sender that found a peer's link just before the router closed gets
+// ErrClosed: its message is not queued where no writer takes it.
+func TestSendRacingCloseIsRefused(t *testing.T) {
+	_, r, _ := testRouter(t, 0)
+	other, err := libp2p.New(libp2p.NoListenAddrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peerStr := other.ID().String()
+	_ = other.Close()
+	to, _ := actor.NewRef(peerStr, "x")
+	if _, err := r.link(peerStr); err != nil {
+		t.Fatal(err)
+	}
+	testHookLinkFound = func(*link) {
+		testHookLinkFound = nil
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := r.Close(ctx); err != nil {
+			t.Error(err)
+		}
+	}
+	defer func() { testHookLinkFound = nil }()
+	if err := r.Deliver(to, actor.Ref{}, "m", 0, false); !errors.Is(err, ErrClosed) {
+		t.Fatalf("a message sent as the router closed: %v, want ErrClosed", err)
+	}
+}
