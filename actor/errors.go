@@ -70,9 +70,9 @@ func (e *PanicError) Unwrap() error {
 
 // DeadLetter describes a message that reached no actor.
 type DeadLetter struct {
-	To     Ref
-	From   Ref
-	Msg    any
+	To     Ref   // the actor the message was addressed to
+	From   Ref   // the sender; zero when sent from plain Go code
+	Msg    any   // the undelivered message (a user message or a reply)
 	Reason error // ErrNoSuchActor, ErrNoRoute, or what the Remote reported
 }
 

@@ -31,15 +31,15 @@ type GroupTransport interface {
 // Joined tells a group member that Member joined Group. A new member gets
 // one for every member already there.
 type Joined struct {
-	Group  string
-	Member Ref
+	Group  string // the group's name
+	Member Ref    // the actor that joined, on this peer or another
 }
 
 // Left tells a group member that Member left Group (it called Leave,
 // stopped, or its peer went away).
 type Left struct {
-	Group  string
-	Member Ref
+	Group  string // the group's name
+	Member Ref    // the actor that left, on this peer or another
 }
 
 // WithGroups sets the transport of group messages. Without one, groups are

@@ -5,7 +5,7 @@ import "context"
 // Envelope is a message in transit between systems: what a Remote carries
 // (as Remote.Deliver's arguments) and what System.Deliver accepts.
 type Envelope struct {
-	To    Ref
+	To    Ref    // the recipient
 	From  Ref    // zero when sent from plain Go code
 	Msg   any    // a user message, a Signal, or Undeliverable in a reply
 	Corr  uint64 // correlation ID of an Ask; 0 for none
@@ -40,8 +40,8 @@ type DirectRemote interface {
 // Outbound is one message an actor sent to an actor of another peer,
 // gathered with the others its activation sends (see BatchRemote).
 type Outbound struct {
-	To    Ref
-	Msg   any
+	To    Ref    // the recipient, an actor of another peer
+	Msg   any    // a user message or a reply (never a Signal)
 	Corr  uint64 // correlation ID of an Ask; 0 for none
 	Reply bool   // Msg answers the Ask with correlation ID Corr
 }

@@ -7,23 +7,23 @@ type MonitorID uint64
 // stops. Reason is nil for a normal exit, ErrNoSuchActor when the actor did
 // not exist, ErrNodeDown when its peer went away.
 type Down struct {
-	Ref    Ref
-	ID     MonitorID
-	Reason error
+	Ref    Ref       // the actor that was watched
+	ID     MonitorID // what Monitor returned for this monitor
+	Reason error     // why it stopped; nil for a normal exit
 }
 
 // Exit is the message an actor that traps exits receives when a linked actor
 // stops (or an exit signal is sent to it). Reason is nil for a normal exit.
 type Exit struct {
-	From   Ref
-	Reason error
+	From   Ref   // the linked actor that stopped, or the sender of the exit signal
+	Reason error // why it stopped; nil for a normal exit
 }
 
 // Undeliverable answers an Ask whose request reached no actor; the asker
 // sees Reason as its error.
 type Undeliverable struct {
-	To     Ref
-	Reason error
+	To     Ref   // the actor the request was sent to; may be zero when another peer answered
+	Reason error // why it was not delivered, e.g. ErrNoSuchActor or ErrNodeDown
 }
 
 // Signal is a system message between actors: links, monitors and exit
@@ -40,21 +40,25 @@ type UnlinkSignal struct{}
 // ExitSignal tells its receiver that the sender stopped with Reason (when
 // Linked) or asks it to stop. Kill makes it untrappable.
 type ExitSignal struct {
-	Reason error
-	Linked bool
-	Kill   bool
+	Reason error // the sender's exit reason, or why the receiver should stop; nil for normal
+	Linked bool  // the sender was linked and stopped; ignored if unlinked meanwhile
+	Kill   bool  // stop the receiver even if it traps exits (with ErrKilled if Reason is nil)
 }
 
 // MonitorSignal asks its receiver to report its exit to the sender.
-type MonitorSignal struct{ ID MonitorID }
+type MonitorSignal struct {
+	ID MonitorID // the monitor's ID, numbered by the watcher's system
+}
 
 // DemonitorSignal cancels a MonitorSignal.
-type DemonitorSignal struct{ ID MonitorID }
+type DemonitorSignal struct {
+	ID MonitorID // the ID of the monitor to cancel
+}
 
 // DownSignal reports to a watcher that the sender stopped.
 type DownSignal struct {
-	ID     MonitorID
-	Reason error
+	ID     MonitorID // the ID from the watcher's MonitorSignal
+	Reason error     // why the sender stopped; nil for a normal exit
 }
 
 func (LinkSignal) signal()      {}

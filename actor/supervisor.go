@@ -30,19 +30,19 @@ const (
 
 // ChildSpec describes one supervised child.
 type ChildSpec struct {
-	Name    string // registered name; "" for a generated one (a new Ref per restart)
-	Start   Behavior
-	Restart Restart
+	Name    string   // registered name; "" for a generated one (a new Ref per restart)
+	Start   Behavior // the child's behavior, run anew at each restart; must not be nil
+	Restart Restart  // when the child is restarted (default Permanent)
 }
 
 // SupervisorSpec configures Supervisor. At most MaxRestarts restarts may
 // happen within Period; one more and the supervisor stops its children and
 // exits with ErrRestartIntensity (Erlang's restart intensity).
 type SupervisorSpec struct {
-	Strategy    Strategy
-	MaxRestarts int
-	Period      time.Duration
-	Children    []ChildSpec
+	Strategy    Strategy      // which children a failure restarts (default OneForOne)
+	MaxRestarts int           // restarts allowed within Period; 0 allows none, negative is invalid
+	Period      time.Duration // the window restarts are counted over; must be positive
+	Children    []ChildSpec   // started in this order, stopped in reverse order
 }
 
 // WhichChildren asks a supervisor for its children; it replies with a

@@ -36,13 +36,13 @@ var ErrBadAd = errors.New("discovery: bad advertisement")
 // Advertisement is what a peer says it hosts (JXTA's peer advertisement):
 // its public actors, its groups and its addresses. Field keys are stable.
 type Advertisement struct {
-	Peer        []byte   `cbor:"1,keyasint"` // peer ID bytes
-	Incarnation uint64   `cbor:"2,keyasint"`
-	Seq         uint64   `cbor:"3,keyasint"` // grows with each publication
-	Actors      []string `cbor:"4,keyasint,omitempty"`
-	Groups      []string `cbor:"5,keyasint,omitempty"`
-	Addrs       []string `cbor:"6,keyasint,omitempty"`
-	TTLSeconds  uint32   `cbor:"7,keyasint"`
+	Peer        []byte   `cbor:"1,keyasint"`           // peer ID bytes
+	Incarnation uint64   `cbor:"2,keyasint"`           // the peer's number for this start; Seq counts within it
+	Seq         uint64   `cbor:"3,keyasint"`           // grows with each publication
+	Actors      []string `cbor:"4,keyasint,omitempty"` // names of its public actors, at most MaxAdNames
+	Groups      []string `cbor:"5,keyasint,omitempty"` // groups it has members in, at most MaxAdNames
+	Addrs       []string `cbor:"6,keyasint,omitempty"` // its host's multiaddrs as text, at most MaxAdAddrs
+	TTLSeconds  uint32   `cbor:"7,keyasint"`           // seconds others keep it; it is republished every third of that
 }
 
 // signedAd is the message on the wire: the advertisement's bytes and the
@@ -134,15 +134,15 @@ type AdSource func() (actors, groups []string)
 
 // AdsConfig configures StartAds.
 type AdsConfig struct {
-	Mesh        string
-	PubSub      *pubsub.PubSub
-	Incarnation uint64
-	Source      AdSource
-	TTL         time.Duration // default 90 s; republished at a third of it
+	Mesh        string         // mesh name (see CheckMesh); the topic is /troupe/<mesh>/ads
+	PubSub      *pubsub.PubSub // carries the advertisement topic; required
+	Incarnation uint64         // put in every advertisement; a new value each time the peer starts
+	Source      AdSource       // polled for the actors and groups to advertise; required
+	TTL         time.Duration  // default 90 s; republished at a third of it
 	// Tick is how often Source is polled for changes (default 2 s); Changed
 	// asks for a poll at once.
 	Tick   time.Duration
-	Logger *slog.Logger
+	Logger *slog.Logger // default slog.Default()
 }
 
 // adEntry is an advertisement held, with its signed bytes as its origin

@@ -20,14 +20,14 @@ const DHTProtocolPrefix = "/troupe"
 
 // DHTConfig configures StartDHT.
 type DHTConfig struct {
-	Mesh      string
+	Mesh      string                // mesh name (see CheckMesh); peers meet at /troupe/<mesh>
 	Bootstrap []libp2ppeer.AddrInfo // static bootstrap peers; none are built in
 	// Connect connects to a found peer (a node's Connect).
 	Connect func(context.Context, libp2ppeer.AddrInfo) error
 	// FindEvery is the longest wait between two rendezvous lookups; the
 	// first lookups come sooner (default 1 minute).
 	FindEvery time.Duration
-	Logger    *slog.Logger
+	Logger    *slog.Logger // default slog.Default()
 	// Client runs the DHT in client mode: it queries and advertises but
 	// serves no records to others (default: server mode).
 	Client bool
