@@ -74,7 +74,7 @@ func (r *Router) handleStream(s network.Stream) {
 		r.streamsReset.Add(1)
 		r.log.Warn("routing: resetting inbound stream: over a memory limit", "peer", remote, "protocol", s.Protocol(), "err", err)
 		_ = s.ResetWithError(network.StreamResourceLimitExceeded) // tells the writer why
-		in.dropPeer(err)
+		r.dropPeer(remote, err)                                   // what it wrote after the refused frame is lost
 	case r.ctx.Err() == nil && (isCodecError(err) || errors.As(err, &ne) && ne.Timeout()):
 		r.streamsReset.Add(1)
 		r.log.Warn("routing: resetting inbound stream", "peer", remote, "protocol", s.Protocol(), "err", err)
