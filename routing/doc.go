@@ -73,15 +73,7 @@
 // and a link as an exit signal (as Erlang's do with noconnection), other
 // messages become dead letters; each once. A monitor or link request given
 // up with its broken stream may have arrived: a demonitor or unlink follows
-// it on the next stream, so that the peer keeps none either. What a
-// broken stream carried before, flushed but not yet read by the peer, is
-// lost with it; so is what a writer sent after the frame its peer's
-// reader refused. As in Erlang's distribution, where a lost message means
-// a lost connection, the node then closes its connections to the peer
-// (Stats.PeersDropped): both sides see the peer go down, their monitors
-// and links on its actors fire with ErrNodeDown, and the next message
-// redials. So what arrives keeps its order, and what is lost is never
-// lost in silence. Disconnection of a peer
+// it on the next stream, so that the peer keeps none either. Disconnection of a peer
 // (EvtPeerConnectednessChanged) turns into PeerDown, and retires the link
 // to it once the link is idle (nothing queued or in hand, no stream on a
 // live connection; tried again after 1, 5 and 30 s while its writers give

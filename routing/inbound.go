@@ -74,24 +74,12 @@ func (r *Router) handleStream(s network.Stream) {
 		r.streamsReset.Add(1)
 		r.log.Warn("routing: resetting inbound stream: over a memory limit", "peer", remote, "protocol", s.Protocol(), "err", err)
 		_ = s.ResetWithError(network.StreamResourceLimitExceeded) // tells the writer why
-		r.dropPeer(remote, err)                                   // what it wrote after the refused frame is lost
 	case r.ctx.Err() == nil && (isCodecError(err) || errors.As(err, &ne) && ne.Timeout()):
 		r.streamsReset.Add(1)
 		r.log.Warn("routing: resetting inbound stream", "peer", remote, "protocol", s.Protocol(), "err", err)
 		_ = s.Reset()
-		in.dropPeer(err)
 	default:
 		_ = s.Reset() // closing, or the stream or connection died
-	}
-}
-
-// dropPeer closes the connections to the peer of a stream that was reset
-// for err, if a troupe writer wrote it (its hello came): what it wrote
-// after the frame that broke the stream is lost (see Router.dropPeer).
-// Another stream (bad bytes from the first) is only reset.
-func (in *inbound) dropPeer(err error) {
-	if in.helloed {
-		in.r.dropPeer(in.remote, err)
 	}
 }
 

@@ -376,11 +376,7 @@ func (w *writer) send(deadline time.Time) error {
 	}
 	l.r.log.Debug("routing: stream broke", "peer", l.peer, "protocol", w.q.proto, "err", err)
 	w.broken(err)
-	live := !w.s.Conn().IsClosed()
 	w.drop()
-	if live { // what was written before may be lost too
-		l.r.dropPeer(l.peer, err)
-	}
 	return err
 }
 

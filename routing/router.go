@@ -97,7 +97,6 @@ type Stats struct {
 	StreamsReset     uint64 // inbound streams reset for bad input, a stall, or a memory limit
 	Undeliverable    uint64 // messages lost when a stream failed
 	PeersDown        uint64 // peer disconnections and restarts seen
-	PeersDropped     uint64 // peers whose connections this node closed because a stream broke (see Router)
 	EncodeErrors     uint64 // messages whose body could not be encoded
 	QueuedUser       int    // messages now waiting in user queues
 	QueuedCtl        int    // messages now waiting in control queues
@@ -144,8 +143,8 @@ type Router struct {
 	restarted event.Emitter // of EvtPeerRestarted, from Bind
 	closed    bool
 
-	sent, received, linkFull, tooLarge, tooLargeIn, decodeErrors, streamsReset   atomic.Uint64
-	undeliverable, peersDown, peersDropped, encodeErrors, hellos, writtenThrough atomic.Uint64
+	sent, received, linkFull, tooLarge, tooLargeIn, decodeErrors, streamsReset atomic.Uint64
+	undeliverable, peersDown, encodeErrors, hellos, writtenThrough             atomic.Uint64
 }
 
 var _ actor.Remote = (*Router)(nil)
@@ -457,7 +456,7 @@ func (r *Router) Stats() Stats {
 		Sent: r.sent.Load(), Received: r.received.Load(), LinkFull: r.linkFull.Load(),
 		TooLarge: r.tooLarge.Load(), TooLargeIn: r.tooLargeIn.Load(), DecodeErrors: r.decodeErrors.Load(),
 		StreamsReset: r.streamsReset.Load(), Undeliverable: r.undeliverable.Load(),
-		PeersDown: r.peersDown.Load(), PeersDropped: r.peersDropped.Load(), EncodeErrors: r.encodeErrors.Load(),
+		PeersDown: r.peersDown.Load(), EncodeErrors: r.encodeErrors.Load(),
 		RemoteIncarnated: r.hellos.Load(), WrittenThrough: r.writtenThrough.Load(),
 	}
 	r.mu.Lock()
@@ -532,22 +531,6 @@ func (r *Router) retireLater(id libp2ppeer.ID) {
 	case r.unreachable <- id:
 	default:
 	}
-}
-
-// dropPeer closes the connections to p after a stream to or from it broke
-// for why while its connection lived: the messages written on it that p
-// had not read yet are lost, with nothing to tell either side. As in
-// Erlang's distribution, where a lost message means a lost connection,
-// both peers then see p go down (PeerDown: monitors and links on its
-// actors fire with ErrNodeDown), and the next message redials. Not while
-// the router closes.
-func (r *Router) dropPeer(p libp2ppeer.ID, why error) {
-	if r.h == nil || r.ctx.Err() != nil || r.h.Network().Connectedness(p) != network.Connected {
-		return
-	}
-	r.peersDropped.Add(1)
-	r.log.Warn("routing: closing the connections to a peer: a stream broke, messages may be lost", "peer", p, "err", why)
-	_ = r.h.Network().ClosePeer(p)
 }
 
 // retireDelays are the waits before retire tries again a link that was
