@@ -98,7 +98,12 @@
 // whose request or reply it was fails at once with ErrTooLarge, another
 // message becomes a dead letter, and the stream goes on. A peer may keep at
 // most four inbound streams of each protocol (user, control) open at once;
-// more are reset. Only a stream's first hello counts. A monitor or link
+// more are reset. Only a stream's first hello counts. A writer opens a
+// stream only after it gave up its last one (it broke, or its connection
+// went away), whose reader may still be handing on what it had read: the
+// new stream's hello ends the peer's older streams of its protocol and
+// waits for their readers, so nothing sent on a stream a writer gave up
+// arrives after what it sends on the next. A monitor or link
 // request from no actor is refused, and so are exit signals and links
 // aimed at the actors of Config.Protected (a peer's "$node"). The remote
 // peer ID of a message is always the one the connection authenticated.

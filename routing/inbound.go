@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"time"
 	"unsafe"
 
@@ -30,8 +31,9 @@ import (
 func (r *Router) handleStream(s network.Stream) {
 	remote := s.Conn().RemotePeer()
 	key := inboundKey{remote, isCtl(s.Protocol())}
+	self := &reader{s: s, done: make(chan struct{})}
 	r.mu.Lock()
-	if r.closed || r.inbound[key] >= maxInboundStreams {
+	if r.closed || len(r.inbound[key]) >= maxInboundStreams {
 		tooMany := !r.closed
 		r.mu.Unlock()
 		if tooMany {
@@ -41,21 +43,25 @@ func (r *Router) handleStream(s network.Stream) {
 		_ = s.Reset()
 		return
 	}
-	r.inbound[key]++
+	r.inbound[key] = append(r.inbound[key], self)
 	r.wg.Add(1)
 	r.mu.Unlock()
 	defer func() {
 		r.mu.Lock()
-		if r.inbound[key]--; r.inbound[key] == 0 {
+		rs := slices.DeleteFunc(r.inbound[key], func(o *reader) bool { return o == self })
+		if len(rs) == 0 {
 			delete(r.inbound, key)
+		} else {
+			r.inbound[key] = rs
 		}
 		r.mu.Unlock()
+		close(self.done)
 		r.wg.Done()
 	}()
 	stop := context.AfterFunc(r.ctx, func() { _ = s.Reset() })
 	defer stop()
 
-	in := inbound{r: r, remote: remote, remoteStr: remote.String(), conn: s.Conn(), out: r.sys.NewInbound()}
+	in := inbound{r: r, remote: remote, remoteStr: remote.String(), conn: s.Conn(), out: r.sys.NewInbound(), key: key, self: self}
 	defer in.out.Close()
 	in.v11 = isCompact(s.Protocol()) // compact frames and fragments
 	in.ctl = key.ctl
@@ -91,6 +97,9 @@ func (in *inbound) read(fr *codec.FrameReader) error {
 	var env codec.Envelope
 	for {
 		if in.received > 0 && (in.out.Len() >= maxInboundBatch || !fr.Buffered()) {
+			if testHookInboundFlush != nil {
+				testHookInboundFlush(in)
+			}
 			in.flush() // before waiting for the network
 		}
 		msg, err := fr.ReadMessage(r.cfg.Registry, &env)
@@ -204,6 +213,8 @@ type inbound struct {
 	v11       bool         // the stream is 1.1.0: compact frames and fragments
 	ctl       bool         // the stream is a control stream: no fragments
 	helloed   bool         // the stream's hello came
+	key       inboundKey   // its peer and protocol
+	self      *reader      // its entry in Router.inbound
 	budget    codec.Budget // charged for a large message; nil: nothing is
 }
 
@@ -295,10 +306,54 @@ func (g *stallGuard) Read(p []byte) (int, error) {
 
 // maxInboundStreams is the most inbound streams of one protocol (user or
 // control, any version) that a peer may have open at once. Its writer
-// keeps one; a second or third lives while a broken one is being read
-// out. Each may hold a partial frame and, on a user stream, a large
+// keeps one; a new one, once its hello came, ends the older ones (see
+// supersede), which a stream with no hello does not. Each may hold a partial frame and, on a user stream, a large
 // message being reassembled, up to the maximum frame each.
 const maxInboundStreams = 4
+
+// reader is an inbound stream being read; done is closed when its reader
+// returned, having handed on everything it decoded.
+type reader struct {
+	s    network.Stream
+	done chan struct{}
+}
+
+// supersede ends the streams of in's peer and protocol that opened before
+// in's, and waits until their readers returned: a writer opens a stream
+// only after it gave up its last one (it broke, or its connection went
+// away), so they carry older messages, and none of them may reach its
+// actor after the new stream's first. What an older reader decoded it
+// still hands on; what it had not received is lost with its stream, as a
+// writer that gave the stream up expects.
+func (in *inbound) supersede() {
+	r := in.r
+	r.mu.Lock()
+	rs := r.inbound[in.key]
+	i := slices.Index(rs, in.self)
+	older := slices.Clone(rs[:max(i, 0)])
+	r.mu.Unlock()
+	for _, o := range older {
+		_ = o.s.Reset()
+	}
+	if testHookSuperseded != nil && len(older) > 0 {
+		testHookSuperseded()
+	}
+	for _, o := range older {
+		select {
+		case <-o.done:
+		case <-r.ctx.Done():
+			return
+		}
+	}
+}
+
+// Set by tests only: testHookInboundFlush runs before a reader hands on
+// a batch it decoded, testHookSuperseded once a reader reset the streams
+// its own supersedes.
+var (
+	testHookInboundFlush func(*inbound)
+	testHookSuperseded   func()
+)
 
 // inboundKey counts a peer's inbound streams of one protocol.
 type inboundKey struct {
@@ -360,6 +415,9 @@ func (in *inbound) dispatch(env *codec.Envelope, v any) {
 		in.flush()
 		if !in.helloed { // one per stream: a peer cannot flood restarts
 			in.helloed = true
+			if in.self != nil {
+				in.supersede()
+			}
 			r.hello(in.remote, h.Incarnation, in.conn)
 		}
 		return

@@ -4,8 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -167,4 +172,88 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestNewStreamWaitsForTheOldOnesReader: a writer opens a new stream only
+// after it gave up its last one, whose reader may still be handing on
+// what it decoded. The new stream's messages reach the actors only after
+// that reader returned: nothing from the old stream arrives after the
+// new stream's first message. The old reader is held before it hands on
+// its batch until the new stream has either superseded it or delivered.
+func TestNewStreamWaitsForTheOldOnesReader(t *testing.T) {
+	h, _, sys := testRouter(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var (
+		mu    sync.Mutex
+		order []string
+	)
+	arrived := make(chan string, 16)
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	free := func() { releaseOnce.Do(func() { close(release) }) }
+	if _, err := sys.Spawn("sink", func(c *actor.Context) {
+		var h actor.Case
+		h = actor.On(func(m string) {
+			mu.Lock()
+			order = append(order, m)
+			mu.Unlock()
+			if m == "new" || m == "end" {
+				arrived <- m
+			}
+			if m == "new" {
+				free() // without supersede, the old reader goes on now
+			}
+			c.Receive(h)
+		})
+		c.Receive(h)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	oldDone := make(chan (<-chan struct{}), 1)
+	var held atomic.Bool
+	testHookInboundFlush = func(in *inbound) {
+		if held.CompareAndSwap(false, true) { // the first stream's first batch
+			oldDone <- in.self.done
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+		}
+	}
+	testHookSuperseded = free
+	defer func() { testHookInboundFlush, testHookSuperseded = nil, nil }()
+
+	rf1 := newRawFrames(t, h)
+	rf1.send(codec.KindSystem, typeHello, helloBody{Incarnation: 7})
+	for i := range 3 {
+		rf1.send(codec.KindUser, "string", fmt.Sprint("old-", i))
+	}
+	done1 := recvWithin(t, ctx, oldDone) // its reader holds its batch
+	rf2 := rf1.another(h)
+	rf2.send(codec.KindSystem, typeHello, helloBody{Incarnation: 7})
+	rf2.send(codec.KindUser, "string", "new")
+	if recvWithin(t, ctx, arrived) != "new" {
+		t.Fatal("expected the new stream's message")
+	}
+	_ = rf1.s.CloseWrite() // without supersede, its reader goes on until then
+	recvWithin(t, ctx, done1)
+	rf2.send(codec.KindUser, "string", "end")
+	if recvWithin(t, ctx, arrived) != "end" {
+		t.Fatal("expected the end")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	seenNew := false
+	for _, m := range order {
+		switch {
+		case m == "new":
+			seenNew = true
+		case strings.HasPrefix(m, "old") && seenNew:
+			t.Fatalf("%s arrived after the new stream's message: %q", m, order)
+		}
+	}
+	if !slices.Contains(order, "old-0") {
+		t.Fatalf("the old stream's first batch was not handed on: %q", order)
+	}
 }

@@ -90,6 +90,7 @@ func testPeer(t *testing.T, maxFrame int, logger *slog.Logger, groups bool, opts
 // rawFrames writes envelopes on a raw stream of the message protocol.
 type rawFrames struct {
 	t   *testing.T
+	h   host.Host // the host the stream is from
 	s   network.Stream
 	fw  *codec.FrameWriter
 	reg *codec.Registry
@@ -124,7 +125,19 @@ func newRawFramesOn(t *testing.T, to host.Host, proto protocol.ID) *rawFrames {
 	if err := registerWire(reg); err != nil {
 		t.Fatal(err)
 	}
-	return &rawFrames{t: t, s: s, fw: codec.NewFrameWriter(s, 0), reg: reg}
+	return &rawFrames{t: t, h: other, s: s, fw: codec.NewFrameWriter(s, 0), reg: reg}
+}
+
+// another opens another stream of the same protocol from rf's host.
+func (rf *rawFrames) another(to host.Host) *rawFrames {
+	rf.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := rf.h.NewStream(ctx, to.ID(), rf.s.Protocol())
+	if err != nil {
+		rf.t.Fatal(err)
+	}
+	return &rawFrames{t: rf.t, h: rf.h, s: s, fw: codec.NewFrameWriter(s, 0), reg: rf.reg}
 }
 
 // send writes one envelope of v to actor "sink" and flushes.

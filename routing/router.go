@@ -129,8 +129,8 @@ type Router struct {
 
 	protected map[string]bool // Config.Protected
 
-	mu      sync.Mutex         // guards links, remote, inbound, closed
-	inbound map[inboundKey]int // inbound streams open per peer and protocol
+	mu      sync.Mutex               // guards links, remote, inbound, closed
+	inbound map[inboundKey][]*reader // inbound streams open per peer and protocol, oldest first
 	links   map[string]*link
 	remote  map[libp2ppeer.ID]uint64 // incarnation last seen per peer
 	// conns holds the incarnation each open connection's peer announced
@@ -179,7 +179,7 @@ func New(cfg Config) (*Router, error) {
 		cfg: cfg, h: cfg.Host, log: cfg.Logger,
 		incarnation: cfg.Incarnation,
 		links:       make(map[string]*link),
-		inbound:     make(map[inboundKey]int),
+		inbound:     make(map[inboundKey][]*reader),
 		protected:   make(map[string]bool),
 		unreachable: make(chan libp2ppeer.ID, 64),
 		remote:      make(map[libp2ppeer.ID]uint64),
