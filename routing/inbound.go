@@ -141,7 +141,10 @@ func (in *inbound) read(fr *codec.FrameReader) error {
 				continue
 			}
 		}
-		if n := fr.FrameLen(); n > r.cfg.MaxFrame { // the sender's maximum is larger
+		// A message over the maximum frame from a sender whose maximum is
+		// larger; not a signal (a Down with a long reason, say), which a
+		// frame of minReadFrame bounds: it always goes through.
+		if n := fr.FrameLen(); n > r.cfg.MaxFrame && env.Kind != codec.KindSystem {
 			in.tooLarge(&env, n)
 			continue
 		}
