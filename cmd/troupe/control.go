@@ -242,9 +242,10 @@ func marshalJSON(v any) ([]byte, error) {
 const sessionGrace = 7 * time.Second
 
 // Close stops accepting and ends open connections: requests at once, while
-// sessions (chats) see the server's context end and get until ctx ends, or
-// sessionGrace, to write their last lines and finish before their
-// connections are closed too. It waits for every goroutine it started.
+// sessions (chats) see the server's context end and get sessionGrace, or
+// half of what is left of ctx (the rest is for what the caller closes
+// next), to write their last lines and finish before their connections
+// are closed too. It waits for every goroutine it started.
 func (s *controlServer) Close(ctx context.Context) {
 	s.cancel()
 	s.ln.Close()
@@ -254,7 +255,11 @@ func (s *controlServer) Close(ctx context.Context) {
 		close(done)
 	}()
 	s.closeConns(false)
-	grace := time.NewTimer(sessionGrace)
+	wait := sessionGrace
+	if deadline, ok := ctx.Deadline(); ok {
+		wait = min(wait, time.Until(deadline)/2)
+	}
+	grace := time.NewTimer(wait)
 	defer grace.Stop()
 	select {
 	case <-done:

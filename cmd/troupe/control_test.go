@@ -107,8 +107,8 @@ func TestControlSocketReplacesStaleSocketAndCloses(t *testing.T) {
 }
 
 // Close lets a session write its last lines after the server's context
-// ends, and closes a session that does not end by itself once Close's ctx
-// ends.
+// ends, and closes a session that does not end by itself once half of
+// Close's ctx is gone.
 func TestControlCloseLetsSessionsSayGoodbye(t *testing.T) {
 	for _, stuck := range []bool{false, true} {
 		h := home(t.TempDir())
@@ -131,7 +131,7 @@ func TestControlCloseLetsSessionsSayGoodbye(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer conn.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second) // 2 s for sessions
 		done := make(chan struct{})
 		go func() { s.Close(ctx); close(done) }()
 		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
