@@ -160,9 +160,11 @@ func WithRegistry(r *codec.Registry) Option {
 
 // WithMaxFrame sets the largest frame a node sends or accepts (default 4 MiB).
 // Larger messages are refused at the sender (ErrTooLarge). Peers may set
-// different maximums: a message over the receiver's maximum is refused
-// there by itself, and an Ask whose request or reply it was fails with
-// routing.ErrTooLarge.
+// different maximums: a user message over the receiver's maximum is
+// refused there by itself, and an Ask whose request or reply it was fails
+// with routing.ErrTooLarge. (A control message, such as the arguments of
+// a remote spawn, travels in one frame: over both 64 KiB and the
+// receiver's maximum, it resets the control stream.)
 func WithMaxFrame(n int) Option { return func(c *config) error { c.maxFrame = n; return nil } }
 
 // WithMesh names the mesh the node belongs to (default "default"): mDNS,

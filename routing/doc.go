@@ -96,7 +96,9 @@
 // peer whose maximum is larger (in one frame of up to 64 KiB, or in
 // fragments) is refused by itself and counted (Stats.TooLargeIn): an Ask
 // whose request or reply it was fails at once with ErrTooLarge, another
-// message becomes a dead letter, and the stream goes on. A peer may keep at
+// message becomes a dead letter, and the stream goes on. A larger frame
+// (a control message, which is never fragmented; or any on 1.0.0)
+// resets its stream as garbage does; signals always go through. A peer may keep at
 // most four inbound streams of each protocol (user, control) open at once;
 // more are reset. Only a stream's first hello counts. A writer opens a
 // stream only after it gave up its last one (it broke, or its connection
