@@ -134,7 +134,7 @@ func TestCLIThroughControlSocket(t *testing.T) {
 	if code, _, errOut := cli(t, a.home, "send", aID+"/nobody", "1"); code != 1 || !strings.Contains(errOut, "no such actor") {
 		t.Fatalf("send to a missing local actor: %d %q", code, errOut)
 	}
-	if out := cliOK(t, a.home, "send", bID+"/echo", `"x"`); out != "sent\n" {
+	if out := cliOK(t, a.home, "send", bID+"/echo", `"x"`); out != "queued\n" {
 		t.Fatalf("send: %q", out)
 	}
 

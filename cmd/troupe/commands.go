@@ -207,7 +207,10 @@ func messageCmd(cmd, summary, timeoutUsage string, args []string, stdout, stderr
 		return fail(stderr, cmd, err)
 	}
 	if cmd == "send" {
-		return f.request(cmd, req, nil, stdout, stderr, func() { fmt.Fprintln(stdout, "sent") })
+		// Fire and forget, as an actor's Send: queued on the link to the
+		// peer, with no word of whether it arrives ('troupe ask' waits for
+		// an answer).
+		return f.request(cmd, req, nil, stdout, stderr, func() { fmt.Fprintln(stdout, "queued") })
 	}
 	var r askResult
 	return f.request(cmd, req, &r, stdout, stderr, func() { fmt.Fprintln(stdout, compactJSON(r.Reply)) })
