@@ -103,9 +103,11 @@
 // more are reset. Only a stream's first hello counts. A writer opens a
 // stream only after it gave up its last one (it broke, or its connection
 // went away), whose reader may still be handing on what it had read: the
-// new stream's hello ends the peer's older streams of its protocol and
-// waits for their readers, so nothing sent on a stream a writer gave up
-// arrives after what it sends on the next. A monitor or link
+// new stream's hello (which numbers the writer's streams) ends the peer's
+// older streams of its protocol and waits for their readers, and a stream
+// older than one being read hands nothing on, so nothing sent on a stream
+// a writer gave up arrives after what it sends on the next. Signals carry
+// at most 4 KiB of an error's text. A monitor or link
 // request from no actor is refused, and so are exit signals and links
 // aimed at the actors of Config.Protected (a peer's "$node"). The remote
 // peer ID of a message is always the one the connection authenticated.

@@ -150,8 +150,15 @@ func (in *inbound) read(fr *codec.FrameReader) error {
 		}
 		in.received++
 		in.dispatch(&env, msg)
+		if in.stale {
+			return errStale
+		}
 	}
 }
+
+// errStale ends the reader of a stale stream (see supersede), which is
+// reset.
+var errStale = errors.New("routing: a newer stream of the writer is being read")
 
 // minReadFrame is the smallest maximum frame a stream reader takes,
 // whatever its node's MaxFrame: every frame a 1.1.0 user stream's writer
@@ -216,6 +223,7 @@ type inbound struct {
 	v11       bool         // the stream is 1.1.0: compact frames and fragments
 	ctl       bool         // the stream is a control stream: no fragments
 	helloed   bool         // the stream's hello came
+	stale     bool         // a stream its writer opened later is being read (see supersede)
 	key       inboundKey   // its peer and protocol
 	self      *reader      // its entry in Router.inbound
 	budget    codec.Budget // charged for a large message; nil: nothing is
@@ -315,25 +323,49 @@ func (g *stallGuard) Read(p []byte) (int, error) {
 const maxInboundStreams = 4
 
 // reader is an inbound stream being read; done is closed when its reader
-// returned, having handed on everything it decoded.
+// returned, having handed on everything it decoded. inc and seq are
+// what its hello said, once it came (helloed).
 type reader struct {
-	s    network.Stream
-	done chan struct{}
+	s        network.Stream
+	done     chan struct{}
+	helloed  bool // guarded by Router.mu, as inc and seq
+	inc, seq uint64
 }
 
-// supersede ends the streams of in's peer and protocol that opened before
-// in's, and waits until their readers returned: a writer opens a stream
-// only after it gave up its last one (it broke, or its connection went
-// away), so they carry older messages, and none of them may reach its
-// actor after the new stream's first. What an older reader decoded it
-// still hands on; what it had not received is lost with its stream, as a
-// writer that gave the stream up expects.
-func (in *inbound) supersede() {
+// supersede takes the hello h of in's stream. A writer opens a stream only
+// after it gave up its last one (it broke, or its connection went away),
+// so the streams of in's peer and protocol that the writer opened before
+// carry older messages, and none of them may reach its actor after the
+// new stream's first: supersede resets them and waits until their readers
+// returned. What an older reader decoded it still hands on; what it had
+// not read is lost with its stream, as a writer that gave the stream up
+// expects. Which streams are older the writer's numbers say (Seq, in one
+// incarnation): streams on two connections may reach their handlers in
+// either order. It reports false when a stream the writer opened later is
+// being read already: in's stream is stale, and hands nothing on. Without
+// a number, streams are taken in the order they arrived.
+func (in *inbound) supersede(h helloBody) bool {
 	r := in.r
 	r.mu.Lock()
-	rs := r.inbound[in.key]
-	i := slices.Index(rs, in.self)
-	older := slices.Clone(rs[:max(i, 0)])
+	in.self.helloed, in.self.inc, in.self.seq = true, h.Incarnation, h.Stream
+	var older []*reader
+	arrived := true // o arrived before in's stream
+	for _, o := range r.inbound[in.key] {
+		switch {
+		case o == in.self:
+			arrived = false
+		case h.Stream != 0 && o.helloed && o.seq != 0 && o.inc == h.Incarnation:
+			if o.seq > h.Stream {
+				r.mu.Unlock()
+				return false
+			}
+			older = append(older, o)
+		case h.Stream != 0 && !o.helloed:
+			// Its hello will tell which came first.
+		case arrived:
+			older = append(older, o)
+		}
+	}
 	r.mu.Unlock()
 	for _, o := range older {
 		_ = o.s.Reset()
@@ -345,9 +377,10 @@ func (in *inbound) supersede() {
 		select {
 		case <-o.done:
 		case <-r.ctx.Done():
-			return
+			return true
 		}
 	}
+	return true
 }
 
 // Set by tests only: testHookInboundFlush runs before a reader hands on
@@ -418,8 +451,9 @@ func (in *inbound) dispatch(env *codec.Envelope, v any) {
 		in.flush()
 		if !in.helloed { // one per stream: a peer cannot flood restarts
 			in.helloed = true
-			if in.self != nil {
-				in.supersede()
+			if in.self != nil && !in.supersede(h) {
+				in.stale = true
+				return
 			}
 			r.hello(in.remote, h.Incarnation, in.conn)
 		}

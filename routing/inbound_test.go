@@ -181,6 +181,9 @@ func processCPU() time.Duration {
 // new stream's first message. The old reader is held before it hands on
 // its batch until the new stream has either superseded it or delivered.
 func TestNewStreamWaitsForTheOldOnesReader(t *testing.T) {
+	// After the router's close (cleanups run last first): its readers
+	// may still call them until then.
+	t.Cleanup(func() { testHookInboundFlush, testHookSuperseded = nil, nil })
 	h, _, sys := testRouter(t, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -222,7 +225,6 @@ func TestNewStreamWaitsForTheOldOnesReader(t *testing.T) {
 		}
 	}
 	testHookSuperseded = free
-	defer func() { testHookInboundFlush, testHookSuperseded = nil, nil }()
 
 	rf1 := newRawFrames(t, h)
 	rf1.send(codec.KindSystem, typeHello, helloBody{Incarnation: 7})
@@ -255,5 +257,55 @@ func TestNewStreamWaitsForTheOldOnesReader(t *testing.T) {
 	}
 	if !slices.Contains(order, "old-0") {
 		t.Fatalf("the old stream's first batch was not handed on: %q", order)
+	}
+}
+
+// TestStaleStreamHandsNothingOn: streams on two connections may reach
+// their readers in either order; the writer's numbers in the hellos say
+// which is newer. A stream whose hello carries a lower number than one
+// already being read is reset and hands nothing on; the newer one goes on.
+func TestStaleStreamHandsNothingOn(t *testing.T) {
+	h, r, sys := testRouter(t, 0)
+	got := spawnSink(t, sys)
+	rf := newRawFrames(t, h)
+	rf.send(codec.KindSystem, typeHello, helloBody{Incarnation: 7, Stream: 5})
+	rf.send(codec.KindUser, "string", "a")
+	if m := recvMsg(t, got); m != "a" {
+		t.Fatalf("got %v", m)
+	}
+	old := rf.another(h)
+	old.send(codec.KindSystem, typeHello, helloBody{Incarnation: 7, Stream: 3})
+	old.send(codec.KindUser, "string", "stale")
+	if !old.reset() {
+		t.Fatal("the stale stream was not reset")
+	}
+	rf.send(codec.KindUser, "string", "b")
+	if m := recvMsg(t, got); m != "b" {
+		t.Fatalf("got %v after the stale stream, want b", m)
+	}
+	// A newer stream supersedes the one being read.
+	newer := rf.another(h)
+	newer.send(codec.KindSystem, typeHello, helloBody{Incarnation: 7, Stream: 6})
+	newer.send(codec.KindUser, "string", "c")
+	if m := recvMsg(t, got); m != "c" {
+		t.Fatalf("got %v, want c", m)
+	}
+	if !rf.reset() {
+		t.Fatal("the superseded stream was not reset")
+	}
+	if st := r.Stats(); st.StreamsReset != 0 || st.DecodeErrors != 0 {
+		t.Fatalf("stats %+v: a stale stream is no bad input", st)
+	}
+}
+
+// recvMsg returns the next message from ch, failing t after 5 s.
+func recvMsg(t *testing.T, ch <-chan any) any {
+	t.Helper()
+	select {
+	case m := <-ch:
+		return m
+	case <-time.After(5 * time.Second):
+		t.Fatal("timed out waiting for a message")
+		return nil
 	}
 }

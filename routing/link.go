@@ -671,7 +671,7 @@ func (l *link) open(protos ...protocol.ID) (network.Stream, *codec.FrameWriter, 
 	}
 	l.track(s, true)
 	fw := codec.NewFrameWriter(s, l.r.cfg.MaxFrame, codec.WithCompact(isCompact(s.Protocol())))
-	_, body, err := l.r.cfg.Registry.Encode(helloBody{Incarnation: l.r.incarnation})
+	_, body, err := l.r.cfg.Registry.Encode(helloBody{Incarnation: l.r.incarnation, Stream: l.r.streams.Add(1)})
 	if err == nil {
 		err = fw.WriteEnvelope(&codec.Envelope{Kind: codec.KindSystem, Type: typeHello, Body: body})
 	}

@@ -145,6 +145,7 @@ type Router struct {
 
 	sent, received, linkFull, tooLarge, tooLargeIn, decodeErrors, streamsReset atomic.Uint64
 	undeliverable, peersDown, encodeErrors, hellos, writtenThrough             atomic.Uint64
+	streams                                                                    atomic.Uint64 // streams opened: numbers them in hellos
 }
 
 var _ actor.Remote = (*Router)(nil)

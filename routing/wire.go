@@ -3,6 +3,7 @@ package routing
 import (
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
@@ -24,6 +25,11 @@ const (
 type (
 	helloBody struct {
 		Incarnation uint64 `cbor:"1,keyasint"`
+		// Stream numbers the writer's streams in the incarnation, in
+		// the order it opened them (0: unnumbered, as from an older
+		// peer): the reader of a stream supersedes those with lower
+		// numbers.
+		Stream uint64 `cbor:"2,keyasint,omitempty"`
 	}
 	reasonBody struct {
 		Code uint8  `cbor:"1,keyasint"`
@@ -98,12 +104,30 @@ func encodeReason(err error) reasonBody {
 	if err == nil {
 		return reasonBody{}
 	}
+	text := reasonText(err.Error())
 	for code, s := range reasonCodes[1:] {
 		if errors.Is(err, s) {
-			return reasonBody{Code: uint8(code + 1), Text: err.Error()}
+			return reasonBody{Code: uint8(code + 1), Text: text}
 		}
 	}
-	return reasonBody{Code: codeOther, Text: err.Error()}
+	return reasonBody{Code: codeOther, Text: text}
+}
+
+// maxReasonText is the most bytes of an error's text a reason carries: a
+// signal's frame stays far below the 64 KiB that every reader takes (see
+// minReadFrame), whatever its peer's maximum frame.
+const maxReasonText = 4 << 10
+
+// reasonText is s cut to maxReasonText bytes at most, on a rune boundary.
+func reasonText(s string) string {
+	if len(s) <= maxReasonText {
+		return s
+	}
+	i := maxReasonText
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i]
 }
 
 func decodeReason(r reasonBody) error {

@@ -2,8 +2,11 @@ package routing
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
@@ -88,6 +91,15 @@ func TestReasons(t *testing.T) {
 	var re *RemoteError
 	if !errors.As(other, &re) || re.Text != "actor: panic: boom" {
 		t.Fatalf("other reason: %#v", other)
+	}
+	// A long text is cut on a rune boundary: a signal's frame stays small.
+	long := fmt.Errorf("%w: %s", actor.ErrNodeDown, strings.Repeat("é", maxReasonText))
+	b := encodeReason(long)
+	if len(b.Text) > maxReasonText || !utf8.ValidString(b.Text) || !strings.HasPrefix(long.Error(), b.Text) {
+		t.Fatalf("a reason of %d bytes went out as %d bytes (valid UTF-8: %v)", len(long.Error()), len(b.Text), utf8.ValidString(b.Text))
+	}
+	if !errors.Is(decodeReason(b), actor.ErrNodeDown) {
+		t.Fatal("the cut reason lost its sentinel")
 	}
 }
 
