@@ -183,17 +183,9 @@ func (in *inbound) tooLarge(env *codec.Envelope, size int) {
 	r.tooLargeIn.Add(1)
 	reason := fmt.Errorf("%w: message of %d bytes exceeds the receiver's limit of %d", ErrTooLarge, size, r.cfg.MaxFrame)
 	r.log.Debug("routing: message refused", "peer", in.remote, "type", env.Type, "err", reason)
-	to, err := cachedRef(&in.refs.to, r.sys.Peer(), env.To)
-	if err != nil {
-		r.decodeErrors.Add(1)
+	to, from, ok := in.envRefs(env)
+	if !ok {
 		return
-	}
-	var from actor.Ref
-	if env.FromName != "" {
-		if from, err = cachedRef(&in.refs.from, in.remoteStr, env.FromName); err != nil {
-			r.decodeErrors.Add(1)
-			return
-		}
 	}
 	in.flush() // after what came before it
 	switch env.Kind {
@@ -431,6 +423,22 @@ func sameString(a, b string) bool {
 	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
 }
 
+// envRefs returns the Refs of env's target, on this peer, and of its
+// sender, on the stream's (zero if none); ok is false, and the frame
+// counted as a decode error, when a name is not valid.
+func (in *inbound) envRefs(env *codec.Envelope) (to, from actor.Ref, ok bool) {
+	r := in.r
+	to, err := cachedRef(&in.refs.to, r.sys.Peer(), env.To)
+	if err == nil && env.FromName != "" {
+		from, err = cachedRef(&in.refs.from, in.remoteStr, env.FromName)
+	}
+	if err != nil {
+		r.decodeErrors.Add(1)
+		return actor.Ref{}, actor.Ref{}, false
+	}
+	return to, from, true
+}
+
 // isCodecError reports whether err is about the bytes received rather
 // than the transport.
 func isCodecError(err error) bool {
@@ -462,17 +470,9 @@ func (in *inbound) dispatch(env *codec.Envelope, v any) {
 	if env.Kind != codec.KindUser && !in.admit(env, msg) { // a user message is never a signal (fromValue)
 		return
 	}
-	to, err := cachedRef(&in.refs.to, r.sys.Peer(), env.To)
-	if err != nil {
-		r.decodeErrors.Add(1)
+	to, from, ok := in.envRefs(env)
+	if !ok {
 		return
-	}
-	var from actor.Ref
-	if env.FromName != "" {
-		if from, err = cachedRef(&in.refs.from, in.remoteStr, env.FromName); err != nil {
-			r.decodeErrors.Add(1)
-			return
-		}
 	}
 	in.out.Add(&actor.Envelope{To: to, From: from, Msg: msg, Corr: env.Corr, Reply: reply})
 }

@@ -266,46 +266,37 @@ func TestNewStreamWaitsForTheOldOnesReader(t *testing.T) {
 // already being read is reset and hands nothing on; the newer one goes on.
 func TestStaleStreamHandsNothingOn(t *testing.T) {
 	h, r, sys := testRouter(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	got := spawnSink(t, sys)
-	rf := newRawFrames(t, h)
-	rf.send(codec.KindSystem, typeHello, helloBody{Incarnation: 7, Stream: 5})
-	rf.send(codec.KindUser, "string", "a")
-	if m := recvMsg(t, got); m != "a" {
-		t.Fatalf("got %v", m)
+	// open sends the hello of the writer's stream number n on rf, then m.
+	open := func(rf *rawFrames, n uint64, m string) {
+		rf.send(codec.KindSystem, typeHello, helloBody{Incarnation: 7, Stream: n})
+		rf.send(codec.KindUser, "string", m)
 	}
+	want := func(m string) {
+		t.Helper()
+		if g := recvWithin(t, ctx, got); g != m {
+			t.Fatalf("got %v, want %s", g, m)
+		}
+	}
+	rf := newRawFrames(t, h)
+	open(rf, 5, "a")
+	want("a")
 	old := rf.another(h)
-	old.send(codec.KindSystem, typeHello, helloBody{Incarnation: 7, Stream: 3})
-	old.send(codec.KindUser, "string", "stale")
+	open(old, 3, "stale")
 	if !old.reset() {
 		t.Fatal("the stale stream was not reset")
 	}
 	rf.send(codec.KindUser, "string", "b")
-	if m := recvMsg(t, got); m != "b" {
-		t.Fatalf("got %v after the stale stream, want b", m)
-	}
+	want("b") // not "stale"
 	// A newer stream supersedes the one being read.
-	newer := rf.another(h)
-	newer.send(codec.KindSystem, typeHello, helloBody{Incarnation: 7, Stream: 6})
-	newer.send(codec.KindUser, "string", "c")
-	if m := recvMsg(t, got); m != "c" {
-		t.Fatalf("got %v, want c", m)
-	}
+	open(rf.another(h), 6, "c")
+	want("c")
 	if !rf.reset() {
 		t.Fatal("the superseded stream was not reset")
 	}
 	if st := r.Stats(); st.StreamsReset != 0 || st.DecodeErrors != 0 {
 		t.Fatalf("stats %+v: a stale stream is no bad input", st)
-	}
-}
-
-// recvMsg returns the next message from ch, failing t after 5 s.
-func recvMsg(t *testing.T, ch <-chan any) any {
-	t.Helper()
-	select {
-	case m := <-ch:
-		return m
-	case <-time.After(5 * time.Second):
-		t.Fatal("timed out waiting for a message")
-		return nil
 	}
 }
