@@ -33,6 +33,12 @@ var (
 	// KindSystem or KindReply. The rest of the envelope is well formed and decoded.
 	ErrUnknownKind = errors.New("codec: unknown envelope kind")
 
+	// ErrFlushTimedOut is returned by FrameWriter.Flush when the write
+	// timed out (the writer's deadline passed) before all was written.
+	// The stream is intact: what was not written stays buffered, and the
+	// next Flush writes it.
+	ErrFlushTimedOut = errors.New("codec: flush timed out")
+
 	// ErrBufferRefused reports that a FrameReader's Budget refused the
 	// memory a frame needed (see WithBudget). The stream is broken, as
 	// with ErrFrameTooLarge, and must be reset; the error also wraps the

@@ -2,8 +2,11 @@ package codec
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
+	"net"
+	"os"
 )
 
 // Frame size limits.
@@ -46,6 +49,12 @@ func maxFrameOrDefault(n int) int {
 // frame would take it past 65,524 bytes (the largest yamux message
 // payload), and at once after a frame that large by itself.
 //
+// A write error breaks the FrameWriter for good, except a timeout (the
+// underlying writer's deadline passed): what was not written stays
+// buffered, Flush reports ErrFlushTimedOut, and a later Flush, under a
+// new deadline, writes the rest. Frames written meanwhile are buffered
+// without bound, until that Flush.
+//
 // A FrameWriter is not safe for concurrent use; it is meant to be owned by
 // the one goroutine that drains a stream's outgoing queue.
 type FrameWriter struct {
@@ -71,7 +80,7 @@ func NewFrameWriter(w io.Writer, maxFrame int, opts ...FrameOption) *FrameWriter
 // maximum frame (ErrFrameTooLarge) is rejected and nothing is buffered; the
 // writer stays usable. If the buffer reaches the flush threshold the frame is
 // flushed, and a write error is returned and remembered: every later call
-// returns it. A compact writer writes a short envelope when e has the header
+// returns it (a timeout is neither: see FrameWriter). A compact writer writes a short envelope when e has the header
 // of the last full envelope it wrote, and a full one otherwise.
 func (fw *FrameWriter) WriteEnvelope(e *Envelope) error {
 	if fw.err != nil {
@@ -137,7 +146,7 @@ func (fw *FrameWriter) WriteFrame(p []byte) error {
 // past the flush threshold.
 func (fw *FrameWriter) room(size int) error {
 	if len(fw.buf) > 0 && len(fw.buf)+size > flushThreshold {
-		return fw.Flush()
+		return fw.autoFlush()
 	}
 	return nil
 }
@@ -155,15 +164,34 @@ func uvarintLen(v uint64) int {
 // maybeFlush flushes once the buffer reaches the flush threshold.
 func (fw *FrameWriter) maybeFlush() error {
 	if len(fw.buf) >= flushThreshold {
-		return fw.Flush()
+		return fw.autoFlush()
 	}
 	return nil
+}
+
+// autoFlush is a flush on the way (maybeFlush, room). One that timed out
+// is not an error there: the frame goes to the buffer, and the caller's
+// own Flush reports the timeout. The buffer then grows past the
+// threshold, by the frames written until that Flush.
+func (fw *FrameWriter) autoFlush() error {
+	if err := fw.Flush(); err != nil && !errors.Is(err, ErrFlushTimedOut) {
+		return err
+	}
+	return nil
+}
+
+// isTimeout reports whether err is a write's deadline passing.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
 
 // Flush writes all buffered frames to the underlying writer in one call.
 // After a write error (including a short write, reported as
 // io.ErrShortWrite) the writer is broken: the error is returned by this and
-// every later call, and the stream should be reset.
+// every later call, and the stream should be reset. A write that timed out
+// does not break it: Flush returns an error wrapping ErrFlushTimedOut and
+// the write's own, and keeps what was not written for the next Flush.
 func (fw *FrameWriter) Flush() error {
 	if fw.err != nil {
 		return fw.err
@@ -176,6 +204,12 @@ func (fw *FrameWriter) Flush() error {
 		err = io.ErrShortWrite
 	}
 	if err != nil {
+		if isTimeout(err) && n >= 0 && n < len(fw.buf) {
+			// A writer that times out reports what it wrote whole
+			// (yamux, QUIC and the kernel do): the rest waits.
+			fw.buf = fw.buf[:copy(fw.buf, fw.buf[n:])]
+			return fmt.Errorf("%w: %w", ErrFlushTimedOut, err)
+		}
 		fw.err = fmt.Errorf("codec: flushing frames: %w", err)
 		return fw.err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"os"
 	"testing"
 )
 
@@ -166,5 +167,84 @@ func TestFrameWriterErrorsAreSticky(t *testing.T) {
 				t.Errorf("%d writes, want 1", w.calls)
 			}
 		})
+	}
+}
+
+// timeoutWriter takes at most room bytes, then times out as a stream
+// whose write deadline passed does, reporting what it took whole.
+type timeoutWriter struct {
+	bytes.Buffer
+	room  int
+	calls int
+}
+
+func (w *timeoutWriter) Write(p []byte) (int, error) {
+	w.calls++
+	n := min(len(p), w.room)
+	w.room -= n
+	w.Buffer.Write(p[:n])
+	if n < len(p) {
+		return n, os.ErrDeadlineExceeded
+	}
+	return n, nil
+}
+
+// A write that times out leaves the FrameWriter usable: what it did not
+// write stays buffered, frames written meanwhile join it (automatic
+// flushes do not fail), and the next Flush with room writes it all, in
+// order, once.
+func TestFrameWriterTimeoutKeepsTheRest(t *testing.T) {
+	reg, err := NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type blob struct{ N int }
+	MustRegister[blob](reg, "test.Blob")
+	w := &timeoutWriter{room: 1000}
+	fw := NewFrameWriter(w, 0)
+	put := func(from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			_, body, err := reg.Encode(blob{i})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := fw.WriteEnvelope(&Envelope{Kind: KindUser, To: "sink", Type: "test.Blob", Body: body}); err != nil {
+				t.Fatalf("frame %d: %v", i, err)
+			}
+		}
+	}
+	put(0, 100)
+	err = fw.Flush()
+	if !errors.Is(err, ErrFlushTimedOut) || !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("Flush: %v, want ErrFlushTimedOut wrapping the deadline", err)
+	}
+	if fw.Buffered() == 0 || w.Len() != 1000 {
+		t.Fatalf("after the timeout: %d written, %d buffered", w.Len(), fw.Buffered())
+	}
+	// Past the automatic flush threshold: each automatic flush times out
+	// again and keeps everything.
+	put(100, 10_000)
+	if fw.Buffered() <= flushThreshold {
+		t.Fatalf("%d bytes buffered after writes that timed out, want more than %d", fw.Buffered(), flushThreshold)
+	}
+	w.room = 1 << 30 // a new deadline
+	if err := fw.Flush(); err != nil {
+		t.Fatalf("Flush with room: %v", err)
+	}
+	if fw.Buffered() != 0 {
+		t.Fatalf("%d bytes still buffered", fw.Buffered())
+	}
+	fr := NewFrameReader(&w.Buffer, 0)
+	for i := range 10_000 {
+		var env Envelope
+		v, err := fr.ReadMessage(reg, &env)
+		if err != nil || v != (blob{i}) {
+			t.Fatalf("frame %d: %v, %v", i, v, err)
+		}
+	}
+	var env Envelope
+	if _, err := fr.ReadMessage(reg, &env); !errors.Is(err, io.EOF) {
+		t.Fatalf("after the last frame: %v, want EOF", err)
 	}
 }

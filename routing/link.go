@@ -238,7 +238,7 @@ func (l *link) write(q *queue) {
 		// An empty queue marks the writer as sleeping: the next push
 		// wakes it through ready, or writes itself (writeThrough).
 		w.batch = q.q.takeBatch(w.batch[:0])
-		if len(w.batch) == 0 && (w.lg == nil || !w.lg.active) && len(w.undo) == 0 {
+		if len(w.batch) == 0 && (w.lg == nil || !w.lg.active) && len(w.undo) == 0 && !w.buffered() {
 			w.mu.Unlock()
 			stop := false
 			select {
@@ -249,6 +249,9 @@ func (l *link) write(q *queue) {
 				stop = true
 			}
 			w.mu.Lock()
+			if stop && l.r.ctx.Err() == nil && w.buffered() {
+				stop = false // a write-through left frames to flush
+			}
 			if stop {
 				if l.r.ctx.Err() != nil {
 					w.reset()
@@ -345,7 +348,10 @@ const writeTimeout = 30 * time.Second
 // stream breaks, what was in hand goes back (broken) and the stream is
 // dropped, to be opened anew for the next batch. A non-zero deadline
 // earlier than the writer's own bounds this write (a caller's, see
-// writeThrough). It returns the stream's error.
+// writeThrough); when it passes, the stream is kept and what was not
+// written stays in its FrameWriter for the writer, which must not sleep
+// while any is left (buffered): only the writer's own deadline (a peer that
+// stopped reading) breaks a stream. It returns the stream's error.
 func (w *writer) send(deadline time.Time) error {
 	l, lg := w.l, w.lg
 	// The deadline is set before anything is put: the FrameWriter flushes
@@ -353,8 +359,9 @@ func (w *writer) send(deadline time.Time) error {
 	// that expired since the last write (an Ask's, or the writer's own
 	// after a long idle), which would break a healthy stream.
 	now := time.Now()
+	callers := !deadline.IsZero() && deadline.Before(now.Add(writeTimeout))
 	switch {
-	case !deadline.IsZero() && deadline.Before(now.Add(writeTimeout)):
+	case callers:
 		_ = w.s.SetWriteDeadline(deadline)
 		w.deadlined = time.Time{} // the writer sets its own next time
 	case now.Sub(w.deadlined) > time.Second:
@@ -373,6 +380,13 @@ func (w *writer) send(deadline time.Time) error {
 		clear(w.undo)
 		w.undo, w.breaks = w.undo[:0], 0
 		return nil
+	}
+	if callers && errors.Is(err, codec.ErrFlushTimedOut) {
+		// A caller's deadline passed (see writeThrough): the stream is
+		// intact, and the writer writes the rest under its own.
+		clear(w.undo) // sent with the rest, as the batch is
+		w.undo, w.breaks = w.undo[:0], 0
+		return err
 	}
 	l.r.log.Debug("routing: stream broke", "peer", l.peer, "protocol", w.q.proto, "err", err)
 	w.broken(err)
@@ -417,8 +431,12 @@ func (w *writer) writeThrough(deadline time.Time) {
 			clear(w.batch)
 		}
 	}
-	wake = len(w.undo) > 0 || (w.lg != nil && w.lg.active)
+	wake = len(w.undo) > 0 || (w.lg != nil && w.lg.active) || w.buffered()
 }
+
+// buffered reports whether frames wait in the stream's FrameWriter: those
+// a write-through's deadline cut short (see send).
+func (w *writer) buffered() bool { return w.fw != nil && w.fw.Buffered() > 0 }
 
 // putBatch encodes the envelopes of batch into fw, counting those sent,
 // and returns the first stream error. user says that batch comes from the

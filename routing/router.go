@@ -255,8 +255,8 @@ func (r *Router) Deliver(to, from actor.Ref, msg any, corr uint64, reply bool) e
 // sleeps with an open stream, writes it at once on the calling goroutine
 // instead of waking the writer: one goroutine hand-off less for a caller
 // that waits for the answer anyway (System.Ask), at the price of waiting
-// for the write, until ctx's deadline at most (a write cut short breaks
-// the stream: what it carried is handed back with ErrStreamBroken). With
+// for the write, until ctx's deadline at most (a write cut short leaves
+// the rest to the writer: nothing is lost, and the stream stays). With
 // less than a second left, ctx done, or a ctx that can be cancelled but
 // has no deadline, the writer writes it as for Deliver. It must not be
 // called on an event loop. Implements actor.DirectRemote.
@@ -298,9 +298,10 @@ func (r *Router) pushDirect(to, from actor.Ref, msg any, corr uint64, reply bool
 }
 
 // minWriteThrough is the least time an Ask must have left to write its
-// request itself: a write that its deadline cuts short breaks the stream,
-// handing back whatever else it carried, which only a peer stalled this
-// long deserves.
+// request itself. A write that its deadline cuts short leaves the rest to
+// the writer (see writer.send) and the stream intact, but the asker, who
+// meant to save the hand-off, waited on a stalled peer for nothing; a
+// short deadline says the hand-off is the better bet.
 const minWriteThrough = time.Second
 
 // DeliverBatch queues msgs, all from the actor from, in order, taking

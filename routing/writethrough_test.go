@@ -1,0 +1,103 @@
+package routing
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+)
+
+// slowStream is a stream whose peer has room for room more bytes: a
+// write beyond it times out, as one under a passed deadline does,
+// reporting what it took whole. It signals on flushed each write that
+// took all it was given.
+type slowStream struct {
+	fakeStream
+	mu      sync.Mutex
+	wire    bytes.Buffer
+	room    int
+	flushed chan struct{}
+}
+
+func (s *slowStream) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := min(len(p), s.room)
+	s.room -= n
+	s.wire.Write(p[:n])
+	if n < len(p) {
+		return n, os.ErrDeadlineExceeded
+	}
+	select {
+	case s.flushed <- struct{}{}:
+	default:
+	}
+	return n, nil
+}
+
+func (s *slowStream) grant(n int) {
+	s.mu.Lock()
+	s.room += n
+	s.mu.Unlock()
+}
+
+// An Ask's deadline that passes while its request is written through (the
+// peer stopped reading for a while) does not break the stream: it used to
+// hand back everything else the write carried, and lose in silence what
+// the peer had not read yet. What was not written waits in the stream's
+// buffer, and the writer, woken, writes it once the peer reads again:
+// every message arrives once, in order.
+func TestWriteThroughDeadlineKeepsTheStream(t *testing.T) {
+	r, l, _, _ := newSender(t)
+	if err := registerWire(r.cfg.Registry); err != nil {
+		t.Fatal(err)
+	}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	defer r.cancel()
+	w, q := &l.user.w, l.user.q
+	s := &slowStream{room: 300, flushed: make(chan struct{}, 1)}
+	w.use(s)
+	if q.takeBatch(nil) != nil { // the writer finds the queue empty
+		t.Fatal("a batch from an empty queue")
+	}
+	const total = 50
+	var want []any
+	for i := range total {
+		msg := fmt.Sprintf("message %d of a stalled peer's stream", i)
+		want = append(want, msg)
+		ok, claimed := q.pushClaim("sink", "source", msg, 0, false)
+		if !ok || claimed != (i == 0) {
+			t.Fatalf("push %d: queued %v, claimed %v", i, ok, claimed)
+		}
+	}
+	w.writeThrough(time.Now().Add(5 * time.Second))
+	select {
+	case <-q.ready:
+	default:
+		t.Fatal("the write-through left frames and did not wake the writer")
+	}
+	if w.s != s || !w.buffered() {
+		t.Fatalf("after the deadline: stream kept %v, frames buffered %v; want both", w.s == s, w.buffered())
+	}
+	if st := r.Stats(); st.Undeliverable != 0 || st.WrittenThrough != 0 {
+		t.Fatalf("%d messages handed back, %d written through; want 0 and 0", st.Undeliverable, st.WrittenThrough)
+	}
+	// The peer reads again; the writer, awake, writes the rest.
+	s.grant(1 << 20)
+	l.wg.Add(1)
+	go l.write(&l.user)
+	select {
+	case <-s.flushed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the writer did not write the rest within 10 s")
+	}
+	r.cancel()
+	l.wg.Wait()
+	wantMessages(t, r, &s.wire, want...)
+	if st := r.Stats(); st.Undeliverable != 0 {
+		t.Fatalf("%d messages handed back", st.Undeliverable)
+	}
+}
