@@ -84,6 +84,20 @@
 // link; a sender that raced the retirement finds the old link retired and
 // takes the new one, so nothing is lost to it.
 //
+// A stream that breaks while its connection lives loses what its reader
+// had not read, and no disconnection says so. The node that gave it up
+// declares the loss in band: a writer whose own write failed (its 30 s
+// deadline: the peer stopped reading), or a reader that reset a stream it
+// could not read, which asks the writer to. Declaring runs PeerDown here
+// and sends a declaration on the control stream, where the peer runs
+// PeerDown for this node at that point of the stream; the writer's next
+// user stream hands nothing on before that. So, as in Erlang, a message
+// is lost only with a Down for its sender's node, and no message sent
+// after it arrives before that Down (Stats.LossesDeclared, LossesHeard;
+// see loss.go for the limits). An Ask's own deadline passing while its
+// request is written through does not break the stream: the writer writes
+// the rest.
+//
 // Incoming streams are read by one goroutine each, which decodes the frames
 // and hands the messages to the local actors' inboxes. A valid envelope
 // whose message does not decode (an unknown type, a body of another shape,

@@ -80,12 +80,24 @@ func (r *Router) handleStream(s network.Stream) {
 		r.streamsReset.Add(1)
 		r.log.Warn("routing: resetting inbound stream: over a memory limit", "peer", remote, "protocol", s.Protocol(), "err", err)
 		_ = s.ResetWithError(network.StreamResourceLimitExceeded) // tells the writer why
+		r.lostInbound(&in, err)
 	case r.ctx.Err() == nil && (isCodecError(err) || errors.As(err, &ne) && ne.Timeout()):
 		r.streamsReset.Add(1)
 		r.log.Warn("routing: resetting inbound stream", "peer", remote, "protocol", s.Protocol(), "err", err)
 		_ = s.Reset()
+		r.lostInbound(&in, err)
 	default:
 		_ = s.Reset() // closing, or the stream or connection died
+	}
+}
+
+// lostInbound asks the peer to declare a loss (see askLoss) for the
+// stream of in, which was reset here for err, when a peer's writer
+// introduced it (a hello: bytes that never made sense ask nothing) and its
+// connection lives.
+func (r *Router) lostInbound(in *inbound, err error) {
+	if in.helloed && !in.conn.IsClosed() {
+		r.askLoss(in.remote, !in.ctl, err.Error())
 	}
 }
 
@@ -464,6 +476,23 @@ func (in *inbound) dispatch(env *codec.Envelope, v any) {
 				return
 			}
 			r.hello(in.remote, h.Incarnation, in.conn)
+			if !in.ctl {
+				r.awaitLoss(in.remote, in.conn, h.Lost)
+			}
+		}
+		return
+	}
+	switch b := msg.(type) {
+	case lostBody, resetBody:
+		if !in.ctl { // the router's, on its control stream only
+			r.decodeErrors.Add(1)
+			return
+		}
+		in.flush() // what came before goes first
+		if l, ok := b.(lostBody); ok {
+			r.lossHeard(in.remote, l.Session)
+		} else {
+			r.declareLoss(in.remote, "the peer reset a stream of ours that it could not read", true)
 		}
 		return
 	}

@@ -390,7 +390,11 @@ func (w *writer) send(deadline time.Time) error {
 	}
 	l.r.log.Debug("routing: stream broke", "peer", l.peer, "protocol", w.q.proto, "err", err)
 	w.broken(err)
+	lost := declarable(w.s, err)
 	w.drop()
+	if lost { // after drop: the next stream's hello says so
+		l.r.declareLoss(l.peer, err.Error(), false)
+	}
 	return err
 }
 
@@ -602,10 +606,12 @@ func (w *writer) broken(err error) {
 // the next one rather than handed back: a Down, a linked exit, a demonitor
 // or an unlink, which the peer ignores when it has it already (no monitor
 // or link is left for it to end). Handed back, they would be lost: the
-// actor system has nothing to do with them.
+// actor system has nothing to do with them. So are the router's loss
+// messages (see loss.go): a lostBody the peer has is ignored; a resetBody
+// it has costs a second declaration at worst.
 func sentAgain(msg any) bool {
 	switch sig := msg.(type) {
-	case actor.DownSignal, actor.DemonitorSignal, actor.UnlinkSignal:
+	case actor.DownSignal, actor.DemonitorSignal, actor.UnlinkSignal, lostBody, resetBody:
 		return true
 	case actor.ExitSignal:
 		return sig.Linked && !sig.Kill
@@ -662,6 +668,10 @@ const maxScratch = 64 << 10
 // An outMsg whose target was cleared (it moved elsewhere: see
 // largeOut.hold) is skipped.
 func (l *link) fail(m *outMsg, reason error) {
+	switch m.msg.(type) {
+	case lostBody, resetBody: // the router's own: nothing to hand back
+		m.to = ""
+	}
 	if m.to == "" {
 		return
 	}
@@ -689,7 +699,13 @@ func (l *link) open(protos ...protocol.ID) (network.Stream, *codec.FrameWriter, 
 	}
 	l.track(s, true)
 	fw := codec.NewFrameWriter(s, l.r.cfg.MaxFrame, codec.WithCompact(isCompact(s.Protocol())))
-	_, body, err := l.r.cfg.Registry.Encode(helloBody{Incarnation: l.r.incarnation, Stream: l.r.streams.Add(1)})
+	h := helloBody{Incarnation: l.r.incarnation, Stream: l.r.streams.Add(1)}
+	if !isCtl(s.Protocol()) {
+		l.r.mu.Lock()
+		h.Lost = l.r.lost[l.peer]
+		l.r.mu.Unlock()
+	}
+	_, body, err := l.r.cfg.Registry.Encode(h)
 	if err == nil {
 		err = fw.WriteEnvelope(&codec.Envelope{Kind: codec.KindSystem, Type: typeHello, Body: body})
 	}

@@ -213,7 +213,7 @@ func TestCancellationsAreSentOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := &l.ctl.w
-	broken := &fakeStream{err: errors.New("stream reset")}
+	broken := &fakeStream{err: network.ErrReset} // by the peer, which declares any loss
 	w.use(broken)
 	w.batch = append(w.batch[:0], monitorMsg(7))
 	if err := w.send(time.Time{}); err == nil || w.s != nil || len(w.undo) != 1 {
@@ -269,7 +269,7 @@ func TestWriteThroughLeavesTheWriterAsNeeded(t *testing.T) {
 			return false
 		}
 	}
-	w.use(&fakeStream{err: errors.New("stream reset")})
+	w.use(&fakeStream{err: network.ErrReset})
 	claim(7)
 	w.writeThrough(time.Time{})
 	if !woken() || len(w.undo) != 1 || w.s != nil {

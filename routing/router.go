@@ -103,6 +103,8 @@ type Stats struct {
 	ConnectedLinks   int    // peers with an outbound link
 	RemoteIncarnated uint64 // incarnations heard: hellos received, and identify announcements
 	WrittenThrough   uint64 // messages written on an asker's goroutine (DeliverDirect)
+	LossesDeclared   uint64 // streams given up here while their connection lived, what they carried perhaps lost: each took the peer down on both sides
+	LossesHeard      uint64 // the same, declared by peers and acted on here
 }
 
 // Router carries actor messages between peers over libp2p streams: one
@@ -142,8 +144,16 @@ type Router struct {
 	closing   map[libp2ppeer.ID]chan struct{}
 	restarted event.Emitter // of EvtPeerRestarted, from Bind
 	closed    bool
+	// Losses (see loss.go), per peer: this node's last declaration toward
+	// it, the last of its declarations acted on here, and the one a user
+	// stream of its must wait for after a reset here; lossCh is closed
+	// and replaced when heard changes.
+	lost, heard, want map[libp2ppeer.ID]uint64
+	lossCh            chan struct{}
+	lossSeq           atomic.Uint64 // numbers this node's declarations
 
 	sent, received, linkFull, tooLarge, tooLargeIn, decodeErrors, streamsReset atomic.Uint64
+	lossesDeclared, lossesHeard                                                atomic.Uint64
 	undeliverable, peersDown, encodeErrors, hellos, writtenThrough             atomic.Uint64
 	streams                                                                    atomic.Uint64 // streams opened: numbers them in hellos
 }
@@ -186,6 +196,10 @@ func New(cfg Config) (*Router, error) {
 		remote:      make(map[libp2ppeer.ID]uint64),
 		conns:       make(map[libp2ppeer.ID]map[network.Conn]uint64),
 		closing:     make(map[libp2ppeer.ID]chan struct{}),
+		lost:        make(map[libp2ppeer.ID]uint64),
+		heard:       make(map[libp2ppeer.ID]uint64),
+		want:        make(map[libp2ppeer.ID]uint64),
+		lossCh:      make(chan struct{}),
 	}
 	for _, name := range cfg.Protected {
 		r.protected[name] = true
@@ -459,6 +473,7 @@ func (r *Router) Stats() Stats {
 		TooLarge: r.tooLarge.Load(), TooLargeIn: r.tooLargeIn.Load(), DecodeErrors: r.decodeErrors.Load(),
 		StreamsReset: r.streamsReset.Load(), Undeliverable: r.undeliverable.Load(),
 		PeersDown: r.peersDown.Load(), EncodeErrors: r.encodeErrors.Load(),
+		LossesDeclared: r.lossesDeclared.Load(), LossesHeard: r.lossesHeard.Load(),
 		RemoteIncarnated: r.hellos.Load(), WrittenThrough: r.writtenThrough.Load(),
 	}
 	r.mu.Lock()
@@ -516,6 +531,7 @@ func (r *Router) peerGone(id libp2ppeer.ID, retries *retryRetire) {
 	r.mu.Lock()
 	delete(r.remote, id)
 	delete(r.conns, id)
+	r.forgetLosses(id)
 	r.mu.Unlock()
 	r.peersDown.Add(1)
 	r.sys.PeerDown(id.String())
@@ -661,6 +677,9 @@ func (r *Router) hello(id libp2ppeer.ID, inc uint64, c network.Conn) {
 	r.mu.Lock()
 	old, seen := r.remote[id]
 	r.remote[id] = inc
+	if seen && old != inc {
+		r.forgetLosses(id) // a new incarnation numbers its declarations anew
+	}
 	if c != nil {
 		conns := r.conns[id]
 		if conns == nil {

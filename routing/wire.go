@@ -19,6 +19,8 @@ const (
 	typeDemonitor     = "troupe.demonitor"
 	typeDown          = "troupe.down"
 	typeUndeliverable = "troupe.undeliverable"
+	typeLost          = "troupe.lost"
+	typeReset         = "troupe.reset"
 )
 
 // Bodies of the system messages. Field keys are stable.
@@ -30,7 +32,24 @@ type (
 		// peer): the reader of a stream supersedes those with lower
 		// numbers.
 		Stream uint64 `cbor:"2,keyasint,omitempty"`
+		// Lost is, on a user stream, the writer's last loss toward the
+		// reader when it opened the stream (0: none, or an older peer):
+		// the reader hands nothing on before it acted on that loss's
+		// lostBody (see Router.awaitLoss).
+		Lost uint64 `cbor:"3,keyasint,omitempty"`
 	}
+	// lostBody, on a control stream, declares that messages its writer
+	// sent the reader may have been lost (see Router.declareLoss): the
+	// reader takes the writer down here, at this point of the stream.
+	// Session numbers the writer's declarations, increasing.
+	lostBody struct {
+		Session uint64 `cbor:"1,keyasint"`
+	}
+	// resetBody, on a control stream, says that its writer reset a stream
+	// of the reader's that it could not read (bad bytes, a stall, a
+	// memory limit) while the connection lived: the reader declares a
+	// loss (lostBody).
+	resetBody  struct{}
 	reasonBody struct {
 		Code uint8  `cbor:"1,keyasint"`
 		Text string `cbor:"2,keyasint,omitempty"`
@@ -63,7 +82,7 @@ func isWireType(typ string) bool {
 		return false
 	}
 	switch typ {
-	case typeHello, typeLink, typeUnlink, typeExit, typeMonitor, typeDemonitor, typeDown, typeUndeliverable, typeFragment:
+	case typeHello, typeLink, typeUnlink, typeExit, typeMonitor, typeDemonitor, typeDown, typeUndeliverable, typeFragment, typeLost, typeReset:
 		return true
 	}
 	return false
@@ -80,6 +99,8 @@ func registerWire(reg *codec.Registry) error {
 		codec.RegisterOnce[downBody](reg, typeDown),
 		codec.RegisterOnce[reasonBody](reg, typeUndeliverable),
 		codec.RegisterOnce[fragmentBody](reg, typeFragment),
+		codec.RegisterOnce[lostBody](reg, typeLost),
+		codec.RegisterOnce[resetBody](reg, typeReset),
 	)
 }
 
@@ -171,6 +192,10 @@ func appendWire(reg *codec.Registry, dst []byte, msg any, reply bool) (kind code
 		typ, v = typeDown, downBody{ID: uint64(m.ID), Reason: encodeReason(m.Reason)}
 	case actor.Undeliverable:
 		typ, v = typeUndeliverable, encodeReason(m.Reason)
+	case lostBody:
+		typ, v = typeLost, m
+	case resetBody:
+		typ, v = typeReset, m
 	default:
 		return appendUser(reg, dst, msg, reply)
 	}
@@ -228,7 +253,7 @@ func fromValue(env *codec.Envelope, v any) (msg any, reply bool, err error) {
 		return actor.DownSignal{ID: actor.MonitorID(b.ID), Reason: decodeReason(b.Reason)}, reply, nil
 	case reasonBody:
 		return actor.Undeliverable{Reason: decodeReason(b)}, reply, nil
-	case helloBody:
+	case helloBody, lostBody, resetBody: // for the router
 		return b, false, nil
 	}
 	if reply {

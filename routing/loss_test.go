@@ -1,0 +1,256 @@
+package routing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
+	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/codec"
+)
+
+// on opens a stream of protocol proto from rf's host.
+func (rf *rawFrames) on(to host.Host, proto protocol.ID) *rawFrames {
+	rf.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := rf.h.NewStream(ctx, to.ID(), proto)
+	if err != nil {
+		rf.t.Fatal(err)
+	}
+	return &rawFrames{t: rf.t, h: rf.h, s: s, fw: codec.NewFrameWriter(s, 0), reg: rf.reg}
+}
+
+// serveCtl makes h, a raw peer, take the control streams a router opens
+// to it, and reports the type of every envelope it reads on them.
+func serveCtl(t *testing.T, h host.Host) <-chan string {
+	t.Helper()
+	types := make(chan string, 64)
+	handler := func(s network.Stream) {
+		defer s.Close()
+		fr := codec.NewFrameReader(s, 0, codec.WithCompact(isCompact(s.Protocol())))
+		for {
+			var env codec.Envelope
+			if err := fr.ReadEnvelope(&env); err != nil {
+				return
+			}
+			select {
+			case types <- env.Type:
+			default:
+			}
+		}
+	}
+	h.SetStreamHandler(ProtoCtl, handler)
+	h.SetStreamHandler(ProtoCtl10, handler)
+	return types
+}
+
+// lossSink is an actor "sink" that monitors src when told "watch", and
+// reports on events the strings it receives after that and the Downs.
+func lossSink(t *testing.T, sys *actor.System, src actor.Ref, events chan<- string) {
+	t.Helper()
+	if _, err := sys.Spawn("sink", func(c *actor.Context) {
+		var h []actor.Case
+		h = []actor.Case{
+			actor.On(func(m string) {
+				if m == "watch" {
+					c.Monitor(src)
+					m = "watching"
+				}
+				events <- m
+				c.Receive(h...)
+			}),
+			actor.On(func(d actor.Down) {
+				events <- fmt.Sprintf("down: %v", errors.Is(d.Reason, actor.ErrNodeDown))
+				c.Receive(h...)
+			}),
+		}
+		c.Receive(h...)
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wantEvents reads len(want) events and compares them with want, in order.
+func wantEvents(t *testing.T, ctx context.Context, events <-chan string, want ...string) {
+	t.Helper()
+	for i, w := range want {
+		if got := recvWithin(t, ctx, events); got != w {
+			t.Fatalf("event %d: %q, want %q (all: %q)", i, got, w, want)
+		}
+	}
+}
+
+// lossFixture is a router B, with an actor "sink" (lossSink) that
+// watches the actor "src" of a raw peer A, which has a control and a user
+// stream open to B, both introduced, as a router's would be.
+type lossFixture struct {
+	ctx       context.Context
+	hB        host.Host
+	rB        *Router
+	user, ctl *rawFrames    // A's streams
+	ctlTypes  <-chan string // what B sends on its control stream to A
+	events    chan string   // the sink's
+}
+
+func newLossFixture(t *testing.T) *lossFixture {
+	t.Helper()
+	t.Cleanup(func() { testHookAwaitLoss = nil }) // after the router's close
+	hB, rB, sysB := testRouter(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	f := &lossFixture{ctx: ctx, hB: hB, rB: rB, events: make(chan string, 16)}
+	f.user = newRawFrames(t, hB)
+	f.ctlTypes = serveCtl(t, f.user.h)
+	src, _ := actor.NewRef(f.user.h.ID().String(), "src")
+	lossSink(t, sysB, src, f.events)
+	f.ctl = f.user.on(hB, ProtoCtl)
+	f.ctl.send(codec.KindSystem, typeHello, helloBody{Incarnation: 7, Stream: 1})
+	f.user.send(codec.KindSystem, typeHello, helloBody{Incarnation: 7, Stream: 2})
+	f.user.send(codec.KindUser, "string", "watch")
+	wantEvents(t, ctx, f.events, "watching")
+	return f
+}
+
+// nextStream opens A's next user stream with a hello that announces loss
+// lost, sends "after" on it, and returns once B's reader of it waits for a
+// declaration; it fails if anything reaches the sink first.
+func (f *lossFixture) nextStream(t *testing.T, lost uint64) *rawFrames {
+	t.Helper()
+	waiting := make(chan struct{})
+	var once sync.Once
+	testHookAwaitLoss = func(r *Router) {
+		if r == f.rB {
+			once.Do(func() { close(waiting) })
+		}
+	}
+	next := f.user.another(f.hB)
+	next.send(codec.KindSystem, typeHello, helloBody{Incarnation: 7, Stream: 3, Lost: lost})
+	next.send(codec.KindUser, "string", "after")
+	select {
+	case <-waiting:
+	case ev := <-f.events:
+		t.Fatalf("%q before the declaration came", ev)
+	case <-f.ctx.Done():
+		t.Fatal("the new stream's reader did not wait for the declaration")
+	}
+	return next
+}
+
+// A user stream whose hello says its writer declared a loss hands nothing
+// on before the control stream's declaration was acted on: the actor that
+// monitors the writer's actor sees the Down before any message sent after
+// the loss, even when the control stream lags.
+func TestUserStreamWaitsForTheDeclaredLoss(t *testing.T) {
+	f := newLossFixture(t)
+	if typ := recvWithin(t, f.ctx, f.ctlTypes); typ != typeHello {
+		t.Fatalf("on the router's control stream: %q, want its hello", typ)
+	}
+	next := f.nextStream(t, 1) // A declared loss 1: its user stream broke
+	f.ctl.send(codec.KindSystem, typeLost, lostBody{Session: 1})
+	wantEvents(t, f.ctx, f.events, "down: true", "after")
+	// Declared again (a copy sent on a new stream): nothing more.
+	f.ctl.send(codec.KindSystem, typeLost, lostBody{Session: 1})
+	next.send(codec.KindUser, "string", "end")
+	wantEvents(t, f.ctx, f.events, "end")
+	if st := f.rB.Stats(); st.LossesHeard != 1 || st.LossesDeclared != 0 {
+		t.Fatalf("losses heard %d, declared %d; want 1 and 0", st.LossesHeard, st.LossesDeclared)
+	}
+}
+
+// A reader that resets a stream it cannot read (here: an oversize frame)
+// asks its writer to declare the loss, and the writer's next user stream
+// waits for the declaration, even with a hello that announces none.
+func TestReaderResetAsksTheWriterToDeclare(t *testing.T) {
+	f := newLossFixture(t)
+	if _, err := f.user.s.Write([]byte{0xff, 0xff, 0xff, 0xff, 0x0f}); err != nil { // a 4 GiB frame
+		t.Fatal(err)
+	}
+	if !f.user.reset() {
+		t.Fatal("the stream with an oversize frame was not reset")
+	}
+	for typ := ""; typ != typeReset; {
+		typ = recvWithin(t, f.ctx, f.ctlTypes) // the router's hello, its monitor, then the request
+	}
+	f.nextStream(t, 0)
+	f.ctl.send(codec.KindSystem, typeLost, lostBody{Session: 4})
+	wantEvents(t, f.ctx, f.events, "down: true", "after")
+	if st := f.rB.Stats(); st.LossesHeard != 1 || st.StreamsReset != 1 {
+		t.Fatalf("losses heard %d, streams reset %d; want 1 and 1", st.LossesHeard, st.StreamsReset)
+	}
+}
+
+// A declaration that does not come (an older peer) holds a reader for
+// lossWait at most: it then takes the peer down itself and goes on.
+func TestAwaitedLossThatNeverComes(t *testing.T) {
+	was := lossWait
+	t.Cleanup(func() { lossWait = was }) // after the router's close
+	lossWait = 200 * time.Millisecond
+	f := newLossFixture(t)
+	f.nextStream(t, 3)
+	wantEvents(t, f.ctx, f.events, "down: true", "after")
+	if st := f.rB.Stats(); st.LossesHeard != 1 {
+		t.Fatalf("losses heard %d, want 1", st.LossesHeard)
+	}
+}
+
+// A writer whose own stream breaks under it while the connection lives
+// (here: reset on this side) declares the loss: the peer's actors are down
+// here (a monitor fires), this node's are down there, before the first
+// message of the next stream, and traffic goes on.
+func TestWriterDeclaresTheLossOfItsStream(t *testing.T) {
+	hA, rA, sysA := testRouter(t, 0)
+	hB, rB, sysB := testRouter(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := hA.Connect(ctx, libp2ppeer.AddrInfo{ID: hB.ID(), Addrs: hB.Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	downsA := make(chan string, 4)
+	sink, _ := actor.NewRef(hB.ID().String(), "sink")
+	src, err := sysA.Spawn("src", func(c *actor.Context) {
+		c.Monitor(sink)
+		var h actor.Case
+		h = actor.On(func(d actor.Down) {
+			downsA <- fmt.Sprintf("down: %v", errors.Is(d.Reason, actor.ErrNodeDown))
+			c.Receive(h)
+		})
+		c.Receive(h)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := make(chan string, 16)
+	lossSink(t, sysB, src, events)
+	sysA.Send(sink, "watch")
+	wantEvents(t, ctx, events, "watching")
+
+	l, err := rA.link(hB.ID().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.mu.Lock()
+	for s := range l.streams {
+		if !isCtl(s.Protocol()) {
+			_ = s.Reset()
+		}
+	}
+	l.mu.Unlock()
+	sysA.Send(sink, "lost") // the write that finds the stream broken: handed back
+	if d := recvWithin(t, ctx, downsA); d != "down: true" {
+		t.Fatalf("on the writer's side: %q, want a Down for the node", d)
+	}
+	sysA.Send(sink, "after")
+	wantEvents(t, ctx, events, "down: true", "after")
+	if a, b := rA.Stats(), rB.Stats(); a.LossesDeclared != 1 || b.LossesHeard != 1 || a.LossesHeard != 0 || b.LossesDeclared != 0 {
+		t.Fatalf("writer declared %d, heard %d; reader declared %d, heard %d; want 1, 0, 0, 1",
+			a.LossesDeclared, a.LossesHeard, b.LossesDeclared, b.LossesHeard)
+	}
+}
