@@ -254,3 +254,104 @@ func TestWriterDeclaresTheLossOfItsStream(t *testing.T) {
 			a.LossesDeclared, a.LossesHeard, b.LossesDeclared, b.LossesHeard)
 	}
 }
+
+// Under load, a user stream reset on the writer's side loses what the
+// reader had not read, but never in silence: the receiving actor sees a
+// Down for the sender's node before the first message after any gap, and
+// the messages sent afterwards arrive, in order.
+func TestStreamResetUnderLoadIsNeverSilent(t *testing.T) {
+	hA, rA, sysA := testRouter(t, 0)
+	hB, rB, sysB := testRouter(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := hA.Connect(ctx, libp2ppeer.AddrInfo{ID: hB.ID(), Addrs: hB.Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	const total = 100_000
+	type report struct{ got, gaps, silent, downs int }
+	done := make(chan report, 1)
+	progress := make(chan int, 1)
+	sink, _ := actor.NewRef(hB.ID().String(), "sink")
+	src, _ := actor.NewRef(hA.ID().String(), "src")
+	if _, err := sysB.Spawn("sink", func(c *actor.Context) {
+		c.Monitor(src)
+		var rep report
+		last, downSince := -1, false
+		var h []actor.Case
+		h = []actor.Case{
+			actor.On(func(n int) {
+				if n != last+1 {
+					rep.gaps++
+					if !downSince {
+						rep.silent++
+					}
+				}
+				if n <= last {
+					rep.silent++ // a duplicate or a reordering
+				}
+				last, downSince = n, false
+				rep.got++
+				if n == total-1 {
+					done <- rep
+					return
+				}
+				c.Receive(h...)
+			}),
+			actor.On(func(d actor.Down) {
+				if errors.Is(d.Reason, actor.ErrNodeDown) {
+					rep.downs++
+					downSince = true
+					c.Monitor(src) // watch the node's next life
+				}
+				c.Receive(h...)
+			}),
+		}
+		c.Receive(h...)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sysA.Spawn("src", func(c *actor.Context) { c.Receive(actor.On(func(string) {})) }); err != nil {
+		t.Fatal(err)
+	}
+	sent := make(chan error, 1)
+	resume := make(chan struct{})
+	go func() { // plain code, waiting for room in the link's queue
+		for i := range total {
+			if i == total/2 { // the writer writes again after the reset
+				progress <- i
+				<-resume
+			}
+			if err := rA.DeliverCtx(ctx, actor.Envelope{To: sink, From: src, Msg: i}); err != nil {
+				sent <- err
+				return
+			}
+		}
+		sent <- nil
+	}()
+	recvWithin(t, ctx, progress)
+	l, err := rA.link(hB.ID().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.mu.Lock()
+	for s := range l.streams {
+		if !isCtl(s.Protocol()) {
+			_ = s.Reset()
+		}
+	}
+	l.mu.Unlock()
+	close(resume)
+	if err := recvWithin(t, ctx, sent); err != nil {
+		t.Fatal(err)
+	}
+	rep := recvWithin(t, ctx, done)
+	a, b := rA.Stats(), rB.Stats()
+	t.Logf("%d of %d arrived, %d gaps, %d Downs; declared %d, heard %d; undeliverable at the sender %d",
+		rep.got, total, rep.gaps, rep.downs, a.LossesDeclared, b.LossesHeard, a.Undeliverable)
+	if rep.silent != 0 || rep.gaps == 0 {
+		t.Fatalf("%d gaps, %d of them or reorderings without a Down before them; want some gaps (the batch that found the stream broken), none silent", rep.gaps, rep.silent)
+	}
+	if a.LossesDeclared != 1 || b.LossesHeard != 1 || rep.downs != 1 {
+		t.Fatalf("declared %d, heard %d, Downs %d; want 1 each", a.LossesDeclared, b.LossesHeard, rep.downs)
+	}
+}
