@@ -457,6 +457,42 @@ func isCodecError(err error) bool {
 	return errors.Is(err, codec.ErrMalformed) || errors.Is(err, codec.ErrFrameTooLarge) || errors.Is(err, codec.ErrUnknownKind)
 }
 
+// forRouter handles msg, a system message, if it is the router's own (a
+// hello, a loss's declaration or the request for one), after what came
+// before it, and reports whether it was.
+func (in *inbound) forRouter(msg any) bool {
+	r := in.r
+	switch b := msg.(type) {
+	case helloBody:
+		in.flush()
+		if !in.helloed { // one per stream: a peer cannot flood restarts
+			in.helloed = true
+			if in.self != nil && !in.supersede(b) {
+				in.stale = true
+				return true
+			}
+			r.hello(in.remote, b.Incarnation, in.conn)
+			if !in.ctl {
+				r.awaitLoss(in.remote, in.conn, b.Lost)
+			}
+		}
+	case lostBody, resetBody:
+		if !in.ctl { // on a control stream only
+			r.decodeErrors.Add(1)
+			return true
+		}
+		in.flush()
+		if l, ok := b.(lostBody); ok {
+			r.lossHeard(in.remote, l.Session)
+		} else {
+			r.declareLoss(in.remote, "the peer reset a stream of ours that it could not read", true)
+		}
+	default:
+		return false
+	}
+	return true
+}
+
 // dispatch queues the message of env, whose body decoded to v, for its
 // actor; a hello is handled at once, after what came before it.
 func (in *inbound) dispatch(env *codec.Envelope, v any) {
@@ -467,33 +503,7 @@ func (in *inbound) dispatch(env *codec.Envelope, v any) {
 		r.log.Debug("routing: undecodable message", "peer", in.remote, "type", env.Type, "err", err)
 		return
 	}
-	if h, ok := msg.(helloBody); ok {
-		in.flush()
-		if !in.helloed { // one per stream: a peer cannot flood restarts
-			in.helloed = true
-			if in.self != nil && !in.supersede(h) {
-				in.stale = true
-				return
-			}
-			r.hello(in.remote, h.Incarnation, in.conn)
-			if !in.ctl {
-				r.awaitLoss(in.remote, in.conn, h.Lost)
-			}
-		}
-		return
-	}
-	switch b := msg.(type) {
-	case lostBody, resetBody:
-		if !in.ctl { // the router's, on its control stream only
-			r.decodeErrors.Add(1)
-			return
-		}
-		in.flush() // what came before goes first
-		if l, ok := b.(lostBody); ok {
-			r.lossHeard(in.remote, l.Session)
-		} else {
-			r.declareLoss(in.remote, "the peer reset a stream of ours that it could not read", true)
-		}
+	if env.Kind == codec.KindSystem && in.forRouter(msg) {
 		return
 	}
 	if env.Kind != codec.KindUser && !in.admit(env, msg) { // a user message is never a signal (fromValue)
