@@ -53,7 +53,7 @@ func startBuiltins(n *peer.Node, mesh string, started time.Time, out io.Writer) 
 		var h actor.Case
 		h = actor.Any(func(any) {
 			c.Reply(Info{
-				Peer: n.ID().String(), Version: version, Mesh: mesh,
+				Peer: n.ID().String(), Version: buildVersion(), Mesh: mesh,
 				Uptime: time.Since(started).Round(time.Millisecond).Seconds(), Actors: sys.Names(), Groups: sys.Groups(),
 			})
 			c.Receive(h)

@@ -95,7 +95,7 @@ func (d *runningDaemon) handle(ctx context.Context, req request, conn net.Conn) 
 }
 
 func (d *runningDaemon) id() idResult {
-	r := idResult{ID: d.node.ID().String(), Mesh: d.cfg.Mesh, Version: version, Home: string(d.home), Addrs: []string{}}
+	r := idResult{ID: d.node.ID().String(), Mesh: d.cfg.Mesh, Version: buildVersion(), Home: string(d.home), Addrs: []string{}}
 	for _, a := range d.node.Addrs() {
 		r.Addrs = append(r.Addrs, a.String())
 	}

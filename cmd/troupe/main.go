@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
+	"slices"
 	"strings"
 )
 
@@ -35,7 +37,7 @@ commands:
   chat      the LAN chat: troupe chat --nick NAME [--room ROOM]
   demo      run the paper's counter and a ring of actors locally
   version   print the version
-  help      print this help
+  help      print this help, or a command's: troupe help COMMAND
 
 The home directory is $TROUPE_HOME, default ~/.troupe (or -home DIR).
 Run 'troupe <command> -h' for the flags of a command.
@@ -76,15 +78,66 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if _, ok, code := parseArgs(fs, args[1:], 0, 0); !ok {
 			return code
 		}
-		fmt.Fprintln(stdout, "troupe", version)
+		fmt.Fprintln(stdout, "troupe", buildVersion())
 		return 0
 	case "help", "-h", "--help":
+		if args[0] == "help" && len(args) > 1 && args[1] != "help" {
+			return helpCmd(args[1:], stdin, stdout, stderr)
+		}
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:
 		fmt.Fprintf(stderr, "troupe: unknown command %q; run 'troupe help' for the list\n", args[0])
 		return 2
 	}
+}
+
+// commands are the names run takes, in usage's order.
+var commands = []string{"init", "daemon", "id", "peers", "actors", "send", "ask", "ping", "chat", "demo", "version", "help"}
+
+// helpCmd is 'troupe help COMMAND': the command's help (its -h), on
+// stdout, as it was asked for.
+func helpCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 1 {
+		fmt.Fprintf(stderr, "troupe help: unexpected argument %q; run 'troupe help COMMAND'\n", args[1])
+		return 2
+	}
+	if !slices.Contains(commands, args[0]) {
+		fmt.Fprintf(stderr, "troupe help: unknown command %q; run 'troupe help' for the list\n", args[0])
+		return 2
+	}
+	return run([]string{args[0], "-h"}, stdin, stdout, stdout)
+}
+
+// buildVersion is the version: set at build time, or the module's when it
+// was built as a dependency or with 'go install ...@version', or "dev"
+// with the commit it was built from when known.
+func buildVersion() string {
+	if version != "dev" {
+		return version
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return version
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = ", modified"
+			}
+		}
+	}
+	if rev == "" {
+		return version
+	}
+	return fmt.Sprintf("%s (%.12s%s)", version, rev, modified)
 }
 
 // errUsage marks a bad command line (exit code 2).

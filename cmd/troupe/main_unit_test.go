@@ -62,3 +62,23 @@ func TestVersionTakesNoArguments(t *testing.T) {
 	}
 	oneLine(t, "version --bogus", errOut)
 }
+
+// 'troupe help COMMAND' prints the command's help (what its -h prints) on
+// stdout; an unknown command is a usage error.
+func TestHelpForACommand(t *testing.T) {
+	_, _, want := runCLI(t, "send", "-h")
+	code, out, errOut := runCLI(t, "help", "send")
+	if code != 0 || out != want || errOut != "" || !strings.Contains(out, "PEER/NAME JSON") {
+		t.Fatalf("help send: exit %d, stdout %q, stderr %q; want send -h's help on stdout", code, out, errOut)
+	}
+	if code, out, _ := runCLI(t, "help", "help"); code != 0 || !strings.Contains(out, "commands:") {
+		t.Fatalf("help help: exit %d, %q", code, out)
+	}
+	for _, args := range [][]string{{"help", "bogus"}, {"help", "send", "extra"}} {
+		code, out, errOut := runCLI(t, args...)
+		if code != 2 || out != "" {
+			t.Fatalf("%q: exit %d, stdout %q", args, code, out)
+		}
+		oneLine(t, strings.Join(args, " "), errOut)
+	}
+}
