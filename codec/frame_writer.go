@@ -63,6 +63,7 @@ type FrameWriter struct {
 	compact bool
 	buf     []byte
 	err     error      // sticky write error
+	late    bool       // the last write timed out: no automatic flush until Flush
 	valid   validNames // names of the last envelope validated
 	prev    header     // of the last full envelope buffered (compact only)
 }
@@ -172,8 +173,12 @@ func (fw *FrameWriter) maybeFlush() error {
 // autoFlush is a flush on the way (maybeFlush, room). One that timed out
 // is not an error there: the frame goes to the buffer, and the caller's
 // own Flush reports the timeout. The buffer then grows past the
-// threshold, by the frames written until that Flush.
+// threshold, by the frames written until that Flush, which alone tries
+// the write again (under a deadline that may be new).
 func (fw *FrameWriter) autoFlush() error {
+	if fw.late {
+		return nil
+	}
 	if err := fw.Flush(); err != nil && !errors.Is(err, ErrFlushTimedOut) {
 		return err
 	}
@@ -207,12 +212,16 @@ func (fw *FrameWriter) Flush() error {
 		if isTimeout(err) && n >= 0 && n < len(fw.buf) {
 			// A writer that times out reports what it wrote whole
 			// (yamux, QUIC and the kernel do): the rest waits.
-			fw.buf = fw.buf[:copy(fw.buf, fw.buf[n:])]
+			if n > 0 {
+				fw.buf = fw.buf[:copy(fw.buf, fw.buf[n:])]
+			}
+			fw.late = true
 			return fmt.Errorf("%w: %w", ErrFlushTimedOut, err)
 		}
 		fw.err = fmt.Errorf("codec: flushing frames: %w", err)
 		return fw.err
 	}
+	fw.late = false
 	if cap(fw.buf) > shrinkThreshold {
 		fw.buf = nil
 	} else {

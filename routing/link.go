@@ -37,6 +37,7 @@ type writer struct {
 	batch     []outMsg
 	scratch   []byte // one message body at a time
 	deadlined time.Time
+	peerInc   uint64 // the peer's incarnation when s opened, 0 if not known
 	// lg is the large message in fragments: only on user streams whose
 	// reader knows fragments (1.1.0), nil otherwise.
 	lg, lgState *largeOut
@@ -63,6 +64,12 @@ type link struct {
 	drainOnce sync.Once
 	wg        sync.WaitGroup
 	retired   atomic.Bool // see retire: its queues take nothing more
+	// traffic says that messages went out since the last declared loss
+	// (see Router.asked); resetQueued that a resetBody waits in the
+	// control queue; loss messages numbered lossFloor or less are stale
+	// (the peer disconnected or restarted since) and not sent.
+	traffic, resetQueued atomic.Bool
+	lossFloor            atomic.Uint64
 
 	mu      sync.Mutex // guards streams
 	streams map[network.Stream]struct{}
@@ -269,12 +276,13 @@ func (l *link) write(q *queue) {
 			// message in fragments was on its way.
 			reason := fmt.Errorf("%w: %v: connection closed", ErrStreamBroken, l.peer)
 			w.lg.abandon(func(m *outMsg) { l.fail(m, reason) })
-			w.drop()
+			w.dropDeclaring(nil)
 		}
 		for attempts := 1; w.s == nil; attempts++ {
 			var err error
 			if w.s, w.fw, err = l.open(q.proto, q.proto10); err == nil {
 				w.deadlined = time.Time{}
+				w.peerInc = l.r.remoteInc(l.peer)
 				w.lg = nil
 				if w.s.Protocol() == ProtoMsg {
 					if w.lgState == nil {
@@ -329,6 +337,28 @@ func (w *writer) finish() {
 func (w *writer) reset() {
 	w.lg.abandon(func(*outMsg) { w.l.r.undeliverable.Add(1) })
 	w.drop()
+}
+
+// dropDeclaring drops the stream, which broke with err (nil: its
+// connection closed), and declares the loss of what the peer may not have
+// read when it is this node's to declare (Router.lossAt): after the drop,
+// so that the next stream's hello says so.
+func (w *writer) dropDeclaring(err error) {
+	l := w.l
+	lost := l.r.lossAt(w.s, err, w.peerInc)
+	w.drop()
+	if !lost {
+		return
+	}
+	why := "its connection closed"
+	if err != nil {
+		why = err.Error()
+	}
+	var front *writer
+	if w.q == &l.ctl {
+		front = w
+	}
+	l.r.declareLoss(l.peer, why, false, front)
 }
 
 // drop resets the stream and forgets it.
@@ -390,11 +420,7 @@ func (w *writer) send(deadline time.Time) error {
 	}
 	l.r.log.Debug("routing: stream broke", "peer", l.peer, "protocol", w.q.proto, "err", err)
 	w.broken(err)
-	lost := declarable(w.s, err)
-	w.drop()
-	if lost { // after drop: the next stream's hello says so
-		l.r.declareLoss(l.peer, err.Error(), false)
-	}
+	w.dropDeclaring(err)
 	return err
 }
 
@@ -450,7 +476,12 @@ func (w *writer) buffered() bool { return w.fw != nil && w.fw.Buffered() > 0 }
 // counts as sent with its last fragment.
 func (l *link) putBatch(fw *codec.FrameWriter, batch []outMsg, scratch *[]byte, user bool, lg *largeOut) error {
 	sent := uint64(0)
-	defer func() { l.r.sent.Add(sent) }()
+	defer func() {
+		if sent > 0 {
+			l.r.sent.Add(sent)
+			l.traffic.Store(true)
+		}
+	}()
 	for len(batch) > 0 {
 		m := &batch[0]
 		batch = batch[1:]
@@ -518,9 +549,19 @@ func (l *link) put(fw *codec.FrameWriter, m *outMsg, scratch *[]byte, user bool,
 		body []byte
 		err  error
 	)
+	corr, loss := m.corr, false
 	if user {
 		kind, typ, body, err = appendUser(l.r.cfg.Registry, (*scratch)[:0], m.msg, m.reply)
 	} else {
+		if isLoss(m.msg) {
+			if _, ok := m.msg.(resetBody); ok {
+				l.resetQueued.Store(false) // the next request is queued anew
+			}
+			if m.corr <= l.lossFloor.Load() {
+				return false, nil // stale: the peer left or restarted since
+			}
+			corr, loss = 0, true // m.corr numbers it here only
+		}
 		kind, typ, body, err = appendWire(l.r.cfg.Registry, (*scratch)[:0], m.msg, m.reply)
 	}
 	if cap(body) <= maxScratch {
@@ -551,9 +592,11 @@ func (l *link) put(fw *codec.FrameWriter, m *outMsg, scratch *[]byte, user bool,
 	// Set field by field: a composite literal would be built aside and
 	// copied in 16-byte moves, stalling on the 8-byte stores just made.
 	var env codec.Envelope
-	env.Kind, env.To, env.FromName, env.Type, env.Body, env.Corr = kind, m.to, m.from, typ, body, m.corr
+	env.Kind, env.To, env.FromName, env.Type, env.Body, env.Corr = kind, m.to, m.from, typ, body, corr
 	err = fw.WriteEnvelope(&env)
 	switch {
+	case err == nil && loss:
+		return false, nil // not counted as sent, nor as traffic
 	case err == nil:
 		if lg != nil {
 			lg.since += len(body)
@@ -668,8 +711,7 @@ const maxScratch = 64 << 10
 // An outMsg whose target was cleared (it moved elsewhere: see
 // largeOut.hold) is skipped.
 func (l *link) fail(m *outMsg, reason error) {
-	switch m.msg.(type) {
-	case lostBody, resetBody: // the router's own: nothing to hand back
+	if isLoss(m.msg) { // the router's own: nothing to hand back
 		m.to = ""
 	}
 	if m.to == "" {

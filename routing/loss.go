@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -21,56 +22,104 @@ import (
 // writer whose own write failed (its deadline passed: the peer stopped
 // reading), or a reader that reset a stream it could not read (bad
 // bytes, a stall, a memory limit), which asks the writer to declare it
-// (resetBody). Declaring takes the peer down here (System.PeerDown: every
-// monitor, link and Ask across fires with ErrNodeDown) and queues a
-// lostBody on the control stream, where the peer takes this node down in
-// turn at that point of the stream: the monitor and link requests sent
-// before it are ended with the others, those sent after it (an actor that
-// monitors again after its Down) are kept, on both sides alike.
+// (resetBody). So does a stream whose connection closed while another
+// connection to the peer lives (no disconnection event comes then).
+// Declaring takes the peer down here (System.PeerDown: every monitor, link
+// and Ask across fires with ErrNodeDown) and queues a lostBody on the
+// control stream (first of all when the control stream itself broke),
+// where the peer takes this node down in turn at that point of the
+// stream: the monitor and link requests sent before it are ended with the
+// others, those sent after it (an actor that monitors again after its
+// Down) are kept, on both sides alike.
 //
 // User messages travel on another stream. A user stream opened after a
 // loss says so in its hello (helloBody.Lost), and its reader hands on
 // nothing before the control stream's lostBody was acted on
-// (awaitLoss): an actor sees no message sent after a lost one before the
-// Down that reports the loss.
+// (awaitLoss): an actor sees no user message sent after a lost one before
+// the Down that reports the loss.
+//
+// Bounds: a request is honoured only if messages went out to the peer
+// since the last declaration (which covers every loss before it), and one
+// request at a time waits in a queue; loss messages still queued when the
+// peer disconnects or restarts are not sent (link.lossFloor); what the
+// router remembers per peer goes with its disconnection.
 //
 // Limits: a monitor or link request that crosses a lostBody in the other
-// direction within one round trip may be left on one side only. Messages
-// the broken stream's reader had decoded before the break may reach their
-// actors after the Down (never after a message of the next stream). Older
-// peers ignore lostBody and resetBody (a reader that waits for one gives
-// up after lossWait and takes the peer down itself). A loss on a stream
-// whose connection closed is left to the disconnection.
+// direction within one round trip may be left on one side only; so may a
+// control message a peer sends after a loss it reported by a request and
+// before its declaration, which is not held back as user messages are.
+// Messages the broken stream's reader had decoded before the break may
+// reach their actors after the Down (never after a message of the next
+// stream). Older peers ignore lostBody and resetBody (a reader that waits
+// for one gives up after lossWait and takes the peer down itself).
 
 // lossWait bounds the wait of a user stream's reader for the lostBody
 // that its hello, or a reset of the peer's last stream here, announces
 // (a variable for tests).
 var lossWait = 5 * time.Second
 
-// testHookAwaitLoss, set by tests only, runs when a reader starts to wait
-// in awaitLoss.
-var testHookAwaitLoss func(*Router)
+// Set by tests only: testHookAwaitLoss runs when a reader starts to wait
+// in awaitLoss, testHookLossMessage once a reader handled a lostBody or a
+// resetBody.
+var testHookAwaitLoss, testHookLossMessage func(*Router)
 
-// declarable reports whether this node must declare the loss when its
-// stream s broke with err: not when the connection is gone (a
-// disconnection takes the peer down on both sides) nor when the peer
-// reset the stream (it declares or asks).
-func declarable(s network.Stream, err error) bool {
-	if s == nil || s.Conn().IsClosed() {
+// lossAt reports whether this node must declare the loss when its stream
+// s broke with err (nil: its connection closed): not when the peer reset
+// the stream (it declares or asks), nor when the connection closed and
+// was the peer's last (the disconnection takes the peer down on both
+// sides); but when another connection to the peer lives, no disconnection
+// says anything, and the loss is declared, unless the peer restarted
+// since the stream opened (inc: its incarnation then, 0 if not known yet),
+// which took it down already.
+func (r *Router) lossAt(s network.Stream, err error, inc uint64) bool {
+	if s == nil {
 		return false
+	}
+	if s.Conn().IsClosed() {
+		return r.sameConnected(s.Conn().RemotePeer(), inc)
 	}
 	var se *network.StreamError
 	if errors.As(err, &se) {
 		return !se.Remote
 	}
-	return !errors.Is(err, network.ErrReset) // a reset without a code is the peer's
+	return err != nil && !errors.Is(err, network.ErrReset) // a reset without a code is the peer's
+}
+
+// sameConnected reports whether p is connected, in incarnation inc (not
+// zero) still.
+func (r *Router) sameConnected(p libp2ppeer.ID, inc uint64) bool {
+	if inc == 0 || r.h == nil || r.h.Network().Connectedness(p) != network.Connected {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.remote[p] == inc
+}
+
+// remoteInc returns p's incarnation as last seen, 0 if none.
+func (r *Router) remoteInc(p libp2ppeer.ID) uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.remote[p]
+}
+
+// isLoss reports whether msg is one of the router's loss messages.
+func isLoss(msg any) bool {
+	switch msg.(type) {
+	case lostBody, resetBody:
+		return true
+	}
+	return false
 }
 
 // declareLoss declares that messages to p may have been lost (see
 // Losses above): p's actors are down here, and this node's will be there.
 // asked says that p asked for it (resetBody), which is logged at debug
-// level only: a peer could ask without end.
-func (r *Router) declareLoss(p libp2ppeer.ID, why string, asked bool) {
+// level only. The declaration goes first in front's cancellations when
+// front, the control writer whose stream broke, is given (what was queued
+// while its write hung was sent after the loss), and at the end of the
+// control queue otherwise.
+func (r *Router) declareLoss(p libp2ppeer.ID, why string, asked bool, front *writer) {
 	if r.ctx.Err() != nil {
 		return
 	}
@@ -88,38 +137,68 @@ func (r *Router) declareLoss(p libp2ppeer.ID, why string, asked bool) {
 		level = slog.LevelDebug
 	}
 	r.log.Log(context.Background(), level, "routing: messages to a peer may have been lost: its actors are down here, and ours there", "peer", p, "why", why)
-	r.pushLoss(p, lostBody{Session: s}) // before the Downs: what they cause comes after it
+	// Before the Downs: what they cause comes after it.
+	if front != nil {
+		front.undo = slices.Insert(front.undo, 0, outMsg{to: lossTo, msg: lostBody{Session: s}, corr: s})
+	} else {
+		r.pushLoss(p, lostBody{Session: s}, s)
+	}
 	r.peersDown.Add(1)
 	r.sys.PeerDown(p.String())
+}
+
+// asked handles p's request to declare a loss (resetBody): honoured when
+// this node sent p anything since its last declaration, which covers
+// every loss before it; so a peer that asks without end costs one
+// declaration per burst of traffic to it.
+func (r *Router) asked(p libp2ppeer.ID) {
+	l, ok := r.fast.Load(p.String())
+	if !ok || !l.(*link).traffic.Swap(false) {
+		return
+	}
+	r.declareLoss(p, "the peer reset a stream of ours that it could not read", true, nil)
 }
 
 // askLoss asks p to declare a loss (resetBody): this node reset a stream
 // of p's that it could not read, its connection alive. After a user
 // stream, p's next user stream waits here for the declaration (see
-// awaitLoss).
+// awaitLoss). One request at a time is queued.
 func (r *Router) askLoss(p libp2ppeer.ID, user bool, why string) {
 	if r.ctx.Err() != nil {
 		return
 	}
 	r.mu.Lock()
-	if user {
+	_, known := r.remote[p]
+	if known && user {
 		r.want[p] = max(r.want[p], r.heard[p]+1)
 	}
 	r.mu.Unlock()
+	if !known {
+		return // gone: its disconnection took it down
+	}
 	r.log.Warn("routing: a peer's messages were lost: asking it to declare the loss", "peer", p, "why", why)
-	r.pushLoss(p, resetBody{})
+	r.pushLoss(p, resetBody{}, r.lossSeq.Add(1))
 }
 
-// pushLoss queues msg (lostBody or resetBody) on the control queue to p,
-// whatever its bound: it must not be dropped as "link full".
-func (r *Router) pushLoss(p libp2ppeer.ID, msg any) {
+// pushLoss queues msg (lostBody or resetBody), numbered n (see
+// link.lossFloor), on the control queue to p, whatever its bound: it must
+// not be dropped as "link full". A resetBody is not queued while another
+// waits.
+func (r *Router) pushLoss(p libp2ppeer.ID, msg any, n uint64) {
 	for range 3 { // a link retired meanwhile: its successor
 		l, err := r.link(p.String())
 		if err != nil {
 			return // closing
 		}
-		if l.ctl.q.pushBelow(lossTo, "", msg, 0, false, math.MaxInt) {
+		_, reset := msg.(resetBody)
+		if reset && l.resetQueued.Swap(true) {
 			return
+		}
+		if l.ctl.q.pushBelow(lossTo, "", msg, n, false, math.MaxInt) {
+			return
+		}
+		if reset {
+			l.resetQueued.Store(false)
 		}
 	}
 }
@@ -130,10 +209,15 @@ const lossTo = "troupe"
 
 // lossHeard acts on p's declaration s (a lostBody read on p's control
 // stream, or one awaited in vain): p is taken down here unless a later
-// declaration of p's was acted on already.
+// declaration of p's was taken on already, or p is gone (its disconnection
+// took it down).
 func (r *Router) lossHeard(p libp2ppeer.ID, s uint64) {
 	r.mu.Lock()
-	done := s <= r.heard[p]
+	_, known := r.remote[p]
+	done := !known || s <= r.heard[p]
+	if !done {
+		r.heard[p] = s // taken on: another caller with s does nothing
+	}
 	r.mu.Unlock()
 	if done {
 		return
@@ -145,8 +229,8 @@ func (r *Router) lossHeard(p libp2ppeer.ID, s uint64) {
 	// Acted on only now: a reader that waits for it hands on nothing
 	// before the Downs are in their mailboxes.
 	r.mu.Lock()
-	if s > r.heard[p] {
-		r.heard[p] = s
+	if s > r.acted[p] {
+		r.acted[p] = s
 		if r.want[p] <= s {
 			delete(r.want, p)
 		}
@@ -167,7 +251,7 @@ func (r *Router) awaitLoss(p libp2ppeer.ID, c network.Conn, lost uint64) {
 	for {
 		r.mu.Lock()
 		target := max(lost, r.want[p])
-		if r.heard[p] >= target || c != nil && c.IsClosed() {
+		if r.acted[p] >= target || c != nil && c.IsClosed() {
 			r.mu.Unlock()
 			return
 		}
@@ -194,11 +278,17 @@ func (r *Router) awaitLoss(p libp2ppeer.ID, c network.Conn, lost uint64) {
 }
 
 // forgetLosses drops what the router remembers of losses with p, which
-// disconnected or restarted: its declarations start anew. r.mu is held.
+// disconnected or restarted: its declarations start anew, and loss
+// messages still queued to it are not sent (link.lossFloor). r.mu is
+// held.
 func (r *Router) forgetLosses(p libp2ppeer.ID) {
 	delete(r.lost, p)
 	delete(r.heard, p)
+	delete(r.acted, p)
 	delete(r.want, p)
+	if l := r.links[p.String()]; l != nil {
+		l.lossFloor.Store(r.lossSeq.Load())
+	}
 	close(r.lossCh) // a reader waiting for p sees its connection closed
 	r.lossCh = make(chan struct{})
 }

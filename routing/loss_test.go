@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -353,5 +354,109 @@ func TestStreamResetUnderLoadIsNeverSilent(t *testing.T) {
 	}
 	if a.LossesDeclared != 1 || b.LossesHeard != 1 || rep.downs != 1 {
 		t.Fatalf("declared %d, heard %d, Downs %d; want 1 each", a.LossesDeclared, b.LossesHeard, rep.downs)
+	}
+}
+
+// A control writer whose own stream breaks declares the loss ahead of
+// everything it still has to send: what was queued while its write hung
+// was sent after the loss, and must reach the peer after its Down.
+func TestControlWriterDeclaresFirst(t *testing.T) {
+	r, l, _, _ := newSender(t)
+	if err := registerWire(r.cfg.Registry); err != nil {
+		t.Fatal(err)
+	}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	defer r.cancel()
+	r.lost = map[libp2ppeer.ID]uint64{}
+	w, q := &l.ctl.w, l.ctl.q
+	w.use(&fakeStream{err: &network.StreamError{Remote: false}}) // reset here
+	w.batch = append(w.batch[:0], outMsg{to: "sink", from: "source", msg: actor.DownSignal{ID: 1}})
+	q.pushBelow("sink", "source", actor.MonitorSignal{ID: 2}, 0, false, q.max) // queued meanwhile
+	if err := w.send(time.Time{}); err == nil {
+		t.Fatal("a broken stream took a flush")
+	}
+	if st := r.Stats(); st.LossesDeclared != 1 {
+		t.Fatalf("%d losses declared, want 1", st.LossesDeclared)
+	}
+	var wire bytes.Buffer
+	w.use(&fakeStream{w: &wire})
+	w.batch = q.takeBatch(w.batch[:0])
+	if err := w.send(time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	wantMessages(t, r, &wire, lostBody{Session: 1}, actor.DownSignal{ID: 1}, actor.MonitorSignal{ID: 2})
+}
+
+// Loss messages queued to a peer that disconnected or restarted since
+// (forgetLosses raised the link's floor) are not sent: the peer starts
+// anew, and would take this node down for nothing.
+func TestStaleLossMessagesAreNotSent(t *testing.T) {
+	r, l, _, _ := newSender(t)
+	if err := registerWire(r.cfg.Registry); err != nil {
+		t.Fatal(err)
+	}
+	w, q := &l.ctl.w, l.ctl.q
+	q.pushBelow(lossTo, "", lostBody{Session: 3}, 3, false, q.max)
+	q.pushBelow(lossTo, "", resetBody{}, 4, false, q.max)
+	l.lossFloor.Store(4)
+	q.pushBelow(lossTo, "", lostBody{Session: 5}, 5, false, q.max)
+	var wire bytes.Buffer
+	w.use(&fakeStream{w: &wire})
+	w.batch = q.takeBatch(w.batch[:0])
+	if err := w.send(time.Time{}); err != nil {
+		t.Fatal(err)
+	}
+	wantMessages(t, r, &wire, lostBody{Session: 5})
+	if st := r.Stats(); st.Sent != 0 || l.traffic.Load() {
+		t.Fatalf("sent %d, traffic %v: loss messages count as neither", st.Sent, l.traffic.Load())
+	}
+}
+
+// A peer that asks without end for declarations gets one per burst of
+// traffic it was sent: each covers every loss before it, and none costs
+// a queue that grows.
+func TestRequestsForDeclarationsAreBounded(t *testing.T) {
+	handled := make(chan struct{}, 256)
+	t.Cleanup(func() { testHookLossMessage = nil }) // after the router's close
+	hA, rA, sysA := testRouter(t, 0)
+	testHookLossMessage = func(r *Router) {
+		if r == rA {
+			handled <- struct{}{}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ctl := newRawFramesOn(t, hA, ProtoCtl) // the raw peer B
+	ctl.send(codec.KindSystem, typeHello, helloBody{Incarnation: 7, Stream: 1})
+	received := make(chan string, 64)
+	serveUser := func(s network.Stream) {
+		defer s.Close()
+		fr := codec.NewFrameReader(s, 0, codec.WithCompact(isCompact(s.Protocol())))
+		for {
+			var env codec.Envelope
+			if err := fr.ReadEnvelope(&env); err != nil {
+				return
+			}
+			if env.Kind == codec.KindUser {
+				received <- env.Type
+			}
+		}
+	}
+	ctl.h.SetStreamHandler(ProtoMsg, serveUser)
+	ctl.h.SetStreamHandler(ProtoMsg10, serveUser)
+	serveCtl(t, ctl.h)
+	sink, _ := actor.NewRef(ctl.h.ID().String(), "sink")
+	for burst := 1; burst <= 2; burst++ {
+		sysA.Send(sink, "traffic")
+		recvWithin(t, ctx, received)
+		for range 100 {
+			ctl.send(codec.KindSystem, typeReset, resetBody{})
+		}
+		for range 100 {
+			recvWithin(t, ctx, handled)
+		}
+		if got := rA.Stats().LossesDeclared; got != uint64(burst) {
+			t.Fatalf("after %d bursts of traffic and 100 requests each: %d losses declared", burst, got)
+		}
 	}
 }

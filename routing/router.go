@@ -145,12 +145,13 @@ type Router struct {
 	restarted event.Emitter // of EvtPeerRestarted, from Bind
 	closed    bool
 	// Losses (see loss.go), per peer: this node's last declaration toward
-	// it, the last of its declarations acted on here, and the one a user
-	// stream of its must wait for after a reset here; lossCh is closed
-	// and replaced when heard changes.
-	lost, heard, want map[libp2ppeer.ID]uint64
-	lossCh            chan struct{}
-	lossSeq           atomic.Uint64 // numbers this node's declarations
+	// it; the last of its declarations taken on here, and acted on (its
+	// PeerDown done); and the one a user stream of its must wait for
+	// after a reset here. lossCh is closed and replaced when acted
+	// changes.
+	lost, heard, acted, want map[libp2ppeer.ID]uint64
+	lossCh                   chan struct{}
+	lossSeq                  atomic.Uint64 // numbers this node's declarations
 
 	sent, received, linkFull, tooLarge, tooLargeIn, decodeErrors, streamsReset atomic.Uint64
 	lossesDeclared, lossesHeard                                                atomic.Uint64
@@ -198,6 +199,7 @@ func New(cfg Config) (*Router, error) {
 		closing:     make(map[libp2ppeer.ID]chan struct{}),
 		lost:        make(map[libp2ppeer.ID]uint64),
 		heard:       make(map[libp2ppeer.ID]uint64),
+		acted:       make(map[libp2ppeer.ID]uint64),
 		want:        make(map[libp2ppeer.ID]uint64),
 		lossCh:      make(chan struct{}),
 	}
