@@ -361,6 +361,14 @@ func (w *writer) dropDeclaring(err error) {
 	l.r.declareLoss(l.peer, why, false, front)
 }
 
+// dropLoss notes that m, if it is a loss message, will not be sent: a
+// request (resetBody) may be queued again.
+func (l *link) dropLoss(m *outMsg) {
+	if _, ok := m.msg.(resetBody); ok && m.to != "" {
+		l.resetQueued.Store(false)
+	}
+}
+
 // drop resets the stream and forgets it.
 func (w *writer) drop() {
 	if w.s != nil {
@@ -672,6 +680,9 @@ func (w *writer) dropUndo(why string) {
 	if len(w.undo) > 0 {
 		w.l.r.log.Debug(logDroppedUndo, "peer", w.l.peer, "count", len(w.undo), "why", why)
 	}
+	for i := range w.undo {
+		w.l.dropLoss(&w.undo[i])
+	}
 	clear(w.undo)
 	w.undo = w.undo[:0]
 }
@@ -712,6 +723,7 @@ const maxScratch = 64 << 10
 // largeOut.hold) is skipped.
 func (l *link) fail(m *outMsg, reason error) {
 	if isLoss(m.msg) { // the router's own: nothing to hand back
+		l.dropLoss(m)
 		m.to = ""
 	}
 	if m.to == "" {

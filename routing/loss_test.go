@@ -460,3 +460,28 @@ func TestRequestsForDeclarationsAreBounded(t *testing.T) {
 		}
 	}
 }
+
+// A request that will not be sent (the peer unreachable, or the
+// cancellations dropped) lets the next one be queued.
+func TestDroppedRequestMakesRoomForTheNext(t *testing.T) {
+	r, l, _, _ := newSender(t)
+	w, q := &l.ctl.w, l.ctl.q
+	l.resetQueued.Store(true)
+	q.pushBelow(lossTo, "", resetBody{}, 1, false, q.max)
+	w.batch = q.takeBatch(w.batch[:0])
+	for i := range w.batch {
+		l.fail(&w.batch[i], ErrUnreachable)
+	}
+	if l.resetQueued.Load() {
+		t.Fatal("a request handed back still blocks the next")
+	}
+	if st := r.Stats(); st.Undeliverable != 0 {
+		t.Fatalf("%d loss messages handed back to the actor system", st.Undeliverable)
+	}
+	l.resetQueued.Store(true)
+	w.undo = append(w.undo, outMsg{to: lossTo, msg: resetBody{}, corr: 2})
+	w.dropUndo("test")
+	if l.resetQueued.Load() {
+		t.Fatal("a request dropped with the cancellations still blocks the next")
+	}
+}
