@@ -29,7 +29,8 @@ var (
 	// ErrUnreachable: no stream to the peer could be opened.
 	ErrUnreachable = errors.New("routing: peer unreachable")
 	// ErrStreamBroken: the stream that was carrying the message broke;
-	// the message may or may not have reached the peer.
+	// the message may or may not have reached the peer. When the stream's
+	// connection went away, the error also matches actor.ErrNodeDown.
 	ErrStreamBroken = errors.New("routing: stream broke")
 )
 

@@ -274,7 +274,7 @@ func (l *link) write(q *queue) {
 			// write (the peer disconnected, or restarted): a new stream,
 			// before the batch is lost on the old one. Only a large
 			// message in fragments was on its way.
-			reason := fmt.Errorf("%w: %v: connection closed", ErrStreamBroken, l.peer)
+			reason := connGone(l.peer, errors.New("connection closed"))
 			w.lg.abandon(func(m *outMsg) { l.fail(m, reason) })
 			w.dropDeclaring(nil)
 		}
@@ -634,6 +634,9 @@ func (l *link) put(fw *codec.FrameWriter, m *outMsg, scratch *[]byte, user bool,
 func (w *writer) broken(err error) {
 	l := w.l
 	reason := fmt.Errorf("%w: %v: %w", ErrStreamBroken, l.peer, err)
+	if w.s != nil && w.s.Conn().IsClosed() {
+		reason = connGone(l.peer, err)
+	}
 	if w.breaks++; w.breaks >= maxBreaks {
 		// Streams open and break at once: stop reopening for the
 		// cancellations (the peer is in trouble; if it goes away, it
@@ -651,6 +654,14 @@ func (w *writer) broken(err error) {
 		l.fail(m, reason)
 	}
 	w.lg.abandon(func(m *outMsg) { l.fail(m, reason) })
+}
+
+// connGone is the reason given for what a stream had in hand when its
+// connection went away, with err: the stream broke, and so did the
+// connection to the node (actor.ErrNodeDown, as the disconnection that
+// follows gives every other monitor and link).
+func connGone(peer libp2ppeer.ID, err error) error {
+	return fmt.Errorf("%w (%w): %v: %w", ErrStreamBroken, actor.ErrNodeDown, peer, err)
 }
 
 // sentAgain reports whether a signal whose stream broke is sent again on
