@@ -88,30 +88,17 @@ func (r *Router) handleStream(s network.Stream) {
 		r.lostInbound(&in, err)
 	default:
 		_ = s.Reset() // closing, or the stream or connection died
-		if r.ctx.Err() == nil && in.conn.IsClosed() {
-			r.lostInbound(&in, err) // if the peer is connected still
-		}
 	}
 }
 
 // lostInbound asks the peer to declare a loss (see askLoss) for the
-// stream of in, which was reset here or died with err, when a peer's
-// writer introduced it (a hello: bytes that never made sense ask nothing)
-// and no disconnection will tell: its connection lives, or closed while
-// another one to the peer lives.
+// stream of in, which was reset here for err, when a peer's writer
+// introduced it (a hello: bytes that never made sense ask nothing) and
+// its connection lives.
 func (r *Router) lostInbound(in *inbound, err error) {
-	if !in.helloed || in.self == nil {
-		return
+	if in.helloed && !in.conn.IsClosed() {
+		r.askLoss(in.remote, !in.ctl, err.Error())
 	}
-	if in.conn.IsClosed() {
-		r.mu.Lock()
-		inc := in.self.inc
-		r.mu.Unlock()
-		if !r.sameConnected(in.remote, inc) {
-			return
-		}
-	}
-	r.askLoss(in.remote, !in.ctl, err.Error())
 }
 
 // read hands the messages fr reads to their actors until the stream ends

@@ -283,6 +283,14 @@ func TestOverTheMaxFrameRefusedOneByOne(t *testing.T) {
 			t.Fatalf("timed out waiting for %q", want)
 		}
 	}
+	// Stats count what was handed on just after it was: the stream's end,
+	// which its reader answers once it counted all, makes them final.
+	if err := rf.s.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	if !rf.closed() {
+		t.Fatal("the reader did not end the stream")
+	}
 	if st := r.Stats(); st.TooLargeIn != 2 || st.Received != 5 || st.StreamsReset != 0 || st.DecodeErrors != 0 || sys.DeadLetters() != 2 {
 		t.Fatalf("stats %+v, %d dead letters; want 2 refused, 5 handed on, 2 dead letters, nothing reset", st, sys.DeadLetters())
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,7 +38,6 @@ type writer struct {
 	batch     []outMsg
 	scratch   []byte // one message body at a time
 	deadlined time.Time
-	peerInc   uint64 // the peer's incarnation when s opened, 0 if not known
 	// lg is the large message in fragments: only on user streams whose
 	// reader knows fragments (1.1.0), nil otherwise.
 	lg, lgState *largeOut
@@ -282,7 +282,6 @@ func (l *link) write(q *queue) {
 			var err error
 			if w.s, w.fw, err = l.open(q.proto, q.proto10); err == nil {
 				w.deadlined = time.Time{}
-				w.peerInc = l.r.remoteInc(l.peer)
 				w.lg = nil
 				if w.s.Protocol() == ProtoMsg {
 					if w.lgState == nil {
@@ -340,12 +339,13 @@ func (w *writer) reset() {
 }
 
 // dropDeclaring drops the stream, which broke with err (nil: its
-// connection closed), and declares the loss of what the peer may not have
-// read when it is this node's to declare (Router.lossAt): after the drop,
-// so that the next stream's hello says so.
+// connection closed, which declares nothing), and declares the loss of
+// what the peer may not have read when it is this node's to declare
+// (Router.lossAt): after the drop, so that the next stream's hello says
+// so.
 func (w *writer) dropDeclaring(err error) {
 	l := w.l
-	lost := l.r.lossAt(w.s, err, w.peerInc)
+	lost := l.r.lossAt(w.s, err)
 	w.drop()
 	if !lost {
 		return
@@ -483,13 +483,11 @@ func (w *writer) buffered() bool { return w.fw != nil && w.fw.Buffered() > 0 }
 // what must wait behind it is held back (see large.go); a large message
 // counts as sent with its last fragment.
 func (l *link) putBatch(fw *codec.FrameWriter, batch []outMsg, scratch *[]byte, user bool, lg *largeOut) error {
+	if user && len(batch) > 0 || !user && slices.ContainsFunc(batch, func(m outMsg) bool { return !isLoss(m.msg) }) {
+		l.traffic.Store(true) // before any of it is written (see Router.asked)
+	}
 	sent := uint64(0)
-	defer func() {
-		if sent > 0 {
-			l.r.sent.Add(sent)
-			l.traffic.Store(true)
-		}
-	}()
+	defer func() { l.r.sent.Add(sent) }()
 	for len(batch) > 0 {
 		m := &batch[0]
 		batch = batch[1:]
@@ -533,6 +531,7 @@ func (l *link) putBatch(fw *codec.FrameWriter, batch []outMsg, scratch *[]byte, 
 // idleFragment writes the next fragment of the large message lg when
 // nothing else waits, and after the last one what was held back.
 func (l *link) idleFragment(fw *codec.FrameWriter, lg *largeOut, scratch *[]byte) error {
+	l.traffic.Store(true)
 	last, err := l.nextFragment(fw, lg, scratch)
 	if err != nil || !last {
 		return err

@@ -22,9 +22,7 @@ import (
 // writer whose own write failed (its deadline passed: the peer stopped
 // reading), or a reader that reset a stream it could not read (bad
 // bytes, a stall, a memory limit), which asks the writer to declare it
-// (resetBody). So does a stream whose connection closed while another
-// connection to the peer lives (no disconnection event comes then).
-// Declaring takes the peer down here (System.PeerDown: every monitor, link
+// (resetBody). Declaring takes the peer down here (System.PeerDown: every monitor, link
 // and Ask across fires with ErrNodeDown) and queues a lostBody on the
 // control stream (first of all when the control stream itself broke),
 // where the peer takes this node down in turn at that point of the
@@ -50,7 +48,11 @@ import (
 // before its declaration, which is not held back as user messages are.
 // Messages the broken stream's reader had decoded before the break may
 // reach their actors after the Down (never after a message of the next
-// stream). Older peers ignore lostBody and resetBody (a reader that waits
+// stream). A stream whose connection closed while another connection to
+// the peer lives loses what it carried with no disconnection and no
+// declaration (declaring there, at each writer's next batch and at the
+// reader, took the peer down several times over in normal operation with
+// QUIC and TCP connections side by side). Older peers ignore lostBody and resetBody (a reader that waits
 // for one gives up after lossWait and takes the peer down itself).
 
 // lossWait bounds the wait of a user stream's reader for the lostBody
@@ -64,43 +66,19 @@ var lossWait = 5 * time.Second
 var testHookAwaitLoss, testHookLossMessage func(*Router)
 
 // lossAt reports whether this node must declare the loss when its stream
-// s broke with err (nil: its connection closed): not when the peer reset
-// the stream (it declares or asks), nor when the connection closed and
-// was the peer's last (the disconnection takes the peer down on both
-// sides); but when another connection to the peer lives, no disconnection
-// says anything, and the loss is declared, unless the peer restarted
-// since the stream opened (inc: its incarnation then, 0 if not known yet),
-// which took it down already.
-func (r *Router) lossAt(s network.Stream, err error, inc uint64) bool {
-	if s == nil {
+// s broke with err: not when the peer reset the stream (it declares or
+// asks), nor when the connection closed (the disconnection takes the peer
+// down on both sides; when another connection to the peer lives, nothing
+// does: see Limits).
+func (r *Router) lossAt(s network.Stream, err error) bool {
+	if s == nil || err == nil || s.Conn().IsClosed() {
 		return false
-	}
-	if s.Conn().IsClosed() {
-		return r.sameConnected(s.Conn().RemotePeer(), inc)
 	}
 	var se *network.StreamError
 	if errors.As(err, &se) {
 		return !se.Remote
 	}
 	return err != nil && !errors.Is(err, network.ErrReset) // a reset without a code is the peer's
-}
-
-// sameConnected reports whether p is connected, in incarnation inc (not
-// zero) still.
-func (r *Router) sameConnected(p libp2ppeer.ID, inc uint64) bool {
-	if inc == 0 || r.h == nil || r.h.Network().Connectedness(p) != network.Connected {
-		return false
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.remote[p] == inc
-}
-
-// remoteInc returns p's incarnation as last seen, 0 if none.
-func (r *Router) remoteInc(p libp2ppeer.ID) uint64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.remote[p]
 }
 
 // isLoss reports whether msg is one of the router's loss messages.
@@ -128,9 +106,12 @@ func (r *Router) declareLoss(p libp2ppeer.ID, why string, asked bool, front *wri
 		r.mu.Unlock()
 		return
 	}
-	s := r.lossSeq.Add(1)
+	s := r.lossSeq.Add(1) // under mu: forgetLosses's floor is above or below it
 	r.lost[p] = s
 	r.mu.Unlock()
+	if l, ok := r.fast.Load(p.String()); ok {
+		l.(*link).traffic.Store(false) // covered: a request must follow new traffic
+	}
 	r.lossesDeclared.Add(1)
 	level := slog.LevelWarn
 	if asked {
@@ -172,12 +153,13 @@ func (r *Router) askLoss(p libp2ppeer.ID, user bool, why string) {
 	if known && user {
 		r.want[p] = max(r.want[p], r.heard[p]+1)
 	}
+	n := r.lossSeq.Add(1) // under mu, as in declareLoss
 	r.mu.Unlock()
 	if !known {
 		return // gone: its disconnection took it down
 	}
 	r.log.Warn("routing: a peer's messages were lost: asking it to declare the loss", "peer", p, "why", why)
-	r.pushLoss(p, resetBody{}, r.lossSeq.Add(1))
+	r.pushLoss(p, resetBody{}, n)
 }
 
 // pushLoss queues msg (lostBody or resetBody), numbered n (see

@@ -17,6 +17,22 @@ import (
 	"github.com/troupe-mesh/troupe/codec"
 )
 
+// resetUserStream resets, on r's side, r's user stream to peer p.
+func resetUserStream(t *testing.T, r *Router, p libp2ppeer.ID) {
+	t.Helper()
+	l, err := r.link(p.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for s := range l.streams {
+		if !isCtl(s.Protocol()) {
+			_ = s.Reset()
+		}
+	}
+}
+
 // on opens a stream of protocol proto from rf's host.
 func (rf *rawFrames) on(to host.Host, proto protocol.ID) *rawFrames {
 	rf.t.Helper()
@@ -234,17 +250,7 @@ func TestWriterDeclaresTheLossOfItsStream(t *testing.T) {
 	sysA.Send(sink, "watch")
 	wantEvents(t, ctx, events, "watching")
 
-	l, err := rA.link(hB.ID().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.mu.Lock()
-	for s := range l.streams {
-		if !isCtl(s.Protocol()) {
-			_ = s.Reset()
-		}
-	}
-	l.mu.Unlock()
+	resetUserStream(t, rA, hB.ID())
 	sysA.Send(sink, "lost") // the write that finds the stream broken: handed back
 	if d := recvWithin(t, ctx, downsA); d != "down: true" {
 		t.Fatalf("on the writer's side: %q, want a Down for the node", d)
@@ -336,17 +342,7 @@ func TestStreamResetUnderLoadIsNeverSilent(t *testing.T) {
 		sent <- nil
 	}()
 	recvWithin(t, ctx, progress)
-	l, err := rA.link(hB.ID().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.mu.Lock()
-	for s := range l.streams {
-		if !isCtl(s.Protocol()) {
-			_ = s.Reset()
-		}
-	}
-	l.mu.Unlock()
+	resetUserStream(t, rA, hB.ID())
 	close(resume)
 	if err := recvWithin(t, ctx, sent); err != nil {
 		t.Fatal(err)
