@@ -49,6 +49,13 @@ func (rf *rawFrames) on(to host.Host, proto protocol.ID) *rawFrames {
 // to it, and reports the type of every envelope it reads on them.
 func serveCtl(t *testing.T, h host.Host) <-chan string {
 	t.Helper()
+	return serveFrames(h, func(*codec.Envelope) bool { return true }, ProtoCtl, ProtoCtl10)
+}
+
+// serveFrames makes h, a raw peer, take the streams of protos a router
+// opens to it, and reports the type of every envelope it reads on them
+// that keep accepts (dropping those that find the channel full).
+func serveFrames(h host.Host, keep func(*codec.Envelope) bool, protos ...protocol.ID) <-chan string {
 	types := make(chan string, 64)
 	handler := func(s network.Stream) {
 		defer s.Close()
@@ -58,14 +65,18 @@ func serveCtl(t *testing.T, h host.Host) <-chan string {
 			if err := fr.ReadEnvelope(&env); err != nil {
 				return
 			}
+			if !keep(&env) {
+				continue
+			}
 			select {
 			case types <- env.Type:
 			default:
 			}
 		}
 	}
-	h.SetStreamHandler(ProtoCtl, handler)
-	h.SetStreamHandler(ProtoCtl10, handler)
+	for _, p := range protos {
+		h.SetStreamHandler(p, handler)
+	}
 	return types
 }
 
@@ -430,22 +441,7 @@ func TestRequestsForDeclarationsAreBounded(t *testing.T) {
 	defer cancel()
 	ctl := newRawFramesOn(t, hA, ProtoCtl) // the raw peer B
 	ctl.send(codec.KindSystem, typeHello, helloBody{Incarnation: 7, Stream: 1})
-	received := make(chan string, 64)
-	serveUser := func(s network.Stream) {
-		defer s.Close()
-		fr := codec.NewFrameReader(s, 0, codec.WithCompact(isCompact(s.Protocol())))
-		for {
-			var env codec.Envelope
-			if err := fr.ReadEnvelope(&env); err != nil {
-				return
-			}
-			if env.Kind == codec.KindUser {
-				received <- env.Type
-			}
-		}
-	}
-	ctl.h.SetStreamHandler(ProtoMsg, serveUser)
-	ctl.h.SetStreamHandler(ProtoMsg10, serveUser)
+	received := serveFrames(ctl.h, func(env *codec.Envelope) bool { return env.Kind == codec.KindUser }, ProtoMsg, ProtoMsg10)
 	serveCtl(t, ctl.h)
 	sink, _ := actor.NewRef(ctl.h.ID().String(), "sink")
 	for burst := 1; burst <= 2; burst++ {
