@@ -25,7 +25,7 @@ func tinyConfig() config {
 	c.rings = []int{1_000}
 	c.minHops, c.laps = 10_000, 1
 	c.spawnN, c.memN = 2_000, 2_000
-	c.remoteN, c.askN = 25_000, 200
+	c.remoteN, c.remoteWarm, c.askN = 25_000, 5_000, 200
 	c.timeout = 30 * time.Second
 	return c
 }

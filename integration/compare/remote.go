@@ -75,6 +75,7 @@ func runChild(args []string) int {
 	addr := fs.String("addr", "", "client: the server's address")
 	work := fs.String("workload", "", "client: ask, oneway (windowed) or blast")
 	n := fs.Int("n", 0, "client: messages or round trips")
+	warm := fs.Int("warm", 0, "client, one-way workloads: messages sent before the measured n")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process to this file")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -101,7 +102,7 @@ func runChild(args []string) int {
 	case "server":
 		err = serve(system, *listen)
 	case "client":
-		res, err = client(system, *listen, *addr, *work, *n)
+		res, err = client(system, *listen, *addr, *work, *n, *warm)
 	default:
 		err = fmt.Errorf("unknown role %q", *role)
 	}
@@ -149,14 +150,14 @@ func serve(system, listen string) error {
 	return stop()
 }
 
-func client(system, listen, addr, work string, n int) (remoteResult, error) {
+func client(system, listen, addr, work string, n, warm int) (remoteResult, error) {
 	switch system {
 	case troupeSys:
-		return troupeClient(listen, addr, work, n)
+		return troupeClient(listen, addr, work, n, warm)
 	case protoSys:
-		return protoClient(listen, addr, work, n)
+		return protoClient(listen, addr, work, n, warm)
 	case rawSys:
-		return rawClient(listen, addr, work, n)
+		return rawClient(listen, addr, work, n, warm)
 	}
 	return remoteResult{}, fmt.Errorf("unknown system %q", system)
 }
@@ -175,8 +176,9 @@ func childArgs(role, work string, args ...string) []string {
 }
 
 // runRemote starts a server and a client child for system and returns the
-// client's result.
-func runRemote(system, work string, n int, timeout time.Duration) (remoteResult, error) {
+// client's result for n messages or round trips; a one-way client sends
+// warm messages first, which are not measured.
+func runRemote(system, work string, n, warm int, timeout time.Duration) (remoteResult, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return remoteResult{}, err
@@ -206,31 +208,59 @@ func runRemote(system, work string, n int, timeout time.Duration) (remoteResult,
 	if err != nil || !ok {
 		return remoteResult{}, fmt.Errorf("server did not start (%q, %v): %s", line, err, serverErr.String())
 	}
+	// The server's CPU time counts from the start of the client, or of
+	// its measured part once it says so, to the client's result.
 	srvCPU0 := childCPU(srv.Process.Pid)
-	var out, clientErr bytes.Buffer
+	var clientErr bytes.Buffer
 	cl := exec.CommandContext(ctx, exe, childArgs(system+"-client", work,
-		"-addr", addr, "-workload", work, "-n", strconv.Itoa(n))...)
-	cl.Stdout, cl.Stderr = &out, &clientErr
-	if err := cl.Run(); err != nil {
-		return remoteResult{}, fmt.Errorf("client: %v: %s", err, clientErr.String())
+		"-addr", addr, "-workload", work, "-n", strconv.Itoa(n), "-warm", strconv.Itoa(warm))...)
+	cl.Stderr = &clientErr
+	clOut, err := cl.StdoutPipe()
+	if err != nil {
+		return remoteResult{}, err
 	}
-	for l := range strings.Lines(out.String()) {
-		if js, ok := strings.CutPrefix(l, "result "); ok {
-			var res remoteResult
-			err := json.Unmarshal([]byte(js), &res)
+	if err := cl.Start(); err != nil {
+		return remoteResult{}, err
+	}
+	var (
+		res    remoteResult
+		got    bool
+		resErr error
+		out    strings.Builder
+	)
+	sc := bufio.NewScanner(clOut)
+	for sc.Scan() {
+		l := sc.Text()
+		switch js, ok := strings.CutPrefix(l, "result "); {
+		case l == measuringLine:
+			srvCPU0 = childCPU(srv.Process.Pid)
+		case ok && !got:
+			got = true
+			resErr = json.Unmarshal([]byte(js), &res)
 			res.ServerCPU = childCPU(srv.Process.Pid) - srvCPU0
-			return res, err
+		default:
+			out.WriteString(l + "\n")
 		}
 	}
-	return remoteResult{}, fmt.Errorf("client printed no result: %q %s", out.String(), clientErr.String())
+	if err := cl.Wait(); err != nil {
+		return remoteResult{}, fmt.Errorf("client: %v: %s", err, clientErr.String())
+	}
+	if !got {
+		return remoteResult{}, fmt.Errorf("client printed no result: %q %s", out.String(), clientErr.String())
+	}
+	return res, resErr
 }
 
 // remoteWorkloads returns the remote rows: the raw baseline first, so that
 // the ask target can refer to it.
 func remoteWorkloads(cfg config) []workload {
 	rawRTT := fmt.Sprintf("remote raw libp2p request-reply p50, %s round trips (baseline)", count(cfg.askN))
+	warmed := "" // the one-way rows measure after their warm-up
+	if cfg.remoteWarm > 0 {
+		warmed = fmt.Sprintf(", after %s warm-up", count(cfg.remoteWarm))
+	}
 	asks := func(s string) result {
-		res, err := runRemote(s, "ask", cfg.askN, cfg.timeout)
+		res, err := runRemote(s, "ask", cfg.askN, 0, cfg.timeout)
 		return result{value: res.P50, extra: []float64{res.P99}, err: err}
 	}
 	return []workload{
@@ -244,19 +274,19 @@ func remoteWorkloads(cfg config) []workload {
 			extra: []workload{{name: "remote ask p99", unit: "µs"}},
 		},
 		{
-			name: fmt.Sprintf("remote raw libp2p stream one-way, %s × 100 B (baseline)", count(cfg.remoteN)),
+			name: fmt.Sprintf("remote raw libp2p stream one-way, %s × 100 B%s (baseline)", count(cfg.remoteN), warmed),
 			unit: "msgs/s", higher: true, rounds: cfg.rounds, systems: []string{rawSys},
 			run: func(s string) result {
-				res, err := runRemote(s, "oneway", cfg.remoteN, cfg.timeout)
+				res, err := runRemote(s, "oneway", cfg.remoteN, cfg.remoteWarm, cfg.timeout)
 				return result{value: res.Rate, extra: []float64{res.CPUPerMsg(cfg.remoteN)}, err: err}
 			},
 			extra: []workload{{name: "CPU per message, raw libp2p stream, both processes (baseline)", unit: "ns"}},
 		},
 		{
-			name: fmt.Sprintf("remote one-way, %s × 100 B, windowed", count(cfg.remoteN)),
+			name: fmt.Sprintf("remote one-way, %s × 100 B, windowed%s", count(cfg.remoteN), warmed),
 			unit: "msgs/s", higher: true, goal: 2e6, rounds: cfg.rounds,
 			run: func(s string) result {
-				res, err := runRemote(s, "oneway", cfg.remoteN, cfg.timeout)
+				res, err := runRemote(s, "oneway", cfg.remoteN, cfg.remoteWarm, cfg.timeout)
 				return result{value: res.Rate, extra: []float64{res.RSSMiB, res.CPUPerMsg(cfg.remoteN)}, err: err}
 			},
 			extra: []workload{
@@ -265,10 +295,10 @@ func remoteWorkloads(cfg config) []workload {
 			},
 		},
 		{
-			name: fmt.Sprintf("remote one-way blast, %s × 100 B, no flow control", count(cfg.remoteN)),
+			name: fmt.Sprintf("remote one-way blast, %s × 100 B, no flow control%s", count(cfg.remoteN), warmed),
 			unit: "msgs/s", higher: true, goal: 2e6, rounds: cfg.rounds,
 			run: func(s string) result {
-				res, err := runRemote(s, "blast", cfg.remoteN, cfg.timeout)
+				res, err := runRemote(s, "blast", cfg.remoteN, cfg.remoteWarm, cfg.timeout)
 				return result{value: res.Rate, extra: []float64{res.RSSMiB, res.CPUPerMsg(cfg.remoteN)}, err: err}
 			},
 			extra: []workload{
@@ -300,11 +330,17 @@ func peakRSS() float64 {
 // cpuAtStart is the process's CPU time when the workload started.
 var cpuAtStart time.Duration
 
+// measuringLine is what a client prints on stdout when the measured part
+// of its workload starts, so that the parent counts the server's CPU time
+// from there.
+const measuringLine = "measuring"
+
 // workloadStart starts the measured part of a workload: it collects
-// garbage, resets the peak RSS and notes the CPU time used so far. It
-// returns the start time.
+// garbage, resets the peak RSS, notes the CPU time used so far and tells
+// the parent. It returns the start time.
 func workloadStart() time.Time {
 	resetPeakRSS()
+	fmt.Println(measuringLine)
 	cpuAtStart = processCPU()
 	return time.Now()
 }

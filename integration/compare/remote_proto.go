@@ -123,7 +123,7 @@ func (s *pSource) Receive(ctx actor.Context) {
 	}
 }
 
-func protoClient(listen, addr, work string, total int) (res remoteResult, err error) {
+func protoClient(listen, addr, work string, total, warm int) (res remoteResult, err error) {
 	sys, r, err := newRemoteProto(listen)
 	if err != nil {
 		return res, err
@@ -156,51 +156,63 @@ func protoClient(listen, addr, work string, total int) (res remoteResult, err er
 			}
 		}
 		res.P50, res.P99 = percentiles(lat)
-	case "oneway":
-		done := make(chan error, 1)
+	case "oneway", "blast":
 		sink := actor.NewPID(addr, "sink")
-		t0 := workloadStart()
-		sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
-			return &pSource{sink: sink, total: total, done: done}
-		}))
-		select {
-		case err := <-done:
-			if err != nil {
-				return res, err
-			}
-		case <-time.After(5 * time.Minute):
-			return res, errors.New("one-way: timed out")
+		run := protoOneWay
+		if work == "blast" {
+			run = protoBlast
 		}
-		workloadEnd(&res, total, t0)
-	case "blast":
-		// No flow control: plain code sends all total messages with
-		// Root.Send (Proto.Actor's queues are unbounded); a waiter actor
-		// introduces itself to the sink and gets the acks.
-		done, ready := make(chan error, 1), make(chan struct{})
-		sink := actor.NewPID(addr, "sink")
-		t0 := workloadStart()
-		sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
-			return &pWaiter{sink: sink, total: int64(total), ready: ready, done: done}
-		}))
-		<-ready
-		for i := range total {
-			d := make([]byte, remoteBody)
-			binary.LittleEndian.PutUint64(d, uint64(i))
-			sys.Root.Send(sink, wrapperspb.Bytes(d))
-		}
-		select {
-		case err := <-done:
-			if err != nil {
-				return res, err
+		if warm > 0 {
+			if err := run(sys, sink, warm); err != nil {
+				return res, fmt.Errorf("warm-up: %w", err)
 			}
-		case <-time.After(5 * time.Minute):
-			return res, errors.New("blast: timed out")
+		}
+		t0 := workloadStart()
+		if err := run(sys, sink, total); err != nil {
+			return res, err
 		}
 		workloadEnd(&res, total, t0)
 	default:
 		return res, fmt.Errorf("unknown workload %q", work)
 	}
 	return res, nil
+}
+
+// protoOneWay runs the windowed one-way workload: a source actor sends
+// total messages to sink.
+func protoOneWay(sys *actor.ActorSystem, sink *actor.PID, total int) error {
+	done := make(chan error, 1)
+	sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
+		return &pSource{sink: sink, total: total, done: done}
+	}))
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(5 * time.Minute):
+		return errors.New("one-way: timed out")
+	}
+}
+
+// protoBlast runs the blast workload, without flow control: plain code
+// sends total messages with Root.Send (Proto.Actor's queues are unbounded);
+// a waiter actor introduces itself to the sink and gets the acks.
+func protoBlast(sys *actor.ActorSystem, sink *actor.PID, total int) error {
+	done, ready := make(chan error, 1), make(chan struct{})
+	sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
+		return &pWaiter{sink: sink, total: int64(total), ready: ready, done: done}
+	}))
+	<-ready
+	for i := range total {
+		d := make([]byte, remoteBody)
+		binary.LittleEndian.PutUint64(d, uint64(i))
+		sys.Root.Send(sink, wrapperspb.Bytes(d))
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(5 * time.Minute):
+		return errors.New("blast: timed out")
+	}
 }
 
 // pWaiter announces a run of total messages to sink and reports on done

@@ -173,7 +173,7 @@ func dialTroupe(listen, addr string) (*peer.Node, libp2ppeer.ID, error) {
 	return n, ai.ID, nil
 }
 
-func troupeClient(listen, addr, work string, total int) (res remoteResult, err error) {
+func troupeClient(listen, addr, work string, total, warm int) (res remoteResult, err error) {
 	n, server, err := dialTroupe(listen, addr)
 	if err != nil {
 		return res, err
@@ -199,50 +199,20 @@ func troupeClient(listen, addr, work string, total int) (res remoteResult, err e
 			}
 		}
 		res.P50, res.P99 = percentiles(lat)
-	case "oneway":
+	case "oneway", "blast":
 		sink, _ := peer.Ref(server, "sink")
-		done := make(chan error, 1)
+		run := troupeOneWay
+		if work == "blast" {
+			run = troupeBlast
+		}
+		if warm > 0 {
+			if err := run(ctx, n, sink, "warm-"+work, warm); err != nil {
+				return res, fmt.Errorf("warm-up: %w", err)
+			}
+		}
 		t0 := workloadStart()
-		if _, err := sys.Spawn("source", rSource(sink, total, done)); err != nil {
+		if err := run(ctx, n, sink, work, total); err != nil {
 			return res, err
-		}
-		select {
-		case err := <-done:
-			if err != nil {
-				return res, err
-			}
-		case <-ctx.Done():
-			return res, fmt.Errorf("one-way: timed out; stats %+v", n.Router().Stats())
-		}
-		workloadEnd(&res, total, t0)
-		if st := n.Router().Stats(); st.LinkFull != 0 || st.Undeliverable != 0 || sys.DeadLetters() != 0 {
-			return res, fmt.Errorf("messages lost: %d dead letters, stats %+v", sys.DeadLetters(), st)
-		}
-	case "blast":
-		// No flow control: plain code sends all total messages with
-		// SendCtx, which waits for space in the link queue (backpressure);
-		// a waiter actor introduces itself to the sink and gets the acks.
-		sink, _ := peer.Ref(server, "sink")
-		done, ready := make(chan error, 1), make(chan struct{})
-		t0 := workloadStart()
-		if _, err := sys.Spawn("waiter", rWaiter(sink, total, ready, done)); err != nil {
-			return res, err
-		}
-		<-ready
-		for i := range total {
-			d := make([]byte, remoteBody)
-			binary.LittleEndian.PutUint64(d, uint64(i))
-			if err := n.SendCtx(ctx, sink, rBlob{d}); err != nil {
-				return res, fmt.Errorf("blast, message %d: %w", i, err)
-			}
-		}
-		select {
-		case err := <-done:
-			if err != nil {
-				return res, err
-			}
-		case <-ctx.Done():
-			return res, fmt.Errorf("blast: timed out; stats %+v", n.Router().Stats())
 		}
 		workloadEnd(&res, total, t0)
 		if st := n.Router().Stats(); st.LinkFull != 0 || st.Undeliverable != 0 || sys.DeadLetters() != 0 {
@@ -252,6 +222,46 @@ func troupeClient(listen, addr, work string, total int) (res remoteResult, err e
 		return res, fmt.Errorf("unknown workload %q", work)
 	}
 	return res, nil
+}
+
+// troupeOneWay runs the windowed one-way workload: an actor named name
+// sends total messages to sink.
+func troupeOneWay(ctx context.Context, n *peer.Node, sink actor.Ref, name string, total int) error {
+	done := make(chan error, 1)
+	if _, err := n.System().Spawn(name, rSource(sink, total, done)); err != nil {
+		return err
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("one-way: timed out; stats %+v", n.Router().Stats())
+	}
+}
+
+// troupeBlast runs the blast workload, without flow control: plain code
+// sends total messages with SendCtx, which waits for space in the link
+// queue (backpressure); a waiter actor named name introduces itself to the
+// sink and gets the acks.
+func troupeBlast(ctx context.Context, n *peer.Node, sink actor.Ref, name string, total int) error {
+	done, ready := make(chan error, 1), make(chan struct{})
+	if _, err := n.System().Spawn(name, rWaiter(sink, total, ready, done)); err != nil {
+		return err
+	}
+	<-ready
+	for i := range total {
+		d := make([]byte, remoteBody)
+		binary.LittleEndian.PutUint64(d, uint64(i))
+		if err := n.SendCtx(ctx, sink, rBlob{d}); err != nil {
+			return fmt.Errorf("blast, message %d: %w", i, err)
+		}
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("blast: timed out; stats %+v", n.Router().Stats())
+	}
 }
 
 // rWaiter announces a run of total messages to sink (the hello is queued
@@ -317,8 +327,8 @@ func rawSink(s network.Stream) {
 }
 
 // rawClient runs the raw libp2p baseline: request-reply over one stream, or
-// framed one-way writes through a 64 KiB buffer.
-func rawClient(listen, addr, work string, total int) (res remoteResult, err error) {
+// framed one-way writes through a 64 KiB buffer (a stream per run).
+func rawClient(listen, addr, work string, total, warm int) (res remoteResult, err error) {
 	n, server, err := dialTroupe(listen, addr)
 	if err != nil {
 		return res, err
@@ -326,17 +336,13 @@ func rawClient(listen, addr, work string, total int) (res remoteResult, err erro
 	defer func() { err = errors.Join(err, closeNode(n)) }()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	proto := rawEchoProto
-	if work == "oneway" {
-		proto = rawSinkProto
-	}
-	s, err := n.Host().NewStream(ctx, server, proto)
-	if err != nil {
-		return res, err
-	}
-	defer s.Close()
 	switch work {
 	case "ask":
+		s, err := n.Host().NewStream(ctx, server, rawEchoProto)
+		if err != nil {
+			return res, err
+		}
+		defer s.Close()
 		out, in := make([]byte, 1+remoteBody), make([]byte, 1+remoteBody)
 		out[0] = remoteBody
 		lat := make([]time.Duration, 0, total)
@@ -358,27 +364,43 @@ func rawClient(listen, addr, work string, total int) (res remoteResult, err erro
 		}
 		res.P50, res.P99 = percentiles(lat)
 	case "oneway":
-		t0 := workloadStart()
-		w := bufio.NewWriterSize(s, 64<<10)
-		var hdr [8]byte
-		binary.LittleEndian.PutUint64(hdr[:], uint64(total))
-		_, _ = w.Write(hdr[:])
-		frame := make([]byte, 1+remoteBody)
-		frame[0] = remoteBody
-		for i := range total {
-			binary.LittleEndian.PutUint64(frame[1:], uint64(i))
-			if _, err := w.Write(frame); err != nil {
-				return res, err
+		run := func(total int) error {
+			s, err := n.Host().NewStream(ctx, server, rawSinkProto)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			w := bufio.NewWriterSize(s, 64<<10)
+			var hdr [8]byte
+			binary.LittleEndian.PutUint64(hdr[:], uint64(total))
+			_, _ = w.Write(hdr[:])
+			frame := make([]byte, 1+remoteBody)
+			frame[0] = remoteBody
+			for i := range total {
+				binary.LittleEndian.PutUint64(frame[1:], uint64(i))
+				if _, err := w.Write(frame); err != nil {
+					return err
+				}
+			}
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			if _, err := io.ReadFull(s, hdr[:]); err != nil {
+				return err
+			}
+			if got := binary.LittleEndian.Uint64(hdr[:]); got != uint64(total) {
+				return fmt.Errorf("raw one-way: %d of %d frames in order", got, total)
+			}
+			return nil
+		}
+		if warm > 0 {
+			if err := run(warm); err != nil {
+				return res, fmt.Errorf("warm-up: %w", err)
 			}
 		}
-		if err := w.Flush(); err != nil {
+		t0 := workloadStart()
+		if err := run(total); err != nil {
 			return res, err
-		}
-		if _, err := io.ReadFull(s, hdr[:]); err != nil {
-			return res, err
-		}
-		if got := binary.LittleEndian.Uint64(hdr[:]); got != uint64(total) {
-			return res, fmt.Errorf("raw one-way: %d of %d frames in order", got, total)
 		}
 		workloadEnd(&res, total, t0)
 	default:

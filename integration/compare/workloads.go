@@ -22,8 +22,12 @@ type config struct {
 	spawnN    int // actors per spawn run
 	memN      int // actors per idle-memory run
 	remoteN   int // messages per remote one-way run
-	askN      int // round trips per remote ask run
-	timeout   time.Duration
+	// remoteWarm is how many messages each remote one-way run sends
+	// before the measured ones, on the same connection and actors, so that
+	// the rows show the steady state (stream windows grown, heap sized).
+	remoteWarm int
+	askN       int // round trips per remote ask run
+	timeout    time.Duration
 }
 
 func fullConfig(rounds int) config {
@@ -32,7 +36,7 @@ func fullConfig(rounds int) config {
 		dur:   time.Second,
 		rings: []int{10_000, 100_000}, minHops: 1_000_000, laps: 10,
 		spawnN: 1_000_000, memN: 1_000_000,
-		remoteN: 1_000_000, askN: 20_000,
+		remoteN: 1_000_000, remoteWarm: 1_000_000, askN: 20_000,
 		timeout: 5 * time.Minute,
 	}
 }
@@ -43,7 +47,7 @@ func quickConfig(rounds int) config {
 		dur:   150 * time.Millisecond,
 		rings: []int{10_000, 100_000}, minHops: 200_000, laps: 1,
 		spawnN: 50_000, memN: 50_000,
-		remoteN: 200_000, askN: 2_000,
+		remoteN: 200_000, remoteWarm: 200_000, askN: 2_000,
 		timeout: time.Minute,
 	}
 }
