@@ -489,8 +489,12 @@ func (g *Groups) presence(group string, m *pubsub.Message, env *codec.Envelope) 
 		g.rejected.Add(1)
 		return
 	}
-	if !g.order.newer(presenceKey{group, member.Peer(), member.Name()}, m.GetSeqno(), time.Now()) {
+	switch g.order.newer(presenceKey{group, member.Peer(), member.Name()}, m.GetSeqno(), joined, time.Now()) {
+	case presenceStale:
 		return // overtaken by a newer message about the member
+	case presenceRefused:
+		g.rejected.Add(1) // the publisher announced too many members
+		return
 	}
 	g.sys.DeliverPresence(group, member, joined)
 }
@@ -518,7 +522,7 @@ func (g *Groups) Close() {
 type GroupStats struct {
 	Received uint64 // group messages received and handed to local members
 	Dropped  uint64 // group messages not published: a full outbound queue, or GossipSub refused them
-	Rejected uint64 // group messages received and refused: malformed, undecodable, of no sender
+	Rejected uint64 // group messages received and refused: malformed, undecodable, of no sender, or about a member beyond a peer's bound (maxPresencePerPeer)
 }
 
 // Stats returns the counters.
