@@ -125,9 +125,12 @@ type Router struct {
 	fast sync.Map             // peer ID string -> *link, read on every send without a lock
 	last atomic.Pointer[link] // the link used last: most sends go to the same peer
 
-	// unreachable takes the peers whose links gave up messages as
-	// unreachable, for watchPeers to retire their links (see retireLater).
-	unreachable chan libp2ppeer.ID
+	// unreachable holds the peers whose links gave up messages as
+	// unreachable, for watchPeers to retire their links (see
+	// retireLater), which unreachableNews wakes.
+	unreachableMu   sync.Mutex
+	unreachable     map[libp2ppeer.ID]struct{}
+	unreachableNews chan struct{}
 
 	protected map[string]bool // Config.Protected
 
@@ -189,19 +192,19 @@ func New(cfg Config) (*Router, error) {
 	}
 	r := &Router{
 		cfg: cfg, h: cfg.Host, log: cfg.Logger,
-		incarnation: cfg.Incarnation,
-		links:       make(map[string]*link),
-		inbound:     make(map[inboundKey][]*reader),
-		protected:   make(map[string]bool),
-		unreachable: make(chan libp2ppeer.ID, 64),
-		remote:      make(map[libp2ppeer.ID]uint64),
-		conns:       make(map[libp2ppeer.ID]map[network.Conn]uint64),
-		closing:     make(map[libp2ppeer.ID]chan struct{}),
-		lost:        make(map[libp2ppeer.ID]uint64),
-		heard:       make(map[libp2ppeer.ID]uint64),
-		acted:       make(map[libp2ppeer.ID]uint64),
-		want:        make(map[libp2ppeer.ID]uint64),
-		lossCh:      make(chan struct{}),
+		incarnation:     cfg.Incarnation,
+		links:           make(map[string]*link),
+		inbound:         make(map[inboundKey][]*reader),
+		protected:       make(map[string]bool),
+		unreachableNews: make(chan struct{}, 1),
+		remote:          make(map[libp2ppeer.ID]uint64),
+		conns:           make(map[libp2ppeer.ID]map[network.Conn]uint64),
+		closing:         make(map[libp2ppeer.ID]chan struct{}),
+		lost:            make(map[libp2ppeer.ID]uint64),
+		heard:           make(map[libp2ppeer.ID]uint64),
+		acted:           make(map[libp2ppeer.ID]uint64),
+		want:            make(map[libp2ppeer.ID]uint64),
+		lossCh:          make(chan struct{}),
 	}
 	for _, name := range cfg.Protected {
 		r.protected[name] = true
@@ -503,11 +506,17 @@ func (r *Router) watchPeers(sub event.Subscription) {
 			return
 		case <-retries.due():
 			retries.run(func(peer string) bool { _, busy := r.retire(peer); return busy })
-		case id := <-r.unreachable:
-			// A link made after its peer left (a message sent to it
-			// since) gets no disconnection event of its own.
-			if r.h.Network().Connectedness(id) != network.Connected {
-				retries.add(id.String(), 0)
+		case <-r.unreachableNews:
+			r.unreachableMu.Lock()
+			ids := r.unreachable
+			r.unreachable = nil
+			r.unreachableMu.Unlock()
+			for id := range ids {
+				// A link made after its peer left (a message sent to it
+				// since) gets no disconnection event of its own.
+				if r.h.Network().Connectedness(id) != network.Connected {
+					retries.add(id.String(), 0)
+				}
 			}
 		case ev, ok := <-sub.Out():
 			if !ok {
@@ -544,12 +553,18 @@ func (r *Router) peerGone(id libp2ppeer.ID, retries *retryRetire) {
 
 // retireLater asks watchPeers to retire the link to id, which just gave up
 // messages as unreachable, once it is idle, unless the peer is connected
-// again. It never blocks: with many such links at once, some are left
-// (until the peer's next disconnection, or Close).
+// again. It never blocks, and forgets none however many links give up at
+// once: each would keep its goroutines and buffers until Close.
 func (r *Router) retireLater(id libp2ppeer.ID) {
+	r.unreachableMu.Lock()
+	if r.unreachable == nil {
+		r.unreachable = make(map[libp2ppeer.ID]struct{})
+	}
+	r.unreachable[id] = struct{}{}
+	r.unreachableMu.Unlock()
 	select {
-	case r.unreachable <- id:
-	default:
+	case r.unreachableNews <- struct{}{}:
+	default: // watchPeers was woken already and will see id
 	}
 }
 
@@ -562,6 +577,7 @@ var retireDelays = [...]time.Duration{time.Second, 5 * time.Second, 30 * time.Se
 // after the next of retireDelays; its zero value holds none.
 type retryRetire struct {
 	pending []pendingRetire
+	held    map[string]bool // the peers in pending
 	timer   *time.Timer
 }
 
@@ -571,7 +587,16 @@ type pendingRetire struct {
 	at      time.Time
 }
 
+// add schedules a retry of peer's link after retireDelays[attempt],
+// unless one is pending already.
 func (t *retryRetire) add(peer string, attempt int) {
+	if t.held[peer] {
+		return
+	}
+	if t.held == nil {
+		t.held = make(map[string]bool)
+	}
+	t.held[peer] = true
 	t.pending = append(t.pending, pendingRetire{peer, attempt, time.Now().Add(retireDelays[attempt])})
 	t.arm()
 }
@@ -614,11 +639,15 @@ func (t *retryRetire) run(retire func(peer string) (busy bool)) {
 		case p.attempt+1 < len(retireDelays):
 			if retire(p.peer) {
 				again = append(again, p)
+			} else {
+				delete(t.held, p.peer)
 			}
 		default:
 			retire(p.peer)
+			delete(t.held, p.peer)
 		}
 	}
+	clear(t.pending[len(kept):])
 	t.pending = kept
 	for _, p := range again {
 		t.pending = append(t.pending, pendingRetire{p.peer, p.attempt + 1, now.Add(retireDelays[p.attempt+1])})

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
@@ -333,6 +334,7 @@ func TestBusyLinksAreRetiredLater(t *testing.T) {
 		}
 		rt.add("a", 0)
 		rt.add("b", 0)
+		rt.add("a", 0) // pending already: one retry
 		for rt.due() != nil {
 			<-rt.due()
 			rt.run(retire)
@@ -350,6 +352,62 @@ func TestBusyLinksAreRetiredLater(t *testing.T) {
 			t.Fatalf("a tried %d times after it was retired", -1-busyFor["a"])
 		}
 	})
+}
+
+// Every link that gave its messages up as unreachable is retired once
+// idle, however many give up at once: none keeps its goroutines and
+// buffers until Close.
+func TestEveryUnreachableLinkIsRetired(t *testing.T) {
+	const peers = 200
+	unit := backoffUnit
+	backoffUnit = 50 * time.Microsecond // writers give up at once
+	defer func() { backoffUnit = unit }()
+	_, r, sys := testRouter(t, 0)
+	ids := make([]libp2ppeer.ID, 2*peers)
+	for i := range ids {
+		_, pub, err := crypto.GenerateEd25519Key(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ids[i], err = libp2ppeer.IDFromPublicKey(pub); err != nil {
+			t.Fatal(err)
+		}
+	}
+	links := func() int {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return len(r.links)
+	}
+	allRetired := func(what string) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); links() > 0; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d of %d links still there; %d messages given up", what, links(), peers, r.Stats().Undeliverable)
+			}
+		}
+	}
+	// Links that give up all at once, faster than the router's
+	// goroutine takes the news.
+	for _, id := range ids[:peers] {
+		if _, err := r.link(id.String()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range ids[:peers] {
+		r.retireLater(id)
+	}
+	allRetired("a burst")
+	// Links that give messages up.
+	for _, id := range ids[peers:] {
+		to, _ := actor.NewRef(id.String(), "x")
+		if err := r.Deliver(to, actor.Ref{}, "m", 0, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allRetired("messages given up")
+	if got := sys.DeadLetters(); got != peers {
+		t.Fatalf("%d dead letters, want %d", got, peers)
+	}
 }
 
 // TestRouterRefusesMessagesBeforeBind: a router given a message before
