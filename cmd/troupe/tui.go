@@ -11,6 +11,7 @@ import (
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
 )
 
 // The chat's terminal UI: scrollback, member list and input line around
@@ -36,6 +37,7 @@ type tuiModel struct {
 	room    string
 	members []string
 	lines   []string
+	wrapped []string // lines wrapped to the scrollback's width
 	view    viewport.Model
 	input   textinput.Model
 	width   int
@@ -92,12 +94,16 @@ func (m *tuiModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 func (m *tuiModel) addLine(line string) {
 	m.track(line)
 	m.lines = append(m.lines, line)
+	if m.ready {
+		m.wrapped = append(m.wrapped, ansi.Wrap(line, m.view.Width, ""))
+	}
 	if len(m.lines) > maxScrollback {
 		m.lines = m.lines[len(m.lines)-maxScrollback:]
+		m.wrapped = m.wrapped[max(len(m.wrapped)-maxScrollback, 0):]
 	}
 	if m.ready {
 		atBottom := m.view.AtBottom()
-		m.view.SetContent(strings.Join(m.lines, "\n"))
+		m.view.SetContent(strings.Join(m.wrapped, "\n"))
 		if atBottom {
 			m.view.GotoBottom()
 		}
@@ -145,7 +151,13 @@ func (m *tuiModel) layout() {
 		m.view.Width, m.view.Height = w, h
 	}
 	m.input.Width = max(m.width-4, 10)
-	m.view.SetContent(strings.Join(m.lines, "\n"))
+	// A line wider than the scrollback wraps (at spaces where it can,
+	// else anywhere) instead of being cut at its edge.
+	m.wrapped = m.wrapped[:0]
+	for _, l := range m.lines {
+		m.wrapped = append(m.wrapped, ansi.Wrap(l, w, ""))
+	}
+	m.view.SetContent(strings.Join(m.wrapped, "\n"))
 	m.view.GotoBottom()
 }
 

@@ -53,3 +53,28 @@ func TestTUIFollowsPresenceAndSendsTypedLines(t *testing.T) {
 		t.Fatal("the end of the chat does not quit the UI")
 	}
 }
+
+// A line wider than the scrollback wraps, at spaces where it can, instead
+// of being cut at the viewport's edge.
+func TestTUIWrapsLongLines(t *testing.T) {
+	m := newTUIModel("ann", "lobby", &bytes.Buffer{})
+	m.Update(tea.WindowSizeMsg{Width: 60, Height: 20}) // a scrollback of 37 cells
+	long := "[#lobby] <bob> " + strings.Repeat("word ", 20) + "end"
+	unbroken := strings.Repeat("x", 90)
+	m.Update(chatLineMsg(long))
+	m.Update(chatLineMsg(unbroken))
+	view := m.View()
+	for _, want := range []string{"[#lobby] <bob> word", "end", strings.Repeat("x", 37)} {
+		if !strings.Contains(view, want) {
+			t.Fatalf("view lacks %q:\n%s", want, view)
+		}
+	}
+	words, xs := 0, 0
+	for _, l := range strings.Split(view, "\n") {
+		words += strings.Count(l, "word")
+		xs += strings.Count(l, "x")
+	}
+	if words != 20 || xs != 90 {
+		t.Fatalf("%d of 20 words and %d of 90 x shown:\n%s", words, xs, view)
+	}
+}
