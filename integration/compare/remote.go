@@ -209,8 +209,10 @@ func runRemote(system, work string, n, warm int, timeout time.Duration) (remoteR
 		return remoteResult{}, fmt.Errorf("server did not start (%q, %v): %s", line, err, serverErr.String())
 	}
 	// The server's CPU time counts from the start of the client, or of
-	// its measured part once it says so, to the client's result.
+	// its measured part once it says so, to the end of that part (or the
+	// client's result).
 	srvCPU0 := childCPU(srv.Process.Pid)
+	srvCPU1 := -1.0
 	var clientErr bytes.Buffer
 	cl := exec.CommandContext(ctx, exe, childArgs(system+"-client", work,
 		"-addr", addr, "-workload", work, "-n", strconv.Itoa(n), "-warm", strconv.Itoa(warm))...)
@@ -234,13 +236,22 @@ func runRemote(system, work string, n, warm int, timeout time.Duration) (remoteR
 		switch js, ok := strings.CutPrefix(l, "result "); {
 		case l == measuringLine:
 			srvCPU0 = childCPU(srv.Process.Pid)
+		case l == measuredLine:
+			srvCPU1 = childCPU(srv.Process.Pid)
 		case ok && !got:
 			got = true
 			resErr = json.Unmarshal([]byte(js), &res)
-			res.ServerCPU = childCPU(srv.Process.Pid) - srvCPU0
+			if srvCPU1 < 0 {
+				srvCPU1 = childCPU(srv.Process.Pid)
+			}
+			res.ServerCPU = srvCPU1 - srvCPU0
 		default:
 			out.WriteString(l + "\n")
 		}
+	}
+	if err := sc.Err(); err != nil { // an overlong line: keep the client unblocked
+		out.WriteString("(stdout unreadable: " + err.Error() + ")\n")
+		_, _ = io.Copy(io.Discard, clOut)
 	}
 	if err := cl.Wait(); err != nil {
 		return remoteResult{}, fmt.Errorf("client: %v: %s", err, clientErr.String())
@@ -330,10 +341,13 @@ func peakRSS() float64 {
 // cpuAtStart is the process's CPU time when the workload started.
 var cpuAtStart time.Duration
 
-// measuringLine is what a client prints on stdout when the measured part
-// of its workload starts, so that the parent counts the server's CPU time
-// from there.
-const measuringLine = "measuring"
+// measuringLine and measuredLine are what a client prints on stdout when
+// the measured part of its workload starts and ends, so that the parent
+// counts the server's CPU time over that part alone.
+const (
+	measuringLine = "measuring"
+	measuredLine  = "measured"
+)
 
 // workloadStart starts the measured part of a workload: it collects
 // garbage, resets the peak RSS, notes the CPU time used so far and tells
@@ -350,6 +364,7 @@ func workloadStart() time.Time {
 func workloadEnd(res *remoteResult, total int, t0 time.Time) {
 	res.Rate = float64(total) / time.Since(t0).Seconds()
 	res.CPU = (processCPU() - cpuAtStart).Seconds()
+	fmt.Println(measuredLine)
 	res.RSSMiB = peakRSS()
 }
 

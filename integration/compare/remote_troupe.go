@@ -301,33 +301,39 @@ func rawEcho(s network.Stream) {
 	}
 }
 
-// rawSink reads a count (8 bytes), then that many 101-byte frames carrying
-// their sequence number, and answers with the count of frames in order.
+// rawSink reads runs until the stream ends: a count (8 bytes), then that
+// many 101-byte frames carrying their sequence number; it answers each run
+// with the count of frames in order (and stops after a run out of order).
 func rawSink(s network.Stream) {
 	defer s.Close()
 	r := bufio.NewReaderSize(s, 64<<10)
 	var hdr [8]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return
-	}
-	total := binary.LittleEndian.Uint64(hdr[:])
 	buf := make([]byte, 1+remoteBody)
-	var got uint64
-	for got < total {
-		if _, err := io.ReadFull(r, buf); err != nil {
+	for {
+		if _, err := io.ReadFull(r, hdr[:]); err != nil {
 			return
 		}
-		if buf[0] != remoteBody || binary.LittleEndian.Uint64(buf[1:]) != got {
-			break
+		total := binary.LittleEndian.Uint64(hdr[:])
+		var got uint64
+		for got < total {
+			if _, err := io.ReadFull(r, buf); err != nil {
+				return
+			}
+			if buf[0] != remoteBody || binary.LittleEndian.Uint64(buf[1:]) != got {
+				break
+			}
+			got++
 		}
-		got++
+		binary.LittleEndian.PutUint64(hdr[:], got)
+		if _, err := s.Write(hdr[:]); err != nil || got != total {
+			return
+		}
 	}
-	binary.LittleEndian.PutUint64(hdr[:], got)
-	_, _ = s.Write(hdr[:])
 }
 
 // rawClient runs the raw libp2p baseline: request-reply over one stream, or
-// framed one-way writes through a 64 KiB buffer (a stream per run).
+// framed one-way writes through a 64 KiB buffer (the warm-up and the
+// measured run on one stream).
 func rawClient(listen, addr, work string, total, warm int) (res remoteResult, err error) {
 	n, server, err := dialTroupe(listen, addr)
 	if err != nil {
@@ -364,18 +370,18 @@ func rawClient(listen, addr, work string, total, warm int) (res remoteResult, er
 		}
 		res.P50, res.P99 = percentiles(lat)
 	case "oneway":
+		s, err := n.Host().NewStream(ctx, server, rawSinkProto)
+		if err != nil {
+			return res, err
+		}
+		defer s.Close()
+		w := bufio.NewWriterSize(s, 64<<10)
+		frame := make([]byte, 1+remoteBody)
+		frame[0] = remoteBody
 		run := func(total int) error {
-			s, err := n.Host().NewStream(ctx, server, rawSinkProto)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			w := bufio.NewWriterSize(s, 64<<10)
 			var hdr [8]byte
 			binary.LittleEndian.PutUint64(hdr[:], uint64(total))
 			_, _ = w.Write(hdr[:])
-			frame := make([]byte, 1+remoteBody)
-			frame[0] = remoteBody
 			for i := range total {
 				binary.LittleEndian.PutUint64(frame[1:], uint64(i))
 				if _, err := w.Write(frame); err != nil {
