@@ -522,7 +522,7 @@ func (g *Groups) Close() {
 type GroupStats struct {
 	Received uint64 // group messages received and handed to local members
 	Dropped  uint64 // group messages not published: a full outbound queue, or GossipSub refused them
-	Rejected uint64 // group messages received and refused: malformed, undecodable, of no sender, or about a member beyond a peer's bound (maxPresencePerPeer)
+	Rejected uint64 // group messages received and refused: malformed, undecodable, of no sender, or a member's join beyond the presence bounds (maxPresencePerPeer, maxPresence)
 }
 
 // Stats returns the counters.

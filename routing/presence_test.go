@@ -59,60 +59,75 @@ func TestPresenceOrder(t *testing.T) {
 	}
 }
 
-// A publisher's members are remembered up to maxPresencePerPeer: a peer
-// announcing more is refused for the new ones (its known members keep
-// their order), other publishers are not affected, and members who left
-// presenceMemory ago make room again.
-func TestPresenceOfAPeerIsBounded(t *testing.T) {
-	var o presenceOrder
+// A publisher's members are remembered up to maxPresencePerPeer, all
+// publishers' up to maxPresence: a join beyond is refused (a leave is
+// handed on without being remembered), known members keep their order,
+// and members announced presenceMemory ago make room again.
+func TestPresenceIsBounded(t *testing.T) {
+	o := new(presenceOrder)
 	now := time.Unix(1000, 0)
 	key := func(origin string, i int) presenceKey {
 		return presenceKey{"lobby", origin, fmt.Sprintf("m%d", i)}
 	}
 	seq := uint64(0)
 	next := func() []byte { seq++; return seqno(seq) }
-	for i := range maxPresencePerPeer {
-		if v := o.newer(key("flood", i), next(), true, now); v != presenceNewer {
-			t.Fatalf("member %d: verdict %v", i, v)
+	expect := func(k presenceKey, joined bool, at time.Time, want presenceVerdict) {
+		t.Helper()
+		if v := o.newer(k, next(), joined, at); v != want {
+			t.Fatalf("%v (joined %v) at %v: verdict %v, want %v", k, joined, at.Sub(now), v, want)
 		}
 	}
-	if v := o.newer(key("flood", maxPresencePerPeer), next(), true, now); v != presenceRefused {
-		t.Fatalf("a member over the bound: verdict %v, want refused", v)
+	for i := range maxPresencePerPeer {
+		expect(key("flood", i), true, now, presenceNewer)
 	}
-	if v := o.newer(key("flood", 7), next(), false, now); v != presenceNewer {
-		t.Fatalf("a known member left: verdict %v", v)
-	}
-	if v := o.newer(key("other", 0), next(), true, now); v != presenceNewer {
-		t.Fatalf("another publisher: verdict %v", v)
-	}
+	expect(key("flood", maxPresencePerPeer), true, now, presenceRefused)
+	expect(key("flood", maxPresencePerPeer+1), false, now, presenceNewer) // handed on
+	expect(key("flood", 7), false, now, presenceNewer)                    // a known member left
+	expect(key("other", 0), true, now, presenceNewer)
 	if n := o.size(); n != maxPresencePerPeer+1 {
 		t.Fatalf("%d members remembered, want %d", n, maxPresencePerPeer+1)
 	}
-	// Half the members leave; until presenceMemory passed, their order
-	// is kept and no new member is taken.
+	// Half the members are announced again: while the others were
+	// announced less than presenceMemory ago, no new member is taken;
+	// then they are forgotten, those announced again are not.
+	half := now.Add(presenceMemory / 2)
 	for i := range maxPresencePerPeer / 2 {
-		if v := o.newer(key("flood", i), next(), false, now); v != presenceNewer {
-			t.Fatalf("member %d left: verdict %v", i, v)
-		}
+		expect(key("flood", i), true, half, presenceNewer)
 	}
-	if v := o.newer(key("flood", maxPresencePerPeer), next(), true, now.Add(presenceMemory/2)); v != presenceRefused {
-		t.Fatalf("a new member while the left are remembered: verdict %v", v)
-	}
+	expect(key("flood", maxPresencePerPeer), true, half, presenceRefused)
 	later := now.Add(presenceMemory)
-	if v := o.newer(key("flood", maxPresencePerPeer), next(), true, later); v != presenceNewer {
-		t.Fatalf("a new member after the left were forgotten: verdict %v", v)
-	}
-	if n, want := o.size(), maxPresencePerPeer-maxPresencePerPeer/2+1+1; n != want {
+	expect(key("flood", maxPresencePerPeer), true, later, presenceNewer)
+	if n, want := o.size(), maxPresencePerPeer/2+1+1; n != want {
 		t.Fatalf("%d members remembered, want %d", n, want)
 	}
-	// A refused publisher does not make every message scan its members:
-	// at the bound again, it is refused until presenceMemory/8 passed.
+	expect(key("flood", 1), true, later, presenceNewer) // the order of those kept holds
+	if v := o.newer(key("flood", 1), seqno(1), false, later); v != presenceStale {
+		t.Fatalf("an old message about a kept member: verdict %v", v)
+	}
+	// At the bound again, the members are not scanned again before
+	// pruneEvery passed, even when some are old by then.
 	for i := 0; o.size() < maxPresencePerPeer+1; i++ {
-		if v := o.newer(key("flood", 2*maxPresencePerPeer+i), next(), true, later); v != presenceNewer {
-			t.Fatalf("filling up again, member %d: verdict %v", i, v)
+		expect(key("flood", 2*maxPresencePerPeer+i), true, later, presenceNewer)
+	}
+	expiry := half.Add(presenceMemory) // of those announced again at half
+	expect(key("flood", 3*maxPresencePerPeer), true, expiry.Add(-pruneEvery/2), presenceRefused)
+	expect(key("flood", 3*maxPresencePerPeer), true, expiry, presenceRefused)
+	expect(key("flood", 3*maxPresencePerPeer), true, expiry.Add(pruneEvery/2), presenceNewer)
+
+	// All publishers together: maxPresence.
+	o = new(presenceOrder)
+	for p := 0; o.size() < maxPresence; p++ {
+		for i := range maxPresencePerPeer {
+			expect(key(fmt.Sprint("signer", p), i), true, now, presenceNewer)
 		}
 	}
-	if v := o.newer(key("flood", 3*maxPresencePerPeer), next(), true, later.Add(presenceMemory/16)); v != presenceRefused {
-		t.Fatalf("at the bound again: verdict %v", v)
+	expect(key("one more", 0), true, now, presenceRefused)
+	expect(key("one more", 1), false, now, presenceNewer) // handed on
+	if n := o.size(); n != maxPresence {
+		t.Fatalf("%d members remembered, want %d", n, maxPresence)
+	}
+	expect(key("one more", 0), true, later, presenceNewer)
+	if n, p := o.size(), len(o.by); n != 1 || p != 1 {
+		t.Fatalf("%d members of %d publishers remembered after presenceMemory, want 1 of 1", n, p)
 	}
 }
