@@ -266,6 +266,20 @@ func (s *System) LocalMembers(group string) []Ref {
 	return out
 }
 
+// RemoteMembers returns, for every group, the members on other peers that
+// this system knows of (see DeliverPresence). Safe for concurrent use.
+func (s *System) RemoteMembers() map[string][]Ref {
+	s.groups.mu.RLock()
+	defer s.groups.mu.RUnlock()
+	out := make(map[string][]Ref, len(s.groups.remote))
+	for g, r := range s.groups.remote {
+		for m := range r {
+			out[g] = append(out[g], m)
+		}
+	}
+	return out
+}
+
 // Broadcast sends msg to every member of group on every peer, this actor
 // included when it is a member, once each. It never blocks; without a group
 // transport only local members receive it.

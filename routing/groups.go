@@ -67,8 +67,9 @@ type Groups struct {
 	topics map[string]*groupTopic
 	mesh   *meshTracer
 	order  presenceOrder
+	renew  time.Duration // presenceRenew when the Groups started
 
-	received, dropped, rejected atomic.Uint64
+	received, dropped, rejected, expired atomic.Uint64
 }
 
 type groupTopic struct {
@@ -97,7 +98,7 @@ func NewGroups(cfg GroupsConfig) (*Groups, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	g := &Groups{cfg: cfg, topics: make(map[string]*groupTopic), out: make(chan groupMsg, 1024), graft: make(chan string, 64), mesh: newMeshTracer()}
+	g := &Groups{cfg: cfg, topics: make(map[string]*groupTopic), out: make(chan groupMsg, 1024), graft: make(chan string, 64), mesh: newMeshTracer(), renew: presenceRenew}
 	g.mesh.onGraft = func(topic string) {
 		select {
 		case g.graft <- topic:
@@ -130,10 +131,74 @@ func NewGroups(cfg GroupsConfig) (*Groups, error) {
 		g.cancel()
 		return nil, fmt.Errorf("routing: groups: %w", err)
 	}
-	g.wg.Add(2)
+	g.wg.Add(3)
 	go g.publish()
 	go g.watchPeers(sub)
+	go g.renewPresence()
 	return g, nil
+}
+
+// presenceRenew is how often a peer announces its members of each group
+// again ("present"). A member on a peer this node is not connected to (one
+// heard of through others, as GossipSub relays) leaves its groups here when
+// nothing was heard of it for presenceExpiry: no disconnection tells this
+// node when that peer goes. (A variable for tests.)
+var presenceRenew = 30 * time.Second
+
+// presenceExpiry is how long a member of a peer this node is not connected
+// to stays without news: three renewals and a half.
+func (g *Groups) presenceExpiry() time.Duration { return 3*g.renew + g.renew/2 }
+
+// renewPresence is the goroutine that announces the local members anew and
+// lets the members of peers out of reach expire, every g.renew.
+func (g *Groups) renewPresence() {
+	defer g.wg.Done()
+	t := time.NewTicker(g.renew)
+	defer t.Stop()
+	for {
+		select {
+		case <-g.ctx.Done():
+			return
+		case <-t.C:
+		}
+		g.mu.Lock()
+		joined := make([]string, 0, len(g.topics))
+		for name, gt := range g.topics {
+			if gt.sub != nil {
+				joined = append(joined, name)
+			}
+		}
+		g.mu.Unlock()
+		if len(joined) == 0 {
+			continue // no member here, none known elsewhere (and maybe no Bind yet)
+		}
+		for _, group := range joined {
+			g.announceMembers(group)
+		}
+		g.expire(time.Now())
+	}
+}
+
+// expire reports as Left the members of peers this node is not connected
+// to that were not heard of for presenceExpiry (those of connected peers
+// leave when their peer disconnects).
+func (g *Groups) expire(now time.Time) {
+	if g.sys == nil {
+		return
+	}
+	for group, members := range g.sys.RemoteMembers() {
+		for _, m := range members {
+			if id, err := libp2ppeer.Decode(m.Peer()); err == nil && g.cfg.Host.Network().Connectedness(id) == network.Connected {
+				continue
+			}
+			if at, ok := g.order.heard(presenceKey{group, m.Peer(), m.Name()}); ok && now.Sub(at) < g.presenceExpiry() {
+				continue
+			}
+			if g.sys.DeliverPresence(group, m, false) {
+				g.expired.Add(1)
+			}
+		}
+	}
 }
 
 // Bind attaches the actor system that group messages are delivered to. It
@@ -522,12 +587,13 @@ func (g *Groups) Close() {
 type GroupStats struct {
 	Received uint64 // group messages received and handed to local members
 	Dropped  uint64 // group messages not published: a full outbound queue, or GossipSub refused them
+	Expired  uint64 // members of peers out of reach that left for lack of news (presenceExpiry)
 	Rejected uint64 // group messages received and refused: malformed, undecodable, of no sender, or a member's join beyond the presence bounds (maxPresencePerPeer, maxPresence)
 }
 
 // Stats returns the counters.
 func (g *Groups) Stats() GroupStats {
-	return GroupStats{Received: g.received.Load(), Dropped: g.dropped.Load(), Rejected: g.rejected.Load()}
+	return GroupStats{Received: g.received.Load(), Dropped: g.dropped.Load(), Rejected: g.rejected.Load(), Expired: g.expired.Load()}
 }
 
 // PubSub returns the GossipSub instance, for other users of the mesh's

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
 )
@@ -57,5 +59,85 @@ func TestRestartedPeersMembersLeave(t *testing.T) {
 	rA.hello(hB.ID(), 12, nil) // B restarted
 	if n := next(); n != (actor.Left{Group: "room", Member: m}) {
 		t.Fatalf("after B restarted: %#v, want B/m to leave", n)
+	}
+}
+
+// A member on a peer this node is not connected to (heard of through a
+// peer in between, as GossipSub relays) stays while its peer renews its
+// presence, and leaves when its peer goes: nothing is heard of it for
+// presenceExpiry, and no disconnection would tell.
+func TestMembersOutOfReachExpire(t *testing.T) {
+	renew := presenceRenew
+	presenceRenew = 200 * time.Millisecond
+	defer func() { presenceRenew = renew }()
+	logger := slog.New(slog.DiscardHandler)
+	hA, _, sysA := testPeer(t, 0, logger, true)
+	hB, _, sysB := testPeer(t, 0, logger, true)
+	hC, _, sysC := testPeer(t, 0, logger, true)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// A - B - C: A and C know of each other only through B.
+	for _, h := range []host.Host{hA, hC} {
+		if err := h.Connect(ctx, libp2ppeer.AddrInfo{ID: hB.ID(), Addrs: hB.Addrs()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	news := make(chan any, 64)
+	if _, err := sysA.Spawn("watch", func(c *actor.Context) {
+		if err := c.Join("room", actor.WatchPresence()); err != nil {
+			t.Error(err)
+		}
+		var h actor.Case
+		h = actor.Any(func(m any) { news <- m; c.Receive(h) })
+		c.Receive(h)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, sys := range []*actor.System{sysB, sysC} {
+		if _, err := sys.Spawn("m", func(c *actor.Context) {
+			if err := c.Join("room"); err != nil {
+				t.Error(err)
+			}
+			c.Receive(actor.On(func(string) {}))
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	far, _ := actor.NewRef(hC.ID().String(), "m")
+	for joined := false; !joined; {
+		select {
+		case n := <-news:
+			joined = n == actor.Joined{Group: "room", Member: far}
+		case <-ctx.Done():
+			t.Fatal("C's member never joined at A")
+		}
+	}
+	// While C lives, its renewals keep its member at A.
+	window := time.After(3 * (3*presenceRenew + presenceRenew/2))
+	for open := true; open; {
+		select {
+		case n := <-news:
+			if l, ok := n.(actor.Left); ok {
+				t.Fatalf("%v left while its peer lives", l.Member)
+			}
+		case <-window:
+			open = false
+		}
+	}
+	if hA.Network().Connectedness(hC.ID()) == network.Connected {
+		t.Fatal("A connected to C directly: the test needs C out of A's reach")
+	}
+	start := time.Now()
+	_ = hC.Close()
+	for {
+		select {
+		case n := <-news:
+			if n == (actor.Left{Group: "room", Member: far}) {
+				t.Logf("C's member left at A %v after C closed", time.Since(start).Round(time.Millisecond))
+				return
+			}
+		case <-ctx.Done():
+			t.Fatal("C's member never left at A after C closed")
+		}
 	}
 }

@@ -191,6 +191,19 @@ func (o *presenceOrder) forgetLocked(now time.Time) {
 	}
 }
 
+// heard returns when the last message about the member of k came, if it
+// is remembered.
+func (o *presenceOrder) heard(k presenceKey) (time.Time, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if p := o.by[k.origin]; p != nil {
+		if s, ok := p.last[memberKey{k.group, k.member}]; ok {
+			return s.at, true
+		}
+	}
+	return time.Time{}, false
+}
+
 // size returns how many members' order is remembered.
 func (o *presenceOrder) size() int {
 	o.mu.Lock()

@@ -41,6 +41,7 @@ var metricDefs = []struct {
 	{"troupe_watchdog_replacements_total", "Event loops handed to a fresh carrier because an actor blocked.", true},
 	{"troupe_group_messages_in_total", "Group messages received.", true},
 	{"troupe_group_rejected_total", "Group messages and advertisements rejected as malformed or forged.", true},
+	{"troupe_group_members_expired_total", "Group members of peers out of reach that left for lack of news.", true},
 	{"troupe_link_queue_depth", "Messages waiting in link queues to other peers.", false},
 	{"troupe_peers", "Connected peers.", false},
 	{"troupe_actors", "Live local actors.", false},
@@ -65,10 +66,10 @@ func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	rs := c.node.Router().Stats()
 	sys := c.node.System()
-	var groupIn, rejected uint64
+	var groupIn, rejected, expired uint64
 	if g := c.node.Groups(); g != nil {
 		gs := g.Stats()
-		groupIn, rejected = gs.Received, gs.Rejected
+		groupIn, rejected, expired = gs.Received, gs.Rejected, gs.Expired
 	}
 	rejected += c.node.DirectoryRejected()
 	values := map[string]float64{
@@ -85,6 +86,7 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		"troupe_watchdog_replacements_total": float64(sys.Group().Replacements()),
 		"troupe_group_messages_in_total":     float64(groupIn),
 		"troupe_group_rejected_total":        float64(rejected),
+		"troupe_group_members_expired_total": float64(expired),
 		"troupe_link_queue_depth":            float64(rs.QueuedUser + rs.QueuedCtl),
 		"troupe_peers":                       float64(len(c.node.Peers())),
 		"troupe_actors":                      float64(sys.Actors()),
