@@ -79,6 +79,8 @@ func TestBadOptions(t *testing.T) {
 	for name, o := range map[string]Option{
 		"no listen":            WithListenAddrs(),
 		"short psk":            WithPrivateNetwork([]byte("short")),
+		"nil psk":              WithPrivateNetwork(nil),
+		"empty psk":            WithPrivateNetwork([]byte{}),
 		"tiny frame":           WithMaxFrame(10),
 		"no queue":             WithLinkQueue(0),
 		"nil logger":           WithLogger(nil),

@@ -121,8 +121,16 @@ func WithListenAddrs(addrs ...string) Option {
 // key can connect. It rules out QUIC (TCP only): QUIC listen addresses
 // are left out (with a warning when WithListenAddrs gave them), and a node
 // left with none is an error.
+// A key of any other length, nil or empty included (a key file that failed
+// to load), is an error, never a node without a private network.
 func WithPrivateNetwork(psk []byte) Option {
-	return func(c *config) error { c.psk = pnet.PSK(slices.Clone(psk)); return nil }
+	return func(c *config) error {
+		if len(psk) != 32 {
+			return invalid("private network key must be 32 bytes, got %d", len(psk))
+		}
+		c.psk = pnet.PSK(slices.Clone(psk))
+		return nil
+	}
 }
 
 // WithAllowlist admits only the given peers: connections to or from any
