@@ -172,8 +172,9 @@ type Directory struct {
 	pullNow chan struct{}
 	serving chan struct{} // a token per directory request being answered
 
-	mu    sync.Mutex // guards peers, gone and closed
+	mu    sync.Mutex // guards peers, bytes, gone and closed
 	peers map[libp2ppeer.ID]adEntry
+	bytes int // signed bytes of the advertisements in peers
 	// gone holds when peers disconnected: an advertisement of theirs
 	// relayed by a third peer is refused for its TTL after that.
 	gone   map[libp2ppeer.ID]time.Time
@@ -397,7 +398,7 @@ func (d *Directory) collect() {
 			return
 		}
 		if ad, ok := m.ValidatorData.(*Advertisement); ok {
-			d.store(ad, m.Data, time.Duration(ad.TTLSeconds)*time.Second, false)
+			d.store(ad, m.Data, d.ttl(ad), false)
 		}
 	}
 }
@@ -422,7 +423,13 @@ func (d *Directory) fresh(id libp2ppeer.ID, ad *Advertisement) bool {
 	return !ok || old.ad.Incarnation == ad.Incarnation && old.ad.Seq < ad.Seq
 }
 
-// store keeps ad (signed as raw) for ttl unless we hold a newer one. An
+// ttl returns how long ad asks to be kept, at most maxAdTTL (or the node's
+// own TTL, if longer).
+func (d *Directory) ttl(ad *Advertisement) time.Duration {
+	return min(time.Duration(ad.TTLSeconds)*time.Second, max(maxAdTTL, d.cfg.TTL))
+}
+
+// store keeps ad (signed as raw) for ttl (at most d.ttl(ad)) unless we hold a newer one. An
 // advertisement relayed in a directory exchange may be older than one of
 // another incarnation we hold (the peer restarted): it replaces only an
 // older one of its own incarnation. It reports whether ad was stored, and
@@ -432,21 +439,33 @@ func (d *Directory) store(ad *Advertisement, raw []byte, ttl time.Duration, rela
 	if err != nil || id == d.h.ID() || ttl <= 0 {
 		return false, false
 	}
+	ttl = min(ttl, d.ttl(ad))
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	old, ok := d.peers[id]
 	switch {
-	case !ok && len(d.peers) >= maxDirectory:
+	case !ok && (len(d.peers) >= maxDirectory || d.bytes+len(raw) > maxDirectoryBytes):
+		return false, false
+	case ok && d.bytes-len(old.raw)+len(raw) > maxDirectoryBytes:
 		return false, false
 	case ok && old.ad.Incarnation == ad.Incarnation && old.ad.Seq >= ad.Seq:
 		return false, false
 	case ok && old.ad.Incarnation != ad.Incarnation && relayed:
 		return false, false
-	case relayed && time.Since(d.gone[id]) < time.Duration(ad.TTLSeconds)*time.Second:
+	case relayed && time.Since(d.gone[id]) < d.ttl(ad):
 		return false, false // a departed peer's advertisement, still held elsewhere
 	}
+	d.bytes += len(raw) - len(old.raw)
 	d.peers[id] = adEntry{ad: ad, raw: raw, expires: time.Now().Add(ttl)}
 	return true, !ok
+}
+
+// dropLocked forgets the advertisement of id.
+func (d *Directory) dropLocked(id libp2ppeer.ID) {
+	if e, ok := d.peers[id]; ok {
+		d.bytes -= len(e.raw)
+		delete(d.peers, id)
+	}
 }
 
 // expire drops advertisements whose TTL lapsed or whose peer disconnected.
@@ -469,7 +488,7 @@ func (d *Directory) expire(events event.Subscription) {
 			case e.Connectedness == network.Connected:
 				delete(d.gone, e.Peer)
 			case e.Connectedness == network.NotConnected:
-				delete(d.peers, e.Peer)
+				d.dropLocked(e.Peer)
 				if len(d.gone) < maxDirectory {
 					d.gone[e.Peer] = time.Now()
 				}
@@ -480,8 +499,8 @@ func (d *Directory) expire(events event.Subscription) {
 			for id, e := range d.peers {
 				switch {
 				case now.After(e.expires):
-					delete(d.peers, id)
-				case !e.refreshing && e.expires.Sub(now) < time.Duration(e.ad.TTLSeconds)*time.Second/3 &&
+					d.dropLocked(id)
+				case !e.refreshing && e.expires.Sub(now) < d.ttl(e.ad)/3 &&
 					d.h.Network().Connectedness(id) == network.Connected:
 					// Republished every third of its TTL, it should have
 					// been refreshed by now: gossip missed it; ask its origin.

@@ -2,11 +2,15 @@ package discovery
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fxamacker/cbor/v2"
 	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 )
 
 func TestVerifyAdvertisements(t *testing.T) {
@@ -55,5 +59,61 @@ func TestVerifyAdvertisements(t *testing.T) {
 		if _, err := Verify(data, h.ID()); !errors.Is(err, ErrBadAd) {
 			t.Fatalf("%s: %v, want ErrBadAd", name, err)
 		}
+	}
+}
+
+// An advertisement is kept at most maxAdTTL (or the node's TTL, if longer)
+// whatever TTL it asks for, and the directory holds at most
+// maxDirectoryBytes of them: a peer cannot fill it for good with
+// advertisements of made-up peers.
+func TestDirectoryBoundsWhatPeersAskFor(t *testing.T) {
+	h, err := libp2p.New(libp2p.NoListenAddrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	d := &Directory{cfg: AdsConfig{TTL: defaultTTL}, h: h, peers: make(map[libp2ppeer.ID]adEntry)}
+	madeUp := func() *Advertisement {
+		_, pub, err := crypto.GenerateEd25519Key(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := libp2ppeer.IDFromPublicKey(pub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &Advertisement{Peer: []byte(id), TTLSeconds: math.MaxUint32}
+	}
+	ad := madeUp()
+	start := time.Now()
+	if ok, _ := d.store(ad, []byte("signed"), time.Duration(ad.TTLSeconds)*time.Second, false); !ok {
+		t.Fatal("not stored")
+	}
+	id, _ := libp2ppeer.IDFromBytes(ad.Peer)
+	if left := d.peers[id].expires.Sub(start); left > maxAdTTL+time.Second {
+		t.Fatalf("kept for %v, want at most %v", left, maxAdTTL)
+	}
+	// Large advertisements: the byte bound, not the count, stops them.
+	big := make([]byte, MaxAdBytes)
+	stored := 0
+	for range maxDirectory {
+		ad := madeUp()
+		if ok, _ := d.store(ad, big, time.Minute, false); ok {
+			stored++
+		}
+	}
+	if want := (maxDirectoryBytes - len("signed")) / MaxAdBytes; stored != want || d.bytes > maxDirectoryBytes {
+		t.Fatalf("%d of %d-byte advertisements stored (%d bytes), want %d within %d bytes", stored, MaxAdBytes, d.bytes, want, maxDirectoryBytes)
+	}
+	// What goes makes room.
+	d.mu.Lock()
+	d.dropLocked(id)
+	for other := range d.peers {
+		d.dropLocked(other)
+		break
+	}
+	d.mu.Unlock()
+	if ok, _ := d.store(madeUp(), big, time.Minute, false); !ok {
+		t.Fatal("no room made by the advertisements dropped")
 	}
 }

@@ -26,13 +26,22 @@ const (
 	MaxSyncBytes   = 4 << 20
 	maxSyncRequest = 256 << 10 // a full summary and our own advertisement
 
-	syncTimeout   = 10 * time.Second
-	syncWorkers   = 2
-	syncServing   = 8                // concurrent answers; more are reset
-	syncQueue     = 256              // peers waiting to be asked; more are skipped
-	resyncAfter   = 30 * time.Second // a peer is asked on identify at most this often
-	maxDirectory  = 4096             // advertisements held; newer peers are ignored
-	forceInterval = time.Second      // forced republications are at least this far apart
+	syncTimeout  = 10 * time.Second
+	syncWorkers  = 2
+	syncServing  = 8                // concurrent answers; more are reset
+	syncQueue    = 256              // peers waiting to be asked; more are skipped
+	resyncAfter  = 30 * time.Second // a peer is asked on identify at most this often
+	maxDirectory = 4096             // advertisements held; newer peers are ignored
+	// maxDirectoryBytes bounds the signed bytes of the advertisements
+	// held (an honest one is a few hundred bytes; MaxAdBytes each would
+	// be 256 MiB); newer peers are ignored beyond it.
+	maxDirectoryBytes = 16 << 20
+	// maxAdTTL bounds how long an advertisement is kept without news (or
+	// the node's own TTL, if longer), whatever TTL it asks for: a peer
+	// cannot fill the directory for good with advertisements of made-up
+	// peers.
+	maxAdTTL      = 15 * time.Minute
+	forceInterval = time.Second // forced republications are at least this far apart
 
 	// A random connected peer is asked every pullMin at first; the wait
 	// doubles up to pullMax while the exchanges bring nothing new, and
@@ -141,7 +150,7 @@ func (d *Directory) serveSync(s network.Stream) {
 	if err == nil && req.Own != nil {
 		var ad *Advertisement
 		if ad, err = Verify(req.Own, asker); err == nil {
-			d.store(ad, req.Own, time.Duration(ad.TTLSeconds)*time.Second, false)
+			d.store(ad, req.Own, d.ttl(ad), false)
 		}
 	}
 	if err != nil {

@@ -271,3 +271,34 @@ func TestChangesAdvertisedAtOnce(t *testing.T) {
 	recv(t, stop)
 	waitFor(t, func() bool { return len(a.Directory().Lookup("visible")) == 0 })
 }
+
+// Whereis takes a connected peer's advertisement before one relayed from a
+// peer out of reach, whose ID sorts first (anyone can sign advertisements
+// of made-up peers whose IDs sort first).
+func TestWhereisPrefersConnectedPeers(t *testing.T) {
+	opts := []peer.Option{peer.WithMesh("wtest"), peer.WithGroups(true), peer.WithAdvertisements(50*time.Millisecond, 30*time.Second)}
+	a, x, y := newNode(t, opts...), newNode(t, opts...), newNode(t, opts...)
+	near, far := x, y
+	if far.ID() > near.ID() {
+		near, far = far, near
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// a - near - far: a hears of far's actors only through near.
+	if err := a.Connect(ctx, *near.AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	if err := far.Connect(ctx, *near.AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	spawn(t, near, "svc", echo)
+	spawn(t, far, "svc", echo)
+	waitFor(t, func() bool { return len(a.Directory().Lookup("svc")) == 2 })
+	if a.Host().Network().Connectedness(far.ID()) == network.Connected {
+		t.Fatal("a connected to the far peer: the test needs it out of reach")
+	}
+	want, _ := peer.Ref(near.ID(), "svc")
+	if ref, err := a.Whereis(ctx, "svc"); err != nil || ref != want {
+		t.Fatalf("whereis: %v %v, want the connected peer's %v", ref, err, want)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/discovery"
@@ -45,7 +46,7 @@ func (d Directory) Lookup(name string) []actor.Ref {
 func (n *Node) Peers() []libp2ppeer.ID { return n.host.Network().Peers() }
 
 // Whereis finds an actor called name anywhere in the mesh: on this node,
-// in the directory, then by asking the connected peers, up to
+// in the directory (a connected peer's advertisement first), then by asking the connected peers, up to
 // whereisAtOnce at a time, and taking the first that has it (a silent
 // peer costs the others nothing). It returns an error wrapping
 // actor.ErrNoSuchActor when none has it, joined with the errors of the
@@ -58,6 +59,13 @@ func (n *Node) Whereis(ctx context.Context, name string) (actor.Ref, error) {
 		return ref, nil
 	}
 	if refs := n.Directory().Lookup(name); len(refs) > 0 {
+		// A connected peer first: anyone can sign advertisements of
+		// made-up peers whose IDs sort first.
+		for _, ref := range refs {
+			if id, err := libp2ppeer.Decode(ref.Peer()); err == nil && n.host.Network().Connectedness(id) == network.Connected {
+				return ref, nil
+			}
+		}
 		return refs[0], nil
 	}
 	peers := n.Peers()
