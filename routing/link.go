@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -30,14 +32,14 @@ type queue struct {
 // goroutine, which lets go of it only while it sleeps on an empty queue,
 // or by plain code writing its own request through (writeThrough).
 type writer struct {
-	l         *link
-	q         *queue
-	mu        sync.Mutex
-	s         network.Stream
-	fw        *codec.FrameWriter
-	batch     []outMsg
-	scratch   []byte // one message body at a time
-	deadlined time.Time
+	l       *link
+	q       *queue
+	mu      sync.Mutex
+	s       network.Stream
+	fw      *codec.FrameWriter
+	pw      *progressWriter // under fw: s with its write deadline
+	batch   []outMsg
+	scratch []byte // one message body at a time
 	// lg is the large message in fragments: only on user streams whose
 	// reader knows fragments (1.1.0), nil otherwise.
 	lg, lgState *largeOut
@@ -280,8 +282,7 @@ func (l *link) write(q *queue) {
 		}
 		for attempts := 1; w.s == nil; attempts++ {
 			var err error
-			if w.s, w.fw, err = l.open(q.proto, q.proto10); err == nil {
-				w.deadlined = time.Time{}
+			if w.s, w.pw, w.fw, err = l.open(q.proto, q.proto10); err == nil {
 				w.lg = nil
 				if w.s.Protocol() == ProtoMsg {
 					if w.lgState == nil {
@@ -375,12 +376,87 @@ func (w *writer) drop() {
 		_ = w.s.Reset()
 		w.l.track(w.s, false)
 	}
-	w.s, w.fw = nil, nil
+	w.s, w.pw, w.fw = nil, nil, nil
 }
 
-// writeTimeout bounds every write of a writer: a peer that stops reading
-// for this long breaks the stream.
+// writeTimeout bounds how long a writer's stream may go without progress:
+// a peer that stops reading for this long (between half of it and all of
+// it) breaks the stream. A slow but steady peer does not, however long a
+// batch takes (see progressWriter).
 const writeTimeout = 30 * time.Second
+
+// progressWriter is a writer's stream as its FrameWriter writes to it. It
+// writes in pieces of at most progressChunk and, under the writer's own
+// deadline, moves the deadline on as the pieces go, so that writeTimeout
+// bounds a stall rather than a whole batch: a batch of up to a thousand
+// large messages to a peer that reads a few hundred KB/s may take minutes,
+// and giving it up would declare its loss. Under a caller's deadline (see
+// writer.send) it keeps that deadline.
+type progressWriter struct {
+	s       network.Stream
+	caller  bool      // the deadline set is a caller's
+	until   time.Time // the deadline set (zero: none yet)
+	stalled bool      // a write met the deadline: it stays until the next arm
+}
+
+// progressChunk is the most a progressWriter writes at once.
+const progressChunk = 64 << 10
+
+func (p *progressWriter) Write(b []byte) (int, error) {
+	n := 0
+	for len(b) > 0 {
+		k := min(len(b), progressChunk)
+		if !p.caller {
+			p.extend(time.Now())
+		}
+		m, err := p.s.Write(b[:k])
+		n += m
+		if err != nil {
+			var ne net.Error
+			p.stalled = p.stalled || errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+			return n, err
+		}
+		b = b[k:]
+	}
+	return n, nil
+}
+
+// extend sets the writer's own deadline writeTimeout from now once less
+// than half of it is left (a deadline per piece would cost a timer update
+// each).
+func (p *progressWriter) extend(now time.Time) {
+	if !p.stalled && p.until.Sub(now) < writeTimeout/2 {
+		p.until = now.Add(writeTimeout)
+		_ = p.s.SetWriteDeadline(p.until)
+	}
+}
+
+// arm sets the deadline of the writes to come: a caller's (not zero), or
+// the writer's own. It is set before anything is put: the FrameWriter
+// flushes by itself once its buffer fills, and must not do so under a
+// deadline that expired since the last write (an Ask's, or the writer's
+// own after a long idle), which would break a healthy stream.
+func (p *progressWriter) arm(caller time.Time) {
+	p.stalled = false
+	if !caller.IsZero() {
+		p.caller, p.until = true, caller
+		_ = p.s.SetWriteDeadline(caller)
+		return
+	}
+	if p.caller {
+		p.caller, p.until = false, time.Time{}
+	}
+	p.extend(time.Now())
+}
+
+// progress returns the progressWriter of the writer's stream (one made
+// for it if the stream was given without one).
+func (w *writer) progress() *progressWriter {
+	if w.pw == nil || w.pw.s != w.s {
+		w.pw = &progressWriter{s: w.s}
+	}
+	return w.pw
+}
 
 // send writes the batch in hand on the open stream and flushes; if the
 // stream breaks, what was in hand goes back (broken) and the stream is
@@ -392,19 +468,11 @@ const writeTimeout = 30 * time.Second
 // stopped reading) breaks a stream. It returns the stream's error.
 func (w *writer) send(deadline time.Time) error {
 	l, lg := w.l, w.lg
-	// The deadline is set before anything is put: the FrameWriter flushes
-	// by itself once its buffer fills, and must not do so under a deadline
-	// that expired since the last write (an Ask's, or the writer's own
-	// after a long idle), which would break a healthy stream.
-	now := time.Now()
-	callers := !deadline.IsZero() && deadline.Before(now.Add(writeTimeout))
-	switch {
-	case callers:
-		_ = w.s.SetWriteDeadline(deadline)
-		w.deadlined = time.Time{} // the writer sets its own next time
-	case now.Sub(w.deadlined) > time.Second:
-		_ = w.s.SetWriteDeadline(now.Add(writeTimeout))
-		w.deadlined = now
+	callers := !deadline.IsZero() && deadline.Before(time.Now().Add(writeTimeout))
+	if callers {
+		w.progress().arm(deadline)
+	} else {
+		w.progress().arm(time.Time{})
 	}
 	err := w.put()
 	if err == nil && lg != nil && lg.active && w.q.q.len() == 0 {
@@ -754,15 +822,16 @@ func (l *link) fail(m *outMsg, reason error) {
 // open opens a stream to the peer, offering the protocols in order of
 // preference, and introduces this peer's incarnation. Its frames are
 // compact if the peer chose a protocol version that has them.
-func (l *link) open(protos ...protocol.ID) (network.Stream, *codec.FrameWriter, error) {
+func (l *link) open(protos ...protocol.ID) (network.Stream, *progressWriter, *codec.FrameWriter, error) {
 	ctx, cancel := context.WithTimeout(l.r.ctx, 10*time.Second)
 	defer cancel()
 	s, err := l.r.h.NewStream(ctx, l.peer, protos...)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	l.track(s, true)
-	fw := codec.NewFrameWriter(s, l.r.cfg.MaxFrame, codec.WithCompact(isCompact(s.Protocol())))
+	pw := &progressWriter{s: s}
+	fw := codec.NewFrameWriter(pw, l.r.cfg.MaxFrame, codec.WithCompact(isCompact(s.Protocol())))
 	h := helloBody{Incarnation: l.r.incarnation, Stream: l.r.streams.Add(1)}
 	if !isCtl(s.Protocol()) {
 		l.r.mu.Lock()
@@ -776,7 +845,7 @@ func (l *link) open(protos ...protocol.ID) (network.Stream, *codec.FrameWriter, 
 	if err != nil {
 		_ = s.Reset()
 		l.track(s, false)
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return s, fw, nil
+	return s, pw, fw, nil
 }

@@ -197,7 +197,8 @@ func (openConn) IsClosed() bool { return false }
 
 // use gives w the stream s, as opening it would.
 func (w *writer) use(s network.Stream) {
-	w.s, w.fw = s, codec.NewFrameWriter(s, w.l.r.cfg.MaxFrame)
+	w.s, w.pw = s, &progressWriter{s: s}
+	w.fw = codec.NewFrameWriter(w.pw, w.l.r.cfg.MaxFrame)
 }
 
 func monitorMsg(id actor.MonitorID) outMsg {
