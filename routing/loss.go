@@ -222,6 +222,33 @@ func (r *Router) lossHeard(p libp2ppeer.ID, s uint64) {
 	r.mu.Unlock()
 }
 
+// lossPresumed takes p down when a declaration awaited did not come within
+// lossWait (awaitLoss). The one its hello announced, lost, is a number of
+// p's and counts as heard and acted on; the one this node asked for
+// (want) is dropped, never recorded as a number of p's, which it is not:
+// p's next declaration, whatever its number, is still acted on.
+func (r *Router) lossPresumed(p libp2ppeer.ID, lost uint64) {
+	r.mu.Lock()
+	_, known := r.remote[p]
+	delete(r.want, p)
+	if known && lost > r.heard[p] {
+		r.heard[p] = lost
+	}
+	r.mu.Unlock()
+	if known {
+		r.lossesHeard.Add(1)
+		r.peersDown.Add(1)
+		r.sys.PeerDown(p.String())
+	}
+	r.mu.Lock()
+	if _, still := r.remote[p]; still && lost > r.acted[p] {
+		r.acted[p] = lost
+	}
+	close(r.lossCh) // wakes the readers in awaitLoss: want is gone
+	r.lossCh = make(chan struct{})
+	r.mu.Unlock()
+}
+
 // awaitLoss returns once the declarations a user stream of p must follow
 // were acted on: lost, from its hello, and the one asked for after a
 // stream of p's was reset here (askLoss). After lossWait (an older peer,
@@ -251,7 +278,7 @@ func (r *Router) awaitLoss(p libp2ppeer.ID, c network.Conn, lost uint64) {
 		case <-ch:
 		case <-timeout:
 			r.log.Warn("routing: a peer's declared loss did not come: taking it down", "peer", p)
-			r.lossHeard(p, target)
+			r.lossPresumed(p, lost)
 			return
 		case <-r.ctx.Done():
 			return

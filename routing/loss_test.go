@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
@@ -481,5 +482,42 @@ func TestDroppedRequestMakesRoomForTheNext(t *testing.T) {
 	w.dropUndo("test")
 	if l.resetQueued.Load() {
 		t.Fatal("a request dropped with the cancellations still blocks the next")
+	}
+}
+
+// A declaration this node asked for and waited for in vain is presumed:
+// the peer is taken down, but no number of the peer's is made up for it,
+// so the peer's next real declaration, whatever its number, is still
+// acted on (a made-up number swallowed it, and its loss went without a
+// Down).
+func TestPresumedLossSwallowsNoDeclaration(t *testing.T) {
+	was := lossWait
+	t.Cleanup(func() { lossWait = was }) // after the router's close
+	lossWait = 50 * time.Millisecond
+	_, r, _ := testRouter(t, 0)
+	_, pub, err := crypto.GenerateEd25519Key(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := libp2ppeer.IDFromPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.mu.Lock()
+	r.remote[p] = 1
+	r.heard[p], r.acted[p] = 5, 5 // its declaration 5 was acted on
+	r.want[p] = r.heard[p] + 1    // and a reset here asked for another (askLoss)
+	r.mu.Unlock()
+	r.awaitLoss(p, nil, 0) // the peer sent nothing since 5: it does not declare
+	if st := r.Stats(); st.LossesHeard != 1 {
+		t.Fatalf("after the wait: %d losses acted on, want 1 (presumed)", st.LossesHeard)
+	}
+	r.lossHeard(p, 6) // the peer's next real declaration
+	if st := r.Stats(); st.LossesHeard != 2 {
+		t.Fatalf("the peer's declaration 6 after a presumed one: %d losses acted on, want 2", st.LossesHeard)
+	}
+	r.lossHeard(p, 6) // the same again: once
+	if st := r.Stats(); st.LossesHeard != 2 {
+		t.Fatalf("declaration 6 acted on twice: %d", st.LossesHeard)
 	}
 }

@@ -176,13 +176,14 @@ func (q *outQueue) pushCtx(ctx context.Context, e *actor.Envelope, stop <-chan s
 		if q.pushBelow(e.To.Name(), e.From.Name(), e.Msg, e.Corr, e.Reply, limit) {
 			return nil
 		}
-		if mustNotWait != nil && mustNotWait() {
-			return actor.ErrBlockingCall
-		}
 		q.mu.Lock()
-		if q.retired {
+		if q.retired { // before ErrBlockingCall: the caller takes the new link
 			q.mu.Unlock()
 			return errRetired
+		}
+		if mustNotWait != nil && mustNotWait() {
+			q.mu.Unlock()
+			return actor.ErrBlockingCall
 		}
 		if q.n < limit { // room appeared meanwhile
 			q.mu.Unlock()

@@ -706,6 +706,12 @@ func (r *Router) hello(id libp2ppeer.ID, inc uint64, c network.Conn) {
 	}
 	var stale []network.Conn
 	r.mu.Lock()
+	if c != nil && c.IsClosed() {
+		// Closed since: the peer's disconnection (peerGone) may have
+		// cleared its entries already, which must not come back.
+		r.mu.Unlock()
+		return
+	}
 	old, seen := r.remote[id]
 	r.remote[id] = inc
 	if seen && old != inc {
