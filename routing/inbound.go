@@ -27,7 +27,8 @@ import (
 // frame), or one that stopped in the middle of a frame or of a large
 // message for stallTimeout, or whose large frame or message the resource
 // manager's memory limits refused (see streamBudget). A stream beyond maxInboundStreams of its peer
-// and protocol is reset at once, and counted the same way.
+// and protocol is reset at once, and counted the same way; as with the
+// others, the peer is asked to declare the loss of what it wrote on it.
 func (r *Router) handleStream(s network.Stream) {
 	remote := s.Conn().RemotePeer()
 	key := inboundKey{remote, isCtl(s.Protocol())}
@@ -36,11 +37,15 @@ func (r *Router) handleStream(s network.Stream) {
 	if r.closed || len(r.inbound[key]) >= maxInboundStreams {
 		tooMany := !r.closed
 		r.mu.Unlock()
+		_ = s.Reset()
 		if tooMany {
 			r.streamsReset.Add(1)
 			r.log.Warn("routing: refusing inbound stream: too many open", "peer", remote, "protocol", s.Protocol())
+			if !s.Conn().IsClosed() {
+				// What the peer wrote on it is lost: the peer declares it.
+				r.askLoss(remote, !key.ctl, "too many inbound streams")
+			}
 		}
-		_ = s.Reset()
 		return
 	}
 	r.inbound[key] = append(r.inbound[key], self)

@@ -521,3 +521,24 @@ func TestPresumedLossSwallowsNoDeclaration(t *testing.T) {
 		t.Fatalf("declaration 6 acted on twice: %d", st.LossesHeard)
 	}
 }
+
+// A stream beyond maxInboundStreams of a peer is reset at once, and the
+// peer is asked to declare the loss of what it wrote on it, as for any
+// stream a reader gives up.
+func TestRefusedStreamAsksForADeclaration(t *testing.T) {
+	f := newLossFixture(t)
+	for range maxInboundStreams { // with f.user's, one more than the limit
+		// No hello (which would end the older streams, see supersede):
+		// the start of a frame length, and nothing more. Whichever the
+		// router takes last is refused.
+		if _, err := f.user.another(f.hB).s.Write([]byte{0x80}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for typ := ""; typ != typeReset; {
+		typ = recvWithin(t, f.ctx, f.ctlTypes) // the router's hello, then the request
+	}
+	if st := f.rB.Stats(); st.StreamsReset != 1 {
+		t.Fatalf("%d streams reset, want 1", st.StreamsReset)
+	}
+}
