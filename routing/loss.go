@@ -165,7 +165,8 @@ func (r *Router) askLoss(p libp2ppeer.ID, user bool, why string) {
 // pushLoss queues msg (lostBody or resetBody), numbered n (see
 // link.lossFloor), on the control queue to p, whatever its bound: it must
 // not be dropped as "link full". A resetBody is not queued while another
-// waits.
+// waits, and a lostBody renumbers one that is the last message queued
+// (see outQueue.pushLost).
 func (r *Router) pushLoss(p libp2ppeer.ID, msg any, n uint64) {
 	for range 3 { // a link retired meanwhile: its successor
 		l, err := r.link(p.String())
@@ -176,7 +177,11 @@ func (r *Router) pushLoss(p libp2ppeer.ID, msg any, n uint64) {
 		if reset && l.resetQueued.Swap(true) {
 			return
 		}
-		if l.ctl.q.pushBelow(lossTo, "", msg, n, false, math.MaxInt) {
+		if lost, ok := msg.(lostBody); ok {
+			if l.ctl.q.pushLost(lost, n) {
+				return
+			}
+		} else if l.ctl.q.pushBelow(lossTo, "", msg, n, false, math.MaxInt) {
 			return
 		}
 		if reset {

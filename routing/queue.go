@@ -2,6 +2,7 @@ package routing
 
 import (
 	"context"
+	"math"
 	"sync"
 
 	"github.com/troupe-mesh/troupe/actor"
@@ -67,6 +68,30 @@ func (q *outQueue) pushBelow(to, from string, msg any, corr uint64, reply bool, 
 	}
 	q.unlockWaking(true)
 	return true
+}
+
+// pushLost appends a loss declaration numbered n, whatever the queue's
+// bound, unless the last message queued is one (not sent yet, nothing
+// queued after it): then it takes the newer number, which covers the
+// older declaration, and the queue does not grow. (Only the last: a
+// monitor or link request queued after a declaration must stay after it.)
+// A peer that asks for a declaration after every batch it gets and reads
+// none of this node's control stream costs one message, not one a batch.
+func (q *outQueue) pushLost(body lostBody, n uint64) bool {
+	q.mu.Lock()
+	if q.n > 0 && !q.retired {
+		if c := q.chunks[len(q.chunks)-1]; len(c) > 0 && c[len(c)-1].to == lossTo {
+			m := &c[len(c)-1]
+			if _, ok := m.msg.(lostBody); ok {
+				m.msg, m.corr = body, n
+				q.mu.Unlock()
+				return true
+			}
+		}
+	}
+	ok := q.appendLocked(lossTo, "", body, n, false, math.MaxInt)
+	q.unlockWaking(ok)
+	return ok
 }
 
 // pushClaim appends a message as pushBelow does, up to the queue's bound,

@@ -3,9 +3,12 @@ package routing
 import (
 	"context"
 	"errors"
-	"github.com/troupe-mesh/troupe/actor"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/troupe-mesh/troupe/actor"
 )
 
 // A sender that can wait stops at waitLimit; one that cannot may fill the
@@ -171,5 +174,28 @@ func TestOutQueueWakesASleepingWriter(t *testing.T) {
 	q.push(&actor.Envelope{Corr: 4})
 	if len(q.ready) != 1 {
 		t.Fatal("a push did not wake the sleeping writer")
+	}
+}
+
+// A loss declaration queued behind another that is not sent yet takes its
+// place with the newer number, unless something was queued in between,
+// which must stay after the older one.
+func TestQueuedDeclarationsCoalesce(t *testing.T) {
+	q := newOutQueue(16)
+	for n := uint64(1); n <= 100; n++ {
+		if !q.pushLost(lostBody{Session: n}, n) {
+			t.Fatal("refused")
+		}
+	}
+	q.pushBelow("sink", "src", actor.MonitorSignal{ID: 1}, 0, false, q.max)
+	q.pushLost(lostBody{Session: 101}, 101)
+	q.pushLost(lostBody{Session: 102}, 102)
+	var got []string
+	for _, m := range q.takeBatch(nil) {
+		got = append(got, fmt.Sprintf("%s %v %d", m.to, m.msg, m.corr))
+	}
+	want := []string{"troupe {100} 100", "sink {1} 0", "troupe {102} 102"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("queued %q, want %q", got, want)
 	}
 }
