@@ -2,16 +2,22 @@ package discovery
 
 import (
 	"context"
+	"encoding/base32"
+	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
+	ds "github.com/ipfs/go-datastore"
+	dssync "github.com/ipfs/go-datastore/sync"
 	dht "github.com/libp2p/go-libp2p-kad-dht"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	drouting "github.com/libp2p/go-libp2p/p2p/discovery/routing"
+	mh "github.com/multiformats/go-multihash"
 )
 
 // DHTProtocolPrefix keeps Troupe's Kademlia DHT apart from the public IPFS
@@ -66,7 +72,15 @@ func StartDHT(h host.Host, cfg DHTConfig) (*DHT, error) {
 	if cfg.Client {
 		mode = dht.ModeClient
 	}
-	opts := []dht.Option{dht.Mode(mode), dht.ProtocolPrefix(DHTProtocolPrefix)}
+	// Troupe's peers store provider records of the mesh's rendezvous, and
+	// nothing else: values are off, and the provider store takes records
+	// of the rendezvous only, up to maxProviders (any peer could otherwise
+	// store records and values for any key, kept for hours).
+	providers, err := newMeshProviders("/troupe/" + cfg.Mesh)
+	if err != nil {
+		return nil, fmt.Errorf("discovery: DHT: %w", err)
+	}
+	opts := []dht.Option{dht.Mode(mode), dht.ProtocolPrefix(DHTProtocolPrefix), dht.DisableValues(), dht.ProviderDatastore(providers)}
 	if len(cfg.Bootstrap) > 0 {
 		opts = append(opts, dht.BootstrapPeers(cfg.Bootstrap...))
 	}
@@ -84,6 +98,129 @@ func StartDHT(h host.Host, cfg DHTConfig) (*DHT, error) {
 
 // Rendezvous is the DHT key the mesh's peers advertise under.
 func (d *DHT) Rendezvous() string { return "/troupe/" + d.cfg.Mesh }
+
+// maxProviders bounds the provider records a DHT server keeps: one per
+// peer of the mesh that advertises itself.
+const maxProviders = 4096
+
+// errNotRendezvous and errProvidersFull refuse a provider record.
+var (
+	errNotRendezvous = errors.New("discovery: a provider record of another key than the mesh's rendezvous")
+	errProvidersFull = errors.New("discovery: provider records at their bound")
+)
+
+// meshProviders is the DHT's provider datastore: an in-memory store that
+// takes the records of the mesh's rendezvous only, up to maxProviders.
+// The DHT's provider manager keys a record by the provided key's
+// multihash and the provider (see kad-dht's records package:
+// /providers/<base32 key>/<base32 peer>); a record of any other key is
+// refused, as one beyond the bound is.
+type meshProviders struct {
+	ds.Batching
+	prefix string // of the rendezvous's records' keys
+
+	mu sync.Mutex // serializes writes, so that n stays the count
+	n  int
+}
+
+func newMeshProviders(rendezvous string) (*meshProviders, error) {
+	// The key a RoutingDiscovery provides for a namespace: the multihash
+	// of a raw CID of its SHA-256.
+	h, err := mh.Sum([]byte(rendezvous), mh.SHA2_256, -1)
+	if err != nil {
+		return nil, err
+	}
+	return &meshProviders{
+		Batching: dssync.MutexWrap(ds.NewMapDatastore()),
+		prefix:   "/providers/" + base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(h) + "/",
+	}, nil
+}
+
+// Put stores a provider record of the rendezvous, within the bound.
+func (m *meshProviders) Put(ctx context.Context, key ds.Key, value []byte) error {
+	if !strings.HasPrefix(key.String(), m.prefix) {
+		return errNotRendezvous
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	had, err := m.Batching.Has(ctx, key)
+	if err != nil {
+		return err
+	}
+	if !had && m.n >= maxProviders {
+		return errProvidersFull
+	}
+	if err := m.Batching.Put(ctx, key, value); err != nil {
+		return err
+	}
+	if !had {
+		m.n++
+	}
+	return nil
+}
+
+// Delete removes a record (an expired one: the provider manager's
+// collection).
+func (m *meshProviders) Delete(ctx context.Context, key ds.Key) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	had, err := m.Batching.Has(ctx, key)
+	if err != nil {
+		return err
+	}
+	if err := m.Batching.Delete(ctx, key); err != nil {
+		return err
+	}
+	if had {
+		m.n--
+	}
+	return nil
+}
+
+// Batch returns a batch whose writes go through Put and Delete when it
+// commits, so they are checked and counted. A record refused is dropped
+// and the others are kept: the provider manager writes all it holds as one
+// batch, and an error would have it keep and retry them all, the honest
+// records with the refused one, until it drops them all.
+func (m *meshProviders) Batch(context.Context) (ds.Batch, error) { return &providerBatch{m: m}, nil }
+
+// providerBatch is a batch of writes to a meshProviders.
+type providerBatch struct {
+	m   *meshProviders
+	ops []providerOp
+}
+
+type providerOp struct {
+	key    ds.Key
+	value  []byte
+	delete bool
+}
+
+func (b *providerBatch) Put(_ context.Context, key ds.Key, value []byte) error {
+	b.ops = append(b.ops, providerOp{key: key, value: value})
+	return nil
+}
+
+func (b *providerBatch) Delete(_ context.Context, key ds.Key) error {
+	b.ops = append(b.ops, providerOp{key: key, delete: true})
+	return nil
+}
+
+func (b *providerBatch) Commit(ctx context.Context) error {
+	for _, op := range b.ops {
+		var err error
+		if op.delete {
+			err = b.m.Delete(ctx, op.key)
+		} else {
+			err = b.m.Put(ctx, op.key, op.value)
+		}
+		if err != nil && !errors.Is(err, errNotRendezvous) && !errors.Is(err, errProvidersFull) {
+			return err
+		}
+	}
+	b.ops = nil
+	return nil
+}
 
 // sleep waits for d or the end of the DHT; it reports false at the end.
 func (d *DHT) sleep(wait time.Duration) bool {

@@ -28,7 +28,7 @@ func (s *steadyStream) Write(p []byte) (int, error) {
 		need = time.Hour
 	}
 	if !s.deadline.IsZero() && time.Now().Add(need).After(s.deadline) {
-		left := max(s.deadline.Sub(time.Now()), 0)
+		left := max(time.Until(s.deadline), 0)
 		time.Sleep(left)
 		n := min(len(p), int(left.Seconds()*float64(s.rate)))
 		s.got += n

@@ -1,0 +1,88 @@
+package discovery
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/libp2p/go-libp2p-kad-dht/records"
+	"github.com/libp2p/go-libp2p/core/crypto"
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/host/peerstore/pstoremem"
+	mh "github.com/multiformats/go-multihash"
+)
+
+// The DHT's provider store keeps records of the mesh's rendezvous only, up
+// to maxProviders, whatever keys peers provide; records refused in a
+// batch cost the others nothing, and room comes back as records go.
+func TestProvidersOfTheRendezvousOnly(t *testing.T) {
+	ctx := context.Background()
+	store, err := newMeshProviders("/troupe/mesh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := pstoremem.NewPeerstore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ps.Close()
+	newID := func() libp2ppeer.ID {
+		_, pub, err := crypto.GenerateEd25519Key(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := libp2ppeer.IDFromPublicKey(pub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	pm, err := records.NewProviderManager(newID(), ps, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The keys a RoutingDiscovery provides for a namespace.
+	key := func(ns string) []byte {
+		h, err := mh.Sum([]byte(ns), mh.SHA2_256, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	rendezvous, other := key("/troupe/mesh"), key("/troupe/other")
+	var kept []libp2ppeer.ID
+	for i := 0; len(kept) < maxProviders+100; i++ {
+		p, k := newID(), rendezvous
+		if i%3 == 0 {
+			k = other // mixed into the same batches
+		} else {
+			kept = append(kept, p)
+		}
+		if err := pm.AddProvider(ctx, k, libp2ppeer.AddrInfo{ID: p}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pm.Close(); err != nil { // flushes what is pending
+		t.Fatal(err)
+	}
+	if store.n != maxProviders {
+		t.Fatalf("%d records stored, want the bound, %d", store.n, maxProviders)
+	}
+	pm2, err := records.NewProviderManager(newID(), ps, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pm2.Close()
+	got, err := pm2.GetProviders(ctx, rendezvous)
+	if err != nil || len(got) != maxProviders {
+		t.Fatalf("%d providers of the rendezvous (%v), want %d", len(got), err, maxProviders)
+	}
+	for _, ai := range got {
+		if !slices.Contains(kept, ai.ID) {
+			t.Fatalf("%v is no provider of the rendezvous", ai.ID)
+		}
+	}
+	if others, _ := pm2.GetProviders(ctx, other); len(others) != 0 {
+		t.Fatalf("%d providers of another key kept", len(others))
+	}
+}
