@@ -172,13 +172,16 @@ type Directory struct {
 	pullNow chan struct{}
 	serving chan struct{} // a token per directory request being answered
 
-	mu    sync.Mutex // guards peers, bytes, gone and closed
+	mu    sync.Mutex // guards peers, bytes, gone, closed and answering
 	peers map[libp2ppeer.ID]adEntry
 	bytes int // signed bytes of the advertisements in peers
 	// gone holds when peers disconnected: an advertisement of theirs
 	// relayed by a third peer is refused for its TTL after that.
 	gone   map[libp2ppeer.ID]time.Time
 	closed bool // no more directory requests are answered
+	// answering holds the peers whose directory request is being answered
+	// (one at a time each).
+	answering map[libp2ppeer.ID]bool
 
 	own atomic.Pointer[adEntry] // our latest published advertisement
 

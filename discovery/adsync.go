@@ -115,17 +115,34 @@ func readCapped(r io.Reader, limit int) ([]byte, error) {
 
 // serveSync answers one request. libp2p runs it on its own goroutine; it
 // joins the directory's WaitGroup so that Close waits for it, and at most
-// syncServing run at once.
+// syncServing run at once, one per peer (a peer that opened several and
+// trickles their bytes would take every slot from the others).
 func (d *Directory) serveSync(s network.Stream) {
+	asker := s.Conn().RemotePeer()
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
 		_ = s.Reset()
 		return
 	}
+	if d.answering[asker] {
+		d.mu.Unlock()
+		d.syncBusy.Add(1)
+		_ = s.Reset()
+		return
+	}
+	if d.answering == nil {
+		d.answering = make(map[libp2ppeer.ID]bool)
+	}
+	d.answering[asker] = true
 	d.wg.Add(1)
 	d.mu.Unlock()
-	defer d.wg.Done()
+	defer func() {
+		d.mu.Lock()
+		delete(d.answering, asker)
+		d.mu.Unlock()
+		d.wg.Done()
+	}()
 	select {
 	case d.serving <- struct{}{}:
 		defer func() { <-d.serving }()
@@ -146,7 +163,6 @@ func (d *Directory) serveSync(s network.Stream) {
 	if err == nil {
 		err = syncDecMode.Unmarshal(data, &req)
 	}
-	asker := s.Conn().RemotePeer()
 	if err == nil && req.Own != nil {
 		var ad *Advertisement
 		if ad, err = Verify(req.Own, asker); err == nil {

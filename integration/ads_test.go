@@ -193,6 +193,42 @@ func TestDirectoryExchange(t *testing.T) {
 		t.Fatalf("%d bad requests counted, want 2", got)
 	}
 
+	// One request at a time per peer: a second stream of a peer whose
+	// first trickles is refused at once, and another peer is answered.
+	slow, err := raw.NewStream(ctx, a.ID(), proto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Reset()
+	if _, err := slow.Write(req[:1]); err != nil { // and no more
+		t.Fatal(err)
+	}
+	busy := a.Directory().Stats().Busy
+	waitFor(t, func() bool {
+		_, err := ask(req)
+		return err != nil && a.Directory().Stats().Busy > busy
+	})
+	other, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := other.Connect(ctx, *a.AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	st, err := other.NewStream(ctx, a.ID(), proto)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherReq, _ := cbor.Marshal(exchangeRequest{})
+	if _, err := st.Write(otherReq); err != nil {
+		t.Fatal(err)
+	}
+	_ = st.CloseWrite()
+	if data, err := io.ReadAll(st); err != nil || len(data) == 0 {
+		t.Fatalf("another peer's request while the slow one waits: %d bytes, %v", len(data), err)
+	}
+
 	// Bad answers: a dials a raw peer whose answer holds a forged and a
 	// garbled advertisement next to a valid one.
 	liar, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
