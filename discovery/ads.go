@@ -447,7 +447,7 @@ func (d *Directory) store(ad *Advertisement, raw []byte, ttl time.Duration, rela
 	defer d.mu.Unlock()
 	old, ok := d.peers[id]
 	switch {
-	case !ok && (len(d.peers) >= maxDirectory || d.bytes+len(raw) > maxDirectoryBytes):
+	case !ok && (len(d.peers) >= maxDirectory || d.bytes+len(raw) > maxDirectoryBytes) && !d.evictForLocked(id, len(raw)):
 		return false, false
 	case ok && d.bytes-len(old.raw)+len(raw) > maxDirectoryBytes:
 		return false, false
@@ -461,6 +461,28 @@ func (d *Directory) store(ad *Advertisement, raw []byte, ttl time.Duration, rela
 	d.bytes += len(raw) - len(old.raw)
 	d.peers[id] = adEntry{ad: ad, raw: raw, expires: time.Now().Add(ttl)}
 	return true, !ok
+}
+
+// evictForLocked makes room in a full directory for the advertisement (of
+// size bytes) of id when id is a peer this node is connected to, by
+// dropping advertisements of peers it is not connected to: a flood of
+// advertisements of made-up peers cannot keep out the peers next to this
+// node. It reports whether there is room. (Only for a connected peer: the
+// scan is paid once per connection, not once per message of a flood.)
+func (d *Directory) evictForLocked(id libp2ppeer.ID, size int) bool {
+	net := d.h.Network()
+	if net.Connectedness(id) != network.Connected {
+		return false
+	}
+	for other := range d.peers {
+		if len(d.peers) < maxDirectory && d.bytes+size <= maxDirectoryBytes {
+			break
+		}
+		if net.Connectedness(other) != network.Connected {
+			d.dropLocked(other)
+		}
+	}
+	return len(d.peers) < maxDirectory && d.bytes+size <= maxDirectoryBytes
 }
 
 // dropLocked forgets the advertisement of id.

@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"context"
 	"errors"
 	"math"
 	"strings"
@@ -115,5 +116,48 @@ func TestDirectoryBoundsWhatPeersAskFor(t *testing.T) {
 	d.mu.Unlock()
 	if ok, _ := d.store(madeUp(), big, time.Minute, false); !ok {
 		t.Fatal("no room made by the advertisements dropped")
+	}
+}
+
+// In a full directory, the advertisement of a peer this node is connected
+// to takes the place of one of a peer it is not connected to: a flood of
+// made-up peers cannot keep out the peers next to this node.
+func TestConnectedPeersGetIntoAFullDirectory(t *testing.T) {
+	h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	next, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.Connect(ctx, libp2ppeer.AddrInfo{ID: next.ID(), Addrs: next.Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	d := &Directory{cfg: AdsConfig{TTL: defaultTTL}, h: h, peers: make(map[libp2ppeer.ID]adEntry)}
+	for range maxDirectory {
+		_, pub, err := crypto.GenerateEd25519Key(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := libp2ppeer.IDFromPublicKey(pub)
+		if ok, _ := d.store(&Advertisement{Peer: []byte(id), TTLSeconds: 60}, []byte("made up"), time.Minute, false); !ok {
+			t.Fatal("the directory filled up early")
+		}
+	}
+	_, pub, _ := crypto.GenerateEd25519Key(nil)
+	far, _ := libp2ppeer.IDFromPublicKey(pub)
+	if ok, _ := d.store(&Advertisement{Peer: []byte(far), TTLSeconds: 60}, []byte("far"), time.Minute, false); ok {
+		t.Fatal("a peer out of reach got into a full directory")
+	}
+	if ok, _ := d.store(&Advertisement{Peer: []byte(next.ID()), TTLSeconds: 60}, []byte("next"), time.Minute, false); !ok {
+		t.Fatal("a connected peer was kept out of a full directory")
+	}
+	if n := len(d.peers); n != maxDirectory {
+		t.Fatalf("%d advertisements held, want %d", n, maxDirectory)
 	}
 }

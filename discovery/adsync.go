@@ -31,10 +31,10 @@ const (
 	syncServing  = 8                // concurrent answers; more are reset
 	syncQueue    = 256              // peers waiting to be asked; more are skipped
 	resyncAfter  = 30 * time.Second // a peer is asked on identify at most this often
-	maxDirectory = 4096             // advertisements held; newer peers are ignored
+	maxDirectory = 4096             // advertisements held; newer peers are ignored (but connected ones, see evictForLocked)
 	// maxDirectoryBytes bounds the signed bytes of the advertisements
 	// held (an honest one is a few hundred bytes; MaxAdBytes each would
-	// be 256 MiB); newer peers are ignored beyond it.
+	// be 256 MiB); newer peers are ignored beyond it (as above).
 	maxDirectoryBytes = 16 << 20
 	// maxAdTTL bounds how long an advertisement is kept without news (or
 	// the node's own TTL, if longer), whatever TTL it asks for: a peer
