@@ -289,6 +289,9 @@ func (r *Router) DeliverDirect(ctx context.Context, to, from actor.Ref, msg any,
 	// it is cancelled.
 	deadline, ok := ctx.Deadline()
 	if ctx.Err() == nil && (ok && time.Until(deadline) >= minWriteThrough || !ok && ctx.Done() == nil) {
+		if limit := time.Now().Add(maxWriteThrough); ok && deadline.After(limit) {
+			deadline = limit // a cancellation does not reach a write in progress
+		}
 		q.w.writeThrough(deadline)
 	} else {
 		q.q.wakeIfQueued(true) // the writer's job, with its own deadline
@@ -322,6 +325,13 @@ func (r *Router) pushDirect(to, from actor.Ref, msg any, corr uint64, reply bool
 // meant to save the hand-off, waited on a stalled peer for nothing; a
 // short deadline says the hand-off is the better bet.
 const minWriteThrough = time.Second
+
+// maxWriteThrough bounds the wait of a write-through whose context can end
+// (a cancellation does not reach a write in progress): past it, as past
+// the context's deadline, the writer writes the rest, and an Ask that was
+// cancelled meanwhile returns. (A context that cannot end waits as long as
+// the writer's own deadline allows.)
+const maxWriteThrough = time.Second
 
 // DeliverBatch queues msgs, all from the actor from, in order, taking
 // each link queue's lock once per run of messages to the same peer and

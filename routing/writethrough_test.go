@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/troupe-mesh/troupe/actor"
 )
 
 // slowStream is a stream whose peer has room for room more bytes: a
@@ -99,5 +101,64 @@ func TestWriteThroughDeadlineKeepsTheStream(t *testing.T) {
 	wantMessages(t, r, &s.wire, want...)
 	if st := r.Stats(); st.Undeliverable != 0 {
 		t.Fatalf("%d messages handed back", st.Undeliverable)
+	}
+}
+
+// stallStream is a stream to a peer that reads nothing: a write waits
+// until the write deadline, then times out.
+type stallStream struct {
+	fakeStream
+	mu       sync.Mutex
+	deadline time.Time
+}
+
+func (s *stallStream) SetWriteDeadline(t time.Time) error {
+	s.mu.Lock()
+	s.deadline = t
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *stallStream) Write([]byte) (int, error) {
+	s.mu.Lock()
+	d := s.deadline
+	s.mu.Unlock()
+	time.Sleep(time.Until(d))
+	return 0, os.ErrDeadlineExceeded
+}
+
+// An Ask whose request is written through to a peer that stopped reading,
+// with a distant deadline, returns soon after its context is cancelled: the
+// write waits maxWriteThrough at most, then leaves the rest to the writer
+// (it used to wait for the deadline, as a cancellation does not reach a
+// write in progress).
+func TestCancelledAskLeavesAWriteThroughSoon(t *testing.T) {
+	r, l, _, to := newSender(t)
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	defer r.cancel()
+	w, q := &l.user.w, l.user.q
+	w.use(&stallStream{})
+	q.mu.Lock()
+	q.asleep = true // the writer sleeps with its stream open
+	q.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	time.AfterFunc(50*time.Millisecond, cancel)
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- r.DeliverDirect(ctx, to, actor.Ref{}, "request", 7, false) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(start); took > maxWriteThrough+time.Second {
+			t.Fatalf("the write-through returned %v after it started", took)
+		}
+	case <-time.After(maxWriteThrough + 5*time.Second):
+		t.Fatal("the write-through still waits, long after its context was cancelled")
+	}
+	if r.Stats().WrittenThrough != 0 || !w.buffered() {
+		t.Fatalf("written through %d, buffered %v: want the request left to the writer", r.Stats().WrittenThrough, w.buffered())
 	}
 }
