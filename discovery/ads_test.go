@@ -10,7 +10,6 @@ import (
 
 	"github.com/fxamacker/cbor/v2"
 	"github.com/libp2p/go-libp2p"
-	"github.com/libp2p/go-libp2p/core/crypto"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 )
 
@@ -75,15 +74,7 @@ func TestDirectoryBoundsWhatPeersAskFor(t *testing.T) {
 	defer h.Close()
 	d := &Directory{cfg: AdsConfig{TTL: defaultTTL}, h: h, peers: make(map[libp2ppeer.ID]adEntry)}
 	madeUp := func() *Advertisement {
-		_, pub, err := crypto.GenerateEd25519Key(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		id, err := libp2ppeer.IDFromPublicKey(pub)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &Advertisement{Peer: []byte(id), TTLSeconds: math.MaxUint32}
+		return &Advertisement{Peer: []byte(newPeerID(t)), TTLSeconds: math.MaxUint32}
 	}
 	ad := madeUp()
 	start := time.Now()
@@ -140,18 +131,11 @@ func TestConnectedPeersGetIntoAFullDirectory(t *testing.T) {
 	}
 	d := &Directory{cfg: AdsConfig{TTL: defaultTTL}, h: h, peers: make(map[libp2ppeer.ID]adEntry)}
 	for range maxDirectory {
-		_, pub, err := crypto.GenerateEd25519Key(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		id, _ := libp2ppeer.IDFromPublicKey(pub)
-		if ok, _ := d.store(&Advertisement{Peer: []byte(id), TTLSeconds: 60}, []byte("made up"), time.Minute, false); !ok {
+		if ok, _ := d.store(&Advertisement{Peer: []byte(newPeerID(t)), TTLSeconds: 60}, []byte("made up"), time.Minute, false); !ok {
 			t.Fatal("the directory filled up early")
 		}
 	}
-	_, pub, _ := crypto.GenerateEd25519Key(nil)
-	far, _ := libp2ppeer.IDFromPublicKey(pub)
-	if ok, _ := d.store(&Advertisement{Peer: []byte(far), TTLSeconds: 60}, []byte("far"), time.Minute, false); ok {
+	if ok, _ := d.store(&Advertisement{Peer: []byte(newPeerID(t)), TTLSeconds: 60}, []byte("far"), time.Minute, false); ok {
 		t.Fatal("a peer out of reach got into a full directory")
 	}
 	if ok, _ := d.store(&Advertisement{Peer: []byte(next.ID()), TTLSeconds: 60}, []byte("next"), time.Minute, false); !ok {

@@ -26,17 +26,7 @@ func TestProvidersOfTheRendezvousOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ps.Close()
-	newID := func() libp2ppeer.ID {
-		_, pub, err := crypto.GenerateEd25519Key(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		id, err := libp2ppeer.IDFromPublicKey(pub)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return id
-	}
+	newID := func() libp2ppeer.ID { return newPeerID(t) }
 	pm, err := records.NewProviderManager(newID(), ps, store)
 	if err != nil {
 		t.Fatal(err)
@@ -85,4 +75,18 @@ func TestProvidersOfTheRendezvousOnly(t *testing.T) {
 	if others, _ := pm2.GetProviders(ctx, other); len(others) != 0 {
 		t.Fatalf("%d providers of another key kept", len(others))
 	}
+}
+
+// newPeerID returns the ID of a made-up peer.
+func newPeerID(t *testing.T) libp2ppeer.ID {
+	t.Helper()
+	_, pub, err := crypto.GenerateEd25519Key(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := libp2ppeer.IDFromPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }

@@ -23,25 +23,8 @@ func TestRestartedPeersMembersLeave(t *testing.T) {
 	if err := hA.Connect(ctx, libp2ppeer.AddrInfo{ID: hB.ID(), Addrs: hB.Addrs()}); err != nil {
 		t.Fatal(err)
 	}
-	news := make(chan any, 16)
-	if _, err := sysA.Spawn("watch", func(c *actor.Context) {
-		if err := c.Join("room", actor.WatchPresence()); err != nil {
-			t.Error(err)
-		}
-		var h actor.Case
-		h = actor.Any(func(m any) { news <- m; c.Receive(h) })
-		c.Receive(h)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := sysB.Spawn("m", func(c *actor.Context) {
-		if err := c.Join("room"); err != nil {
-			t.Error(err)
-		}
-		c.Receive(actor.On(func(string) {}))
-	}); err != nil {
-		t.Fatal(err)
-	}
+	news := watchRoom(t, sysA)
+	joinRoom(t, sysB)
 	m, _ := actor.NewRef(hB.ID().String(), "m")
 	next := func() any {
 		t.Helper()
@@ -82,27 +65,9 @@ func TestMembersOutOfReachExpire(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	news := make(chan any, 64)
-	if _, err := sysA.Spawn("watch", func(c *actor.Context) {
-		if err := c.Join("room", actor.WatchPresence()); err != nil {
-			t.Error(err)
-		}
-		var h actor.Case
-		h = actor.Any(func(m any) { news <- m; c.Receive(h) })
-		c.Receive(h)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	for _, sys := range []*actor.System{sysB, sysC} {
-		if _, err := sys.Spawn("m", func(c *actor.Context) {
-			if err := c.Join("room"); err != nil {
-				t.Error(err)
-			}
-			c.Receive(actor.On(func(string) {}))
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	news := watchRoom(t, sysA)
+	joinRoom(t, sysB)
+	joinRoom(t, sysC)
 	far, _ := actor.NewRef(hC.ID().String(), "m")
 	for joined := false; !joined; {
 		select {
@@ -139,5 +104,37 @@ func TestMembersOutOfReachExpire(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatal("C's member never left at A after C closed")
 		}
+	}
+}
+
+// watchRoom spawns an actor "watch" on sys that joins the group "room",
+// watching presence, and passes on everything it gets.
+func watchRoom(t *testing.T, sys *actor.System) <-chan any {
+	t.Helper()
+	news := make(chan any, 64)
+	if _, err := sys.Spawn("watch", func(c *actor.Context) {
+		if err := c.Join("room", actor.WatchPresence()); err != nil {
+			t.Error(err)
+		}
+		var h actor.Case
+		h = actor.Any(func(m any) { news <- m; c.Receive(h) })
+		c.Receive(h)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return news
+}
+
+// joinRoom spawns an actor "m" on sys that joins the group "room" and
+// waits.
+func joinRoom(t *testing.T, sys *actor.System) {
+	t.Helper()
+	if _, err := sys.Spawn("m", func(c *actor.Context) {
+		if err := c.Join("room"); err != nil {
+			t.Error(err)
+		}
+		c.Receive(actor.On(func(string) {}))
+	}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
@@ -495,14 +494,7 @@ func TestPresumedLossSwallowsNoDeclaration(t *testing.T) {
 	t.Cleanup(func() { lossWait = was }) // after the router's close
 	lossWait = 50 * time.Millisecond
 	_, r, _ := testRouter(t, 0)
-	_, pub, err := crypto.GenerateEd25519Key(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := libp2ppeer.IDFromPublicKey(pub)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := newPeerID(t)
 	r.mu.Lock()
 	r.remote[p] = 1
 	r.heard[p], r.acted[p] = 5, 5 // its declaration 5 was acted on

@@ -365,13 +365,7 @@ func TestEveryUnreachableLinkIsRetired(t *testing.T) {
 	_, r, sys := testRouter(t, 0)
 	ids := make([]libp2ppeer.ID, 2*peers)
 	for i := range ids {
-		_, pub, err := crypto.GenerateEd25519Key(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ids[i], err = libp2ppeer.IDFromPublicKey(pub); err != nil {
-			t.Fatal(err)
-		}
+		ids[i] = newPeerID(t)
 	}
 	links := func() int {
 		r.mu.Lock()
@@ -493,4 +487,18 @@ func TestSendRacingCloseIsRefused(t *testing.T) {
 	if err := r.Deliver(to, actor.Ref{}, "m", 0, false); !errors.Is(err, ErrClosed) {
 		t.Fatalf("a message sent as the router closed: %v, want ErrClosed", err)
 	}
+}
+
+// newPeerID returns the ID of a made-up peer.
+func newPeerID(t *testing.T) libp2ppeer.ID {
+	t.Helper()
+	_, pub, err := crypto.GenerateEd25519Key(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := libp2ppeer.IDFromPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }
