@@ -137,10 +137,19 @@ func (d *Directory) serveSync(s network.Stream) {
 	d.answering[asker] = true
 	d.wg.Add(1)
 	d.mu.Unlock()
+	// The peer's mark goes before the stream ends: the peer may send its
+	// next request as soon as it sees the end.
+	marked := true
+	unmark := func() {
+		if marked {
+			marked = false
+			d.mu.Lock()
+			delete(d.answering, asker)
+			d.mu.Unlock()
+		}
+	}
 	defer func() {
-		d.mu.Lock()
-		delete(d.answering, asker)
-		d.mu.Unlock()
+		unmark()
 		d.wg.Done()
 	}()
 	select {
@@ -148,6 +157,7 @@ func (d *Directory) serveSync(s network.Stream) {
 		defer func() { <-d.serving }()
 	default:
 		d.syncBusy.Add(1)
+		unmark()
 		_ = s.Reset()
 		return
 	}
@@ -156,6 +166,7 @@ func (d *Directory) serveSync(s network.Stream) {
 	defer stop()
 	data, err := readCapped(s, maxSyncRequest)
 	if err != nil && !errors.Is(err, ErrBadSync) {
+		unmark()
 		_ = s.Reset() // a transport error is no rejection
 		return
 	}
@@ -172,6 +183,7 @@ func (d *Directory) serveSync(s network.Stream) {
 	if err != nil {
 		d.rejected.Add(1)
 		d.cfg.Logger.Debug("discovery: bad directory request", "from", asker, "err", err)
+		unmark()
 		_ = s.Reset()
 		return
 	}
@@ -180,9 +192,11 @@ func (d *Directory) serveSync(s network.Stream) {
 		_, err = s.Write(resp)
 	}
 	if err != nil {
+		unmark()
 		_ = s.Reset()
 		return
 	}
+	unmark()
 	_ = s.Close()
 }
 
