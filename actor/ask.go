@@ -78,13 +78,13 @@ type waiter struct {
 func (w *waiter) accepts(*node) bool  { return false }
 func (w *waiter) run(*Context, *node) {}
 
-// offer takes the reply to the Ask, or a kill (System.Shutdown); anything
+// offer takes the reply to the Ask, or System.Shutdown's kill; anything
 // else is refused and becomes a dead letter, as for a stopped actor.
 func (w *waiter) offer(n *node) bool {
 	switch {
 	case n.kind == kindReply && n.corr == w.corr:
-	case n.kind == kindSignal:
-		if x, ok := n.msg.(ExitSignal); !ok || !x.Kill {
+	case n.kind == kindSignal: // only System.Shutdown's kill, which has no sender
+		if x, ok := n.msg.(ExitSignal); !ok || !x.Kill || !n.from.IsZero() {
 			return false
 		}
 	default:

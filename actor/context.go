@@ -32,6 +32,12 @@ const (
 	fWithin                      // the continuation has a Timeout case
 )
 
+// Spawn options (Context.opts), fixed at spawn.
+const (
+	oAcceptRemoteLinks uint8 = 1 << iota // actors of other peers may link to it
+	oAcceptUnknown                       // takes messages of types unknown here from other peers
+)
+
 // Context is an actor: its mailbox, its continuation and its API. A behavior
 // receives its *Context and uses it for everything; every method must be
 // called from the actor's own behavior or handlers (its loop), never from
@@ -46,6 +52,7 @@ type Context struct {
 	name string
 
 	state atomic.Int32 // idle or scheduled; CAS by senders
+	opts  uint8        // spawn options (oAccept...): set before the actor is registered, then read-only
 	inbox inbox        // pushed by senders
 
 	// Owned by the activation.

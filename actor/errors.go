@@ -46,6 +46,14 @@ var (
 	// peer asked for beyond WithRemoteWatchLimit: the monitor or link was
 	// not made.
 	ErrSystemLimit = errors.New("actor: system limit reached")
+	// ErrLinkRefused is the reason of the exit signal that answers a link
+	// request from another peer's actor to an actor spawned without
+	// AcceptRemoteLinks: the link was not made.
+	ErrLinkRefused = errors.New("actor: remote link refused")
+	// ErrUnknownType is the dead-letter reason of a message from another
+	// peer whose type the node does not know, sent to an actor spawned
+	// without AcceptUnknownTypes.
+	ErrUnknownType = errors.New("actor: message of an unknown type")
 	// ErrRestartIntensity is the reason of a supervisor that gave up because
 	// its children failed more often than its restart intensity allows.
 	ErrRestartIntensity = errors.New("actor: restart intensity exceeded")

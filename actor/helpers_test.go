@@ -42,9 +42,9 @@ func recv[T any](t testing.TB, ch <-chan T) T {
 	}
 }
 
-func mustSpawn(t testing.TB, s *System, name string, b Behavior) Ref {
+func mustSpawn(t testing.TB, s *System, name string, b Behavior, opts ...SpawnOption) Ref {
 	t.Helper()
-	ref, err := s.Spawn(name, b)
+	ref, err := s.Spawn(name, b, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

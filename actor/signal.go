@@ -120,6 +120,20 @@ func (c *Context) Demonitor(id MonitorID) {
 	c.sys.send(ref, c.Self(), DemonitorSignal{ID: id}, 0, kindSignal)
 }
 
+// isRemote reports whether ref is an actor of another peer.
+func (c *Context) isRemote(ref Ref) bool {
+	return ref.peer != c.sys.peer && !ref.IsZero()
+}
+
+// linkedTo reports whether this actor is linked to ref.
+func (c *Context) linkedTo(ref Ref) bool {
+	if c.ext == nil {
+		return false
+	}
+	_, ok := c.ext.links[ref]
+	return ok
+}
+
 // monitorEdge is one monitor of an actor: its ID and the actor that holds it.
 // IDs are numbered by the watcher's system, so watchers on different peers
 // can use the same ID: only the pair names a monitor, and only the watcher
@@ -134,6 +148,10 @@ type monitorEdge struct {
 func (c *Context) signal(n *node) bool {
 	switch s := n.msg.(type) {
 	case LinkSignal:
+		if c.isRemote(n.from) && c.opts&oAcceptRemoteLinks == 0 && !c.linkedTo(n.from) {
+			c.sys.send(n.from, c.Self(), ExitSignal{Reason: ErrLinkRefused, Linked: true}, 0, kindSignal)
+			return false
+		}
 		if !c.admitRemote(edgeLink, n.from, 0) {
 			c.sys.send(n.from, c.Self(), ExitSignal{Reason: ErrSystemLimit, Linked: true}, 0, kindSignal)
 			return false
@@ -175,7 +193,11 @@ func (c *Context) signal(n *node) bool {
 		n.msg, n.kind = Down{Ref: n.from, ID: s.ID, Reason: s.Reason}, kindUser
 		return true
 	case ExitSignal:
-		if s.Kill {
+		remote := c.isRemote(n.from)
+		if remote && !c.linkedTo(n.from) {
+			return false // a remote exit travels along a link only
+		}
+		if s.Kill && !remote { // a remote one is trappable, as any exit
 			reason := s.Reason
 			if reason == nil {
 				reason = ErrKilled
@@ -184,10 +206,7 @@ func (c *Context) signal(n *node) bool {
 			return false
 		}
 		if s.Linked {
-			if c.ext == nil {
-				return false
-			}
-			if _, ok := c.ext.links[n.from]; !ok {
+			if !c.linkedTo(n.from) {
 				return false // unlinked meanwhile
 			}
 			delete(c.ext.links, n.from)

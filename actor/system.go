@@ -79,12 +79,34 @@ type SpawnOption func(*spawnConfig)
 type spawnConfig struct {
 	colocate bool
 	system   bool
+	opts     uint8 // Context.opts
 }
 
 // SystemName lets the spawn use a name starting with '$', which is reserved
 // for generated names and for Troupe's own actors (such as a peer's "$node").
 // Applications should not need it.
 func SystemName() SpawnOption { return func(c *spawnConfig) { c.system = true } }
+
+// AcceptRemoteLinks lets actors of other peers link to the new actor, and
+// so stop it with an exit signal along that link (as a disconnection of
+// their peer does, with ErrNodeDown, unless it traps exits). Without it, a
+// link request from another peer is answered with an exit signal of reason
+// ErrLinkRefused and no link is made; links the actor makes itself, and
+// monitors from anyone, are allowed either way. No peer can kill an actor
+// without a link, nor with one: a remote exit signal is never untrappable.
+func AcceptRemoteLinks() SpawnOption {
+	return func(c *spawnConfig) { c.opts |= oAcceptRemoteLinks }
+}
+
+// AcceptUnknownTypes lets the new actor receive messages from other peers
+// whose type this node's registry does not know (they arrive as a
+// codec.Raw holding the type name and body). Without it such a message is
+// a dead letter whose reason wraps ErrUnknownType (an Ask fails with it at
+// once), so that it cannot sit unmatched in the mailbox of an actor with
+// typed cases. Replies to an Ask are taken either way.
+func AcceptUnknownTypes() SpawnOption {
+	return func(c *spawnConfig) { c.opts |= oAcceptUnknown }
+}
 
 // Colocated places the new actor on its parent's event loop instead of the
 // next loop round-robin, so that talk between the two never crosses cores.
@@ -166,7 +188,7 @@ func (s *System) spawn(name string, b Behavior, parent *Context, opts []SpawnOpt
 	} else if err := checkName(name, sc.system); err != nil {
 		return nil, err
 	}
-	c := &Context{sys: s, name: name, cont: startCase{b}}
+	c := &Context{sys: s, name: name, cont: startCase{b}, opts: sc.opts}
 	if sc.colocate && parent != nil {
 		c.loop = parent.loop
 	} else {
@@ -189,6 +211,16 @@ func (c *Context) start() Ref {
 		c.terminate(ErrClosed)
 	}
 	return ref
+}
+
+// AcceptsUnknownTypes reports whether a message of a type this node does
+// not know, from another peer, may go to the local actor to: true when it
+// was spawned with AcceptUnknownTypes, or when there is no such actor (the
+// message is then a dead letter with ErrNoSuchActor). For transports.
+// Safe for concurrent use.
+func (s *System) AcceptsUnknownTypes(to Ref) bool {
+	c := s.names.load(to.name)
+	return c == nil || c.opts&oAcceptUnknown != 0
 }
 
 // Whereis returns the Ref of the local actor registered as name.

@@ -791,7 +791,7 @@ func TestRemoteWatchLimit(t *testing.T) {
 		var h Case
 		h = On(func(string) { synced <- struct{}{}; c.Receive(h) })
 		c.Receive(h)
-	})
+	}, AcceptRemoteLinks())
 	// signal hands target the signals from their senders, then waits
 	// until it handled them.
 	signal := func(sigs ...Envelope) {

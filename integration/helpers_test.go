@@ -90,9 +90,9 @@ func recv[T any](t testing.TB, ch <-chan T) T {
 	}
 }
 
-func spawn(t testing.TB, n *peer.Node, name string, b actor.Behavior) actor.Ref {
+func spawn(t testing.TB, n *peer.Node, name string, b actor.Behavior, opts ...actor.SpawnOption) actor.Ref {
 	t.Helper()
-	ref, err := n.System().Spawn(name, b)
+	ref, err := n.System().Spawn(name, b, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

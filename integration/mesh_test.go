@@ -178,7 +178,7 @@ func TestRemoteWatchLimit(t *testing.T) {
 	if err := a.Connect(ctx, *b.AddrInfo()); err != nil {
 		t.Fatal(err)
 	}
-	far1, far2 := spawn(t, b, "far1", echo), spawn(t, b, "far2", echo)
+	far1, far2 := spawn(t, b, "far1", echo), spawn(t, b, "far2", echo, actor.AcceptRemoteLinks())
 	downs := make(chan actor.Down, 2)
 	spawn(t, a, "watcher", func(c *actor.Context) {
 		c.Monitor(far1)
@@ -197,7 +197,7 @@ func TestRemoteMonitorAndLink(t *testing.T) {
 	a, b := pair(t)
 	victim := spawn(t, b, "victim", func(c *actor.Context) {
 		c.Receive(actor.On(func(m Crash) { c.Exit(errors.New(m.Why)) }))
-	})
+	}, actor.AcceptRemoteLinks())
 	downs := make(chan actor.Down, 1)
 	exits := make(chan actor.Exit, 1)
 	ready := make(chan struct{})
@@ -285,7 +285,7 @@ func TestNodeDownWhenTheConnectionDies(t *testing.T) {
 // link (an exit signal of ErrNodeDown to an actor that traps exits).
 func TestNodeDownFiresEveryMonitorAndLink(t *testing.T) {
 	a, b := pair(t)
-	far1, far2 := spawn(t, b, "far1", echo), spawn(t, b, "far2", echo)
+	far1, far2 := spawn(t, b, "far1", echo), spawn(t, b, "far2", echo, actor.AcceptRemoteLinks())
 	downs := make(chan actor.Down, 3)
 	exits := make(chan actor.Exit, 1)
 	ready := make(chan struct{}, 2)

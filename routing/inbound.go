@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime/debug"
 	"slices"
 	"time"
 	"unsafe"
@@ -75,7 +76,7 @@ func (r *Router) handleStream(s network.Stream) {
 	in.budget = budget
 	fr := codec.NewFrameReader(guard, readFrame(r.cfg.MaxFrame), codec.WithCompact(in.v11), codec.WithBudget(budget))
 	guard.fr = fr
-	err := in.read(fr)
+	err := in.readSafe(fr)
 	budget.Release(budget.held)
 	var ne net.Error
 	switch {
@@ -85,6 +86,12 @@ func (r *Router) handleStream(s network.Stream) {
 		r.streamsReset.Add(1)
 		r.log.Warn("routing: resetting inbound stream: over a memory limit", "peer", remote, "protocol", s.Protocol(), "err", err)
 		_ = s.ResetWithError(network.StreamResourceLimitExceeded) // tells the writer why
+		r.lostInbound(&in, err)
+	case errors.Is(err, errReaderPanic):
+		r.readerPanics.Add(1)
+		r.streamsReset.Add(1)
+		r.log.Error("routing: resetting inbound stream: its reader panicked", "peer", remote, "protocol", s.Protocol(), "err", err)
+		_ = s.Reset()
 		r.lostInbound(&in, err)
 	case r.ctx.Err() == nil && (isCodecError(err) || errors.As(err, &ne) && ne.Timeout()):
 		r.streamsReset.Add(1)
@@ -104,6 +111,21 @@ func (r *Router) lostInbound(in *inbound, err error) {
 	if in.helloed && !in.conn.IsClosed() {
 		r.askLoss(in.remote, !in.ctl, err.Error())
 	}
+}
+
+// errReaderPanic is the error of a stream whose reader panicked.
+var errReaderPanic = errors.New("routing: stream reader panicked")
+
+// readSafe is read, with a panic (a bug, in a decoder say: bytes from a
+// peer must never crash the node) returned as an error wrapping
+// errReaderPanic, which resets the stream.
+func (in *inbound) readSafe(fr *codec.FrameReader) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: %v\n%s", errReaderPanic, p, debug.Stack())
+		}
+	}()
+	return in.read(fr)
 }
 
 // read hands the messages fr reads to their actors until the stream ends
@@ -273,8 +295,10 @@ func (b *streamBudget) Release(n int) {
 }
 
 // admit reports whether the signal msg may go to its actor: a monitor or
-// link needs a sender (nothing would ever remove one from no actor), and a
-// protected actor takes no exit signal or link from other peers.
+// link needs a sender (nothing would ever remove one from no actor), no
+// peer may kill (the actor's own checks refuse it too: an exit from
+// another peer goes along a link only, see actor.AcceptRemoteLinks), and
+// a protected actor takes no exit signal or link from other peers.
 func (in *inbound) admit(env *codec.Envelope, msg any) bool {
 	r := in.r
 	switch msg.(type) {
@@ -285,10 +309,17 @@ func (in *inbound) admit(env *codec.Envelope, msg any) bool {
 			return false
 		}
 	}
-	switch msg.(type) {
-	case actor.ExitSignal, actor.LinkSignal:
+	switch m := msg.(type) {
+	case actor.ExitSignal:
+		if m.Kill || r.protected[env.To] {
+			r.refused.Add(1)
+			r.log.Debug("routing: exit refused", "peer", in.remote, "to", env.To, "kill", m.Kill)
+			return false
+		}
+	case actor.LinkSignal:
 		if r.protected[env.To] {
-			r.log.Debug("routing: exit or link refused for a protected actor", "peer", in.remote, "to", env.To)
+			r.refused.Add(1)
+			r.log.Debug("routing: link refused for a protected actor", "peer", in.remote, "to", env.To)
 			return false
 		}
 	}
@@ -521,5 +552,20 @@ func (in *inbound) dispatch(env *codec.Envelope, v any) {
 	if !ok {
 		return
 	}
+	if raw, ok := msg.(codec.Raw); ok && env.Kind == codec.KindUser && !r.sys.AcceptsUnknownTypes(to) {
+		in.unknownType(to, from, raw, env.Corr)
+		return
+	}
 	in.out.Add(&actor.Envelope{To: to, From: from, Msg: msg, Corr: env.Corr, Reply: reply})
+}
+
+// unknownType makes a user message of a type this node does not know,
+// for an actor that does not take such messages, a dead letter (an Ask
+// fails at once): it would sit unmatched in a typed actor's mailbox.
+func (in *inbound) unknownType(to, from actor.Ref, raw codec.Raw, corr uint64) {
+	r := in.r
+	r.unknownTypes.Add(1)
+	r.log.Debug("routing: message of an unknown type", "peer", in.remote, "to", to.Name(), "type", raw.Type)
+	raw.Body = nil // not kept by a dead-letter hook
+	r.sys.Bounce(actor.Envelope{To: to, From: from, Msg: raw, Corr: corr}, fmt.Errorf("%w: %q", actor.ErrUnknownType, raw.Type))
 }

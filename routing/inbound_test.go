@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -298,5 +300,50 @@ func TestStaleStreamHandsNothingOn(t *testing.T) {
 	}
 	if st := r.Stats(); st.StreamsReset != 0 || st.DecodeErrors != 0 {
 		t.Fatalf("stats %+v: a stale stream is no bad input", st)
+	}
+}
+
+// TestReaderPanicResetsOneStream: a panic in a stream's reader (here
+// injected where it hands on a batch; in life a decoder bug) resets that
+// stream and is counted; the node lives on, and another stream of the
+// same peer is read as before.
+func TestReaderPanicResetsOneStream(t *testing.T) {
+	t.Cleanup(func() { testHookInboundFlush = nil })
+	h, r, sys := testRouter(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	got := make(chan string, 4)
+	if _, err := sys.Spawn("sink", func(c *actor.Context) {
+		var h actor.Case
+		h = actor.On(func(m string) { got <- m; c.Receive(h) })
+		c.Receive(h)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var panicked atomic.Bool
+	testHookInboundFlush = func(*inbound) {
+		if panicked.CompareAndSwap(false, true) {
+			panic("a decoder bug")
+		}
+	}
+	rf1 := newRawFrames(t, h)
+	rf1.send(codec.KindSystem, typeHello, helloBody{Incarnation: 7})
+	rf1.send(codec.KindUser, "string", "decoded")
+	buf := make([]byte, 1)
+	_ = rf1.s.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := rf1.s.Read(buf); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read on the panicked stream: %v, want a reset", err)
+	}
+	if st := r.Stats(); st.ReaderPanics != 1 || st.StreamsReset != 1 {
+		t.Fatalf("stats %+v: want one reader panic and one stream reset", st)
+	}
+	rf2 := rf1.another(h)
+	rf2.send(codec.KindSystem, typeHello, helloBody{Incarnation: 7})
+	rf2.send(codec.KindUser, "string", "after")
+	// What the panicked reader had decoded it still handed on.
+	for _, want := range []string{"decoded", "after"} {
+		if m := recvWithin(t, ctx, got); m != want {
+			t.Fatalf("got %q, want %q", m, want)
+		}
 	}
 }

@@ -105,6 +105,9 @@ type Stats struct {
 	WrittenThrough   uint64 // messages written on an asker's goroutine (DeliverDirect)
 	LossesDeclared   uint64 // streams given up here while their connection lived, what they carried perhaps lost: each took the peer down on both sides
 	LossesHeard      uint64 // the same, declared by peers and acted on here
+	Refused          uint64 // system messages a peer may not send: a kill, an exit or link to a protected actor
+	UnknownTypes     uint64 // user messages of a type unknown here, to an actor that does not take them: dead letters
+	ReaderPanics     uint64 // inbound streams whose reader panicked (a bug): each was reset, the node lived on
 }
 
 // Router carries actor messages between peers over libp2p streams: one
@@ -158,6 +161,7 @@ type Router struct {
 
 	sent, received, linkFull, tooLarge, tooLargeIn, decodeErrors, streamsReset atomic.Uint64
 	lossesDeclared, lossesHeard                                                atomic.Uint64
+	refused, unknownTypes, readerPanics                                        atomic.Uint64
 	undeliverable, peersDown, encodeErrors, hellos, writtenThrough             atomic.Uint64
 	streams                                                                    atomic.Uint64 // streams opened: numbers them in hellos
 }
@@ -489,6 +493,7 @@ func (r *Router) Stats() Stats {
 		StreamsReset: r.streamsReset.Load(), Undeliverable: r.undeliverable.Load(),
 		PeersDown: r.peersDown.Load(), EncodeErrors: r.encodeErrors.Load(),
 		LossesDeclared: r.lossesDeclared.Load(), LossesHeard: r.lossesHeard.Load(),
+		Refused: r.refused.Load(), UnknownTypes: r.unknownTypes.Load(), ReaderPanics: r.readerPanics.Load(),
 		RemoteIncarnated: r.hellos.Load(), WrittenThrough: r.writtenThrough.Load(),
 	}
 	r.mu.Lock()

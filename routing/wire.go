@@ -117,6 +117,8 @@ var reasonCodes = []error{
 	ErrTooLarge,
 	ErrUnreachable,
 	actor.ErrSystemLimit, // 10: older peers decode it as a RemoteError
+	actor.ErrLinkRefused,
+	actor.ErrUnknownType,
 }
 
 const codeOther = 255

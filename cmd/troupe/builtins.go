@@ -38,7 +38,7 @@ func newRegistry() (*codec.Registry, error) {
 }
 
 // startBuiltins spawns the daemon's built-in actors: echo replies with what
-// it got; info replies with an Info; watcher monitors the actors it is told
+// it got, of any type (it takes types unknown here); info replies with an Info; watcher monitors the actors it is told
 // to and prints their Down.
 func startBuiltins(n *peer.Node, mesh string, started time.Time, out io.Writer) error {
 	sys := n.System()
@@ -46,7 +46,7 @@ func startBuiltins(n *peer.Node, mesh string, started time.Time, out io.Writer) 
 		var h actor.Case
 		h = actor.Any(func(m any) { c.Reply(m); c.Receive(h) })
 		c.Receive(h)
-	}); err != nil {
+	}, actor.AcceptUnknownTypes()); err != nil { // echoes what the CLI sends as JSON
 		return err
 	}
 	if _, err := sys.Spawn("info", func(c *actor.Context) {
@@ -59,7 +59,7 @@ func startBuiltins(n *peer.Node, mesh string, started time.Time, out io.Writer) 
 			c.Receive(h)
 		})
 		c.Receive(h)
-	}); err != nil {
+	}, actor.AcceptUnknownTypes()); err != nil { // answers any message
 		return err
 	}
 	_, err := sys.Spawn("watcher", func(c *actor.Context) {
