@@ -27,7 +27,7 @@ func (c *Context) Run() {
 			c.fresh = fresh
 			c.cur = nil
 		}
-		freed.done(c.sys)
+		freed.done(c.sys, c.acct.Load())
 	}()
 	if c.flags&fStarted == 0 {
 		c.flags |= fStarted
@@ -109,6 +109,7 @@ func (c *Context) Run() {
 	c.fresh = fresh
 	c.flushOut() // before the actor can go idle
 	c.cur = nil
+	freed.settle(c.acct.Load()) // before too: a sender may wait for room
 	yielded = true
 	c.yield()
 }

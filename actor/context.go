@@ -51,9 +51,10 @@ type Context struct {
 	loop *eventloop.Loop
 	name string
 
-	state atomic.Int32 // idle or scheduled; CAS by senders
-	opts  uint8        // spawn options (oAccept...): set before the actor is registered, then read-only
-	inbox inbox        // pushed by senders
+	state atomic.Int32                // idle or scheduled; CAS by senders
+	opts  uint8                       // spawn options (oAccept...): set before the actor is registered, then read-only
+	inbox inbox                       // pushed by senders
+	acct  atomic.Pointer[mailboxAcct] // nil until the actor has a limit or a message charged to a Credit
 
 	// Owned by the activation.
 	flags uint32
@@ -357,6 +358,9 @@ func (c *Context) pushRun(first, last *node) bool {
 	if c.state.Load() == waiting {
 		return false // Inbound.Flush hands the nodes over one at a time
 	}
+	if (first.credit != nil || c.acct.Load() != nil) && !c.admitRun(first, last) {
+		return false // one at a time, as the limits refuse some
+	}
 	if !c.inbox.pushRun(first, last) {
 		return false
 	}
@@ -369,10 +373,21 @@ func (c *Context) pushRun(first, last *node) bool {
 }
 
 // push appends n to the inbox and schedules the actor when it was idle. Safe
-// for concurrent use. It reports false when the actor is dead.
+// for concurrent use. It reports false when the actor is dead; a message
+// over the mailbox's limits it makes a dead letter itself.
 func (c *Context) push(n *node) bool {
 	if c.state.Load() == waiting {
 		return c.cont.(*waiter).offer(n)
+	}
+	if n.kind == kindUser {
+		a := c.acct.Load()
+		if a == nil && n.credit != nil {
+			a = c.acctOrNew()
+		}
+		if a != nil && !c.admit(a, n) {
+			c.overflow(n)
+			return true
+		}
 	}
 	if !c.inbox.push(n) {
 		return false

@@ -54,6 +54,9 @@ var (
 	// peer whose type the node does not know, sent to an actor spawned
 	// without AcceptUnknownTypes.
 	ErrUnknownType = errors.New("actor: message of an unknown type")
+	// ErrMailboxFull is the dead-letter reason of a message refused by its
+	// actor's WithMailboxLimit, or beyond its WithRemoteBacklog.
+	ErrMailboxFull = errors.New("actor: mailbox full")
 	// ErrRestartIntensity is the reason of a supervisor that gave up because
 	// its children failed more often than its restart intensity allows.
 	ErrRestartIntensity = errors.New("actor: restart intensity exceeded")

@@ -14,7 +14,15 @@ type Inbound struct {
 	used int          // nodes of blk handed out
 	runs []inboundRun // the messages added since the last Flush
 	n    int
+	// credit is charged for the messages added, pending bytes of them
+	// at the next Flush; nil: nothing is charged.
+	credit  *Credit
+	pending int64
 }
+
+// SetCredit makes in charge the Size of every message added from now on
+// to c, until its actor handled it (see Credit).
+func (in *Inbound) SetCredit(c *Credit) { in.credit = c }
 
 // inboundRun is consecutive messages for one actor, linked newest first
 // from first to last. The last run's first is set only when the run ends
@@ -49,6 +57,12 @@ func (in *Inbound) Add(e *Envelope) {
 	// consecutive messages mostly repeat the sender, which then need not
 	// be stored again.
 	n.msg, n.corr, n.kind = e.Msg, e.Corr, e.kind()
+	n.acct, n.credit, n.size = 0, nil, 0
+	if in.credit != nil {
+		size := min(max(e.Size, 0), maxCharge)
+		n.credit, n.size = in.credit, uint32(size)
+		in.pending += int64(size)
+	}
 	if !n.from.same(e.From) {
 		n.from = e.From
 	}
@@ -65,6 +79,10 @@ func (in *Inbound) Add(e *Envelope) {
 	in.runs = append(in.runs, inboundRun{to: e.To, last: n})
 }
 
+// maxCharge is the most bytes a node is charged for: a Size beyond it
+// (more than a maximum frame allows) is charged as maxCharge.
+const maxCharge = 1 << 31
+
 // Len returns how many messages were added since the last Flush.
 func (in *Inbound) Len() int { return in.n }
 
@@ -72,6 +90,10 @@ func (in *Inbound) Len() int { return in.n }
 // an unknown actor becomes a dead letter (and fails its Ask).
 func (in *Inbound) Flush() {
 	s := in.s
+	if in.pending != 0 { // before any node can be handled and give it back
+		in.credit.charge(in.pending)
+		in.pending = 0
+	}
 	if k := len(in.runs) - 1; k >= 0 {
 		in.runs[k].first = &in.blk.nodes[in.used-1]
 	}

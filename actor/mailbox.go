@@ -12,13 +12,22 @@ const (
 
 // node is one message in a mailbox.
 type node struct {
-	next *node
-	msg  any
-	from Ref
-	corr uint64
-	kind uint8
-	blk  *nodeBlock // the block the node belongs to; nil: a pooled node
+	next   *node
+	msg    any
+	from   Ref
+	corr   uint64
+	kind   uint8
+	acct   uint8      // what the message counts in its actor's mailboxAcct (acctMsg, acctBytes)
+	size   uint32     // the bytes charged to credit
+	blk    *nodeBlock // the block the node belongs to; nil: a pooled node
+	credit *Credit    // the Credit of the peer the message came from; nil: none
 }
+
+// What a node counts in its actor's mailboxAcct (node.acct).
+const (
+	acctMsg   uint8 = 1 << iota // one of msgs
+	acctBytes                   // size of bytes
+)
 
 // closedNode marks an inbox that accepts nothing more.
 var closedNode = &node{}

@@ -63,10 +63,19 @@ type freeList struct {
 	run *node      // pooled nodes, cleared, linked through next
 	blk *nodeBlock // the block of the latest block nodes counted in k
 	k   int32
+	// What the nodes counted: bytes charged to credit (the latest one
+	// met), and what they counted in their actor's mailboxAcct.
+	credit      *Credit
+	creditBytes int64
+	acctBytes   int64
+	acctMsgs    int32
 }
 
 // add releases n, which nothing refers to any more.
 func (f *freeList) add(s *System, n *node) {
+	if n.credit != nil || n.acct != 0 {
+		f.giveBack(n)
+	}
 	if b := n.blk; b != nil {
 		n.msg = nil // the message may be collected before the block is
 		if b != f.blk {
@@ -87,8 +96,46 @@ func (f *freeList) flushBlock(s *System) {
 	}
 }
 
-// done gives everything back.
-func (f *freeList) done(s *System) {
+// giveBack counts what n holds of its Credit and of its actor's limits,
+// to be given back by done.
+func (f *freeList) giveBack(n *node) {
+	if n.credit != nil {
+		if n.credit != f.credit {
+			f.flushCredit()
+			f.credit = n.credit
+		}
+		f.creditBytes += int64(n.size)
+	}
+	if n.acct&acctBytes != 0 {
+		f.acctBytes += int64(n.size)
+	}
+	if n.acct&acctMsg != 0 {
+		f.acctMsgs++
+	}
+	n.credit, n.acct, n.size = nil, 0, 0
+}
+
+func (f *freeList) flushCredit() {
+	if f.credit != nil {
+		f.credit.release(f.creditBytes)
+		f.credit, f.creditBytes = nil, 0
+	}
+}
+
+// settle gives back what the nodes counted of their Credits and of the
+// limits of their actor, whose mailboxAcct is a (nil if it has none).
+func (f *freeList) settle(a *mailboxAcct) {
+	f.flushCredit()
+	if a != nil && (f.acctBytes != 0 || f.acctMsgs != 0) {
+		a.bytes.Add(-f.acctBytes)
+		a.msgs.Add(-f.acctMsgs)
+		f.acctBytes, f.acctMsgs = 0, 0
+	}
+}
+
+// done gives everything back (see settle).
+func (f *freeList) done(s *System, a *mailboxAcct) {
+	f.settle(a)
 	f.flushBlock(s)
 	if f.run != nil {
 		s.nodes.Put(f.run)
@@ -104,7 +151,8 @@ func (s *System) detach(n *node) *node {
 		return n
 	}
 	m := s.newNode(n.msg, n.from, n.corr, n.kind)
-	n.msg = nil
+	m.credit, m.size, m.acct = n.credit, n.size, n.acct
+	n.msg, n.credit, n.acct = nil, nil, 0
 	s.releaseBlockNodes(n.blk, 1)
 	return m
 }

@@ -23,6 +23,9 @@ type config struct {
 	groups     GroupTransport
 	names      func() // public names changed
 	watchLimit int    // monitors and links one other peer may hold
+	// remoteBacklog is the most bytes of messages charged to Credits
+	// that one actor may hold unhandled.
+	remoteBacklog int64
 }
 
 func defaultConfig() config {
@@ -34,6 +37,8 @@ func defaultConfig() config {
 		logger:     slog.Default(),
 		peer:       "local",
 		watchLimit: DefaultRemoteWatchLimit,
+
+		remoteBacklog: DefaultRemoteBacklog,
 	}
 }
 
@@ -49,6 +54,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("actor: spin must not be negative, got %v", c.spin)
 	case c.logger == nil:
 		return errors.New("actor: logger must not be nil")
+	case c.remoteBacklog < 1:
+		return fmt.Errorf("actor: remote backlog must be at least 1 byte, got %d", c.remoteBacklog)
 	case c.watchLimit < 1:
 		return fmt.Errorf("actor: remote watch limit must be at least 1, got %d", c.watchLimit)
 	}
@@ -119,4 +126,20 @@ const DefaultRemoteWatchLimit = 100_000
 // never refused.
 func WithRemoteWatchLimit(n int) Option {
 	return func(c *config) error { c.watchLimit = n; return nil }
+}
+
+// DefaultRemoteBacklog is the most bytes of messages from other peers that
+// one actor may hold unhandled unless WithRemoteBacklog says otherwise.
+const DefaultRemoteBacklog = 16 << 20
+
+// WithRemoteBacklog caps the bytes of messages from other peers (as their
+// transport charges them to a Credit) that any one actor may hold
+// unhandled, in its mailbox or saved for a later receive (default
+// DefaultRemoteBacklog); an actor that holds none takes one message
+// however large. A message beyond the cap is a dead letter with
+// ErrMailboxFull (an Ask fails at once): an actor that falls behind, or
+// never receives what it is sent, cannot hold its peers' budgets, which
+// would pause their streams for every other actor.
+func WithRemoteBacklog(bytes int64) Option {
+	return func(c *config) error { c.remoteBacklog = bytes; return nil }
 }

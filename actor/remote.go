@@ -10,6 +10,7 @@ type Envelope struct {
 	Msg   any    // a user message, a Signal, or Undeliverable in a reply
 	Corr  uint64 // correlation ID of an Ask; 0 for none
 	Reply bool   // Msg answers the Ask with correlation ID Corr
+	Size  int    // bytes an Inbound with a Credit charges for the message (see Credit)
 }
 
 // Remote carries messages to actors of other peers; routing implements it.

@@ -33,6 +33,7 @@ type System struct {
 	nameSeq     atomic.Uint64 // generated names; starts at random (see genName)
 	live        atomic.Int64
 	deadLetters atomic.Uint64
+	mailboxFull atomic.Uint64
 
 	closing  atomic.Bool
 	drained  chan struct{}
@@ -80,6 +81,7 @@ type spawnConfig struct {
 	colocate bool
 	system   bool
 	opts     uint8 // Context.opts
+	limit    int   // mailbox limit; 0: none
 }
 
 // SystemName lets the spawn use a name starting with '$', which is reserved
@@ -106,6 +108,15 @@ func AcceptRemoteLinks() SpawnOption {
 // typed cases. Replies to an Ask are taken either way.
 func AcceptUnknownTypes() SpawnOption {
 	return func(c *spawnConfig) { c.opts |= oAcceptUnknown }
+}
+
+// WithMailboxLimit caps the user messages the new actor's mailbox holds
+// (waiting, or saved for a later receive) at n: a message beyond it is a
+// dead letter with ErrMailboxFull (an Ask fails at once), counted by
+// System.MailboxOverflows. Replies and signals are never refused. A limit
+// of 0 or less means none, as without the option.
+func WithMailboxLimit(n int) SpawnOption {
+	return func(c *spawnConfig) { c.limit = min(max(n, 0), 1<<30) }
 }
 
 // Colocated places the new actor on its parent's event loop instead of the
@@ -189,6 +200,9 @@ func (s *System) spawn(name string, b Behavior, parent *Context, opts []SpawnOpt
 		return nil, err
 	}
 	c := &Context{sys: s, name: name, cont: startCase{b}, opts: sc.opts}
+	if sc.limit > 0 {
+		c.acct.Store(&mailboxAcct{limit: int32(sc.limit)})
+	}
 	if sc.colocate && parent != nil {
 		c.loop = parent.loop
 	} else {
@@ -234,6 +248,10 @@ func (s *System) Whereis(name string) (Ref, bool) {
 // Actors returns how many actors live on this system.
 func (s *System) Actors() int { return int(s.live.Load()) }
 
+// MailboxOverflows returns how many messages were dead letters with
+// ErrMailboxFull so far (see WithMailboxLimit and WithRemoteBacklog).
+func (s *System) MailboxOverflows() uint64 { return s.mailboxFull.Load() }
+
 // DeadLetters returns how many messages reached no actor so far.
 func (s *System) DeadLetters() uint64 { return s.deadLetters.Load() }
 
@@ -259,8 +277,12 @@ func (s *System) newNode(msg any, from Ref, corr uint64, kind uint8) *node {
 
 // free recycles a node that nothing refers to any more.
 func (s *System) free(n *node) {
+	if n.credit != nil {
+		n.credit.release(int64(n.size))
+		n.credit = nil
+	}
 	if n.blk != nil {
-		n.msg = nil
+		n.msg, n.acct = nil, 0
 		s.releaseBlockNodes(n.blk, 1)
 		return
 	}

@@ -486,7 +486,7 @@ func newFastCodec[T any](lim Limits, enc cbor.EncMode, dec cbor.DecMode) *fastCo
 	}
 	size := unsafe.Sizeof(*new(T))
 	fc.decode = func(body []byte, c *streamCache) (any, bool) {
-		if c == nil || size == 0 || size > maxBoxed {
+		if c == nil || size == 0 || size > maxBoxed || len(body) > maxBoxedBody {
 			var t T
 			if !plan.decode(unsafe.Pointer(&t), body, c) {
 				return nil, false
@@ -553,10 +553,15 @@ func packEface(typ, p unsafe.Pointer) any {
 }
 
 // maxBoxed is the size of the largest decoded value carved from a shared
-// chunk; boxChunk is the size of a chunk.
+// chunk, maxBoxedBody the longest body it may be decoded from; boxChunk is
+// the size of a chunk. A value's slices and strings come from its body,
+// so a value kept alive keeps at most a chunk's worth of others' data
+// (boxChunk/elemSize values of at most maxBoxedBody bytes each): a large
+// message, which an actor may keep for long, is boxed alone.
 const (
-	maxBoxed = 256
-	boxChunk = 2 << 10
+	maxBoxed     = 256
+	maxBoxedBody = slabSize
+	boxChunk     = 2 << 10
 )
 
 // boxes hands out the memory of decoded values of one type at a time from

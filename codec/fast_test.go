@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // Types of the fast-path tests.
@@ -491,5 +492,44 @@ func TestAppendEncodeTypeChanges(t *testing.T) {
 				t.Errorf("%d: %T: %q, %x, %v; want %q, %x", i, v, name, body, err, wantName, want)
 			}
 		}
+	}
+}
+
+// TestLargeValuesAreBoxedAlone: a value decoded from a body over
+// maxBoxedBody gets its own box rather than a slot in the stream's shared
+// chunk, whose other values (and their data) it would keep alive for as
+// long as an actor keeps it: the small values around it share a chunk.
+func TestLargeValuesAreBoxedAlone(t *testing.T) {
+	r := newFastRegistry(t)
+	var stream bytes.Buffer
+	fw := NewFrameWriter(&stream, 0)
+	for _, size := range []int{10, maxBoxedBody + 1, 10} {
+		typ, body, err := r.Encode(fastBlob{Data: make([]byte, size)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := fw.WriteEnvelope(&Envelope{Kind: KindUser, To: "sink", Type: typ, Body: body}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := fw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	fr := NewFrameReader(&stream, 0)
+	var ptrs []uintptr
+	for range 3 {
+		var e Envelope
+		v, err := fr.ReadMessage(r, &e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ptrs = append(ptrs, uintptr((*eface)(unsafe.Pointer(&v)).data))
+	}
+	elem := unsafe.Sizeof(fastBlob{})
+	if ptrs[2]-ptrs[0] != elem {
+		t.Fatalf("the small values are %d bytes apart, want adjacent slots (%d): the large one took a slot", ptrs[2]-ptrs[0], elem)
+	}
+	if ptrs[1] >= ptrs[0] && ptrs[1] < ptrs[0]+boxChunk {
+		t.Fatal("the large value is in the small values' chunk")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
+	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/peer"
@@ -75,7 +76,7 @@ func TestHostilePeerCannotKill(t *testing.T) {
 	}()
 	waiter := recv(t, waiterName)
 
-	fw := honestHello(t, hostile, b)
+	fw := honestHello(t, hostile, b, routing.ProtoCtl)
 	var envs []*codec.Envelope
 	for _, name := range []string{"echo", "sup", "worker", waiter} {
 		envs = append(envs, hostileSignals(name)...)
@@ -133,14 +134,14 @@ func TestHostilePeerCannotKill(t *testing.T) {
 	}
 }
 
-// honestHello opens a control stream from n to `to` that introduces
+// honestHello opens a stream of protocol p from n to `to` that introduces
 // itself with n's real incarnation (a made-up one would be a restart of
 // n: a Down for all of n's actors at `to`), for messages written by hand.
-func honestHello(t *testing.T, n, to *peer.Node) *codec.FrameWriter {
+func honestHello(t *testing.T, n, to *peer.Node, p protocol.ID) *codec.FrameWriter {
 	t.Helper()
 	ctx, cancel := askCtx()
 	defer cancel()
-	s, err := n.Host().NewStream(ctx, to.ID(), routing.ProtoCtl)
+	s, err := n.Host().NewStream(ctx, to.ID(), p)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -145,7 +145,7 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		_ = h.Close()
 		return nil, err
 	}
-	r, err := routing.New(routing.Config{Host: h, Registry: reg, Logger: cfg.logger, MaxFrame: cfg.maxFrame, LinkQueue: cfg.linkQueue, Incarnation: inc,
+	r, err := routing.New(routing.Config{Host: h, Registry: reg, Logger: cfg.logger, MaxFrame: cfg.maxFrame, LinkQueue: cfg.linkQueue, Incarnation: inc, PeerBudget: cfg.peerBudget,
 		Protected: []string{NodeActor}})
 	if err != nil {
 		_ = h.Close()

@@ -32,6 +32,7 @@ type config struct {
 	registry   *codec.Registry
 	maxFrame   int
 	linkQueue  int
+	peerBudget int64
 	mesh       string
 	mdns       bool
 	dht        bool
@@ -74,6 +75,8 @@ func (c *config) validate() error {
 		return invalid("max frame %d: must be from 1 KiB to %d (1 GiB)", c.maxFrame, codec.MaxFrameLimit)
 	case c.linkQueue < 1:
 		return invalid("link queue %d must be positive", c.linkQueue)
+	case c.peerBudget < 0:
+		return invalid("peer budget %d must not be negative", c.peerBudget)
 	case c.logger == nil:
 		return invalid("logger must not be nil")
 	case c.key != nil && c.keyFile != "":
@@ -249,6 +252,15 @@ func WithDHTFindEvery(d time.Duration) Option {
 // WithLinkQueue sets how many messages may wait for one remote peer before
 // further ones become dead letters with routing.ErrLinkFull (default 65536).
 func WithLinkQueue(n int) Option { return func(c *config) error { c.linkQueue = n; return nil } }
+
+// WithPeerBudget sets the bytes of messages one peer may have delivered to
+// this node's actors that they did not handle yet (0: the default,
+// routing.DefaultPeerBudget, 64 MiB): at it, the peer's streams pause
+// until the actors handled half. How much of it one actor may hold is
+// actor.WithRemoteBacklog (through WithActorOptions; 16 MiB by default).
+func WithPeerBudget(bytes int64) Option {
+	return func(c *config) error { c.peerBudget = bytes; return nil }
+}
 
 // isQUIC reports whether the listen address addr is a QUIC one.
 func isQUIC(addr string) bool { return strings.Contains(addr, "/quic") }

@@ -68,6 +68,12 @@ func (r *Router) handleStream(s network.Stream) {
 	defer stop()
 
 	in := inbound{r: r, remote: remote, remoteStr: remote.String(), conn: s.Conn(), out: r.sys.NewInbound(), key: key, self: self}
+	in.peer = r.budgetFor(remote)
+	defer r.budgetDone(remote, in.peer)                                       // after the Inbound's last flush
+	if ps, ok := s.Scope().(interface{ PeerScope() network.PeerScope }); ok { // libp2p's resource manager
+		in.scope = ps.PeerScope()
+	}
+	in.out.SetCredit(in.peer.credit)
 	defer in.out.Close()
 	in.v11 = isCompact(s.Protocol()) // compact frames and fragments
 	in.ctl = key.ctl
@@ -135,11 +141,14 @@ func (in *inbound) read(fr *codec.FrameReader) error {
 	r := in.r
 	var env codec.Envelope
 	for {
-		if in.received > 0 && (in.out.Len() >= maxInboundBatch || !fr.Buffered()) {
+		if in.received > 0 && (in.out.Len() >= maxInboundBatch || in.batchBytes >= maxInboundBatchBytes || !fr.Buffered()) {
 			if testHookInboundFlush != nil {
 				testHookInboundFlush(in)
 			}
 			in.flush() // before waiting for the network
+			if err := in.backpressure(); err != nil {
+				return err
+			}
 		}
 		msg, err := fr.ReadMessage(r.cfg.Registry, &env)
 		if err != nil { // checked first: errors.Is is a call per message
@@ -188,6 +197,8 @@ func (in *inbound) read(fr *codec.FrameReader) error {
 			continue
 		}
 		in.received++
+		in.size = fr.FrameLen()
+		in.batchBytes += in.size
 		in.dispatch(&env, msg)
 		if in.stale {
 			return errStale
@@ -236,28 +247,36 @@ func (in *inbound) tooLarge(env *codec.Envelope, size int) {
 	}
 }
 
-// maxInboundBatch is the most messages a stream reader decodes before it
-// hands them to the actors.
-const maxInboundBatch = 256
+// maxInboundBatch is the most messages, and maxInboundBatchBytes about the
+// most bytes, a stream reader decodes before it hands them to the actors
+// (and checks its peer's budget).
+const (
+	maxInboundBatch      = 256
+	maxInboundBatchBytes = 1 << 20
+)
 
 // inbound is the state of one inbound stream's reader goroutine: the
 // messages decoded and not yet handed over, and the last Refs built.
 type inbound struct {
-	r         *Router
-	remote    libp2ppeer.ID
-	remoteStr string
-	conn      network.Conn   // the stream's connection (nil in tests without one)
-	out       *actor.Inbound // messages decoded and not yet handed over
-	received  uint64         // frames decoded and not yet counted in r.received
-	refs      refCache
-	large     largeIn      // a large message being reassembled
-	v11       bool         // the stream is 1.1.0: compact frames and fragments
-	ctl       bool         // the stream is a control stream: no fragments
-	helloed   bool         // the stream's hello came
-	stale     bool         // a stream its writer opened later is being read (see supersede)
-	key       inboundKey   // its peer and protocol
-	self      *reader      // its entry in Router.inbound
-	budget    codec.Budget // charged for a large message; nil: nothing is
+	r          *Router
+	remote     libp2ppeer.ID
+	remoteStr  string
+	conn       network.Conn   // the stream's connection (nil in tests without one)
+	out        *actor.Inbound // messages decoded and not yet handed over
+	received   uint64         // frames decoded and not yet counted in r.received
+	refs       refCache
+	large      largeIn      // a large message being reassembled
+	v11        bool         // the stream is 1.1.0: compact frames and fragments
+	ctl        bool         // the stream is a control stream: no fragments
+	helloed    bool         // the stream's hello came
+	stale      bool         // a stream its writer opened later is being read (see supersede)
+	key        inboundKey   // its peer and protocol
+	self       *reader      // its entry in Router.inbound
+	budget     codec.Budget // charged for a large message; nil: nothing is
+	peer       *peerBudget  // the peer's budget for what its actors hold; nil in tests without one
+	size       int          // the bytes of the message being dispatched
+	batchBytes int          // the bytes of the messages decoded since the last flush
+	scope      network.PeerScope
 }
 
 // streamBudget charges what an inbound stream's reader holds beyond its
@@ -442,6 +461,7 @@ type inboundKey struct {
 // actor's mailbox (or a dead letter), ahead of anything that comes later.
 func (in *inbound) flush() {
 	in.out.Flush()
+	in.batchBytes = 0
 	if in.received > 0 {
 		in.r.received.Add(in.received)
 		in.received = 0
@@ -556,7 +576,7 @@ func (in *inbound) dispatch(env *codec.Envelope, v any) {
 		in.unknownType(to, from, raw, env.Corr)
 		return
 	}
-	in.out.Add(&actor.Envelope{To: to, From: from, Msg: msg, Corr: env.Corr, Reply: reply})
+	in.out.Add(&actor.Envelope{To: to, From: from, Msg: msg, Corr: env.Corr, Reply: reply, Size: in.size + nodeCost})
 }
 
 // unknownType makes a user message of a type this node does not know,

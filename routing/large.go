@@ -284,6 +284,8 @@ func (in *inbound) fragment(env *codec.Envelope, f fragmentBody) error {
 		return nil
 	}
 	in.received++
+	in.size = len(msg.Body)
+	in.batchBytes += in.size
 	in.dispatch(&msg, v)
 	return nil
 }

@@ -44,6 +44,14 @@ func testRouterHost(t *testing.T, maxFrame int, logger *slog.Logger, opts ...lib
 // Groups too when groups is set, as peer.Node assembles them.
 func testPeer(t *testing.T, maxFrame int, logger *slog.Logger, groups bool, opts ...libp2p.Option) (host.Host, *Router, *actor.System) {
 	t.Helper()
+	return testPeerTuned(t, Config{MaxFrame: maxFrame, Logger: logger}, nil, groups, opts...)
+}
+
+// testPeerTuned is testPeer with the router's config base (its host and
+// registry are filled in) and more options for the actor system.
+func testPeerTuned(t *testing.T, base Config, sysOpts []actor.Option, groups bool, opts ...libp2p.Option) (host.Host, *Router, *actor.System) {
+	t.Helper()
+	logger := base.Logger
 	h, err := libp2p.New(append([]libp2p.Option{libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay()}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -52,11 +60,12 @@ func testPeer(t *testing.T, maxFrame int, logger *slog.Logger, groups bool, opts
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := New(Config{Host: h, Registry: reg, Logger: logger, MaxFrame: maxFrame})
+	base.Host, base.Registry = h, reg
+	r, err := New(base)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sysOpts := []actor.Option{actor.WithPeer(h.ID().String()), actor.WithRemote(r), actor.WithLogger(logger)}
+	sysOpts = append([]actor.Option{actor.WithPeer(h.ID().String()), actor.WithRemote(r), actor.WithLogger(logger)}, sysOpts...)
 	var g *Groups
 	if groups {
 		if g, err = NewGroups(GroupsConfig{Host: h, Registry: reg, Mesh: "test", Logger: logger}); err != nil {

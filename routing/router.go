@@ -58,6 +58,11 @@ type Config struct {
 	// identify agent version (libp2p.UserAgent), so that every peer
 	// learns it when a connection is set up, both ways, before any stream.
 	Incarnation uint64
+	// PeerBudget is the bytes of messages one peer may have delivered to
+	// local actors that did not handle them yet (0: DefaultPeerBudget);
+	// at it, the peer's streams pause until the actors handled half (see
+	// budget.go).
+	PeerBudget int64
 }
 
 // NewIncarnation draws a random incarnation number (never 0).
@@ -108,6 +113,7 @@ type Stats struct {
 	Refused          uint64 // system messages a peer may not send: a kill, an exit or link to a protected actor
 	UnknownTypes     uint64 // user messages of a type unknown here, to an actor that does not take them: dead letters
 	ReaderPanics     uint64 // inbound streams whose reader panicked (a bug): each was reset, the node lived on
+	Paused           uint64 // times a peer's stream reader paused, the peer at its budget (see Config.PeerBudget)
 }
 
 // Router carries actor messages between peers over libp2p streams: one
@@ -137,8 +143,9 @@ type Router struct {
 
 	protected map[string]bool // Config.Protected
 
-	mu      sync.Mutex               // guards links, remote, inbound, closed
-	inbound map[inboundKey][]*reader // inbound streams open per peer and protocol, oldest first
+	mu      sync.Mutex                    // guards links, remote, inbound, closed
+	inbound map[inboundKey][]*reader      // inbound streams open per peer and protocol, oldest first
+	budgets map[libp2ppeer.ID]*peerBudget // per peer whose streams are read or whose messages actors hold
 	links   map[string]*link
 	remote  map[libp2ppeer.ID]uint64 // incarnation last seen per peer
 	// conns holds the incarnation each open connection's peer announced
@@ -161,7 +168,7 @@ type Router struct {
 
 	sent, received, linkFull, tooLarge, tooLargeIn, decodeErrors, streamsReset atomic.Uint64
 	lossesDeclared, lossesHeard                                                atomic.Uint64
-	refused, unknownTypes, readerPanics                                        atomic.Uint64
+	refused, unknownTypes, readerPanics, paused                                atomic.Uint64
 	undeliverable, peersDown, encodeErrors, hellos, writtenThrough             atomic.Uint64
 	streams                                                                    atomic.Uint64 // streams opened: numbers them in hellos
 }
@@ -184,6 +191,9 @@ func New(cfg Config) (*Router, error) {
 	if cfg.LinkQueue <= 0 {
 		cfg.LinkQueue = 64 << 10
 	}
+	if cfg.PeerBudget <= 0 {
+		cfg.PeerBudget = DefaultPeerBudget
+	}
 	if err := registerWire(cfg.Registry); err != nil {
 		return nil, fmt.Errorf("routing: %w", err)
 	}
@@ -199,6 +209,7 @@ func New(cfg Config) (*Router, error) {
 		incarnation:     cfg.Incarnation,
 		links:           make(map[string]*link),
 		inbound:         make(map[inboundKey][]*reader),
+		budgets:         make(map[libp2ppeer.ID]*peerBudget),
 		protected:       make(map[string]bool),
 		unreachableNews: make(chan struct{}, 1),
 		remote:          make(map[libp2ppeer.ID]uint64),
@@ -494,6 +505,7 @@ func (r *Router) Stats() Stats {
 		PeersDown: r.peersDown.Load(), EncodeErrors: r.encodeErrors.Load(),
 		LossesDeclared: r.lossesDeclared.Load(), LossesHeard: r.lossesHeard.Load(),
 		Refused: r.refused.Load(), UnknownTypes: r.unknownTypes.Load(), ReaderPanics: r.readerPanics.Load(),
+		Paused:           r.paused.Load(),
 		RemoteIncarnated: r.hellos.Load(), WrittenThrough: r.writtenThrough.Load(),
 	}
 	r.mu.Lock()

@@ -119,6 +119,7 @@ var reasonCodes = []error{
 	actor.ErrSystemLimit, // 10: older peers decode it as a RemoteError
 	actor.ErrLinkRefused,
 	actor.ErrUnknownType,
+	actor.ErrMailboxFull,
 }
 
 const codeOther = 255

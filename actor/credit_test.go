@@ -1,0 +1,173 @@
+package actor
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// gated spawns an actor that saves every message until its gate, an
+// actor it monitors, stops; it then hands everything it has and gets to
+// got. It returns the actor and its gate (which stops on any message).
+// The Down that opens the gate is a signal: no mailbox limit refuses it.
+func gated(t *testing.T, s *System, got chan<- any, opts ...SpawnOption) (ref, gate Ref) {
+	t.Helper()
+	gate = mustSpawn(t, s, "", func(c *Context) { c.Receive(Any(func(any) {})) })
+	ready := make(chan struct{})
+	ref = mustSpawn(t, s, "", func(c *Context) {
+		c.Monitor(gate)
+		close(ready)
+		c.Receive(On(func(Down) {
+			var h Case
+			h = Any(func(m any) { got <- m; c.Receive(h) })
+			c.Receive(h)
+		}))
+	}, opts...)
+	recv(t, ready)
+	return ref, gate
+}
+
+// deadLetters returns a system option that passes every dead letter on.
+func deadLetters(ch chan<- DeadLetter) Option {
+	return WithDeadLetterHook(func(d DeadLetter) {
+		select {
+		case ch <- d:
+		default:
+		}
+	})
+}
+
+// TestMailboxLimit: an actor spawned WithMailboxLimit(2) holds at most two
+// user messages unhandled; a third is a dead letter with ErrMailboxFull,
+// an Ask beyond it fails at once, and room comes back as it handles them.
+func TestMailboxLimit(t *testing.T) {
+	dead := make(chan DeadLetter, 8)
+	s := newSys(t, deadLetters(dead))
+	got := make(chan any, 8)
+	ref, gate := gated(t, s, got, WithMailboxLimit(2))
+	s.Send(ref, "a")
+	s.Send(ref, "b")
+	s.Send(ref, "c")
+	if d := recv(t, dead); d.Msg != "c" || !errors.Is(d.Reason, ErrMailboxFull) {
+		t.Fatalf("dead letter %+v, want c with ErrMailboxFull", d)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := s.Ask(ctx, ref, "d"); !errors.Is(err, ErrMailboxFull) {
+		t.Fatalf("ask of a full mailbox: %v, want ErrMailboxFull", err)
+	}
+	if n := s.MailboxOverflows(); n != 2 {
+		t.Fatalf("%d overflows, want 2", n)
+	}
+	s.Send(gate, "stop") // the Down is not refused: the actor then handles a and b
+	for _, want := range []any{"a", "b"} {
+		if m := recv(t, got); m != want {
+			t.Fatalf("got %v, want %v", m, want)
+		}
+	}
+	s.Send(ref, "e")
+	s.Send(ref, "f")
+	for _, want := range []any{"e", "f"} {
+		if m := recv(t, got); m != want {
+			t.Fatalf("got %v, want %v", m, want)
+		}
+	}
+	if n := s.MailboxOverflows(); n != 2 {
+		t.Fatalf("%d overflows after handling, want still 2", n)
+	}
+}
+
+// inboundFrom returns an Inbound of s that charges credit, as a stream
+// reader of another peer's messages does.
+func inboundFrom(s *System, credit *Credit) *Inbound {
+	in := s.NewInbound()
+	in.SetCredit(credit)
+	return in
+}
+
+// TestCreditHeldUntilHandled: a message from another peer stays charged to
+// its peer's Credit while it waits or is saved, and is given back once
+// handled; WaitLow returns then.
+func TestCreditHeldUntilHandled(t *testing.T) {
+	s := newSys(t, WithPeer("me"))
+	got := make(chan any, 8)
+	ref, gate := gated(t, s, got)
+	credit := NewCredit(100)
+	in := inboundFrom(s, credit)
+	far := mustRef(t, "them/x")
+	for _, m := range []string{"a", "b", "c"} {
+		in.Add(&Envelope{To: ref, From: far, Msg: m, Size: 100})
+	}
+	in.Flush()
+	if h := credit.Held(); h != 300 {
+		t.Fatalf("held %d, want 300", h)
+	}
+	waited := make(chan error, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	go func() { waited <- credit.WaitLow(ctx) }()
+	// Saved, not handled: still held.
+	s.Send(ref, "sync")
+	select {
+	case err := <-waited:
+		t.Fatalf("WaitLow returned with %d held: %v", credit.Held(), err)
+	default:
+	}
+	s.Send(gate, "stop")
+	for range 4 {
+		recv(t, got)
+	}
+	if err := recv(t, waited); err != nil {
+		t.Fatal(err)
+	}
+	in.Close()
+}
+
+// TestRemoteBacklog: an actor holds at most WithRemoteBacklog bytes of
+// messages from other peers; beyond it they are dead letters with
+// ErrMailboxFull, given back to their Credit at once, while messages
+// from this peer still arrive.
+func TestRemoteBacklog(t *testing.T) {
+	dead := make(chan DeadLetter, 8)
+	s := newSys(t, WithPeer("me"), WithRemoteBacklog(250), deadLetters(dead))
+	got := make(chan any, 8)
+	ref, gate := gated(t, s, got)
+	credit := NewCredit(0)
+	in := inboundFrom(s, credit)
+	far := mustRef(t, "them/x")
+	for _, m := range []string{"a", "b", "c"} {
+		in.Add(&Envelope{To: ref, From: far, Msg: m, Size: 100})
+	}
+	in.Flush()
+	if d := recv(t, dead); d.Msg != "c" || !errors.Is(d.Reason, ErrMailboxFull) {
+		t.Fatalf("dead letter %+v, want c with ErrMailboxFull", d)
+	}
+	if h := credit.Held(); h != 200 {
+		t.Fatalf("held %d, want 200", h)
+	}
+	s.Send(ref, "local") // not charged, not refused
+	s.Send(gate, "stop")
+	for _, want := range []any{"a", "b", "local"} {
+		if m := recv(t, got); m != want {
+			t.Fatalf("got %v, want %v", m, want)
+		}
+	}
+	// Room again: a run of two is taken whole.
+	in.Add(&Envelope{To: ref, From: far, Msg: "d", Size: 100})
+	in.Add(&Envelope{To: ref, From: far, Msg: "e", Size: 100})
+	in.Close()
+	for _, want := range []any{"d", "e"} {
+		if m := recv(t, got); m != want {
+			t.Fatalf("got %v, want %v", m, want)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := credit.WaitLow(ctx); err != nil { // low is 0
+		t.Fatalf("held %d after everything was handled: %v", credit.Held(), err)
+	}
+	if n := s.MailboxOverflows(); n != 1 {
+		t.Fatalf("%d overflows, want 1", n)
+	}
+}

@@ -1,0 +1,128 @@
+package routing
+
+import (
+	"github.com/libp2p/go-libp2p/core/network"
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/troupe-mesh/troupe/actor"
+)
+
+// Inbound flow control (see docs/flow-control.md). Every message a peer's
+// streams hand to local actors is charged to the peer's budget, an
+// actor.Credit, until its actor handled it (or it became a dead letter).
+// Once a reader sees the peer at its budget, it stops reading until the
+// actors brought the peer down to half of it: the muxer's window then
+// fills and the peer's writer waits. One actor alone cannot hold a
+// budget (actor.WithRemoteBacklog refuses what it would hold beyond a
+// quarter of the default budget), so a peer's stream pauses only when
+// several of its targets fall behind together.
+
+// DefaultPeerBudget is the bytes of messages one peer may have delivered
+// to actors that have not handled them yet, unless Config.PeerBudget says
+// otherwise.
+const DefaultPeerBudget = 64 << 20
+
+// nodeCost is what a message costs in memory besides its body (its node
+// in a mailbox, its boxed value): every message is charged that much more.
+const nodeCost = 128
+
+// reserveStep is how finely the budget's bytes are reserved in the peer's
+// libp2p resource scope: in steps of this many bytes, not per message.
+const reserveStep = 1 << 20
+
+// peerBudget is one peer's budget: shared by its inbound streams, kept
+// while one of them is read or its actors hold some of it. Its fields
+// but credit are guarded by Router.mu.
+type peerBudget struct {
+	credit   *actor.Credit
+	streams  int               // inbound streams being read
+	scope    network.PeerScope // where reserved is reserved
+	reserved int64
+}
+
+// budgetFor returns the budget of peer p for a stream being read; the
+// reader gives it back with budgetDone.
+func (r *Router) budgetFor(p libp2ppeer.ID) *peerBudget {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b := r.budgets[p]
+	if b == nil {
+		b = &peerBudget{credit: actor.NewCredit(r.cfg.PeerBudget / 2)}
+		r.budgets[p] = b
+	}
+	b.streams++
+	return b
+}
+
+// budgetDone ends a stream's use of b: the last stream of a peer gives
+// back what b reserved in the peer's scope (what the actors still hold
+// stays charged to the credit, which the peer's next stream finds).
+func (r *Router) budgetDone(p libp2ppeer.ID, b *peerBudget) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if b.streams--; b.streams > 0 {
+		return
+	}
+	if b.scope != nil && b.reserved > 0 {
+		b.scope.ReleaseMemory(int(b.reserved))
+	}
+	b.scope, b.reserved = nil, 0
+	if b.credit.Held() == 0 {
+		delete(r.budgets, p)
+	}
+}
+
+// settle reserves in scope, the peer's, what b's credit holds (rounded up
+// to reserveStep), or gives back what it no longer holds. It reports
+// false when the scope refused more: the peer is over libp2p's memory
+// limit for it.
+func (r *Router) settle(b *peerBudget, scope network.PeerScope) bool {
+	want := (b.credit.Held() + reserveStep - 1) / reserveStep * reserveStep
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if b.scope != nil && b.scope != scope { // a new scope for the peer: move
+		if b.reserved > 0 {
+			b.scope.ReleaseMemory(int(b.reserved))
+		}
+		b.reserved = 0
+	}
+	b.scope = scope
+	switch {
+	case want > b.reserved:
+		if err := scope.ReserveMemory(int(want-b.reserved), budgetPriority); err != nil {
+			return false
+		}
+	case want < b.reserved:
+		scope.ReleaseMemory(int(b.reserved - want))
+	}
+	b.reserved = want
+	return true
+}
+
+// backpressure pauses the reader of in while its peer is at its budget,
+// or over libp2p's memory limit for the peer, until the peer's actors
+// handled half of the budget; it returns the router's context's error
+// when the router closes meanwhile. What the scope still refuses then
+// (its limit is taken by the peer's stream buffers, say) does not stop
+// the reader for longer: the credit is what bounds the actors' share.
+func (in *inbound) backpressure() error {
+	r, b := in.r, in.peer
+	if b == nil {
+		return nil
+	}
+	over := b.credit.Held() >= r.cfg.PeerBudget
+	if !over && in.scope != nil {
+		over = !r.settle(b, in.scope)
+	}
+	if !over {
+		return nil
+	}
+	r.paused.Add(1)
+	r.log.Debug("routing: pausing a peer at its budget", "peer", in.remote, "held", b.credit.Held())
+	if err := b.credit.WaitLow(r.ctx); err != nil {
+		return err
+	}
+	if in.scope != nil {
+		r.settle(b, in.scope)
+	}
+	return nil
+}
