@@ -358,7 +358,7 @@ func (c *Context) pushRun(first, last *node) bool {
 	if c.state.Load() == waiting {
 		return false // Inbound.Flush hands the nodes over one at a time
 	}
-	if (first.credit != nil || c.acct.Load() != nil) && !c.admitRun(first, last) {
+	if (first.size != 0 || c.acct.Load() != nil) && !c.admitRun(first, last) {
 		return false // one at a time, as the limits refuse some
 	}
 	if !c.inbox.pushRun(first, last) {
@@ -381,7 +381,7 @@ func (c *Context) push(n *node) bool {
 	}
 	if n.kind == kindUser {
 		a := c.acct.Load()
-		if a == nil && n.credit != nil {
+		if a == nil && n.size != 0 {
 			a = c.acctOrNew()
 		}
 		if a != nil && !c.admit(a, n) {

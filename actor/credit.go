@@ -98,7 +98,7 @@ func (c *Context) admit(a *mailboxAcct, n *node) bool {
 		}
 		n.acct |= acctMsg
 	}
-	if n.credit != nil {
+	if n.size != 0 { // charged to a Credit
 		// One message is always taken, however large (its transport's
 		// maximum frame bounds it).
 		if now := a.bytes.Add(int64(n.size)); now > c.sys.cfg.remoteBacklog && now > int64(n.size) {
@@ -126,7 +126,7 @@ func (c *Context) admitRun(first, last *node) bool {
 	}
 	var sum int64
 	for n := first; ; n = n.next {
-		if n.kind == kindUser && n.credit != nil {
+		if n.kind == kindUser && n.size != 0 {
 			sum += int64(n.size)
 			n.acct = acctBytes
 		}

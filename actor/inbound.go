@@ -20,8 +20,8 @@ type Inbound struct {
 	pending int64
 }
 
-// SetCredit makes in charge the Size of every message added from now on
-// to c, until its actor handled it (see Credit).
+// SetCredit makes in charge the Size of every message added to c, until
+// its actor handled it (see Credit). Call it before the first Add.
 func (in *Inbound) SetCredit(c *Credit) { in.credit = c }
 
 // inboundRun is consecutive messages for one actor, linked newest first
@@ -49,6 +49,7 @@ func (in *Inbound) Add(e *Envelope) {
 	}
 	if in.blk == nil || in.used == blockNodes {
 		in.blk, in.used = in.s.newBlock(), 0
+		in.blk.credit = in.credit
 	}
 	n := &in.blk.nodes[in.used]
 	in.used++
@@ -57,10 +58,10 @@ func (in *Inbound) Add(e *Envelope) {
 	// consecutive messages mostly repeat the sender, which then need not
 	// be stored again.
 	n.msg, n.corr, n.kind = e.Msg, e.Corr, e.kind()
-	n.acct, n.credit, n.size = 0, nil, 0
+	n.acct, n.size = 0, 0
 	if in.credit != nil {
 		size := min(max(e.Size, 0), maxCharge)
-		n.credit, n.size = in.credit, uint32(size)
+		n.size = uint32(size)
 		in.pending += int64(size)
 	}
 	if !n.from.same(e.From) {

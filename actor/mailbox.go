@@ -1,6 +1,9 @@
 package actor
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"unsafe"
+)
 
 // Node kinds.
 const (
@@ -12,15 +15,37 @@ const (
 
 // node is one message in a mailbox.
 type node struct {
-	next   *node
-	msg    any
-	from   Ref
-	corr   uint64
-	kind   uint8
-	acct   uint8      // what the message counts in its actor's mailboxAcct (acctMsg, acctBytes)
-	size   uint32     // the bytes charged to credit
-	blk    *nodeBlock // the block the node belongs to; nil: a pooled node
-	credit *Credit    // the Credit of the peer the message came from; nil: none
+	next    *node
+	msg     any
+	from    Ref
+	corr    uint64
+	kind    uint8
+	acct    uint8  // what the message counts in its actor's mailboxAcct (acctMsg, acctBytes)
+	inBlock bool   // own is the node's *nodeBlock (else a pooled node's *Credit, or nil)
+	size    uint32 // the bytes charged to the Credit (see charged)
+	// own is the block the node belongs to, whose credit it is charged
+	// to when size is not 0; or, for a pooled node, the Credit it is
+	// charged to (nil: none). One word for both keeps a node 80 bytes.
+	own unsafe.Pointer
+}
+
+// block returns the block n belongs to, nil for a pooled node.
+func (n *node) block() *nodeBlock {
+	if n.inBlock {
+		return (*nodeBlock)(n.own)
+	}
+	return nil
+}
+
+// charged returns the Credit n's message is charged to, or nil.
+func (n *node) charged() *Credit {
+	if n.inBlock {
+		if n.size == 0 {
+			return nil
+		}
+		return (*nodeBlock)(n.own).credit
+	}
+	return (*Credit)(n.own)
 }
 
 // What a node counts in its actor's mailboxAcct (node.acct).

@@ -23,6 +23,7 @@ type nodeBlock struct {
 	// pending counts the nodes not released yet, the ones never handed
 	// out included; the release that brings it to zero recycles the block.
 	pending atomic.Int32
+	credit  *Credit // what the nodes with a size are charged to; set by the Inbound that takes the block
 }
 
 // newBlock returns a block whose nodes are all pending.
@@ -31,7 +32,7 @@ func (s *System) newBlock() *nodeBlock {
 	if b == nil {
 		b = new(nodeBlock)
 		for i := range b.nodes {
-			b.nodes[i].blk = b
+			b.nodes[i].own, b.nodes[i].inBlock = unsafe.Pointer(b), true
 		}
 	}
 	b.pending.Store(blockNodes)
@@ -73,10 +74,10 @@ type freeList struct {
 
 // add releases n, which nothing refers to any more.
 func (f *freeList) add(s *System, n *node) {
-	if n.credit != nil || n.acct != 0 {
+	if n.size != 0 || n.acct != 0 {
 		f.giveBack(n)
 	}
-	if b := n.blk; b != nil {
+	if b := n.block(); b != nil {
 		n.msg = nil // the message may be collected before the block is
 		if b != f.blk {
 			f.flushBlock(s)
@@ -99,10 +100,10 @@ func (f *freeList) flushBlock(s *System) {
 // giveBack counts what n holds of its Credit and of its actor's limits,
 // to be given back by done.
 func (f *freeList) giveBack(n *node) {
-	if n.credit != nil {
-		if n.credit != f.credit {
+	if c := n.charged(); c != nil {
+		if c != f.credit {
 			f.flushCredit()
-			f.credit = n.credit
+			f.credit = c
 		}
 		f.creditBytes += int64(n.size)
 	}
@@ -112,7 +113,10 @@ func (f *freeList) giveBack(n *node) {
 	if n.acct&acctMsg != 0 {
 		f.acctMsgs++
 	}
-	n.credit, n.acct, n.size = nil, 0, 0
+	n.acct, n.size = 0, 0
+	if !n.inBlock {
+		n.own = nil
+	}
 }
 
 func (f *freeList) flushCredit() {
@@ -147,12 +151,15 @@ func (f *freeList) done(s *System, a *mailboxAcct) {
 // block, which it then releases: what an actor keeps for later must not
 // hold a block.
 func (s *System) detach(n *node) *node {
-	if n.blk == nil {
+	b := n.block()
+	if b == nil {
 		return n
 	}
 	m := s.newNode(n.msg, n.from, n.corr, n.kind)
-	m.credit, m.size, m.acct = n.credit, n.size, n.acct
-	n.msg, n.credit, n.acct = nil, nil, 0
-	s.releaseBlockNodes(n.blk, 1)
+	if c := n.charged(); c != nil { // the copy stays charged
+		m.own, m.size, m.acct = unsafe.Pointer(c), n.size, n.acct
+	}
+	n.msg, n.acct, n.size = nil, 0, 0
+	s.releaseBlockNodes(b, 1)
 	return m
 }

@@ -277,13 +277,12 @@ func (s *System) newNode(msg any, from Ref, corr uint64, kind uint8) *node {
 
 // free recycles a node that nothing refers to any more.
 func (s *System) free(n *node) {
-	if n.credit != nil {
-		n.credit.release(int64(n.size))
-		n.credit = nil
+	if c := n.charged(); c != nil {
+		c.release(int64(n.size))
 	}
-	if n.blk != nil {
-		n.msg, n.acct = nil, 0
-		s.releaseBlockNodes(n.blk, 1)
+	if b := n.block(); b != nil {
+		n.msg, n.acct, n.size = nil, 0, 0
+		s.releaseBlockNodes(b, 1)
 		return
 	}
 	*n = node{}

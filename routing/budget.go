@@ -1,6 +1,8 @@
 package routing
 
 import (
+	"sync/atomic"
+
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
@@ -37,6 +39,8 @@ type peerBudget struct {
 	streams  int               // inbound streams being read
 	scope    network.PeerScope // where reserved is reserved
 	reserved int64
+	// reservedNow is reserved, for a look without the lock.
+	reservedNow atomic.Int64
 }
 
 // budgetFor returns the budget of peer p for a stream being read; the
@@ -66,17 +70,22 @@ func (r *Router) budgetDone(p libp2ppeer.ID, b *peerBudget) {
 		b.scope.ReleaseMemory(int(b.reserved))
 	}
 	b.scope, b.reserved = nil, 0
+	b.reservedNow.Store(0)
 	if b.credit.Held() == 0 {
 		delete(r.budgets, p)
 	}
 }
 
 // settle reserves in scope, the peer's, what b's credit holds (rounded up
-// to reserveStep), or gives back what it no longer holds. It reports
-// false when the scope refused more: the peer is over libp2p's memory
-// limit for it.
+// to reserveStep), or gives back what it no longer holds (once that is two
+// steps: a credit going up and down around a step would reserve and
+// release at every batch). It reports false when the scope refused more:
+// the peer is over libp2p's memory limit for it.
 func (r *Router) settle(b *peerBudget, scope network.PeerScope) bool {
 	want := (b.credit.Held() + reserveStep - 1) / reserveStep * reserveStep
+	if now := b.reservedNow.Load(); want <= now && now-want < 2*reserveStep {
+		return true // as reserved already: no lock (the common case)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if b.scope != nil && b.scope != scope { // a new scope for the peer: move
@@ -84,6 +93,7 @@ func (r *Router) settle(b *peerBudget, scope network.PeerScope) bool {
 			b.scope.ReleaseMemory(int(b.reserved))
 		}
 		b.reserved = 0
+		b.reservedNow.Store(0)
 	}
 	b.scope = scope
 	switch {
@@ -95,6 +105,7 @@ func (r *Router) settle(b *peerBudget, scope network.PeerScope) bool {
 		scope.ReleaseMemory(int(b.reserved - want))
 	}
 	b.reserved = want
+	b.reservedNow.Store(want)
 	return true
 }
 
