@@ -20,30 +20,32 @@ import (
 type Option func(*config) error
 
 type config struct {
-	key        crypto.PrivKey
-	keyFile    string
-	listen     []string
-	psk        pnet.PSK
-	allow      []libp2ppeer.ID
-	natPortMap bool
-	relay      bool
-	logger     *slog.Logger
-	actorOpts  []actor.Option
-	registry   *codec.Registry
-	maxFrame   int
-	linkQueue  int
-	peerBudget int64
-	mesh       string
-	mdns       bool
-	dht        bool
-	dhtClient  bool
-	groups     bool
-	adTick     time.Duration
-	findEvery  time.Duration
-	adTTL      time.Duration
-	bootstrap  []libp2ppeer.AddrInfo
-	limits     Limits
-	listenSet  bool // listen came from WithListenAddrs
+	key         crypto.PrivKey
+	keyFile     string
+	listen      []string
+	psk         pnet.PSK
+	allow       []libp2ppeer.ID
+	natPortMap  bool
+	relay       bool
+	logger      *slog.Logger
+	actorOpts   []actor.Option
+	registry    *codec.Registry
+	maxFrame    int
+	linkQueue   int
+	peerBudget  int64
+	spawnPolicy SpawnPolicy
+	spawnQuota  int
+	mesh        string
+	mdns        bool
+	dht         bool
+	dhtClient   bool
+	groups      bool
+	adTick      time.Duration
+	findEvery   time.Duration
+	adTTL       time.Duration
+	bootstrap   []libp2ppeer.AddrInfo
+	limits      Limits
+	listenSet   bool // listen came from WithListenAddrs
 }
 
 func defaultConfig() config {
@@ -53,6 +55,8 @@ func defaultConfig() config {
 		maxFrame:  codec.DefaultMaxFrame,
 		linkQueue: 64 << 10,
 		mesh:      "default",
+
+		spawnQuota: DefaultRemoteSpawnQuota,
 	}
 }
 

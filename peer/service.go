@@ -55,6 +55,8 @@ var spawnErrors = []error{
 	actor.ErrClosed,
 	codec.ErrMalformed,
 	codec.ErrUnregistered,
+	ErrSpawnRefused,
+	actor.ErrSystemLimit,
 }
 
 // spawnFailed is the reply for a spawn that failed with err.
@@ -130,48 +132,6 @@ func (n *Node) RegisterBehavior(name string, f BehaviorFactory) error {
 	return nil
 }
 
-// nodeActor answers lookups and spawns.
-func (n *Node) nodeActor(c *actor.Context) {
-	var h actor.Case
-	h = actor.Any(func(m any) {
-		switch req := m.(type) {
-		case whereisReq:
-			_, ok := n.sys.Whereis(req.Name)
-			c.Reply(whereisReply{Found: ok})
-		case spawnReq:
-			name, err := n.spawnLocal(req)
-			if err != nil {
-				c.Reply(spawnFailed(err))
-			} else {
-				c.Reply(spawnReply{Name: name})
-			}
-		}
-		c.Receive(h)
-	})
-	c.Receive(h)
-}
-
-// spawnLocal spawns what req asks for and returns the new actor's name.
-func (n *Node) spawnLocal(req spawnReq) (string, error) {
-	f := n.behaviors.get(req.Behavior)
-	if f == nil {
-		return "", fmt.Errorf("%w: %q", ErrUnknownBehavior, req.Behavior)
-	}
-	args, err := n.reg.Decode(req.Args.Type, req.Args.Body)
-	if err != nil {
-		return "", fmt.Errorf("spawn arguments: %w", err)
-	}
-	b, err := f(args)
-	if err != nil {
-		return "", fmt.Errorf("behavior %q: %w", req.Behavior, err)
-	}
-	ref, err := n.sys.Spawn(req.Name, b)
-	if err != nil {
-		return "", err
-	}
-	return ref.Name(), nil
-}
-
 // Lookup asks peer id whether it hosts an actor called name, and returns
 // its Ref, or an error wrapping actor.ErrNoSuchActor.
 func (n *Node) Lookup(ctx context.Context, id libp2ppeer.ID, name string) (actor.Ref, error) {
@@ -202,7 +162,9 @@ func (n *Node) Lookup(ctx context.Context, id libp2ppeer.ID, name string) (actor
 // match with errors.Is: ErrUnknownBehavior, actor.ErrNameTaken,
 // actor.ErrInvalidName, actor.ErrClosed, codec.ErrUnregistered or
 // codec.ErrMalformed (arguments of a type the peer does not know or
-// cannot decode), an error of the Ask (context.DeadlineExceeded,
+// cannot decode), ErrSpawnRefused (the peer's WithSpawnPolicy said no),
+// actor.ErrSystemLimit (this node's quota of live actors spawned there,
+// WithRemoteSpawnQuota, is used up), an error of the Ask (context.DeadlineExceeded,
 // actor.ErrNoSuchActor, routing.ErrUnreachable, ...); a factory's own
 // error comes back as text.
 func (n *Node) SpawnRemote(ctx context.Context, id libp2ppeer.ID, behavior, name string, args any) (actor.Ref, error) {
@@ -212,11 +174,11 @@ func (n *Node) SpawnRemote(ctx context.Context, id libp2ppeer.ID, behavior, name
 	}
 	req := spawnReq{Behavior: behavior, Name: name, Args: codec.Raw{Type: typ, Body: body}}
 	if id == n.ID() {
-		got, err := n.spawnLocal(req)
+		ref, err := n.spawnLocal(req)
 		if err != nil {
 			return actor.Ref{}, fmt.Errorf("peer: spawn on %v: %w", id, err)
 		}
-		return Ref(id, got)
+		return ref, nil
 	}
 	svc, _ := Ref(id, NodeActor)
 	v, err := n.sys.Ask(ctx, svc, req)
