@@ -1,9 +1,7 @@
 package actor
 
 import (
-	"syscall"
 	"testing"
-	"time"
 )
 
 // An Inbound hands each actor its messages in order, across runs for
@@ -204,15 +202,6 @@ func BenchmarkInbound(b *testing.B) {
 		<-acks
 	}
 	b.ReportMetric(float64((processCPU()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
-}
-
-// processCPU returns the user and system CPU time this process used so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 type benchBlob struct{ Data []byte }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"syscall"
 	"testing"
 	"time"
 
@@ -124,15 +123,6 @@ func BenchmarkRemoteOneWay(b *testing.B) {
 	// CPU time of the whole process (both peers) per message: unlike the
 	// rate, it hardly depends on what else runs on the machine.
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/msg")
-}
-
-// processCPU returns the user and system CPU time this process used so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkRemoteAsk: b.N sequential System.Ask round trips from plain code

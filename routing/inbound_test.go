@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -165,15 +164,6 @@ func frameOffset(tb testing.TB, stream []byte, n int) int {
 		off += k + int(size)
 	}
 	return off
-}
-
-// processCPU returns the user and system CPU time this process used so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // TestNewStreamWaitsForTheOldOnesReader: a writer opens a new stream only

@@ -73,9 +73,11 @@ func listenControl(path string, h handler) (*controlServer, error) {
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("removing stale control socket: %w", err)
 	}
-	old := syscall.Umask(0o177)
-	ln, err := net.Listen("unix", path)
-	syscall.Umask(old)
+	var ln net.Listener
+	err := withUmask(0o177, func() (err error) {
+		ln, err = net.Listen("unix", path)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("control socket: %w", err)
 	}

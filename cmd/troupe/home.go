@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 )
 
 // The files in a home directory.
@@ -42,6 +41,9 @@ func (h home) ensure() (Config, error) {
 	if err := os.MkdirAll(string(h), 0o700); err != nil {
 		return Config{}, fmt.Errorf("cannot create home %s: %w; choose another with -home or TROUPE_HOME", h, err)
 	}
+	if err := h.checkPrivate(); err != nil {
+		return Config{}, err
+	}
 	probe, err := os.CreateTemp(string(h), ".probe-*")
 	if err != nil {
 		return Config{}, fmt.Errorf("home %s is not writable: %w; choose another with -home or TROUPE_HOME", h, err)
@@ -58,6 +60,20 @@ func (h home) ensure() (Config, error) {
 	return cfg, nil
 }
 
+// checkPrivate refuses a home, or its key or config file, that another
+// user owns or may change (see checkPrivate in home_unix.go).
+func (h home) checkPrivate() error {
+	if err := checkPrivate(string(h), true); err != nil {
+		return err
+	}
+	for _, f := range []string{h.keyFile(), h.configFile()} {
+		if err := checkPrivate(f, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // open ensures the home and takes its lock: what a daemon or an embedded
 // chat peer does before it starts.
 func (h home) open() (Config, func(), error) {
@@ -69,8 +85,12 @@ func (h home) open() (Config, func(), error) {
 	return cfg, unlock, err
 }
 
-// errLocked is returned by lock when another process holds the home.
-var errLocked = errors.New("home in use")
+// errLocked is returned by lock when another process holds the home;
+// errLockHeld by lockFile when another process holds a file's lock.
+var (
+	errLocked   = errors.New("home in use")
+	errLockHeld = errors.New("lock held by another process")
+)
 
 // lock takes the home's lock file for this process (an advisory flock that
 // the kernel releases when the process dies, so a crash never leaves a
@@ -81,8 +101,8 @@ func (h home) lock() (unlock func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("home %s: %w", h, err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
+	if err := lockFile(f); err != nil {
+		if !errors.Is(err, errLockHeld) {
 			f.Close()
 			return nil, fmt.Errorf("home %s: locking: %w", h, err)
 		}
@@ -99,7 +119,7 @@ func (h home) lock() (unlock func(), err error) {
 	}
 	return func() {
 		_ = f.Truncate(0)
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		unlockFile(f)
 		f.Close()
 	}, nil
 }

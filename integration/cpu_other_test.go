@@ -1,0 +1,8 @@
+//go:build !unix
+
+package integration
+
+import "time"
+
+// processCPU is 0 where getrusage is missing: the CPU metrics read 0.
+func processCPU() time.Duration { return 0 }
