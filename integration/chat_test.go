@@ -141,47 +141,33 @@ func TestChatThroughDaemonAndNickCollisions(t *testing.T) {
 	dave2.expectLine(t, 10*time.Second, "* nick dave is taken on this peer; you are dave2")
 	dave.expectLine(t, 10*time.Second, "* dave2 joined #lobby")
 
+	// A user of another peer also called dave: nobody is renamed; each
+	// side shows the other's dave with its peer (the nick is bound to the
+	// peer that used it first, its own user's on each side).
 	other := startChat(t, "", "dave", loopbackConfig, "-connect", d.addr.String())
 	line := other.expectLine(t, 10*time.Second, "* peer ")
 	otherID := strings.TrimSuffix(strings.Fields(line)[2], ",")
-	// The user on the peer with the greater ID moves to dave-<last 4>; the
-	// other keeps dave.
-	loser, winner, winnerID, loserID := dave, other, otherID, d.id.String()
-	if otherID > d.id.String() {
-		loser, winner, winnerID, loserID = other, dave, d.id.String(), otherID
-	}
-	moved := "dave-" + loserID[len(loserID)-4:]
-	loser.expectLine(t, 20*time.Second, "* nick dave is taken by a user on "+winnerID[len(winnerID)-4:]+"; you become "+moved)
-	loser.expectLine(t, 10*time.Second, "* you are "+moved)
-	winner.expectLine(t, 10*time.Second, "* "+moved+" joined #lobby")
-	otherNick := "dave"
-	if loser == other {
-		otherNick = moved
-	}
+	otherShown, daveShown := "dave@"+otherID[len(otherID)-6:], "dave@"+d.id.String()[len(d.id.String())-6:]
+	dave.expectLine(t, 20*time.Second, "* "+otherShown+" joined #lobby")
+	other.expectLine(t, 20*time.Second, "* "+daveShown+" joined #lobby")
+	other.say(t, "I am dave")
+	dave.expectLine(t, 10*time.Second, "[#lobby] <"+otherShown+"> I am dave")
+	dave.say(t, "no, I am")
+	other.expectLine(t, 10*time.Second, "[#lobby] <"+daveShown+"> no, I am")
 
 	dave2.say(t, "/nick zed")
 	dave2.expectLine(t, 10*time.Second, "* you are zed")
 	other.expectLine(t, 10*time.Second, "* dave2 is now zed")
 	other.expectLine(t, 10*time.Second, "* zed joined #lobby")
 	other.say(t, "/msg zed over here")
-	dave2.expectLine(t, 10*time.Second, "[dm from "+otherNick+"] over here")
-	for _, l := range winner.seen {
-		if strings.Contains(l, "you become") {
-			t.Fatalf("the winner renamed too: %q", l)
-		}
-	}
-	// A /nick into a nick that a user on another peer has: the user on
-	// the peer with the greater ID moves on at once, and its own screen
-	// shows no rename to the nick it could not keep.
-	loser.say(t, "/nick dave")
-	loser.expectLine(t, 10*time.Second, "* you are dave (")
-	loser.expectLine(t, 20*time.Second, "you become "+moved)
-	loser.expectLine(t, 10*time.Second, "* you are "+moved)
-	winner.say(t, "after the rename")
-	loser.expectLine(t, 10*time.Second, "<dave> after the rename")
-	for _, l := range loser.seen {
-		if strings.Contains(l, "is now dave") {
-			t.Fatalf("the user who moved on shows its own rename: %q", l)
+	dave2.expectLine(t, 10*time.Second, "[dm from "+otherShown+"] over here")
+	dave.say(t, "/msg "+otherShown+" to you")
+	other.expectLine(t, 10*time.Second, "[dm from "+daveShown+"] to you")
+	for _, c := range []*chatProc{dave, other} {
+		for _, l := range c.seen {
+			if strings.Contains(l, "you become") || strings.Contains(l, "is now dave") {
+				t.Fatalf("a user was renamed for another peer's user: %q", l)
+			}
 		}
 	}
 	dave2.say(t, "/rooms")

@@ -62,24 +62,43 @@ func startBuiltins(n *peer.Node, mesh string, started time.Time, out io.Writer) 
 	}, actor.AcceptUnknownTypes()); err != nil { // answers any message
 		return err
 	}
-	_, err := sys.Spawn("watcher", func(c *actor.Context) {
-		var h actor.Case
-		h = actor.Any(func(m any) {
-			switch m := m.(type) {
-			case Watch:
-				if ref, err := actor.ParseRef(m.Ref); err == nil {
-					c.Monitor(ref)
-					fmt.Fprintf(out, "watching %s\n", ref)
-				} else {
-					fmt.Fprintf(out, "bad watch %q: %v\n", m.Ref, err)
-				}
+	_, err := sys.Spawn("watcher", func(c *actor.Context) { watcher(c, out) })
+	return err
+}
+
+// maxWatches is the most actors the daemon's watcher monitors at once.
+const maxWatches = 1024
+
+// watcher monitors the actors the local peer (the CLI, through the
+// daemon) tells it to and prints their Down; requests from other peers
+// are refused: a peer could otherwise make it hold monitors without
+// bound, dial made-up peers and print what it likes.
+func watcher(c *actor.Context, out io.Writer) {
+	watching := 0
+	var h actor.Case
+	h = actor.Any(func(m any) {
+		switch m := m.(type) {
+		case Watch:
+			switch ref, err := actor.ParseRef(m.Ref); {
+			case c.Sender().Peer() != c.Self().Peer():
+				c.Reply(false)
+			case err != nil:
+				fmt.Fprintf(out, "bad watch %q: %s\n", m.Ref, clean(err.Error()))
+				c.Reply(false)
+			case watching >= maxWatches:
+				fmt.Fprintf(out, "not watching %s: already watching %d actors\n", ref, watching)
+				c.Reply(false)
+			default:
+				watching++
+				c.Monitor(ref)
+				fmt.Fprintf(out, "watching %s\n", ref)
 				c.Reply(true)
-			case actor.Down:
-				fmt.Fprintf(out, "down %s %v\n", m.Ref, m.Reason)
 			}
-			c.Receive(h)
-		})
+		case actor.Down:
+			watching--
+			fmt.Fprintf(out, "down %s %s\n", m.Ref, clean(fmt.Sprint(m.Reason)))
+		}
 		c.Receive(h)
 	})
-	return err
+	c.Receive(h)
 }

@@ -98,11 +98,13 @@ type chatInput struct{ line string }
 // chatSession is one user's chat on a node. The user's actor owns the
 // state; the session only carries lines in and out.
 type chatSession struct {
-	node *peer.Node
-	out  io.Writer // serialized
-	cur  atomic.Value
-	done chan struct{}
-	once sync.Once
+	node  *peer.Node
+	out   io.Writer // serialized
+	cur   atomic.Value
+	done  chan struct{}
+	once  sync.Once
+	nicks nickBook    // who owns which nick (see chat_trust.go)
+	limit lineLimiter // lines per peer
 }
 
 // chatState is the state of a user's actor, owned by its loop.
@@ -120,8 +122,11 @@ type chatState struct {
 }
 
 // chatForwarded is a direct message that reached the user's previous actor
-// (already checked there), forwarded to the current one.
-type chatForwarded struct{ m ChatDirect }
+// (already checked there) from a user of peer, forwarded to the current one.
+type chatForwarded struct {
+	m    ChatDirect
+	peer string
+}
 
 // chatHandoff tells the actor of a user's previous nick to stop.
 type chatHandoff struct{}
@@ -131,7 +136,7 @@ type chatHandoff struct{}
 // of in, or ctx ends; then, if ctx ended, it writes stopNote last, unless
 // it is "".
 func runChat(ctx context.Context, node *peer.Node, nick, room, stopNote string, in io.Reader, out io.Writer) error {
-	s := &chatSession{node: node, out: &lockedWriter{w: out}, done: make(chan struct{})}
+	s := &chatSession{node: node, out: &lockedWriter{w: out}, done: make(chan struct{}), limit: lineLimiter{now: time.Now}}
 	st := &chatState{s: s, nick: nick, room: room, members: map[actor.Ref]string{}}
 	ref, err := st.spawn(node.System().Spawn, true)
 	if err != nil {
@@ -217,6 +222,7 @@ func (st *chatState) spawn(spawn func(string, actor.Behavior, ...actor.SpawnOpti
 
 func (st *chatState) start(c *actor.Context) {
 	st.s.cur.Store(c.Self())
+	st.s.nicks.bind(st.nick, c.Self().Peer())
 	st.s.printf("* you are %s (%s)", st.nick, c.Self())
 	st.enter(c, st.room)
 	if !st.prev.IsZero() {
@@ -249,42 +255,39 @@ func (st *chatState) loop(c *actor.Context) {
 // handle handles one message and reports whether the actor goes on.
 func (st *chatState) handle(c *actor.Context, m any) bool {
 	group := chatGroupPrefix + st.room
+	from := c.Sender().Peer()
 	switch m := m.(type) {
 	case chatInput:
 		return st.command(c, m.line)
 	case ChatLine:
-		if m.Room == st.room && fromNick(c, m.Nick) {
-			st.s.printf("[#%s] <%s> %s", m.Room, m.Nick, clean(m.Text))
+		if m.Room == st.room && fromNick(c, m.Nick) && st.s.limit.allow(from) {
+			st.s.printf("[#%s] <%s> %s", m.Room, st.s.nicks.show(m.Nick, from), clean(m.Text))
 		}
 	case ChatDirect:
-		if fromNick(c, m.Nick) {
-			st.s.printf("[dm from %s] %s", m.Nick, clean(m.Text))
+		if fromNick(c, m.Nick) && st.s.limit.allow(from) {
+			st.s.printf("[dm from %s] %s", st.s.nicks.show(m.Nick, from), clean(m.Text))
 		}
 	case chatForwarded:
-		st.s.printf("[dm from %s] %s", m.m.Nick, clean(m.m.Text))
+		st.s.printf("[dm from %s] %s", st.s.nicks.show(m.m.Nick, m.peer), clean(m.m.Text))
 	case ChatRename:
-		// A rename by this user's own former actor (a nick it gave up
-		// at once: another peer's user has it) is not news here.
+		// A rename by this user's own former actor is not news here.
 		own := c.Sender() == st.prev || c.Sender() == st.former
-		if m.Room == st.room && m.New != st.nick && !own && fromNick(c, m.New) && checkChatName("nick", m.Old) == nil {
-			st.s.printf("* %s is now %s", m.Old, m.New)
+		if m.Room == st.room && !own && fromNick(c, m.New) && checkChatName("nick", m.Old) == nil && st.s.limit.allow(from) {
+			st.s.printf("* %s is now %s", st.s.nicks.show(m.Old, from), st.s.nicks.show(m.New, from))
 		}
 	case actor.Joined:
 		nick, ok := strings.CutPrefix(m.Member.Name(), chatActorPrefix)
-		if m.Group != group || !ok || m.Member == c.Self() || m.Member == st.prev || m.Member == st.former {
+		if m.Group != group || !ok || checkChatName("nick", nick) != nil || m.Member == c.Self() || m.Member == st.prev || m.Member == st.former {
 			break
 		}
 		if _, known := st.members[m.Member]; !known {
 			st.members[m.Member] = nick
-			st.s.printf("* %s joined #%s", nick, st.room)
-		}
-		if nick == st.nick {
-			return st.resolveCollision(c, m.Member)
+			st.s.printf("* %s joined #%s", st.s.nicks.show(nick, m.Member.Peer()), st.room)
 		}
 	case actor.Left:
 		if nick, ok := st.members[m.Member]; ok && m.Group == group {
 			delete(st.members, m.Member)
-			st.s.printf("* %s left #%s", nick, st.room)
+			st.s.printf("* %s left #%s", st.s.nicks.show(nick, m.Member.Peer()), st.room)
 		}
 	}
 	return true
@@ -313,8 +316,8 @@ func (st *chatState) command(c *actor.Context, line string) bool {
 		return false
 	case "/who":
 		nicks := []string{st.nick + " (you)"}
-		for _, n := range st.members {
-			nicks = append(nicks, n)
+		for ref, n := range st.members {
+			nicks = append(nicks, st.s.nicks.show(n, ref.Peer()))
 		}
 		slices.Sort(nicks[1:])
 		st.s.printf("* in #%s: %s", st.room, strings.Join(nicks, ", "))
@@ -352,8 +355,10 @@ func (st *chatState) command(c *actor.Context, line string) bool {
 		if rest != st.nick {
 			return st.rename(c, rest)
 		}
+	case "/stats":
+		st.s.printf("* %d lines dropped from peers sending over %d a second", st.s.limit.dropped.Load(), lineRate)
 	case "/help":
-		st.s.printf("* commands: /msg NICK text, /who, /rooms, /join ROOM, /nick NEW, /quit")
+		st.s.printf("* commands: /msg NICK text, /who, /rooms, /join ROOM, /nick NEW, /stats, /quit")
 	default:
 		st.s.printf("! unknown command %s; /help lists them", cmd)
 	}
@@ -382,7 +387,7 @@ func (st *chatState) rename(c *actor.Context, nick string) bool {
 			c.ReceiveWithin(5*time.Second, retire, actor.Timeout(c.Stop))
 		case ChatDirect:
 			if fromNick(c, m.Nick) {
-				c.Send(ref, chatForwarded{m})
+				c.Send(ref, chatForwarded{m, c.Sender().Peer()})
 			}
 			c.ReceiveWithin(5*time.Second, retire, actor.Timeout(c.Stop))
 		default:
@@ -393,50 +398,40 @@ func (st *chatState) rename(c *actor.Context, nick string) bool {
 	return false
 }
 
-// checkCollision looks for another peer's user with this nick in the
-// directory and resolves a collision as resolveCollision does.
+// checkCollision tells the user when a user of another peer has this nick
+// too (the directory knows it): that user is shown with its peer.
 func (st *chatState) checkCollision(c *actor.Context) {
 	for _, ref := range st.s.node.Directory().Lookup(chatActorPrefix + st.nick) {
 		if ref.Peer() != c.Self().Peer() {
-			st.s.printf("* nick %s is also used on %s", st.nick, shortPeer(ref.Peer()))
+			st.s.printf("* nick %s is also used on %s, shown as %s@%s", st.nick, peerTail(ref.Peer()), st.nick, peerTail(ref.Peer()))
 			break
 		}
 	}
 }
 
-// resolveCollision settles two users with one nick on two peers: the one
-// on the peer with the greater ID renames itself to <nick>-<4 characters of
-// its peer ID>; both sides apply the same rule, so exactly one moves.
-func (st *chatState) resolveCollision(c *actor.Context, other actor.Ref) bool {
-	if c.Self().Peer() < other.Peer() {
-		return true
+// find returns the actor of a user, named as show names it (nick, or
+// nick@<peer's last 6>): a member of the room, else the local actor or one
+// the directory knows; a plain nick means its owner's.
+func (st *chatState) find(shown string) (actor.Ref, bool) {
+	nick, tail := splitShown(shown)
+	match := func(ref actor.Ref) bool {
+		if tail != "" {
+			return strings.HasSuffix(ref.Peer(), tail)
+		}
+		return st.s.nicks.owns(nick, ref.Peer())
 	}
-	nick := st.nick + "-" + shortPeer(c.Self().Peer())
-	st.s.printf("* nick %s is taken by a user on %s; you become %s", st.nick, shortPeer(other.Peer()), nick)
-	return st.rename(c, nick)
-}
-
-// shortPeer is the last 4 characters of a peer ID.
-func shortPeer(p string) string {
-	if len(p) <= 4 {
-		return p
-	}
-	return p[len(p)-4:]
-}
-
-// find returns the actor of a user: a member of the room, else one the
-// directory knows.
-func (st *chatState) find(nick string) (actor.Ref, bool) {
 	for ref, n := range st.members {
-		if n == nick {
+		if n == nick && match(ref) {
 			return ref, true
 		}
 	}
-	if ref, ok := st.s.node.System().Whereis(chatActorPrefix + nick); ok {
+	if ref, ok := st.s.node.System().Whereis(chatActorPrefix + nick); ok && (tail == "" || match(ref)) {
 		return ref, true
 	}
-	if refs := st.s.node.Directory().Lookup(chatActorPrefix + nick); len(refs) > 0 {
-		return refs[0], true
+	for _, ref := range st.s.node.Directory().Lookup(chatActorPrefix + nick) {
+		if match(ref) || tail == "" {
+			return ref, true
+		}
 	}
 	return actor.Ref{}, false
 }

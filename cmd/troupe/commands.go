@@ -121,7 +121,7 @@ func peersCmd(args []string, stdout, stderr io.Writer) int {
 				line += fmt.Sprintf(" %.3fms", p.LatencyMS)
 			}
 			if len(p.Actors) > 0 {
-				line += " actors=" + strings.Join(p.Actors, ",")
+				line += " actors=" + clean(strings.Join(p.Actors, ","))
 			}
 			fmt.Fprintln(stdout, line)
 		}
@@ -149,7 +149,7 @@ func actorsCmd(args []string, stdout, stderr io.Writer) int {
 	var r actorsResult
 	return f.request("actors", req, &r, stdout, stderr, func() {
 		for _, a := range r.Actors {
-			fmt.Fprintf(stdout, "%s/%s\n", r.Peer, a)
+			fmt.Fprintf(stdout, "%s/%s\n", r.Peer, clean(a))
 		}
 	})
 }

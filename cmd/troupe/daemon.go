@@ -221,7 +221,7 @@ func reportPeers(n *peer.Node, out io.Writer) (stop func(), err error) {
 			defer cancel()
 			start := time.Now()
 			if _, err := n.System().Ask(ctx, echo, "hello"); err != nil {
-				fmt.Fprintf(out, "joined %s (echo failed: %v)\n", id, err)
+				fmt.Fprintf(out, "joined %s (echo failed: %s)\n", id, clean(err.Error()))
 				return
 			}
 			fmt.Fprintf(out, "joined %s (echo %v)\n", id, time.Since(start).Round(time.Microsecond))

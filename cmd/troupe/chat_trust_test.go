@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/peer"
+)
+
+func TestNickBookBindsFirstPeer(t *testing.T) {
+	var b nickBook
+	b.bind("me", "LOCALPEER")
+	for _, c := range []struct{ nick, peer, want string }{
+		{"me", "LOCALPEER", "me"},
+		{"me", "12D3KooWRemoteAAAAAA", "me@AAAAAA"}, // another peer claims the local nick
+		{"bob", "12D3KooWBobBBBBBB", "bob"},         // first seen wins
+		{"bob", "12D3KooWMalloryCCCCCC", "bob@CCCCCC"},
+		{"bob", "12D3KooWBobBBBBBB", "bob"},
+	} {
+		if got := b.show(c.nick, c.peer); got != c.want {
+			t.Fatalf("show(%s, %s) = %s, want %s", c.nick, c.peer, got, c.want)
+		}
+	}
+	if !b.owns("bob", "12D3KooWBobBBBBBB") || b.owns("bob", "12D3KooWMalloryCCCCCC") {
+		t.Fatal("owns disagrees with show")
+	}
+	// A full book binds no more: a newcomer shows its peer.
+	for i := range maxBoundNicks {
+		b.show("n"+strconv.Itoa(i), "P")
+	}
+	if got := b.show("late", "12D3KooWLateDDDDDD"); got != "late@DDDDDD" {
+		t.Fatalf("a nick after the book is full: %s, want late@DDDDDD", got)
+	}
+}
+
+func TestLineLimiterPerPeer(t *testing.T) {
+	now := time.Unix(1000, 0)
+	l := lineLimiter{now: func() time.Time { return now }}
+	for i := range lineBurst {
+		if !l.allow("flood") {
+			t.Fatalf("line %d of a burst refused", i)
+		}
+	}
+	if l.allow("flood") || l.dropped.Load() != 1 {
+		t.Fatalf("the line after a burst was shown (dropped %d)", l.dropped.Load())
+	}
+	if !l.allow("quiet") {
+		t.Fatal("another peer's line was refused")
+	}
+	now = now.Add(time.Second / lineRate)
+	if !l.allow("flood") || l.allow("flood") {
+		t.Fatal("after 1/rate s, want one more line and no second")
+	}
+}
+
+// TestWatcherTakesLocalRequestsOnly: the daemon's watcher refuses a Watch
+// from another peer (no monitor, nothing printed) and takes the local
+// one; a Down reason from a peer reaches the terminal cleaned.
+func TestWatcherTakesLocalRequestsOnly(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	newNode := func() *peer.Node {
+		reg, err := newRegistry()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := peer.New(ctx, peer.WithListenAddrs("/ip4/127.0.0.1/tcp/0"), peer.WithLogger(slog.New(slog.DiscardHandler)), peer.WithRegistry(reg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = n.Close(context.Background()) })
+		return n
+	}
+	a, b := newNode(), newNode()
+	if err := b.Connect(ctx, *a.AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	out := &syncBuffer{}
+	w, err := a.System().Spawn("watcher", func(c *actor.Context) { watcher(c, out) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, err := a.System().Spawn("target", func(c *actor.Context) {
+		c.Receive(actor.On(func(string) { c.Exit(errEscape) }))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := b.System().Ask(ctx, w, Watch{Ref: target.String()}); err != nil || v != false {
+		t.Fatalf("a remote watch: %v, %v; want false", v, err)
+	}
+	if v, err := a.System().Ask(ctx, w, Watch{Ref: target.String()}); err != nil || v != true {
+		t.Fatalf("a local watch: %v, %v; want true", v, err)
+	}
+	a.System().Send(target, "stop")
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(out.String(), "down ") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no down line: %q", out.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	got := out.String()
+	if strings.Count(got, "watching ") != 1 || strings.ContainsRune(got, '\x1b') || !strings.Contains(got, "[31m") {
+		t.Fatalf("watcher printed %q: want one watch, and the reason without its escape", got)
+	}
+}
+
+var errEscape = errorString("red \x1b[31m reason")
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
