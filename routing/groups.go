@@ -53,9 +53,10 @@ type GroupsConfig struct {
 // actor.GroupTransport. Publishing never blocks an event loop: messages go
 // through a bounded queue to a publisher goroutine.
 type Groups struct {
-	cfg GroupsConfig
-	ps  *pubsub.PubSub
-	sys *actor.System
+	cfg    GroupsConfig
+	ps     *pubsub.PubSub
+	sys    *actor.System
+	filter *TopicFilter // what peers may subscribe to
 
 	ctx    context.Context // the GossipSub's lifetime: GossipSub has no Close
 	cancel context.CancelFunc
@@ -108,7 +109,8 @@ func NewGroups(cfg GroupsConfig) (*Groups, error) {
 	g.ctx, g.cancel = context.WithCancel(context.Background())
 	params := pubsub.DefaultGossipSubParams()
 	params.PruneBackoff = pruneBackoff
-	ps, err := pubsub.NewGossipSub(g.ctx, cfg.Host,
+	g.filter = NewTopicFilter(cfg.Mesh)
+	ps, err := pubsub.NewGossipSub(g.ctx, cfg.Host, append(pubsubOptions(g.filter),
 		pubsub.WithGossipSubParams(params),
 		// A peer that a full mesh prunes (a bootstrap peer that every new
 		// peer grafts) learns other peers of the topic to graft instead.
@@ -120,7 +122,7 @@ func NewGroups(cfg GroupsConfig) (*Groups, error) {
 		// (and drops) when a hundred peers start together on two cores.
 		pubsub.WithValidateQueueSize(validateQueue),
 		pubsub.WithPeerOutboundQueueSize(outboundQueue),
-	)
+	)...)
 	if err != nil {
 		g.cancel()
 		return nil, fmt.Errorf("routing: gossipsub: %w", err)
@@ -269,6 +271,7 @@ func (g *Groups) watchPeers(sub event.Subscription) {
 				continue
 			}
 			g.order.peerGone(e.Peer.String(), time.Now())
+			g.filter.Forget(e.Peer)
 			if g.sys != nil {
 				g.sys.PeerLeftGroups(e.Peer.String())
 			}
@@ -455,6 +458,9 @@ func (g *Groups) joinTopic(group string) (*pubsub.Topic, error) {
 		return nil, err
 	}
 	t, err := g.ps.Join(name)
+	if err == nil {
+		err = t.SetScoreParams(topicScore()) // rejections count against their sender
+	}
 	if err != nil {
 		_ = g.ps.UnregisterTopicValidator(name)
 		return nil, err
