@@ -249,11 +249,13 @@ func TestThreeDaemonsAndSIGKILL(t *testing.T) {
 	}
 	// d2 and d3 monitor d1's echo: that traffic runs between the daemons.
 	target, _ := peer.Ref(d1.id, "echo")
+	// A watcher takes requests from its own peer only: through the CLI.
 	for _, d := range []*daemonProc{d2, d3} {
 		w, _ := peer.Ref(d.id, "watcher")
-		if _, err := me.System().Ask(ctx, w, Watch{Ref: target.String()}); err != nil {
-			t.Fatal(err)
+		if v, err := me.System().Ask(ctx, w, Watch{Ref: target.String()}); err != nil || v != false {
+			t.Fatalf("a watch from another peer: %v, %v; want false", v, err)
 		}
+		cliOK(t, d.home, "ask", w.String(), fmt.Sprintf(`{"Ref":%q}`, target.String()), "--type", "troupe.Watch")
 		d.expectLine(t, 5*time.Second, "watching", target.String())
 	}
 	for _, d := range []*daemonProc{d2, d3} {
