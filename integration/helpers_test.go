@@ -105,7 +105,7 @@ func monitor(t testing.TB, n *peer.Node, target actor.Ref) <-chan actor.Down {
 	t.Helper()
 	downs := make(chan actor.Down, 2)
 	ready := make(chan struct{})
-	spawn(t, n, "watcher", func(c *actor.Context) {
+	spawn(t, n, "", func(c *actor.Context) {
 		c.Monitor(target)
 		close(ready)
 		var h actor.Case

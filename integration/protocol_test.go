@@ -5,6 +5,7 @@ import (
 	"io"
 	"testing"
 
+	"github.com/fxamacker/cbor/v2"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/protocol"
@@ -113,6 +114,12 @@ func TestOldReaderGetsFullFrames(t *testing.T) {
 // FrameWriter on it that has sent a hello.
 func rawWriter(t *testing.T, n, to *peer.Node, p protocol.ID, compact bool) (network.Stream, *codec.FrameWriter) {
 	t.Helper()
+	return rawWriterAs(t, n, to, p, compact, 7)
+}
+
+// rawWriterAs is rawWriter whose hello announces incarnation inc.
+func rawWriterAs(t *testing.T, n, to *peer.Node, p protocol.ID, compact bool, inc uint64) (network.Stream, *codec.FrameWriter) {
+	t.Helper()
 	ctx, cancel := askCtx()
 	defer cancel()
 	s, err := n.Host().NewStream(ctx, to.ID(), p)
@@ -121,8 +128,11 @@ func rawWriter(t *testing.T, n, to *peer.Node, p protocol.ID, compact bool) (net
 	}
 	t.Cleanup(func() { _ = s.Reset() })
 	fw := codec.NewFrameWriter(s, 0, codec.WithCompact(compact))
-	hello := &codec.Envelope{Kind: codec.KindSystem, Type: "troupe.hello", Body: []byte{0xa1, 0x01, 0x07}} // {1: 7}
-	if err := fw.WriteEnvelope(hello); err != nil {
+	body, err := cbor.Marshal(map[int]uint64{1: inc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fw.WriteEnvelope(&codec.Envelope{Kind: codec.KindSystem, Type: "troupe.hello", Body: body}); err != nil {
 		t.Fatal(err)
 	}
 	return s, fw

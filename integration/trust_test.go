@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fxamacker/cbor/v2"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
@@ -52,7 +51,7 @@ func TestHostilePeerCannotKill(t *testing.T) {
 	worker, _ := b.System().Whereis("worker")
 	var downs []<-chan actor.Down
 	for _, r := range []actor.Ref{echoRef, sup, worker} {
-		downs = append(downs, monitorFrom(t, b, r))
+		downs = append(downs, monitor(t, b, r))
 	}
 
 	// A pending Ask of b's, to an actor of the hostile peer that tells
@@ -139,36 +138,8 @@ func TestHostilePeerCannotKill(t *testing.T) {
 // n: a Down for all of n's actors at `to`), for messages written by hand.
 func honestHello(t *testing.T, n, to *peer.Node, p protocol.ID) *codec.FrameWriter {
 	t.Helper()
-	ctx, cancel := askCtx()
-	defer cancel()
-	s, err := n.Host().NewStream(ctx, to.ID(), p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Reset() })
-	fw := codec.NewFrameWriter(s, 0, codec.WithCompact(true))
-	body, err := cbor.Marshal(map[int]uint64{1: n.Router().Incarnation()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := fw.WriteEnvelope(&codec.Envelope{Kind: codec.KindSystem, Type: "troupe.hello", Body: body}); err != nil {
-		t.Fatal(err)
-	}
+	_, fw := rawWriterAs(t, n, to, p, true, n.Router().Incarnation())
 	return fw
-}
-
-// monitorFrom is monitor with a generated watcher name.
-func monitorFrom(t *testing.T, n *peer.Node, target actor.Ref) <-chan actor.Down {
-	t.Helper()
-	downs := make(chan actor.Down, 2)
-	ready := make(chan struct{})
-	spawn(t, n, "", func(c *actor.Context) {
-		c.Monitor(target)
-		close(ready)
-		c.Receive(actor.On(func(d actor.Down) { downs <- d }))
-	})
-	recv(t, ready)
-	return downs
 }
 
 // TestUnknownTypesAreDeadLetters: a message of a type the receiving node

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -82,7 +81,7 @@ func TestWatcherTakesLocalRequestsOnly(t *testing.T) {
 	if err := b.Connect(ctx, *a.AddrInfo()); err != nil {
 		t.Fatal(err)
 	}
-	out := &syncBuffer{}
+	out := newSyncBuffer()
 	w, err := a.System().Spawn("watcher", func(c *actor.Context) { watcher(c, out) })
 	if err != nil {
 		t.Fatal(err)
@@ -121,14 +120,14 @@ func (e errorString) Error() string { return string(e) }
 
 // syncBuffer is a bytes.Buffer safe for concurrent use.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	lockedWriter
+	b bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
+func newSyncBuffer() *syncBuffer {
+	s := &syncBuffer{}
+	s.w = &s.b
+	return s
 }
 
 func (s *syncBuffer) String() string {
