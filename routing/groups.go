@@ -55,8 +55,8 @@ type GroupsConfig struct {
 type Groups struct {
 	cfg    GroupsConfig
 	ps     *pubsub.PubSub
-	sys    *actor.System
-	filter *TopicFilter // what peers may subscribe to
+	sys    atomic.Pointer[actor.System] // set by Bind, read by the goroutines NewGroups starts
+	filter *TopicFilter                 // what peers may subscribe to
 
 	ctx    context.Context // the GossipSub's lifetime: GossipSub has no Close
 	cancel context.CancelFunc
@@ -185,10 +185,11 @@ func (g *Groups) renewPresence() {
 // to that were not heard of for presenceExpiry (those of connected peers
 // leave when their peer disconnects).
 func (g *Groups) expire(now time.Time) {
-	if g.sys == nil {
+	sys := g.sys.Load()
+	if sys == nil {
 		return
 	}
-	for group, members := range g.sys.RemoteMembers() {
+	for group, members := range sys.RemoteMembers() {
 		for _, m := range members {
 			if id, err := libp2ppeer.Decode(m.Peer()); err == nil && g.cfg.Host.Network().Connectedness(id) == network.Connected {
 				continue
@@ -196,7 +197,7 @@ func (g *Groups) expire(now time.Time) {
 			if at, ok := g.order.heard(presenceKey{group, m.Peer(), m.Name()}); ok && now.Sub(at) < g.presenceExpiry() {
 				continue
 			}
-			if g.sys.DeliverPresence(group, m, false) {
+			if sys.DeliverPresence(group, m, false) {
 				g.expired.Add(1)
 			}
 		}
@@ -205,7 +206,7 @@ func (g *Groups) expire(now time.Time) {
 
 // Bind attaches the actor system that group messages are delivered to. It
 // must be called before any member joins.
-func (g *Groups) Bind(sys *actor.System) { g.sys = sys }
+func (g *Groups) Bind(sys *actor.System) { g.sys.Store(sys) }
 
 // Presence message types on a group's topic (system envelopes whose
 // FromName is the member).
@@ -260,8 +261,8 @@ func (g *Groups) watchPeers(sub event.Subscription) {
 				return
 			}
 			if e, ok := ev.(EvtPeerRestarted); ok {
-				if g.sys != nil {
-					g.sys.PeerLeftGroups(e.Peer.String())
+				if sys := g.sys.Load(); sys != nil {
+					sys.PeerLeftGroups(e.Peer.String())
 				}
 				continue
 			}
@@ -272,8 +273,8 @@ func (g *Groups) watchPeers(sub event.Subscription) {
 			}
 			g.order.peerGone(e.Peer.String(), time.Now())
 			g.filter.Forget(e.Peer)
-			if g.sys != nil {
-				g.sys.PeerLeftGroups(e.Peer.String())
+			if sys := g.sys.Load(); sys != nil {
+				sys.PeerLeftGroups(e.Peer.String())
 			}
 		}
 	}
@@ -350,11 +351,11 @@ func (g *Groups) leave(group string, gen uint64) {
 		return
 	}
 	delete(g.topics, group)
-	if gt.sub != nil && g.sys != nil {
+	if sys := g.sys.Load(); gt.sub != nil && sys != nil {
 		// No Left will come from the members on other peers once the
 		// subscription ends: forget them first (a presence message still
 		// on its way finds no local member and is ignored).
-		g.sys.ForgetGroupMembers(group)
+		sys.ForgetGroupMembers(group)
 	}
 	gt.stop()
 	if gt.t.Close() == nil {
@@ -419,8 +420,8 @@ func (g *Groups) publish() {
 
 // announceMembers queues a "present" for every local member of group.
 func (g *Groups) announceMembers(group string) {
-	if g.sys != nil {
-		for _, m := range g.sys.LocalMembers(group) {
+	if sys := g.sys.Load(); sys != nil {
+		for _, m := range sys.LocalMembers(group) {
 			g.queuePresence(group, m.Name(), typePresent)
 		}
 	}
@@ -523,8 +524,8 @@ func (g *Groups) read(ctx context.Context, group string, sub *pubsub.Subscriptio
 			from, _ = actor.NewRef(origin.String(), env.FromName)
 		}
 		g.received.Add(1)
-		if g.sys != nil {
-			g.sys.DeliverGroup(group, from, msg)
+		if sys := g.sys.Load(); sys != nil {
+			sys.DeliverGroup(group, from, msg)
 		}
 	}
 }
@@ -532,7 +533,8 @@ func (g *Groups) read(ctx context.Context, group string, sub *pubsub.Subscriptio
 // presence handles a member's joined, left or present message.
 func (g *Groups) presence(group string, m *pubsub.Message, env *codec.Envelope) {
 	origin, err := libp2ppeer.IDFromBytes(m.From)
-	if err != nil || g.sys == nil {
+	sys := g.sys.Load()
+	if err != nil || sys == nil {
 		g.rejected.Add(1)
 		return
 	}
@@ -567,7 +569,7 @@ func (g *Groups) presence(group string, m *pubsub.Message, env *codec.Envelope) 
 		g.rejected.Add(1) // the publisher announced too many members
 		return
 	}
-	g.sys.DeliverPresence(group, member, joined)
+	sys.DeliverPresence(group, member, joined)
 }
 
 // Ready reports how many peers are in this peer's GossipSub mesh for the

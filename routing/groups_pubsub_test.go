@@ -13,6 +13,7 @@ import (
 	pb "github.com/libp2p/go-libp2p-pubsub/pb"
 	"github.com/libp2p/go-libp2p/core/host"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
 )
 
@@ -195,4 +196,47 @@ func drain(ch <-chan any) {
 			return
 		}
 	}
+}
+
+// TestBindRacesNoGroupGoroutine: Bind may come while the goroutines
+// NewGroups started already handle peers coming and going (under -race,
+// the old plain field was a data race).
+func TestBindRacesNoGroupGoroutine(t *testing.T) {
+	h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.Close() })
+	reg, err := codec.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := NewGroups(GroupsConfig{Host: h, Registry: reg, Mesh: "test", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
+	sys, err := actor.New(actor.WithPeer(h.ID().String()), actor.WithGroups(g))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = sys.Shutdown(ctx)
+	})
+	var others []host.Host
+	for range 3 {
+		other, _ := hostilePubSub(t, h)
+		others = append(others, other)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, o := range others { // disconnections: watchPeers reads the system
+			_ = o.Close()
+		}
+	}()
+	g.Bind(sys)
+	<-done
 }
