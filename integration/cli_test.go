@@ -218,3 +218,26 @@ func waitExit(t *testing.T, d *daemonProc, code int) {
 		t.Fatalf("exit code %d (%v), want %d", got, err, code)
 	}
 }
+
+// TestStopAndConfigShow: 'troupe config show' prints the home's config as
+// JSON; 'troupe stop' stops the daemon, returns once it is gone (its home
+// is free again), and fails cleanly when no daemon runs.
+func TestStopAndConfigShow(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds the binary")
+	}
+	d := startDaemon(t)
+	if out := cliOK(t, d.home, "config", "show"); !strings.Contains(out, `"mesh":`) || !strings.Contains(out, `"listen":`) {
+		t.Fatalf("config show: %q", out)
+	}
+	if code, _, errOut := cli(t, d.home, "config", "edit"); code != 2 || !strings.Contains(errOut, "config show") {
+		t.Fatalf("config edit: %d %q, want a usage error naming 'config show'", code, errOut)
+	}
+	if out := cliOK(t, d.home, "stop"); out != "stopped "+d.id.String()+"\n" {
+		t.Fatalf("stop: %q", out)
+	}
+	waitExit(t, d, 0)
+	if code, _, errOut := cli(t, d.home, "stop"); code != 1 || !strings.Contains(errOut, "no daemon") {
+		t.Fatalf("stop with no daemon: %d %q", code, errOut)
+	}
+}

@@ -101,7 +101,10 @@ func daemon(args []string, stdout, stderr io.Writer) int {
 	}
 	if err == nil {
 		fmt.Fprintln(out, "ready")
-		<-ctx.Done()
+		select {
+		case <-ctx.Done():
+		case <-d.stopped: // troupe stop
+		}
 	}
 	closeCtx, cancelClose := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancelClose()
@@ -146,6 +149,8 @@ type runningDaemon struct {
 	stopEvents func()
 	// embeddedChat: this is a chat's own peer, which refuses chat requests.
 	embeddedChat bool
+	stopped      chan struct{} // closed by 'troupe stop'
+	stopOnce     sync.Once
 }
 
 // startDaemon starts the node described by cfg with its control socket.
@@ -169,7 +174,7 @@ func startDaemon(ctx context.Context, h home, cfg Config, stderr, out io.Writer,
 	if err != nil {
 		return nil, err
 	}
-	d := &runningDaemon{home: h, cfg: cfg, node: node, reg: reg, started: time.Now(), out: out, embeddedChat: embeddedChat}
+	d := &runningDaemon{home: h, cfg: cfg, node: node, reg: reg, started: time.Now(), out: out, embeddedChat: embeddedChat, stopped: make(chan struct{})}
 	err = startBuiltins(node, cfg.Mesh, d.started, out)
 	if err == nil {
 		d.stopEvents, err = reportPeers(node, out)

@@ -28,6 +28,8 @@ const usage = `usage: troupe <command> [flags] [arguments]
 commands:
   init      create the home directory: identity key and config.json
   daemon    run the peer (creates the home with defaults when missing)
+  stop      stop the daemon and wait until it is gone
+  config    print the configuration: troupe config show
   id        print this peer's ID and addresses
   peers     list the connected peers
   actors    list the actors of this peer, or of PEER
@@ -73,6 +75,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return chatCmd(args[1:], stdin, stdout, stderr)
 	case "demo":
 		return demo(args[1:], stdout, stderr)
+	case "stop":
+		return stopCmd(args[1:], stdout, stderr)
+	case "config":
+		return configCmd(args[1:], stdout, stderr)
 	case "version", "--version":
 		fs := newFlagSet("version", "", "print the version", stderr)
 		if _, ok, code := parseArgs(fs, args[1:], 0, 0); !ok {
@@ -93,7 +99,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 // commands are the names run takes, in usage's order.
-var commands = []string{"init", "daemon", "id", "peers", "actors", "send", "ask", "ping", "chat", "demo", "version", "help"}
+var commands = []string{"init", "daemon", "stop", "config", "id", "peers", "actors", "send", "ask", "ping", "chat", "demo", "version", "help"}
 
 // helpCmd is 'troupe help COMMAND': the command's help (its -h), on
 // stdout, as it was asked for.

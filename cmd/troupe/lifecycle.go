@@ -1,0 +1,80 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// stopResult is the daemon's answer to "stop".
+type stopResult struct {
+	Peer string `json:"peer"`
+}
+
+// requestStop asks the daemon to stop, as SIGTERM does; a chat's own peer
+// refuses (the chat ends it with /quit).
+func (d *runningDaemon) requestStop() (stopResult, error) {
+	if d.embeddedChat {
+		return stopResult{}, errors.New("this peer belongs to a 'troupe chat': end the chat with /quit")
+	}
+	d.stopOnce.Do(func() { close(d.stopped) })
+	return stopResult{Peer: d.node.ID().String()}, nil
+}
+
+// stopWait is how long 'troupe stop' waits for the daemon to be gone.
+const stopWait = 20 * time.Second
+
+func stopCmd(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("stop", "", "stop the daemon running on the home, and wait until it is gone", stderr)
+	f := addClientFlags(fs, false)
+	if _, ok, code := parseArgs(fs, args, 0, 0); !ok {
+		return code
+	}
+	var r stopResult
+	if code := f.request("stop", request{Cmd: "stop"}, &r, stdout, stderr, func() {}); code != 0 {
+		return code
+	}
+	// The daemon holds the home's lock until it has closed.
+	h := home(*f.home)
+	deadline := time.Now().Add(stopWait)
+	for {
+		unlock, err := h.lock()
+		if err == nil {
+			unlock()
+			fmt.Fprintf(stdout, "stopped %s\n", r.Peer)
+			return 0
+		}
+		if !errors.Is(err, errLocked) || time.Now().After(deadline) {
+			return fail(stderr, "stop", fmt.Errorf("the daemon %s was asked to stop, but still holds %s: %w", r.Peer, h, err))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func configCmd(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("config", "show", "print the home's configuration (config.json with every default filled in) as JSON", stderr)
+	hf := homeFlag(fs)
+	pos, ok, code := parseArgs(fs, args, 1, 1)
+	if !ok {
+		return code
+	}
+	if pos[0] != "show" {
+		return fail(stderr, "config", fmt.Errorf("%w: unknown subcommand %q; 'troupe config show' prints the configuration", errUsage, pos[0]))
+	}
+	h := home(*hf)
+	if err := h.checkPrivate(); err != nil {
+		return fail(stderr, "config", err)
+	}
+	cfg, _, err := loadConfig(h.configFile())
+	if err != nil {
+		return fail(stderr, "config", err)
+	}
+	b, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return fail(stderr, "config", err)
+	}
+	fmt.Fprintln(stdout, string(b))
+	return 0
+}
