@@ -220,7 +220,7 @@ func waitExit(t *testing.T, d *daemonProc, code int) {
 }
 
 // TestStopAndConfigShow: 'troupe config show' prints the home's config as
-// JSON; 'troupe stop' stops the daemon, returns once it is gone (its home
+// JSON; a daemon alone prints a hint after 10 s; 'troupe stop' stops the daemon, returns once it is gone (its home
 // is free again), and fails cleanly when no daemon runs.
 func TestStopAndConfigShow(t *testing.T) {
 	if testing.Short() {
@@ -233,6 +233,8 @@ func TestStopAndConfigShow(t *testing.T) {
 	if code, _, errOut := cli(t, d.home, "config", "edit"); code != 2 || !strings.Contains(errOut, "config show") {
 		t.Fatalf("config edit: %d %q, want a usage error naming 'config show'", code, errOut)
 	}
+	// Alone (no mDNS, no -connect), it says why no peer may come.
+	d.expectLine(t, 20*time.Second, "no peers after 10s: mDNS is off")
 	if out := cliOK(t, d.home, "stop"); out != "stopped "+d.id.String()+"\n" {
 		t.Fatalf("stop: %q", out)
 	}

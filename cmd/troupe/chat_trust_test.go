@@ -135,3 +135,17 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+func TestLonelyHintNamesTheSettings(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Mesh, cfg.PSKFile, cfg.Allowlist = "team", "swarm.key", []string{"x"}
+	got := lonelyHint(cfg)
+	for _, want := range []string{"no peers after 10s", "UDP 5353", `mesh "team"`, "private-network key", "allowlisted", "-connect"} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("hint %q lacks %q", got, want)
+		}
+	}
+	if strings.Contains(got, "\n") {
+		t.Fatal("the hint is more than one line")
+	}
+}

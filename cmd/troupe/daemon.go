@@ -101,6 +101,12 @@ func daemon(args []string, stdout, stderr io.Writer) int {
 	}
 	if err == nil {
 		fmt.Fprintln(out, "ready")
+		lonely := time.AfterFunc(lonelyAfter, func() {
+			if len(d.node.Peers()) == 0 {
+				fmt.Fprintln(out, lonelyHint(cfg))
+			}
+		})
+		defer lonely.Stop()
 		select {
 		case <-ctx.Done():
 		case <-d.stopped: // troupe stop

@@ -78,3 +78,34 @@ func configCmd(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintln(stdout, string(b))
 	return 0
 }
+
+// lonelyAfter is how long a daemon waits for a first peer before it
+// prints a hint of why none came.
+const lonelyAfter = 10 * time.Second
+
+// lonelyHint is the one line a daemon prints when no peer came within
+// lonelyAfter: the usual reasons, and what of them cfg sets.
+func lonelyHint(cfg Config) string {
+	var why []string
+	if !cfg.MDNS {
+		why = append(why, "mDNS is off")
+	} else {
+		why = append(why, "mDNS (UDP 5353) may be blocked: Wi-Fi client isolation, a firewall, or macOS's local-network permission")
+	}
+	why = append(why, fmt.Sprintf("other peers must use mesh %q", cfg.Mesh))
+	if cfg.PSKFile != "" {
+		why = append(why, "the same private-network key")
+	}
+	if len(cfg.Allowlist) > 0 {
+		why = append(why, "an allowlisted peer ID")
+	}
+	return fmt.Sprintf("no peers after %v: %s; or give -connect a peer's address ('troupe id' on it prints them)", lonelyAfter, joinHint(why))
+}
+
+func joinHint(parts []string) string {
+	out := parts[0]
+	for _, p := range parts[1:] {
+		out += "; " + p
+	}
+	return out
+}
