@@ -115,7 +115,9 @@ func (c *Context) String() string { return c.sys.peer + "/" + c.name }
 func (c *Context) System() *System { return c.sys }
 
 // Sender returns the sender of the message being handled; the zero Ref when
-// it came from plain Go code (System.Send) or in the behavior's first step.
+// it came from plain Go code of this peer (System.Send) or in the
+// behavior's first step. Routing gives a message from plain code of
+// another peer the sender "<peer>/$", which no actor is.
 func (c *Context) Sender() Ref {
 	if c.cur == nil {
 		return Ref{}

@@ -321,10 +321,10 @@ func (b *streamBudget) Release(n int) {
 func (in *inbound) admit(env *codec.Envelope, msg any) bool {
 	r := in.r
 	switch msg.(type) {
-	case actor.MonitorSignal, actor.DemonitorSignal, actor.LinkSignal, actor.UnlinkSignal:
+	case actor.MonitorSignal, actor.DemonitorSignal, actor.LinkSignal, actor.UnlinkSignal, actor.ExitSignal:
 		if env.FromName == "" {
 			r.decodeErrors.Add(1)
-			r.log.Debug("routing: monitor or link from no actor", "peer", in.remote, "type", env.Type)
+			r.log.Debug("routing: monitor, link or exit from no actor", "peer", in.remote, "type", env.Type)
 			return false
 		}
 	}
@@ -492,13 +492,20 @@ func sameString(a, b string) bool {
 }
 
 // envRefs returns the Refs of env's target, on this peer, and of its
-// sender, on the stream's (zero if none); ok is false, and the frame
-// counted as a decode error, when a name is not valid.
+// sender, on the stream's peer: "<peer>/$" (anonymousSender) when the
+// message came from no actor there, so that an actor never takes another
+// peer's message for one of its own peer's plain code (whose sender is
+// the zero Ref). ok is false, and the frame counted as a decode error,
+// when a name is not valid.
 func (in *inbound) envRefs(env *codec.Envelope) (to, from actor.Ref, ok bool) {
 	r := in.r
 	to, err := cachedRef(&in.refs.to, r.sys.Peer(), env.To)
-	if err == nil && env.FromName != "" {
-		from, err = cachedRef(&in.refs.from, in.remoteStr, env.FromName)
+	if err == nil {
+		name := env.FromName
+		if name == "" {
+			name = anonymousSender
+		}
+		from, err = cachedRef(&in.refs.from, in.remoteStr, name)
 	}
 	if err != nil {
 		r.decodeErrors.Add(1)
@@ -506,6 +513,11 @@ func (in *inbound) envRefs(env *codec.Envelope) (to, from actor.Ref, ok bool) {
 	}
 	return to, from, true
 }
+
+// anonymousSender is the name of the sender of another peer's messages
+// from no actor (from plain Go code there): a name no actor has (generated
+// names are '$' and a number).
+const anonymousSender = "$"
 
 // isCodecError reports whether err is about the bytes received rather
 // than the transport.

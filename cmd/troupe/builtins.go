@@ -71,8 +71,9 @@ const maxWatches = 1024
 
 // watcher monitors the actors the local peer (the CLI, through the
 // daemon) tells it to and prints their Down; requests from other peers
-// are refused: a peer could otherwise make it hold monitors without
-// bound, dial made-up peers and print what it likes.
+// are refused (one from no actor there has the sender <peer>/$): a peer
+// could otherwise make it hold monitors without bound, dial made-up peers
+// and print what it likes.
 func watcher(c *actor.Context, out io.Writer) {
 	watching := 0
 	var h actor.Case
