@@ -17,6 +17,7 @@ func (c *Context) Run() {
 	var freed freeList
 	fresh := c.fresh
 	yielded := false
+	var handling *node // the node whose handler runs: freed here if it panics
 	defer func() {
 		// Once yielded, the actor may already run on another carrier
 		// (the watchdog's, when this one was retired in the middle of the
@@ -26,6 +27,9 @@ func (c *Context) Run() {
 			c.flushOut() // after a panic too: nothing waits in an outbox
 			c.fresh = fresh
 			c.cur = nil
+		}
+		if handling != nil { // its handler panicked: give its bytes back
+			freed.add(c.sys, handling)
 		}
 		freed.done(c.sys, c.acct.Load())
 	}()
@@ -43,7 +47,9 @@ func (c *Context) Run() {
 			c.flags &^= fRescan
 			if n, cs := c.saved.takeFirst(c.cont); n != nil {
 				budget--
+				handling = n
 				ended := c.step(n, cs)
+				handling = nil
 				freed.add(c.sys, n)
 				if ended {
 					c.fresh, fresh = fresh, nil
@@ -63,7 +69,10 @@ func (c *Context) Run() {
 		budget--
 		switch n.kind {
 		case kindSignal:
-			if !c.signal(n) {
+			handling = n
+			took := c.signal(n)
+			handling = nil
+			if !took {
 				freed.add(c.sys, n)
 				if c.flags&fStopping != 0 {
 					c.fresh, fresh = fresh, nil
@@ -76,7 +85,9 @@ func (c *Context) Run() {
 		case kindTimeout:
 			if c.flags&fWithin != 0 && uint32(n.corr) == c.gen {
 				c.timer = nil
+				handling = n
 				ended := c.step(n, timeoutOf(c.cont))
+				handling = nil
 				freed.add(c.sys, n)
 				if ended {
 					c.fresh, fresh = fresh, nil
@@ -89,7 +100,9 @@ func (c *Context) Run() {
 			continue
 		}
 		if cs := match(c.cont, n); cs != nil {
+			handling = n
 			ended := c.step(n, cs)
+			handling = nil
 			freed.add(c.sys, n)
 			if ended {
 				c.fresh, fresh = fresh, nil

@@ -171,3 +171,55 @@ func TestRemoteBacklog(t *testing.T) {
 		t.Fatalf("%d overflows, want 1", n)
 	}
 }
+
+// TestPanickingHandlerGivesBackItsCredit: the message whose handler
+// panicked is given back to its Credit like any other, or a peer whose
+// messages make an actor panic would keep its budget held for good.
+func TestPanickingHandlerGivesBackItsCredit(t *testing.T) {
+	s := newSys(t, WithPeer("me"))
+	ref := mustSpawn(t, s, "", func(c *Context) { c.Receive(On(func(string) { panic("boom") })) })
+	down := watcher(t, s, ref)
+	credit := NewCredit(0)
+	in := inboundFrom(s, credit)
+	in.Add(&Envelope{To: ref, From: mustRef(t, "them/x"), Msg: "first", Size: 100})
+	in.Add(&Envelope{To: ref, From: mustRef(t, "them/x"), Msg: "second", Size: 10})
+	in.Close()
+	recv(t, down)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := credit.WaitLow(ctx); err != nil {
+		t.Fatalf("held %d after the actor died: %v", credit.Held(), err)
+	}
+}
+
+// TestSavedMessagesKeepTheirLimitCount: messages from a transport that
+// charges no Credit, saved for a later receive, still count against
+// WithMailboxLimit until handled, and stop counting then.
+func TestSavedMessagesKeepTheirLimitCount(t *testing.T) {
+	dead := make(chan DeadLetter, 8)
+	s := newSys(t, WithPeer("me"), deadLetters(dead))
+	got := make(chan any, 8)
+	ref, gate := gated(t, s, got, WithMailboxLimit(2))
+	in := s.NewInbound() // no Credit
+	in.Add(&Envelope{To: ref, From: mustRef(t, "them/x"), Msg: "a"})
+	in.Add(&Envelope{To: ref, From: mustRef(t, "them/x"), Msg: "b"})
+	in.Close()
+	s.Send(gate, "stop")
+	for _, want := range []any{"a", "b"} {
+		if m := recv(t, got); m != want {
+			t.Fatalf("got %v, want %v", m, want)
+		}
+	}
+	s.Send(ref, "c")
+	s.Send(ref, "d")
+	for _, want := range []any{"c", "d"} {
+		if m := recv(t, got); m != want {
+			t.Fatalf("got %v, want %v", m, want)
+		}
+	}
+	select {
+	case d := <-dead:
+		t.Fatalf("dead letter %+v: the handled messages still counted", d)
+	default:
+	}
+}

@@ -156,8 +156,9 @@ func (s *System) detach(n *node) *node {
 		return n
 	}
 	m := s.newNode(n.msg, n.from, n.corr, n.kind)
+	m.acct = n.acct                 // still counted against its actor's limits
 	if c := n.charged(); c != nil { // the copy stays charged
-		m.own, m.size, m.acct = unsafe.Pointer(c), n.size, n.acct
+		m.own, m.size = unsafe.Pointer(c), n.size
 	}
 	n.msg, n.acct, n.size = nil, 0, 0
 	s.releaseBlockNodes(b, 1)
