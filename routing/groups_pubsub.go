@@ -16,14 +16,18 @@ import (
 // that topic's table: without a filter, a peer could announce millions
 // of topics. The filter admits this mesh's topics only ("/troupe/<mesh>/
 // group/<name>" and "/troupe/<mesh>/ads", see TopicFilter), at most
-// maxSubsPerRPC per message and maxTopicsPerPeer per peer in all (pubsub's
-// own limit is per message only). Peer scores count the messages a
+// maxTopicsPerPeer per peer in all (pubsub's own limit is per message
+// only, and refuses the whole message beyond it): a node in more groups
+// than that is not known to be in the others. Peer scores count the messages a
 // topic's validator rejects: each costs invalidWeight times their number
 // squared, decaying by a tenth every 10 s; a peer below graylist (three
 // rejected messages in a row) is ignored until its score recovers.
 
 const (
-	maxSubsPerRPC    = 256
+	// A peer announces all its topics in its first message: one cap for
+	// both, or an honest peer in more groups than the per-message cap
+	// would have its first message ignored whole.
+	maxSubsPerRPC    = maxTopicsPerPeer
 	maxTopicsPerPeer = 1024
 	invalidWeight    = -10
 	gossipThreshold  = -10
@@ -53,11 +57,11 @@ func (f *TopicFilter) CanSubscribe(topic string) bool {
 		return true
 	}
 	group, ok := strings.CutPrefix(topic, f.groupPrefix)
-	return ok && group != "" && len(group) <= maxGroupName && !strings.ContainsAny(group, "/\x00")
+	return ok && group != "" && len(group) <= maxGroupName
 }
 
 // maxGroupName is the longest group name a topic may carry.
-const maxGroupName = 255
+const maxGroupName = 4096
 
 // FilterIncomingSubscriptions keeps from's subscriptions to the mesh's
 // topics, at most maxSubsPerRPC of them and maxTopicsPerPeer in all, and

@@ -30,16 +30,16 @@ func subOpts(topics ...string) []*pb.RPC_SubOpts {
 // no mesh of ours are dropped; of the mesh's, at most maxTopicsPerPeer are
 // kept per peer (another peer has its own count, and an unsubscription
 // makes room); an announcement of more than maxSubsPerRPC at once is
-// refused whole.
+// refused whole, and a peer in 1,000 groups announces them all at once.
 func TestTopicFilterBoundsSubscriptions(t *testing.T) {
 	f := NewTopicFilter("m")
 	a, b := newPeerID(t), newPeerID(t)
-	for _, topic := range []string{"/troupe/m/ads", "/troupe/m/group/room"} {
+	for _, topic := range []string{"/troupe/m/ads", "/troupe/m/group/room", "/troupe/m/group/a/b"} {
 		if !f.CanSubscribe(topic) {
 			t.Fatalf("%s refused", topic)
 		}
 	}
-	for _, topic := range []string{"/troupe/other/ads", "/troupe/m/group/", "/troupe/m/group/a/b", "/evil", "/troupe/m/adsx"} {
+	for _, topic := range []string{"/troupe/other/ads", "/troupe/m/group/", "/evil", "/troupe/m/adsx"} {
 		if f.CanSubscribe(topic) {
 			t.Fatalf("%s admitted", topic)
 		}
@@ -91,6 +91,13 @@ func TestTopicFilterBoundsSubscriptions(t *testing.T) {
 	}
 	if _, err := f.FilterIncomingSubscriptions(b, subOpts(many...)); err == nil {
 		t.Fatal("an announcement of too many topics at once was taken")
+	}
+	thousand := make([]string, 1000)
+	for i := range thousand {
+		thousand[i] = fmt.Sprintf("/troupe/m/group/k%d", i)
+	}
+	if out, err := f.FilterIncomingSubscriptions(newPeerID(t), subOpts(thousand...)); err != nil || len(out) != 1000 {
+		t.Fatalf("a first announcement of 1,000 groups: %d kept, %v", len(out), err)
 	}
 	f.Forget(a)
 	if out, _ := f.FilterIncomingSubscriptions(a, subOpts("/troupe/m/group/again")); len(out) != 1 {

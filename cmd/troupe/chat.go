@@ -78,14 +78,15 @@ func fromNick(c *actor.Context, nick string) bool {
 }
 
 // clean makes a text from another peer safe to print on one line: control
-// characters (line breaks, terminal escape sequences) become spaces, and
+// characters (line breaks, terminal escape sequences, C1 codes) and bidi
+// controls (which can reorder what a line shows) become spaces, and
 // the text is cut at maxChatLine bytes.
 func clean(text string) string {
 	if len(text) > maxChatLine {
 		text = strings.ToValidUTF8(text[:maxChatLine], "") + " …"
 	}
 	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || r == utf8.RuneError {
+		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) || r == utf8.RuneError {
 			return ' '
 		}
 		return r
@@ -454,7 +455,7 @@ func (st *chatState) rooms() []string {
 	}
 	out := make([]string, 0, len(count))
 	for r, n := range count {
-		out = append(out, fmt.Sprintf("#%s (%d %s)", r, n, plural(n, "peer")))
+		out = append(out, fmt.Sprintf("#%s (%d %s)", clean(r), n, plural(n, "peer"))) // advertised by peers
 	}
 	slices.Sort(out)
 	return out

@@ -149,3 +149,10 @@ func TestLonelyHintNamesTheSettings(t *testing.T) {
 		t.Fatal("the hint is more than one line")
 	}
 }
+
+func TestCleanDropsBidiAndC1Controls(t *testing.T) {
+	in := "ok\u202eevil\u2066x\u009b31m\u200fy"
+	if got := clean(in); strings.ContainsAny(got, "\u202e\u2066\u009b\u200f") {
+		t.Fatalf("clean(%q) = %q: a bidi or C1 control is left", in, got)
+	}
+}
