@@ -99,7 +99,10 @@ func (c *Context) Run() {
 			freed.add(c.sys, n) // stale: a message matched first
 			continue
 		}
-		if cs := match(c.cont, n); cs != nil {
+		handling = n // a guard may panic
+		cs := match(c.cont, n)
+		handling = nil
+		if cs != nil {
 			handling = n
 			ended := c.step(n, cs)
 			handling = nil
@@ -113,7 +116,9 @@ func (c *Context) Run() {
 		}
 		if n.kind == kindReply {
 			// Nobody waits for it any more (the Ask timed out).
+			handling = n // the hook may panic
 			c.sys.deadLetter(DeadLetter{To: c.Self(), From: n.from, Msg: n.msg, Reason: ErrLateReply})
+			handling = nil
 			freed.add(c.sys, n)
 			continue
 		}

@@ -223,3 +223,56 @@ func TestSavedMessagesKeepTheirLimitCount(t *testing.T) {
 	default:
 	}
 }
+
+// TestFlushPanicHandsNothingOverTwice: a hook that panics in Flush (the
+// reader recovers, then closes its Inbound, which flushes again) does not
+// make the runs handed over before it go over again; the charges balance.
+func TestFlushPanicHandsNothingOverTwice(t *testing.T) {
+	s := newSys(t, WithPeer("me"), WithDeadLetterHook(func(d DeadLetter) {
+		if d.Msg == "boom" {
+			panic("hook")
+		}
+	}))
+	got := make(chan any, 8)
+	ref := mustSpawn(t, s, "", func(c *Context) {
+		var h Case
+		h = Any(func(m any) { got <- m; c.Receive(h) })
+		c.Receive(h)
+	})
+	credit := NewCredit(0)
+	in := inboundFrom(s, credit)
+	far := mustRef(t, "them/x")
+	in.Add(&Envelope{To: ref, From: far, Msg: "a", Size: 100})
+	in.Add(&Envelope{To: mustRef(t, "me/nobody"), From: far, Msg: "boom", Size: 100})
+	func() {
+		defer func() { _ = recover() }()
+		in.Flush()
+	}()
+	in.Close()
+	s.Send(ref, "sync")
+	for _, want := range []any{"a", "sync"} {
+		if m := recv(t, got); m != want {
+			t.Fatalf("got %v, want %v (a run handed over twice?)", m, want)
+		}
+	}
+}
+
+// TestPanickingGuardGivesBackItsCredit: a guard that panics while testing
+// a message from another peer does not keep that message's bytes charged.
+func TestPanickingGuardGivesBackItsCredit(t *testing.T) {
+	s := newSys(t, WithPeer("me"))
+	ref := mustSpawn(t, s, "", func(c *Context) {
+		c.Receive(OnWhen(func(string) bool { panic("guard") }, func(string) {}))
+	})
+	down := watcher(t, s, ref)
+	credit := NewCredit(0)
+	in := inboundFrom(s, credit)
+	in.Add(&Envelope{To: ref, From: mustRef(t, "them/x"), Msg: "first", Size: 100})
+	in.Close()
+	recv(t, down)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := credit.WaitLow(ctx); err != nil {
+		t.Fatalf("held %d after the actor died: %v", credit.Held(), err)
+	}
+}

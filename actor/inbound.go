@@ -98,8 +98,13 @@ func (in *Inbound) Flush() {
 	if k := len(in.runs) - 1; k >= 0 {
 		in.runs[k].first = &in.blk.nodes[in.used-1]
 	}
-	for i := range in.runs {
-		r := &in.runs[i]
+	// The runs leave the Inbound before they are handed over: if a hook
+	// panics meanwhile, a later Flush (Close, after the reader recovered)
+	// must not hand the same nodes over again.
+	runs := in.runs
+	in.runs, in.n = in.runs[:0], 0
+	for i := range runs {
+		r := &runs[i]
 		if c := s.names.load(r.to.name); c == nil || !c.pushRun(r.first, r.last) {
 			for n := reverseNodes(r.first); n != nil; {
 				next := n.next
@@ -111,9 +116,7 @@ func (in *Inbound) Flush() {
 			}
 		}
 	}
-	clear(in.runs)
-	in.runs = in.runs[:0]
-	in.n = 0
+	clear(runs)
 }
 
 // Close flushes what was added and gives back the memory the Inbound

@@ -228,13 +228,13 @@ func (c *Context) start() Ref {
 }
 
 // AcceptsUnknownTypes reports whether a message of a type this node does
-// not know, from another peer, may go to the local actor to: true when it
-// was spawned with AcceptUnknownTypes, or when there is no such actor (the
-// message is then a dead letter with ErrNoSuchActor). For transports.
-// Safe for concurrent use.
+// not know, from another peer, may go to the local actor to: only when it
+// was spawned with AcceptUnknownTypes (a missing actor does not: one
+// spawned under its name before the message is handed over may not take
+// them). For transports. Safe for concurrent use.
 func (s *System) AcceptsUnknownTypes(to Ref) bool {
 	c := s.names.load(to.name)
-	return c == nil || c.opts&oAcceptUnknown != 0
+	return c != nil && c.opts&oAcceptUnknown != 0
 }
 
 // Whereis returns the Ref of the local actor registered as name.

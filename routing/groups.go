@@ -515,13 +515,19 @@ func (g *Groups) read(ctx context.Context, group string, sub *pubsub.Subscriptio
 			continue
 		}
 		msg, err := g.cfg.Registry.Decode(env.Type, env.Body)
-		if err != nil {
+		if _, raw := msg.(codec.Raw); err != nil || raw {
+			// A type unknown here would sit unmatched in typed members'
+			// mailboxes; members cannot opt in per group message.
 			g.rejected.Add(1)
 			continue
 		}
 		var from actor.Ref
-		if origin, err := libp2ppeer.IDFromBytes(m.From); err == nil && env.FromName != "" {
-			from, _ = actor.NewRef(origin.String(), env.FromName)
+		if origin, err := libp2ppeer.IDFromBytes(m.From); err == nil {
+			name := env.FromName
+			if name == "" {
+				name = anonymousSender // never the zero Ref of local code
+			}
+			from, _ = actor.NewRef(origin.String(), name)
 		}
 		g.received.Add(1)
 		if sys := g.sys.Load(); sys != nil {
@@ -596,7 +602,7 @@ type GroupStats struct {
 	Received uint64 // group messages received and handed to local members
 	Dropped  uint64 // group messages not published: a full outbound queue, or GossipSub refused them
 	Expired  uint64 // members of peers out of reach that left for lack of news (presenceExpiry)
-	Rejected uint64 // group messages received and refused: malformed, undecodable, of no sender, or a member's join beyond the presence bounds (maxPresencePerPeer, maxPresence)
+	Rejected uint64 // group messages received and refused: malformed, undecodable, of a type unknown here, of no sender, or a member's join beyond the presence bounds (maxPresencePerPeer, maxPresence)
 }
 
 // Stats returns the counters.
