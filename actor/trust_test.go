@@ -30,15 +30,14 @@ func newTrustRig(t *testing.T, trap bool, opts ...SpawnOption) *trustRig {
 	return g
 }
 
-// signal hands target sig from `from` and waits until target handled it.
+// signal hands target sig from `from` and waits until target handled it;
+// sig must not become a message (an Exit while trapping, say).
 func (g *trustRig) signal(t *testing.T, from Ref, sig Signal) {
 	t.Helper()
 	g.s.deliverLocal(g.target, g.s.newNode(sig, from, 0, kindSignal))
 	g.s.Send(g.target, "sync")
-	for {
-		if m := recv(t, g.got); m == "sync" {
-			return
-		}
+	if m := recv(t, g.got); m != "sync" {
+		t.Fatalf("the target handled %#v for %#v from %v", m, sig, from)
 	}
 }
 

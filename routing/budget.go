@@ -27,6 +27,13 @@ const DefaultPeerBudget = 64 << 20
 // in a mailbox, its boxed value): every message is charged that much more.
 const nodeCost = 128
 
+// creditPriority is the share of the peer scope's limit the credit may
+// reserve (about 40 %): less than stream buffers and large messages being
+// received take (budgetPriority), so that near the limit the credit is
+// refused first, which pauses the peer, rather than the next frame, which
+// resets its stream and declares a loss.
+const creditPriority = network.ReservationPriorityLow
+
 // reserveStep is how finely the budget's bytes are reserved in the peer's
 // libp2p resource scope: in steps of this many bytes, not per message.
 const reserveStep = 1 << 20
@@ -98,7 +105,7 @@ func (r *Router) settle(b *peerBudget, scope network.PeerScope) bool {
 	b.scope = scope
 	switch {
 	case want > b.reserved:
-		if err := scope.ReserveMemory(int(want-b.reserved), budgetPriority); err != nil {
+		if err := scope.ReserveMemory(int(want-b.reserved), creditPriority); err != nil {
 			return false
 		}
 	case want < b.reserved:
