@@ -171,8 +171,11 @@ func (s *controlServer) serve(conn net.Conn) {
 		_, _ = r.ReadByte()
 		cancel()
 	}()
-	result, _, err := s.handle(ctx, req, nil)
+	result, after, err := s.handle(ctx, req, nil)
 	writeResponse(conn, result, err)
+	if err == nil && after != nil {
+		after() // once the client has its answer (troupe stop)
+	}
 	cancel()
 	conn.Close()
 	<-gone

@@ -91,8 +91,7 @@ func (d *runningDaemon) handle(ctx context.Context, req request, conn net.Conn) 
 		r, err := d.ping(ctx, req.Peer, req.Count)
 		return r, nil, err
 	case "stop":
-		r, err := d.requestStop()
-		return r, nil, err
+		return d.requestStop()
 	}
 	return nil, nil, fmt.Errorf("unknown request %q (is the daemon older than this troupe?)", req.Cmd)
 }

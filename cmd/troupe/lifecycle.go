@@ -13,14 +13,15 @@ type stopResult struct {
 	Peer string `json:"peer"`
 }
 
-// requestStop asks the daemon to stop, as SIGTERM does; a chat's own peer
-// refuses (the chat ends it with /quit).
-func (d *runningDaemon) requestStop() (stopResult, error) {
+// requestStop answers a request to stop: the returned func, run once the
+// answer is written (the daemon then closes the control socket), stops
+// the daemon as SIGTERM does. A chat's own peer refuses (the chat ends it
+// with /quit).
+func (d *runningDaemon) requestStop() (any, func(), error) {
 	if d.embeddedChat {
-		return stopResult{}, errors.New("this peer belongs to a 'troupe chat': end the chat with /quit")
+		return nil, nil, errors.New("this peer belongs to a 'troupe chat': end the chat with /quit")
 	}
-	d.stopOnce.Do(func() { close(d.stopped) })
-	return stopResult{Peer: d.node.ID().String()}, nil
+	return stopResult{Peer: d.node.ID().String()}, func() { d.stopOnce.Do(func() { close(d.stopped) }) }, nil
 }
 
 // stopWait is how long 'troupe stop' waits for the daemon to be gone.
