@@ -14,7 +14,7 @@ func (c *Context) Run() {
 	// after a panic): a store to the heap per message costs a write barrier
 	// while the GC runs. For the same reason c.cur keeps the last node
 	// handled until the activation ends.
-	var freed freeList
+	freed := freeList{acct: &c.acct}
 	fresh := c.fresh
 	yielded := false
 	var handling *node // the node whose handler runs: freed here if it panics
@@ -31,7 +31,7 @@ func (c *Context) Run() {
 		if handling != nil { // its handler panicked: give its bytes back
 			freed.add(c.sys, handling)
 		}
-		freed.done(c.sys, c.acct.Load())
+		freed.done(c.sys)
 	}()
 	if c.flags&fStarted == 0 {
 		c.flags |= fStarted
@@ -127,7 +127,7 @@ func (c *Context) Run() {
 	c.fresh = fresh
 	c.flushOut() // before the actor can go idle
 	c.cur = nil
-	freed.settle(c.acct.Load()) // before too: a sender may wait for room
+	freed.settle() // before too: a sender may wait for room
 	yielded = true
 	c.yield()
 }

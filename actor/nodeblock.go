@@ -64,12 +64,16 @@ type freeList struct {
 	run *node      // pooled nodes, cleared, linked through next
 	blk *nodeBlock // the block of the latest block nodes counted in k
 	k   int32
+	// acct is the nodes' actor's mailboxAcct (set before any node counted
+	// in it can be handled: a node counts in the acct its actor had).
+	acct *atomic.Pointer[mailboxAcct]
 	// What the nodes counted: bytes charged to credit (the latest one
-	// met), and what they counted in their actor's mailboxAcct.
+	// met), of which acctBytes counted in their actor's backlog for it.
+	// (What they count against its message limit goes back at once: room
+	// comes back as the actor handles them.)
 	credit      *Credit
 	creditBytes int64
 	acctBytes   int64
-	acctMsgs    int32
 }
 
 // add releases n, which nothing refers to any more.
@@ -111,7 +115,7 @@ func (f *freeList) giveBack(n *node) {
 		f.acctBytes += int64(n.size)
 	}
 	if n.acct&acctMsg != 0 {
-		f.acctMsgs++
+		f.acct.Load().msgs.Add(-1)
 	}
 	n.acct, n.size = 0, 0
 	if !n.inBlock {
@@ -120,26 +124,24 @@ func (f *freeList) giveBack(n *node) {
 }
 
 func (f *freeList) flushCredit() {
-	if f.credit != nil {
-		f.credit.release(f.creditBytes)
-		f.credit, f.creditBytes = nil, 0
+	if f.credit == nil {
+		return
 	}
+	if f.acctBytes != 0 {
+		f.acct.Load().unhold(f.credit, f.acctBytes)
+		f.acctBytes = 0
+	}
+	f.credit.release(f.creditBytes)
+	f.credit, f.creditBytes = nil, 0
 }
 
-// settle gives back what the nodes counted of their Credits and of the
-// limits of their actor, whose mailboxAcct is a (nil if it has none).
-func (f *freeList) settle(a *mailboxAcct) {
-	f.flushCredit()
-	if a != nil && (f.acctBytes != 0 || f.acctMsgs != 0) {
-		a.bytes.Add(-f.acctBytes)
-		a.msgs.Add(-f.acctMsgs)
-		f.acctBytes, f.acctMsgs = 0, 0
-	}
-}
+// settle gives back what the nodes counted of their Credits and of their
+// actor's backlog.
+func (f *freeList) settle() { f.flushCredit() }
 
 // done gives everything back (see settle).
-func (f *freeList) done(s *System, a *mailboxAcct) {
-	f.settle(a)
+func (f *freeList) done(s *System) {
+	f.settle()
 	f.flushBlock(s)
 	if f.run != nil {
 		s.nodes.Put(f.run)

@@ -128,18 +128,20 @@ func WithRemoteWatchLimit(n int) Option {
 	return func(c *config) error { c.watchLimit = n; return nil }
 }
 
-// DefaultRemoteBacklog is the most bytes of messages from other peers that
-// one actor may hold unhandled unless WithRemoteBacklog says otherwise.
+// DefaultRemoteBacklog is the most bytes of messages from one other peer
+// that one actor may hold unhandled unless WithRemoteBacklog says
+// otherwise.
 const DefaultRemoteBacklog = 16 << 20
 
-// WithRemoteBacklog caps the bytes of messages from other peers (as their
-// transport charges them to a Credit) that any one actor may hold
-// unhandled, in its mailbox or saved for a later receive (default
-// DefaultRemoteBacklog); an actor that holds none takes one message
-// however large. A message beyond the cap is a dead letter with
-// ErrMailboxFull (an Ask fails at once): an actor that falls behind, or
-// never receives what it is sent, cannot hold its peers' budgets, which
-// would pause their streams for every other actor.
+// WithRemoteBacklog caps the bytes of messages from any one other peer
+// (as its transport charges them to its Credit) that any one actor may
+// hold unhandled, in its mailbox or saved for a later receive (default
+// DefaultRemoteBacklog); an actor that holds none of a peer's takes one
+// message of it however large. A message beyond the cap is a dead letter
+// with ErrMailboxFull (an Ask fails at once): an actor that falls behind,
+// or never receives what it is sent, cannot hold its peers' budgets,
+// which would pause their streams for every other actor, and one peer
+// that fills it costs the others nothing.
 func WithRemoteBacklog(bytes int64) Option {
 	return func(c *config) error { c.remoteBacklog = bytes; return nil }
 }

@@ -147,6 +147,8 @@ type monitorEdge struct {
 // message for the cases (Down, or Exit while trapping exits).
 func (c *Context) signal(n *node) bool {
 	switch s := n.msg.(type) {
+	case shedSignal:
+		c.shed(s.credit)
 	case LinkSignal:
 		if c.isRemote(n.from) && c.opts&oAcceptRemoteLinks == 0 && !c.linkedTo(n.from) {
 			c.sys.send(n.from, c.Self(), ExitSignal{Reason: ErrLinkRefused, Linked: true}, 0, kindSignal)

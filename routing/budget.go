@@ -1,27 +1,42 @@
 package routing
 
 import (
+	"context"
 	"sync/atomic"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
 )
 
-// Inbound flow control (see docs/flow-control.md). Every message a peer's
+// Inbound flow control (see the README's "What a connected peer may
+// do"). Every message a peer's
 // streams hand to local actors is charged to the peer's budget, an
 // actor.Credit, until its actor handled it (or it became a dead letter).
 // Once a reader sees the peer at its budget, it stops reading until the
 // actors brought the peer down to half of it: the muxer's window then
 // fills and the peer's writer waits. One actor alone cannot hold a
-// budget (actor.WithRemoteBacklog refuses what it would hold beyond a
-// quarter of the default budget), so a peer's stream pauses only when
-// several of its targets fall behind together.
+// budget (actor.WithRemoteBacklog refuses what it would hold of one peer
+// beyond a quarter of the default budget), so a peer's stream pauses only
+// when several of its targets fall behind together. The control stream
+// pauses only a quarter of the budget later: signals and replies, which
+// actors take at once, still reach a peer whose user stream waits. Actors
+// that saved messages may wait for ones behind the pause, which would
+// never come: a peer still paused after Config.PauseGrace has those
+// saved messages shed (actor.System.ShedSaved), and is read again once
+// the actors hold half of its budget.
 
 // DefaultPeerBudget is the bytes of messages one peer may have delivered
 // to actors that have not handled them yet, unless Config.PeerBudget says
 // otherwise.
 const DefaultPeerBudget = 64 << 20
+
+// DefaultPauseGrace is how long a peer may stay paused at its budget
+// before its actors' saved messages are shed, unless Config.PauseGrace
+// says otherwise: well below writeTimeout, after which its writer would
+// give the stream up.
+const DefaultPauseGrace = 5 * time.Second
 
 // nodeCost is what a message costs in memory besides its body (its node
 // in a mailbox, its boxed value): every message is charged that much more.
@@ -57,11 +72,27 @@ func (r *Router) budgetFor(p libp2ppeer.ID) *peerBudget {
 	defer r.mu.Unlock()
 	b := r.budgets[p]
 	if b == nil {
+		if len(r.budgets) >= r.sweepAt {
+			r.sweepBudgets()
+		}
 		b = &peerBudget{credit: actor.NewCredit(r.cfg.PeerBudget / 2)}
 		r.budgets[p] = b
 	}
 	b.streams++
 	return b
+}
+
+// sweepBudgets forgets the budgets of peers whose last stream ended while
+// their actors still held some, and which they no longer hold; it runs
+// each time the map doubled, so it costs a constant per new budget.
+// r.mu is held.
+func (r *Router) sweepBudgets() {
+	for p, b := range r.budgets {
+		if b.streams == 0 && b.credit.Held() == 0 {
+			delete(r.budgets, p)
+		}
+	}
+	r.sweepAt = max(64, 2*len(r.budgets))
 }
 
 // budgetDone ends a stream's use of b: the last stream of a peer gives
@@ -116,18 +147,24 @@ func (r *Router) settle(b *peerBudget, scope network.PeerScope) bool {
 	return true
 }
 
-// backpressure pauses the reader of in while its peer is at its budget,
-// or over libp2p's memory limit for the peer, until the peer's actors
-// handled half of the budget; it returns the router's context's error
-// when the router closes meanwhile. What the scope still refuses then
-// (its limit is taken by the peer's stream buffers, say) does not stop
-// the reader for longer: the credit is what bounds the actors' share.
+// backpressure pauses the reader of in while its peer is at its budget
+// (a control stream: a quarter more), or over libp2p's memory limit for
+// the peer, until the peer's actors handled half of the budget, shedding
+// their saved messages once the pause lasted PauseGrace; it returns the
+// router's context's error when the router closes meanwhile. What the
+// scope still refuses then (its limit is taken by the peer's stream
+// buffers, say) does not stop the reader for longer: the credit is what
+// bounds the actors' share.
 func (in *inbound) backpressure() error {
 	r, b := in.r, in.peer
 	if b == nil {
 		return nil
 	}
-	over := b.credit.Held() >= r.cfg.PeerBudget
+	limit := r.cfg.PeerBudget
+	if in.ctl {
+		limit += r.cfg.PeerBudget / 4
+	}
+	over := b.credit.Held() >= limit
 	if !over && in.scope != nil {
 		over = !r.settle(b, in.scope)
 	}
@@ -136,7 +173,17 @@ func (in *inbound) backpressure() error {
 	}
 	r.paused.Add(1)
 	r.log.Debug("routing: pausing a peer at its budget", "peer", in.remote, "held", b.credit.Held())
-	if err := b.credit.WaitLow(r.ctx); err != nil {
+	ctx, cancel := context.WithTimeout(r.ctx, r.cfg.PauseGrace)
+	err := b.credit.WaitLow(ctx)
+	cancel()
+	if err != nil && r.ctx.Err() == nil {
+		r.shed.Add(1)
+		k := r.sys.ShedSaved(b.credit)
+		r.log.Warn("routing: a peer stayed paused at its budget: shedding its saved messages",
+			"peer", in.remote, "held", b.credit.Held(), "actors", k, "grace", r.cfg.PauseGrace)
+		err = b.credit.WaitLow(r.ctx)
+	}
+	if err != nil {
 		return err
 	}
 	if in.scope != nil {

@@ -23,9 +23,15 @@ type budgetRig struct {
 }
 
 func newBudgetRig(t *testing.T, backlog int64) (*budgetRig, *rawFrames) {
+	return newBudgetRigGrace(t, backlog, 0)
+}
+
+// newBudgetRigGrace is newBudgetRig with a pause grace of grace (0: the
+// default).
+func newBudgetRigGrace(t *testing.T, backlog int64, grace time.Duration) (*budgetRig, *rawFrames) {
 	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	h, r, sys := testPeerTuned(t, Config{Logger: quiet, PeerBudget: 256 << 10}, []actor.Option{actor.WithRemoteBacklog(backlog)}, false)
+	h, r, sys := testPeerTuned(t, Config{Logger: quiet, PeerBudget: 256 << 10, PauseGrace: grace}, []actor.Option{actor.WithRemoteBacklog(backlog)}, false)
 	g := &budgetRig{r: r, sys: sys, fast: make(chan string, 8192), slow: make(chan string, 8192)}
 	if _, err := sys.Spawn("fast", func(c *actor.Context) {
 		var h actor.Case
@@ -168,8 +174,9 @@ func TestOneHoarderDoesNotPauseItsPeer(t *testing.T) {
 	if st := g.r.Stats(); st.Paused != 0 {
 		t.Fatalf("the stream paused %d times", st.Paused)
 	}
-	if h := g.held(rf); h > 64<<10 {
-		t.Fatalf("held %d bytes, want at most the backlog", h)
+	// fast's message stays charged until its activation ends.
+	if h := g.held(rf); h > 64<<10+1200 {
+		t.Fatalf("held %d bytes, want at most the backlog and fast's message", h)
 	}
 	kept := n - int(g.sys.MailboxOverflows())
 	if kept < 50 || kept > 64 {
@@ -180,5 +187,103 @@ func TestOneHoarderDoesNotPauseItsPeer(t *testing.T) {
 		if s := recvString(t, g.slow); s != numbered(i) {
 			t.Fatalf("slow got %.20q, want message %d", s, i)
 		}
+	}
+}
+
+// TestPausedPeerShedsSavedMessages: an actor that saves what a peer sends
+// until a message that comes behind the pause would hold the peer paused
+// for good; after the pause grace its saved messages are shed (dead
+// letters with actor.ErrMailboxFull), the stream goes on, and the
+// message it waits for arrives, followed by what it kept, in order.
+func TestPausedPeerShedsSavedMessages(t *testing.T) {
+	g, rf := newBudgetRigGrace(t, 1<<30, 100*time.Millisecond)
+	got := make(chan string, 4096)
+	if _, err := g.sys.Spawn("waiter", func(c *actor.Context) {
+		c.Receive(actor.OnWhen(func(s string) bool { return s == "go" }, func(s string) {
+			got <- s
+			var h actor.Case
+			h = actor.On(func(s string) { got <- s; c.Receive(h) })
+			c.Receive(h)
+		}))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	const n = 1024 // 1 MiB: 4 budgets
+	sent := make(chan error, 1)
+	go func() {
+		if err := rf.flood("waiter", n); err != nil {
+			sent <- err
+			return
+		}
+		typ, body, err := rf.reg.Encode("go")
+		if err == nil {
+			err = rf.fw.WriteEnvelope(&codec.Envelope{Kind: codec.KindUser, To: "waiter", FromName: "src", Type: typ, Body: body})
+		}
+		if err == nil {
+			err = rf.fw.Flush()
+		}
+		sent <- err
+	}()
+	if s := recvString(t, got); s != "go" {
+		t.Fatalf("got %.20q first, want go", s)
+	}
+	if err := <-sent; err != nil {
+		t.Fatal(err)
+	}
+	st := g.r.Stats()
+	if st.Paused == 0 || st.Shed == 0 {
+		t.Fatalf("paused %d times, shed %d times: want both", st.Paused, st.Shed)
+	}
+	shed := int(g.sys.MailboxOverflows())
+	if shed == 0 || shed > n {
+		t.Fatalf("%d messages shed, want some of %d", shed, n)
+	}
+	last := -1
+	for range n - shed {
+		s := recvString(t, got)
+		i, err := strconv.Atoi(s[strings.IndexByte(s, '#')+1:])
+		if err != nil || i <= last {
+			t.Fatalf("got %.20q after message %d: want later messages in order", s, last)
+		}
+		last = i
+	}
+}
+
+// TestControlStreamPausesLater: with a peer's actors holding its whole
+// budget, its control stream is still read (signals and replies reach
+// actors that take them at once) while a user stream pauses, until the
+// pause grace sheds the saved messages that hold the budget.
+func TestControlStreamPausesLater(t *testing.T) {
+	g, rf := newBudgetRigGrace(t, 1<<30, 100*time.Millisecond)
+	b := g.r.budgetFor(rf.h.ID())
+	defer g.r.budgetDone(rf.h.ID(), b)
+	in := g.sys.NewInbound()
+	in.SetCredit(b.credit)
+	slow, err := actor.ParseRef(g.r.h.ID().String() + "/slow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	from, err := actor.ParseRef(rf.h.ID().String() + "/src")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Add(&actor.Envelope{To: slow, From: from, Msg: "held", Size: 256 << 10})
+	in.Close()
+	if h := b.credit.Held(); h != 256<<10 {
+		t.Fatalf("held %d, want the budget", h)
+	}
+	ctl := &inbound{r: g.r, peer: b, ctl: true, remote: rf.h.ID()}
+	if err := ctl.backpressure(); err != nil || g.r.Stats().Paused != 0 {
+		t.Fatalf("the control stream paused (%v, %d pauses) under a quarter more than the budget", err, g.r.Stats().Paused)
+	}
+	user := &inbound{r: g.r, peer: b, remote: rf.h.ID()}
+	if err := user.backpressure(); err != nil {
+		t.Fatal(err)
+	}
+	if st := g.r.Stats(); st.Paused != 1 || st.Shed != 1 || b.credit.Held() > 128<<10 {
+		t.Fatalf("paused %d, shed %d, held %d: want one pause ended by one shed", st.Paused, st.Shed, b.credit.Held())
+	}
+	if n := g.sys.MailboxOverflows(); n != 1 {
+		t.Fatalf("%d messages shed, want 1", n)
 	}
 }

@@ -63,6 +63,10 @@ type Config struct {
 	// at it, the peer's streams pause until the actors handled half (see
 	// budget.go).
 	PeerBudget int64
+	// PauseGrace is how long a peer may stay paused at its budget before
+	// the messages its actors saved for a later receive are shed (0:
+	// DefaultPauseGrace; see budget.go).
+	PauseGrace time.Duration
 }
 
 // NewIncarnation draws a random incarnation number (never 0).
@@ -114,6 +118,7 @@ type Stats struct {
 	UnknownTypes     uint64 // user messages of a type unknown here, to an actor that does not take them: dead letters
 	ReaderPanics     uint64 // inbound streams whose reader panicked (a bug): each was reset, the node lived on
 	Paused           uint64 // times a peer's stream reader paused, the peer at its budget (see Config.PeerBudget)
+	Shed             uint64 // times a peer stayed paused for Config.PauseGrace and its actors' saved messages were shed
 }
 
 // Router carries actor messages between peers over libp2p streams: one
@@ -146,6 +151,7 @@ type Router struct {
 	mu      sync.Mutex                    // guards links, remote, inbound, closed
 	inbound map[inboundKey][]*reader      // inbound streams open per peer and protocol, oldest first
 	budgets map[libp2ppeer.ID]*peerBudget // per peer whose streams are read or whose messages actors hold
+	sweepAt int                           // the size of budgets at which budgetFor sweeps it next
 	links   map[string]*link
 	remote  map[libp2ppeer.ID]uint64 // incarnation last seen per peer
 	// conns holds the incarnation each open connection's peer announced
@@ -168,7 +174,7 @@ type Router struct {
 
 	sent, received, linkFull, tooLarge, tooLargeIn, decodeErrors, streamsReset atomic.Uint64
 	lossesDeclared, lossesHeard                                                atomic.Uint64
-	refused, unknownTypes, readerPanics, paused                                atomic.Uint64
+	refused, unknownTypes, readerPanics, paused, shed                          atomic.Uint64
 	undeliverable, peersDown, encodeErrors, hellos, writtenThrough             atomic.Uint64
 	streams                                                                    atomic.Uint64 // streams opened: numbers them in hellos
 }
@@ -193,6 +199,9 @@ func New(cfg Config) (*Router, error) {
 	}
 	if cfg.PeerBudget <= 0 {
 		cfg.PeerBudget = DefaultPeerBudget
+	}
+	if cfg.PauseGrace <= 0 {
+		cfg.PauseGrace = DefaultPauseGrace
 	}
 	if err := registerWire(cfg.Registry); err != nil {
 		return nil, fmt.Errorf("routing: %w", err)
@@ -506,6 +515,7 @@ func (r *Router) Stats() Stats {
 		LossesDeclared: r.lossesDeclared.Load(), LossesHeard: r.lossesHeard.Load(),
 		Refused: r.refused.Load(), UnknownTypes: r.unknownTypes.Load(), ReaderPanics: r.readerPanics.Load(),
 		Paused:           r.paused.Load(),
+		Shed:             r.shed.Load(),
 		RemoteIncarnated: r.hellos.Load(), WrittenThrough: r.writtenThrough.Load(),
 	}
 	r.mu.Lock()

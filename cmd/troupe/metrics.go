@@ -93,6 +93,7 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		"troupe_signals_refused_total":       float64(rs.Refused),
 		"troupe_reader_panics_total":         float64(rs.ReaderPanics),
 		"troupe_peer_pauses_total":           float64(rs.Paused),
+		"troupe_peer_sheds_total":            float64(rs.Shed),
 		"troupe_watchdog_replacements_total": float64(sys.Group().Replacements()),
 		"troupe_group_messages_in_total":     float64(groupIn),
 		"troupe_group_rejected_total":        float64(rejected),
