@@ -212,7 +212,7 @@ func StartAds(h host.Host, cfg AdsConfig) (*Directory, error) {
 		syncq: make(chan libp2ppeer.ID, syncQueue), serving: make(chan struct{}, syncServing),
 		pullNow: make(chan struct{}, 1), gone: make(map[libp2ppeer.ID]time.Time),
 	}
-	name := "/troupe/" + cfg.Mesh + "/ads"
+	name := AdsTopic(cfg.Mesh)
 	err := cfg.PubSub.RegisterTopicValidator(name, func(_ context.Context, _ libp2ppeer.ID, m *pubsub.Message) pubsub.ValidationResult {
 		origin, err := libp2ppeer.IDFromBytes(m.From)
 		if err != nil {
@@ -601,5 +601,9 @@ func (d *Directory) Close() {
 	d.sub.Cancel()
 	d.wg.Wait()
 	_ = d.topic.Close()
-	_ = d.cfg.PubSub.UnregisterTopicValidator("/troupe/" + d.cfg.Mesh + "/ads")
+	_ = d.cfg.PubSub.UnregisterTopicValidator(AdsTopic(d.cfg.Mesh))
 }
+
+// AdsTopic is the GossipSub topic of mesh's advertisements (which
+// routing.TopicFilter admits).
+func AdsTopic(mesh string) string { return "/troupe/" + mesh + "/ads" }

@@ -272,7 +272,9 @@ func (g *Groups) watchPeers(sub event.Subscription) {
 				continue
 			}
 			g.order.peerGone(e.Peer.String(), time.Now())
-			g.filter.Forget(e.Peer)
+			if g.cfg.Host.Network().Connectedness(e.Peer) != network.Connected {
+				g.filter.Forget(e.Peer) // not what it announced since it came back
+			}
 			if sys := g.sys.Load(); sys != nil {
 				sys.PeerLeftGroups(e.Peer.String())
 			}

@@ -99,13 +99,7 @@ func TestWatcherTakesLocalRequestsOnly(t *testing.T) {
 		t.Fatalf("a local watch: %v, %v; want true", v, err)
 	}
 	a.System().Send(target, "stop")
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(out.String(), "down ") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no down line: %q", out.String())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	out.waitFor(t, "down ")
 	got := out.String()
 	if strings.Count(got, "watching ") != 1 || strings.ContainsRune(got, '\x1b') || !strings.Contains(got, "[31m") {
 		t.Fatalf("watcher printed %q: want one watch, and the reason without its escape", got)
@@ -118,22 +112,48 @@ type errorString string
 
 func (e errorString) Error() string { return string(e) }
 
-// syncBuffer is a bytes.Buffer safe for concurrent use.
+// syncBuffer is a bytes.Buffer safe for concurrent use, which tells of
+// every write (waitFor).
 type syncBuffer struct {
 	lockedWriter
-	b bytes.Buffer
+	b     bytes.Buffer
+	wrote chan struct{} // gets a token after a write, if it has none
 }
 
 func newSyncBuffer() *syncBuffer {
-	s := &syncBuffer{}
-	s.w = &s.b
+	s := &syncBuffer{wrote: make(chan struct{}, 1)}
+	s.w = writeFunc(func(p []byte) (int, error) {
+		n, err := s.b.Write(p)
+		select {
+		case s.wrote <- struct{}{}:
+		default:
+		}
+		return n, err
+	})
 	return s
 }
+
+type writeFunc func([]byte) (int, error)
+
+func (f writeFunc) Write(p []byte) (int, error) { return f(p) }
 
 func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// waitFor waits until the buffer contains want, for 10 s at most.
+func (s *syncBuffer) waitFor(t *testing.T, want string) {
+	t.Helper()
+	timeout := time.After(10 * time.Second)
+	for !strings.Contains(s.String(), want) {
+		select {
+		case <-s.wrote:
+		case <-timeout:
+			t.Fatalf("no %q within 10 s in %q", want, s.String())
+		}
+	}
 }
 
 func TestLonelyHintNamesTheSettings(t *testing.T) {
