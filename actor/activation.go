@@ -4,10 +4,19 @@ import (
 	"fmt"
 )
 
-// Run is the actor's activation, run by its loop: a trampoline that handles
+// activation is a Context as its loop runs it: the eventloop.Runner and
+// Recoverer, which keep Run and Recover out of Context's API (a behavior
+// calling them would re-enter the trampoline).
+type activation Context
+
+func (a *activation) Run()                        { (*Context)(a).run() }
+func (a *activation) Recover(v any, stack []byte) { (*Context)(a).recoverPanic(v, stack) }
+func (a *activation) String() string              { return (*Context)(a).String() }
+
+// run is the actor's activation, run by its loop: a trampoline that handles
 // up to the system's throughput of messages, one step at a time, and never
 // recurses. It must only be called by the loop.
-func (c *Context) Run() {
+func (c *Context) run() {
 	// The nodes handled go back together, at the end. The fresh nodes are
 	// kept in a local variable, and c.fresh brought up to date before
 	// anything else reads it (a termination, yield, or the loop's Recover
@@ -162,6 +171,14 @@ func (c *Context) step(n *node, cs Case) bool {
 	}
 	c.cur = n
 	cs.run(c, n)
+	if c.flags&fReceived == 0 {
+		if m, ok := c.cont.(*multiCase); ok && m.loop { // a Loop stays installed
+			c.flags |= fReceived
+			if !c.saved.empty() {
+				c.flags |= fRescan
+			}
+		}
+	}
 	ended := c.flags&(fStopping|fReceived) != fReceived
 	c.flags &^= fReceived
 	return ended
@@ -189,9 +206,9 @@ func (c *Context) end() {
 	c.terminate(reason)
 }
 
-// Recover is called by the loop when the activation panicked: the actor
-// stops with a *PanicError. It must only be called by the loop.
-func (c *Context) Recover(v any, stack []byte) {
+// recoverPanic is called by the loop when the activation panicked: the
+// actor stops with a *PanicError. It must only be called by the loop.
+func (c *Context) recoverPanic(v any, stack []byte) {
 	if c.flags&fDead != 0 {
 		c.sys.cfg.logger.Error("actor: panic while terminating", "actor", c.String(), "panic", fmt.Sprint(v))
 		return

@@ -83,8 +83,13 @@ func Timeout(f func()) Case {
 	return timeoutCase{f}
 }
 
-// multiCase is a continuation of several cases; match looks inside it.
-type multiCase struct{ cases []Case }
+// multiCase is a continuation of several cases, which match looks
+// inside; a Loop's when loop is set (step installs it again after a
+// handler that installed nothing).
+type multiCase struct {
+	cases []Case
+	loop  bool
+}
 
 func (m *multiCase) accepts(n *node) bool { return match(m, n) != nil }
 func (m *multiCase) run(c *Context, n *node) {

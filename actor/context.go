@@ -280,6 +280,11 @@ func (c *Context) receive(cases []Case, d time.Duration, within bool) {
 			return
 		case timeoutCase:
 			hasTimeout = true
+		case *multiCase: // only a Loop's is a case
+			if err := checkLoop(cases, within); err != nil {
+				c.fail(err)
+				return
+			}
 		}
 	}
 	switch {

@@ -30,9 +30,12 @@ var (
 	ErrBlockingCall = errors.New("actor: blocking call on an event loop")
 	// ErrBadReceive: Receive or ReceiveWithin was called with no cases, a nil
 	// case, a negative timeout, a Timeout case without ReceiveWithin (or
-	// ReceiveWithin without one), or twice in one step. The actor stops with
-	// this reason.
+	// ReceiveWithin without one), a Loop beside other cases or holding a
+	// Timeout, or twice in one step. The actor stops with this reason.
 	ErrBadReceive = errors.New("actor: bad receive")
+	// ErrReplyType is the error of AskAs and AskThen when the reply is not
+	// of the type asked for.
+	ErrReplyType = errors.New("actor: reply of an unexpected type")
 	// ErrKilled is the reason of an actor killed by an untrappable exit signal.
 	ErrKilled = errors.New("actor: killed")
 	// ErrShutdown is the reason of actors stopped by System.Shutdown or by

@@ -80,3 +80,35 @@ func ExampleSystem_Ask() {
 	fmt.Println(reply, err)
 	// Output: echo: hello <nil>
 }
+
+type Add struct{ N int }
+type Total struct{}
+
+// Loop keeps its cases installed, and AskAs asks for a reply of a known
+// type: a running total without the re-install idiom or type assertions.
+func ExampleLoop() {
+	sys, err := actor.New()
+	if err != nil {
+		panic(err)
+	}
+	defer sys.Shutdown(context.Background())
+	sum, _ := sys.Spawn("sum", func(c *actor.Context) {
+		total := 0
+		c.Receive(actor.Loop(
+			actor.On(func(a Add) { total += a.N }),
+			actor.On(func(Total) { c.Reply(total) }),
+		))
+	})
+	for i := 1; i <= 4; i++ {
+		sys.Send(sum, Add{N: i})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	total, err := actor.AskAs[int](ctx, sys, sum, Total{})
+	fmt.Println(total, err)
+	_, err = actor.AskAs[string](ctx, sys, sum, Total{})
+	fmt.Println(err)
+	// Output:
+	// 10 <nil>
+	// actor: reply of an unexpected type: ask local/sum: got int, want string
+}

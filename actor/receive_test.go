@@ -215,6 +215,11 @@ func TestBadReceivesStopTheActorWithClearReason(t *testing.T) {
 		"timeout no within": func(c *Context) { c.Receive(Timeout(func() {})) },
 		"twice":             func(c *Context) { c.Receive(Any(func(any) {})); c.Receive(Any(func(any) {})) },
 		"ask no timeout":    func(c *Context) { c.Ask(c.Self(), 1, 0, func(any, error) {}) },
+		"loop beside":       func(c *Context) { c.Receive(Loop(Any(func(any) {})), On(func(string) {})) },
+		"loop within":       func(c *Context) { c.ReceiveWithin(time.Second, Loop(Any(func(any) {})), Timeout(func() {})) },
+		"loop timeout":      func(c *Context) { c.Receive(Loop(Any(func(any) {}), Timeout(func() {}))) },
+		"empty loop":        func(c *Context) { c.Receive(Loop()) },
+		"nil in loop":       func(c *Context) { c.Receive(Loop(On[int](nil))) },
 	}
 	for name, b := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -208,7 +208,7 @@ func (s *System) spawn(name string, b Behavior, parent *Context, opts []SpawnOpt
 	} else {
 		c.loop = s.group.Next()
 	}
-	c.task.Init(c)
+	c.task.Init((*activation)(c))
 	c.state.Store(scheduled) // the first activation runs the behavior
 	if !s.names.add(c) {
 		return nil, fmt.Errorf("%w: %q", ErrNameTaken, name)

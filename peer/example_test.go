@@ -61,12 +61,9 @@ func ExampleNode_SpawnRemote() {
 	defer a.Close(ctx)
 	defer b.Close(ctx)
 	// b lets peers start greeters; the argument is the greeting.
-	b.RegisterBehavior("greeter", func(args any) (actor.Behavior, error) {
-		word, _ := args.(string)
+	peer.RegisterBehaviorOf(b, "greeter", func(word string) (actor.Behavior, error) {
 		return func(c *actor.Context) {
-			var h actor.Case
-			h = actor.On(func(g Greet) { c.Reply(word + ", " + g.Name); c.Receive(h) })
-			c.Receive(h)
+			c.Receive(actor.Loop(actor.On(func(g Greet) { c.Reply(word + ", " + g.Name) })))
 		}, nil
 	})
 	if _, err := a.Lookup(ctx, b.ID(), "hi"); errors.Is(err, actor.ErrNoSuchActor) {
@@ -81,9 +78,12 @@ func ExampleNode_SpawnRemote() {
 	fmt.Println(found == hi, reply, err)
 	_, err = a.SpawnRemote(ctx, b.ID(), "shouter", "", "HI")
 	fmt.Println(errors.Is(err, peer.ErrUnknownBehavior))
+	_, err = a.SpawnRemote(ctx, b.ID(), "greeter", "", 42)
+	fmt.Println(errors.Is(err, peer.ErrSpawnArgs))
 	// Output:
 	// no actor called hi yet
 	// true hi, a <nil>
+	// true
 	// true
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
@@ -19,6 +20,10 @@ const NodeActor = "$node"
 // ErrUnknownBehavior reports that a remote spawn named a behavior the peer has not
 // registered.
 var ErrUnknownBehavior = errors.New("peer: unknown behavior")
+
+// ErrSpawnArgs reports a remote spawn whose arguments are not of the type
+// the behavior takes (see RegisterBehaviorOf).
+var ErrSpawnArgs = errors.New("peer: spawn arguments of the wrong type")
 
 // ErrBehaviorTaken reports a RegisterBehavior under a name registered
 // already.
@@ -57,6 +62,7 @@ var spawnErrors = []error{
 	codec.ErrUnregistered,
 	ErrSpawnRefused,
 	actor.ErrSystemLimit,
+	ErrSpawnArgs,
 }
 
 // spawnFailed is the reply for a spawn that failed with err.
@@ -132,6 +138,23 @@ func (n *Node) RegisterBehavior(name string, f BehaviorFactory) error {
 	return nil
 }
 
+// RegisterBehaviorOf is Node.RegisterBehavior for a factory of arguments
+// of type A: a spawn whose arguments are of another type fails with an
+// error wrapping ErrSpawnArgs that names both types; a spawn with no
+// arguments gets the zero A.
+func RegisterBehaviorOf[A any](n *Node, name string, f func(args A) (actor.Behavior, error)) error {
+	if f == nil {
+		return n.RegisterBehavior(name, nil)
+	}
+	return n.RegisterBehavior(name, func(args any) (actor.Behavior, error) {
+		a, ok := args.(A)
+		if !ok && args != nil {
+			return nil, fmt.Errorf("%w: got %T, want %v", ErrSpawnArgs, args, reflect.TypeFor[A]())
+		}
+		return f(a)
+	})
+}
+
 // Lookup asks peer id whether it hosts an actor called name, and returns
 // its Ref, or an error wrapping actor.ErrNoSuchActor.
 func (n *Node) Lookup(ctx context.Context, id libp2ppeer.ID, name string) (actor.Ref, error) {
@@ -162,7 +185,8 @@ func (n *Node) Lookup(ctx context.Context, id libp2ppeer.ID, name string) (actor
 // match with errors.Is: ErrUnknownBehavior, actor.ErrNameTaken,
 // actor.ErrInvalidName, actor.ErrClosed, codec.ErrUnregistered or
 // codec.ErrMalformed (arguments of a type the peer does not know or
-// cannot decode), ErrSpawnRefused (the peer's WithSpawnPolicy said no),
+// cannot decode), ErrSpawnArgs (arguments of a type the behavior does not
+// take), ErrSpawnRefused (the peer's WithSpawnPolicy said no),
 // actor.ErrSystemLimit (this node's quota of live actors spawned there,
 // WithRemoteSpawnQuota, is used up), an error of the Ask (context.DeadlineExceeded,
 // actor.ErrNoSuchActor, routing.ErrUnreachable, ...); a factory's own

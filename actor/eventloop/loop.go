@@ -211,8 +211,8 @@ func (l *Loop) runDueTimers() bool {
 		if !t.state.CompareAndSwap(timerPending, timerFired) {
 			continue
 		}
-		l.cur = t
-		if !l.runOne(t) {
+		l.cur = (*timerRun)(t)
+		if !l.runOne((*timerRun)(t)) {
 			return false
 		}
 		if n++; n%checkEvery == 0 {
@@ -370,7 +370,7 @@ func taskName(r Runner) string {
 		return v.String()
 	case *funcTask:
 		return "func"
-	case *Timer:
+	case *timerRun:
 		return "timer"
 	case nil:
 		return "timer"

@@ -35,8 +35,10 @@ func (t *Timer) Cancel() bool {
 	return true
 }
 
-// Run calls the timer's function; the loop runs timers like tasks.
-func (t *Timer) Run() { t.f() }
+// timerRun is a Timer as its loop runs it, like a task.
+type timerRun Timer
+
+func (t *timerRun) Run() { t.f() }
 
 // timerStack is a lock-free multi-producer stack of timer requests, linked
 // through one of the timer's two link fields.
