@@ -15,7 +15,7 @@ import (
 // reached no actor (ErrNoSuchActor, ErrNoRoute, or the Remote's reason,
 // such as routing.ErrUnreachable or routing.ErrStreamBroken), or the asked
 // actor's peer went away before it answered (ErrNodeDown, at once: see
-// System.PeerDown). Other messages stay in the
+// Port.PeerDown). Other messages stay in the
 // mailbox meanwhile. Like Receive, Ask should be the last statement of its
 // step.
 func (c *Context) Ask(to Ref, msg any, d time.Duration, then func(reply any, err error)) {

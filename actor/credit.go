@@ -224,7 +224,8 @@ func (shedSignal) signal() {}
 // actors holding it may wait for messages behind the pause, which would
 // never come. Messages in mailboxes stay: their actors handle them. It
 // returns how many actors hold some of cr; it walks every actor.
-func (s *System) ShedSaved(cr *Credit) int {
+func (p *Port) ShedSaved(cr *Credit) int {
+	s := p.s
 	k := 0
 	for _, c := range s.names.all() {
 		if a := c.acct.Load(); a == nil || !a.holds(cr) {

@@ -82,7 +82,7 @@ func TestMailboxLimit(t *testing.T) {
 // inboundFrom returns an Inbound of s that charges credit, as a stream
 // reader of another peer's messages does.
 func inboundFrom(s *System, credit *Credit) *Inbound {
-	in := s.NewInbound()
+	in := s.Port().NewInbound()
 	in.SetCredit(credit)
 	return in
 }
@@ -201,7 +201,7 @@ func TestSavedMessagesKeepTheirLimitCount(t *testing.T) {
 	s := newSys(t, WithPeer("me"), deadLetters(dead))
 	got := make(chan any, 8)
 	ref, gate := gated(t, s, got, WithMailboxLimit(2))
-	in := s.NewInbound() // no Credit
+	in := s.Port().NewInbound() // no Credit
 	in.Add(&Envelope{To: ref, From: mustRef(t, "them/x"), Msg: "a"})
 	in.Add(&Envelope{To: ref, From: mustRef(t, "them/x"), Msg: "b"})
 	in.Close()
@@ -326,7 +326,7 @@ func TestShedSaved(t *testing.T) {
 	in = inboundFrom(s, other)
 	in.Add(&Envelope{To: ref, From: mustRef(t, "others/y"), Msg: "x", Size: 100})
 	in.Close()
-	if k := s.ShedSaved(paused); k != 1 {
+	if k := s.Port().ShedSaved(paused); k != 1 {
 		t.Fatalf("ShedSaved asked %d actors, want 1", k)
 	}
 	for _, want := range []any{"a", "b"} {

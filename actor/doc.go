@@ -65,4 +65,12 @@
 // called from the actor's own behavior and handlers, on its loop. The
 // network is reached through the Remote interface, which package routing
 // implements; this package knows nothing of libp2p.
+//
+// # Transports
+//
+// What only a transport needs is apart from the user API: the Port (from
+// System.Port) through which messages and news from other peers come in,
+// and the types it carries (Envelope, Outbound, Inbound, Credit, the
+// Signal types, Undeliverable) and implements (Remote, BatchRemote,
+// DirectRemote, GroupTransport). Applications need none of them.
 package actor

@@ -59,7 +59,7 @@ var (
 	ErrUnknownType = errors.New("actor: message of an unknown type")
 	// ErrMailboxFull is the dead-letter reason of a message refused by its
 	// actor's WithMailboxLimit, or beyond its WithRemoteBacklog; wrapped,
-	// of a saved message dropped by System.ShedSaved.
+	// of a saved message dropped by Port.ShedSaved.
 	ErrMailboxFull = errors.New("actor: mailbox full")
 	// ErrRestartIntensity is the reason of a supervisor that gave up because
 	// its children failed more often than its restart intensity allows.

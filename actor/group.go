@@ -20,11 +20,11 @@ type GroupTransport interface {
 	LeaveGroup(group string)
 	// PublishGroup sends msg from `from` to every member of group on every
 	// peer; the transport hands it back to this system's members too, with
-	// System.DeliverGroup.
+	// Port.DeliverGroup.
 	PublishGroup(group string, from Ref, msg any) error
 	// AnnounceGroup tells the other peers that a local member joined
 	// (joined true) or left the group; they report it with
-	// System.DeliverPresence.
+	// Port.DeliverPresence.
 	AnnounceGroup(group string, member Ref, joined bool)
 }
 
@@ -183,7 +183,8 @@ func (s *System) deliverTo(c *Context, from Ref, msg any) {
 // (joined true) or left group, and tells the local members when that is
 // news. It reports whether it was. The group transport calls it. Safe for
 // concurrent use.
-func (s *System) DeliverPresence(group string, member Ref, joined bool) bool {
+func (p *Port) DeliverPresence(group string, member Ref, joined bool) bool {
+	s := p.s
 	t := &s.groups
 	t.mu.Lock()
 	r := t.remote[group]
@@ -223,7 +224,8 @@ func (s *System) DeliverPresence(group string, member Ref, joined bool) bool {
 
 // PeerLeftGroups reports as Left every group member of peer: the group
 // transport calls it when the peer disconnects. Safe for concurrent use.
-func (s *System) PeerLeftGroups(peer string) {
+func (p *Port) PeerLeftGroups(peer string) {
+	s := p.s
 	t := &s.groups
 	t.mu.RLock()
 	var gone []Left
@@ -236,7 +238,7 @@ func (s *System) PeerLeftGroups(peer string) {
 	}
 	t.mu.RUnlock()
 	for _, l := range gone {
-		s.DeliverPresence(l.Group, l.Member, false)
+		s.port.DeliverPresence(l.Group, l.Member, false)
 	}
 }
 
@@ -246,7 +248,8 @@ func (s *System) PeerLeftGroups(peer string) {
 // it would not hear of them leaving. (A member that joins later learns of
 // them again, as the transport announces them anew.) Safe for concurrent
 // use.
-func (s *System) ForgetGroupMembers(group string) {
+func (p *Port) ForgetGroupMembers(group string) {
+	s := p.s
 	t := &s.groups
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -268,7 +271,8 @@ func (s *System) LocalMembers(group string) []Ref {
 
 // RemoteMembers returns, for every group, the members on other peers that
 // this system knows of (see DeliverPresence). Safe for concurrent use.
-func (s *System) RemoteMembers() map[string][]Ref {
+func (p *Port) RemoteMembers() map[string][]Ref {
+	s := p.s
 	s.groups.mu.RLock()
 	defer s.groups.mu.RUnlock()
 	out := make(map[string][]Ref, len(s.groups.remote))
@@ -296,7 +300,7 @@ func (s *System) Publish(group string, from Ref, msg any) error {
 	if s.cfg.groups != nil {
 		return s.cfg.groups.PublishGroup(group, from, msg)
 	}
-	if s.DeliverGroup(group, from, msg) == 0 {
+	if s.port.DeliverGroup(group, from, msg) == 0 {
 		return fmt.Errorf("%w: %q", ErrNoGroups, group)
 	}
 	return nil
@@ -304,7 +308,8 @@ func (s *System) Publish(group string, from Ref, msg any) error {
 
 // DeliverGroup hands a group message to every local member and returns how
 // many there were. The group transport calls it. Safe for concurrent use.
-func (s *System) DeliverGroup(group string, from Ref, msg any) int {
+func (p *Port) DeliverGroup(group string, from Ref, msg any) int {
+	s := p.s
 	s.groups.mu.RLock()
 	members := make([]*Context, 0, len(s.groups.members[group]))
 	for c := range s.groups.members[group] {

@@ -3,7 +3,7 @@ package actor
 import "unsafe"
 
 // Inbound gathers messages that arrived from another peer and hands them to
-// their local actors together, in order, as calling System.Deliver for
+// their local actors together, in order, as calling Port.Deliver for
 // each would: consecutive messages for the same actor are pushed onto its
 // inbox with one atomic operation and wake it at most once. A stream
 // reader owns one, reuses it for every batch and closes it when the stream
@@ -35,7 +35,8 @@ type inboundRun struct {
 }
 
 // NewInbound returns an empty Inbound for messages to s's actors.
-func (s *System) NewInbound() *Inbound {
+func (p *Port) NewInbound() *Inbound {
+	s := p.s
 	return &Inbound{s: s}
 }
 

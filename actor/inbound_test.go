@@ -25,7 +25,7 @@ func TestInboundDeliversInOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	far, _ := ParseRef("them/x")
-	in := s.NewInbound()
+	in := s.Port().NewInbound()
 	for i := range total {
 		// Runs of one, two and three messages for the same actor.
 		to := a
@@ -80,7 +80,7 @@ func TestInboundSavedMessagesLeaveTheirBlocks(t *testing.T) {
 		}))
 	})
 	far, _ := ParseRef("them/x")
-	in := s.NewInbound()
+	in := s.Port().NewInbound()
 	total := blockNodes + 1 // one block full, one more
 	for i := range total {
 		if i == blockNodes {
@@ -137,7 +137,7 @@ func TestMessagesBehindAnEndingStepBecomeDeadLetters(t *testing.T) {
 			recv(t, ready)
 			downs := watcher(t, s, a)
 			far, _ := ParseRef("them/x")
-			in := s.NewInbound()
+			in := s.Port().NewInbound()
 			for i := range 10 { // one run: taken from the inbox at once
 				in.Add(&Envelope{To: a, From: far, Msg: i})
 			}
@@ -183,7 +183,7 @@ func BenchmarkInbound(b *testing.B) {
 		c.Receive(h)
 	})
 	far, _ := ParseRef("them/source")
-	in := s.NewInbound()
+	in := s.Port().NewInbound()
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0 := processCPU()

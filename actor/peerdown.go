@@ -110,7 +110,8 @@ func (x *remoteIndex) take(peer string) map[remoteEdge]struct{} {
 // local actors are dropped (as Erlang drops them when a node goes down), so
 // that they neither pile up nor send Downs to a peer that is gone. Routing
 // calls it. Safe for concurrent use.
-func (s *System) PeerDown(peer string) {
+func (p *Port) PeerDown(peer string) {
+	s := p.s
 	for e := range s.remote.take(peer) {
 		var sig Signal
 		switch e.kind {

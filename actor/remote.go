@@ -3,7 +3,7 @@ package actor
 import "context"
 
 // Envelope is a message in transit between systems: what a Remote carries
-// (as Remote.Deliver's arguments) and what System.Deliver accepts.
+// (as Remote.Deliver's arguments) and what Port.Deliver accepts.
 type Envelope struct {
 	To    Ref    // the recipient
 	From  Ref    // zero when sent from plain Go code

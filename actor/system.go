@@ -20,6 +20,7 @@ type System struct {
 	cfg   config
 	peer  string
 	group *eventloop.Group
+	port  Port // its transport handle: port.s is the system
 
 	names  *registry
 	batch  BatchRemote  // cfg.remote when it takes runs of messages, else nil
@@ -52,6 +53,7 @@ func New(opts ...Option) (*System, error) {
 		return nil, err
 	}
 	s := &System{cfg: cfg, peer: cfg.peer, names: newRegistry(), drained: make(chan struct{})}
+	s.port.s = s
 	s.nameSeq.Store(randomNameBase())
 	s.batch, _ = cfg.remote.(BatchRemote)
 	s.direct, _ = cfg.remote.(DirectRemote)
@@ -232,7 +234,8 @@ func (c *Context) start() Ref {
 // was spawned with AcceptUnknownTypes (a missing actor does not: one
 // spawned under its name before the message is handed over may not take
 // them). For transports. Safe for concurrent use.
-func (s *System) AcceptsUnknownTypes(to Ref) bool {
+func (p *Port) AcceptsUnknownTypes(to Ref) bool {
+	s := p.s
 	c := s.names.load(to.name)
 	return c != nil && c.opts&oAcceptUnknown != 0
 }
@@ -292,7 +295,8 @@ func (s *System) free(n *node) {
 // Deliver hands a message that arrived from another peer to its local
 // actor. Remotes call it; a message for an unknown actor becomes a dead
 // letter (and fails its Ask).
-func (s *System) Deliver(e Envelope) {
+func (p *Port) Deliver(e Envelope) {
+	s := p.s
 	s.deliverLocal(e.To, s.newNode(e.Msg, e.From, e.Corr, e.kind()))
 }
 
@@ -319,8 +323,9 @@ func (e *Envelope) kind() uint8 {
 // envelopes for the same actor are pushed onto its inbox with one atomic
 // operation and wake it at most once. Remotes call it when they decoded
 // several messages at once. es is not retained.
-func (s *System) DeliverBatch(es []Envelope) {
-	in := s.NewInbound()
+func (p *Port) DeliverBatch(es []Envelope) {
+	s := p.s
+	in := s.port.NewInbound()
 	for i := range es {
 		in.Add(&es[i])
 	}
@@ -358,7 +363,8 @@ func (s *System) send(to, from Ref, msg any, corr uint64, kind uint8) {
 // monitor request with Down and a link request with an exit signal (both
 // with reason), as when the target does not exist; any other message
 // becomes a dead letter. Remotes call it. Safe for concurrent use.
-func (s *System) Bounce(e Envelope, reason error) {
+func (p *Port) Bounce(e Envelope, reason error) {
+	s := p.s
 	s.undeliverable(e.To, s.newNode(e.Msg, e.From, e.Corr, e.kind()), reason)
 }
 

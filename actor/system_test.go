@@ -246,7 +246,7 @@ func TestDeliverFromRemote(t *testing.T) {
 		c.Receive(Any(func(m any) { got <- [2]any{m, c.Sender()} }))
 	})
 	far, _ := ParseRef("them/x")
-	s.Deliver(Envelope{To: echo, From: far, Msg: "remote hi"})
+	s.Port().Deliver(Envelope{To: echo, From: far, Msg: "remote hi"})
 	if g := recv(t, got); g[0] != "remote hi" || g[1] != far {
 		t.Fatalf("got %v", g)
 	}
@@ -473,7 +473,7 @@ func TestPeerDownFiresRemoteMonitorsAndLinks(t *testing.T) {
 		})
 	})
 	<-ready
-	s.PeerDown("them")
+	s.Port().PeerDown("them")
 	var down, exit bool
 	for range 2 {
 		switch m := recv(t, got).(type) {
@@ -486,7 +486,7 @@ func TestPeerDownFiresRemoteMonitorsAndLinks(t *testing.T) {
 	if !down || !exit {
 		t.Fatalf("down=%v exit=%v", down, exit)
 	}
-	s.PeerDown("them") // nothing left to fire
+	s.Port().PeerDown("them") // nothing left to fire
 	for _, c := range s.names.all() {
 		s.Send(c.Self(), "marker")
 	}
@@ -608,7 +608,7 @@ func TestPeerDownDropsMonitorsFromThatPeer(t *testing.T) {
 		case <-time.After(time.Millisecond):
 		}
 	}
-	s.PeerDown("them")
+	s.Port().PeerDown("them")
 	s.Send(target, "stop")
 	for s.Actors() != 0 || edges(s, edgeWatcher) != 0 {
 		select {
@@ -664,7 +664,7 @@ func TestPeerDownFailsPendingAsks(t *testing.T) {
 	if n := edges(s, edgeAsk); n != 3 {
 		t.Fatalf("%d asks indexed, want 3", n)
 	}
-	s.PeerDown("them")
+	s.Port().PeerDown("them")
 	for range 2 {
 		err := recv(t, errs)
 		if !errors.Is(err, ErrNodeDown) {
@@ -861,7 +861,7 @@ func TestRemoteWatchLimit(t *testing.T) {
 		t.Fatalf("%d links, want 1", k)
 	}
 	// PeerDown clears the peer's count.
-	s.PeerDown("them")
+	s.Port().PeerDown("them")
 	signal(Envelope{From: w1, Msg: MonitorSignal{ID: 3}}, Envelope{From: w1, Msg: MonitorSignal{ID: 4}},
 		Envelope{From: w1, Msg: MonitorSignal{ID: 5}})
 	if got := refused(); len(got) != 0 {

@@ -88,7 +88,7 @@ func TestRemoteLinksNeedConsent(t *testing.T) {
 	if x, ok := e.Msg.(ExitSignal); !ok || !x.Linked || !errors.Is(x.Reason, ErrLinkRefused) || e.To != far {
 		t.Fatalf("answer to the link: %+v, want a linked exit with ErrLinkRefused to %v", e, far)
 	}
-	g.s.PeerDown("them")
+	g.s.Port().PeerDown("them")
 	g.s.Send(g.target, "sync")
 	recv(t, g.got)
 	g.alive(t)
@@ -97,7 +97,7 @@ func TestRemoteLinksNeedConsent(t *testing.T) {
 	g = newTrustRig(t, false, AcceptRemoteLinks())
 	g.signal(t, far, LinkSignal{})
 	down := watcher(t, g.s, g.target)
-	g.s.PeerDown("them")
+	g.s.Port().PeerDown("them")
 	if d := recv(t, down); !errors.Is(d.Reason, ErrNodeDown) {
 		t.Fatalf("down %v, want ErrNodeDown", d.Reason)
 	}
@@ -159,7 +159,7 @@ func TestAcceptsUnknownTypes(t *testing.T) {
 	s := newSys(t, WithPeer("me"))
 	typed := mustSpawn(t, s, "typed", func(c *Context) { c.Receive(On(func(int) {})) })
 	open := mustSpawn(t, s, "open", func(c *Context) { c.Receive(Any(func(any) {})) }, AcceptUnknownTypes())
-	if s.AcceptsUnknownTypes(typed) || !s.AcceptsUnknownTypes(open) || s.AcceptsUnknownTypes(mustRef(t, "me/nobody")) {
+	if s.Port().AcceptsUnknownTypes(typed) || !s.Port().AcceptsUnknownTypes(open) || s.Port().AcceptsUnknownTypes(mustRef(t, "me/nobody")) {
 		t.Fatal("AcceptsUnknownTypes: want false, true, false")
 	}
 }

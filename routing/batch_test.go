@@ -34,7 +34,7 @@ func newBatchSender(t *testing.T, queueLen int) (*Router, *link, *actor.System, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.sys = sys
+	r.sys = sys.Port()
 	t.Cleanup(func() { _ = sys.Shutdown(context.Background()) })
 	to, err := actor.NewRef(remote, "sink")
 	if err != nil {

@@ -24,7 +24,7 @@ import (
 // actors take at once, still reach a peer whose user stream waits. Actors
 // that saved messages may wait for ones behind the pause, which would
 // never come: a peer still paused after Config.PauseGrace has those
-// saved messages shed (actor.System.ShedSaved), and is read again once
+// saved messages shed (actor.Port.ShedSaved), and is read again once
 // the actors hold half of its budget.
 
 // DefaultPeerBudget is the bytes of messages one peer may have delivered

@@ -257,7 +257,7 @@ func TestControlStreamPausesLater(t *testing.T) {
 	g, rf := newBudgetRigGrace(t, 1<<30, 100*time.Millisecond)
 	b := g.r.budgetFor(rf.h.ID())
 	defer g.r.budgetDone(rf.h.ID(), b)
-	in := g.sys.NewInbound()
+	in := g.sys.Port().NewInbound()
 	in.SetCredit(b.credit)
 	slow, err := actor.ParseRef(g.r.h.ID().String() + "/slow")
 	if err != nil {

@@ -12,7 +12,7 @@
 // codec.FrameWriter and flushes when the queue is empty. The first frame on
 // every stream is a hello carrying the sender's incarnation, a random number
 // drawn at each start: a peer seen with a new incarnation has restarted, and
-// whatever watched its old actors fires (actor.System.PeerDown). A peer also
+// whatever watched its old actors fires (actor.Port.PeerDown). A peer also
 // announces its incarnation in its identify agent version (AgentVersion,
 // set by peer.New), so both ends learn each other's when a connection is
 // set up, before any stream; a restarted peer that connects again while its
@@ -68,7 +68,7 @@
 // address that failed from being dialed again for a few seconds. When a stream breaks, the messages the writer had taken
 // and not yet flushed, some of which may have arrived, are given up
 // (ErrStreamBroken) and the next batch opens a new stream. A message given
-// up goes back to the actor system (actor.System.Bounce), as one to an
+// up goes back to the actor system (actor.Port.Bounce), as one to an
 // actor that does not exist: an Ask fails at once, a monitor fires as Down
 // and a link as an exit signal (as Erlang's do with noconnection), other
 // messages become dead letters; each once. A monitor or link request given

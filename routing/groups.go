@@ -55,8 +55,8 @@ type GroupsConfig struct {
 type Groups struct {
 	cfg    GroupsConfig
 	ps     *pubsub.PubSub
-	sys    atomic.Pointer[actor.System] // set by Bind, read by the goroutines NewGroups starts
-	filter *TopicFilter                 // what peers may subscribe to
+	sys    atomic.Pointer[actor.Port] // the bound system's transport handle: set by Bind, read by the goroutines NewGroups starts
+	filter *TopicFilter               // what peers may subscribe to
 
 	ctx    context.Context // the GossipSub's lifetime: GossipSub has no Close
 	cancel context.CancelFunc
@@ -206,7 +206,7 @@ func (g *Groups) expire(now time.Time) {
 
 // Bind attaches the actor system that group messages are delivered to. It
 // must be called before any member joins.
-func (g *Groups) Bind(sys *actor.System) { g.sys.Store(sys) }
+func (g *Groups) Bind(sys *actor.System) { g.sys.Store(sys.Port()) }
 
 // Presence message types on a group's topic (system envelopes whose
 // FromName is the member).
@@ -423,7 +423,7 @@ func (g *Groups) publish() {
 // announceMembers queues a "present" for every local member of group.
 func (g *Groups) announceMembers(group string) {
 	if sys := g.sys.Load(); sys != nil {
-		for _, m := range sys.LocalMembers(group) {
+		for _, m := range sys.System().LocalMembers(group) {
 			g.queuePresence(group, m.Name(), typePresent)
 		}
 	}

@@ -596,8 +596,8 @@ func (in *inbound) dispatch(env *codec.Envelope, v any) {
 // fails at once): it would sit unmatched in a typed actor's mailbox.
 func (in *inbound) unknownType(to, from actor.Ref, raw codec.Raw, corr uint64) {
 	r := in.r
-	raw.Body = nil                              // not kept by a dead-letter hook
-	if _, ok := r.sys.Whereis(to.Name()); !ok { // what the sender most needs to know
+	raw.Body = nil                                       // not kept by a dead-letter hook
+	if _, ok := r.sys.System().Whereis(to.Name()); !ok { // what the sender most needs to know
 		r.sys.Bounce(actor.Envelope{To: to, From: from, Msg: raw, Corr: corr}, actor.ErrNoSuchActor)
 		return
 	}

@@ -98,7 +98,7 @@ func benchInboundRead(b *testing.B, compact bool) {
 	if err := fw.Flush(); err != nil {
 		b.Fatal(err)
 	}
-	in := inbound{r: r, remote: h.ID(), remoteStr: h.ID().String(), out: sys.NewInbound(), v11: compact}
+	in := inbound{r: r, remote: h.ID(), remoteStr: h.ID().String(), out: sys.Port().NewInbound(), v11: compact}
 	src := &windowedStream{stream: stream.Bytes(), frames: frames, window: window, total: b.N, acks: acks, tb: b}
 	b.ReportAllocs()
 	b.ResetTimer()

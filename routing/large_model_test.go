@@ -120,7 +120,7 @@ func (lb *loopback) msg(tb testing.TB, from, to string, seq, bodyLen int) outMsg
 
 // read runs the inbound read loop over stream, as a 1.1.0 stream.
 func (lb *loopback) read(stream []byte) error {
-	in := inbound{r: lb.r, remote: lb.h.ID(), remoteStr: lb.h.ID().String(), out: lb.sys.NewInbound(), v11: true}
+	in := inbound{r: lb.r, remote: lb.h.ID(), remoteStr: lb.h.ID().String(), out: lb.sys.Port().NewInbound(), v11: true}
 	defer in.out.Close()
 	return in.read(codec.NewFrameReader(bytes.NewReader(stream), lb.r.cfg.MaxFrame, codec.WithCompact(true)))
 }
@@ -386,7 +386,7 @@ func TestHeldMessagesBounded(t *testing.T) {
 // bytes, not the maximum.
 func TestReaderBuffersWhatArrived(t *testing.T) {
 	lb := newLoopback(t, 0)
-	in := inbound{r: lb.r, remote: lb.h.ID(), remoteStr: lb.h.ID().String(), out: lb.sys.NewInbound(), v11: true}
+	in := inbound{r: lb.r, remote: lb.h.ID(), remoteStr: lb.h.ID().String(), out: lb.sys.Port().NewInbound(), v11: true}
 	defer in.out.Close()
 	env := codec.Envelope{Kind: codec.KindSystem, To: "t0", FromName: "s0", Type: typeFragment}
 	data := make([]byte, 100)

@@ -211,7 +211,7 @@ func (l *link) queueOf(msg any) *queue {
 }
 
 func (l *link) enqueueCtx(ctx context.Context, e *actor.Envelope) error {
-	err := l.queueFor(e.Msg).pushCtx(ctx, e, l.closing, l.r.sys.InEventLoop)
+	err := l.queueFor(e.Msg).pushCtx(ctx, e, l.closing, l.r.sys.System().InEventLoop)
 	if err == ErrClosed && l.retired.Load() {
 		err = errRetired // retired while it waited: closing is closed too
 	}
@@ -794,7 +794,7 @@ func (w *writer) addUndo(m *outMsg) {
 const maxScratch = 64 << 10
 
 // fail reports that m will not be sent, or may not have arrived, and hands
-// it back to the actor system (actor.System.Bounce): an Ask request is
+// it back to the actor system (actor.Port.Bounce): an Ask request is
 // answered with Undeliverable so the asker fails fast, a monitor or link
 // request fires as Down or exit, another message becomes a dead letter.
 // An outMsg whose target was cleared (it moved elsewhere: see

@@ -22,7 +22,7 @@ import (
 // writer whose own write failed (its deadline passed: the peer stopped
 // reading), or a reader that reset a stream it could not read (bad
 // bytes, a stall, a memory limit), which asks the writer to declare it
-// (resetBody). Declaring takes the peer down here (System.PeerDown: every monitor, link
+// (resetBody). Declaring takes the peer down here (Port.PeerDown: every monitor, link
 // and Ask across fires with ErrNodeDown) and queues a lostBody on the
 // control stream (first of all when the control stream itself broke),
 // where the peer takes this node down in turn at that point of the

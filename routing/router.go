@@ -128,7 +128,7 @@ type Stats struct {
 type Router struct {
 	cfg         Config
 	h           host.Host
-	sys         *actor.System
+	sys         *actor.Port // the bound system's transport handle
 	incarnation uint64
 	log         *slog.Logger
 
@@ -248,7 +248,7 @@ func (r *Router) Bind(sys *actor.System) error {
 	r.mu.Lock()
 	bound := r.sys != nil
 	if !bound {
-		r.sys = sys
+		r.sys = sys.Port()
 	}
 	r.mu.Unlock()
 	if bound {

@@ -48,7 +48,7 @@ func newSender(tb testing.TB) (*Router, *link, *actor.System, actor.Ref) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r.sys = sys
+	r.sys = sys.Port()
 	tb.Cleanup(func() { _ = sys.Shutdown(context.Background()) })
 	to, err := actor.NewRef(remote, "sink")
 	if err != nil {
