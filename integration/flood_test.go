@@ -17,7 +17,7 @@ import (
 
 // floodRSSBound is how far the process's peak RSS may rise over its
 // baseline while a peer floods a node with messages its actors never
-// take (README, "Inbound flow control").
+// take (docs/trust.md).
 const floodRSSBound = 256 << 20
 
 // TestFloodCostsBoundedMemory: a peer sends 2 GiB (256 MiB under -race)

@@ -37,13 +37,11 @@ func connectedPair(ctx context.Context) (a, b *peer.Node) {
 func Example_twoPeers() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	a, b := connectedPair(ctx)
+	a, b := connectedPair(ctx) // two peer.Nodes on 127.0.0.1, a connected to b
 	defer a.Close(ctx)
 	defer b.Close(ctx)
 	b.System().Spawn("greeter", func(c *actor.Context) {
-		var h actor.Case
-		h = actor.On(func(g Greet) { c.Reply("hello, " + g.Name); c.Receive(h) })
-		c.Receive(h)
+		c.Receive(actor.Loop(actor.On(func(g Greet) { c.Reply("hello, " + g.Name) })))
 	})
 	greeter, _ := peer.Ref(b.ID(), "greeter")
 	reply, err := a.System().Ask(ctx, greeter, Greet{"a"})

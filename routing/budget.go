@@ -10,8 +10,7 @@ import (
 	"github.com/troupe-mesh/troupe/actor"
 )
 
-// Inbound flow control (see the README's "What a connected peer may
-// do"). Every message a peer's
+// Inbound flow control (see docs/trust.md). Every message a peer's
 // streams hand to local actors is charged to the peer's budget, an
 // actor.Credit, until its actor handled it (or it became a dead letter).
 // Once a reader sees the peer at its budget, it stops reading until the
