@@ -150,7 +150,7 @@ func TestCLIThroughControlSocket(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{"troupe_peers 1\n", "troupe_messages_out_total ", "troupe_dead_letters_total ", "troupe_link_queue_depth ", "troupe_watchdog_replacements_total 0\n", "go_goroutines "} {
+	for _, want := range []string{"troupe_peers 1\n", "troupe_messages_out_total ", "troupe_dead_letters_total ", "troupe_link_queue_depth ", "troupe_watchdog_replacements_total 0\n", "troupe_peer_sheds_total 0\n", "go_goroutines ", "libp2p_"} {
 		if !strings.Contains(string(body), want) {
 			t.Fatalf("metrics lack %q:\n%s", want, body)
 		}

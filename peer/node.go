@@ -39,6 +39,7 @@ type Node struct {
 	dir    *discovery.Directory
 
 	behaviors behaviors
+	metrics   *nodeCollector // registered with cfg.prom; nil without WithPrometheus
 
 	found     event.Subscription // connectedness, for foundTag; nil without discovery
 	foundDone chan struct{}      // closed when watchFound returned
@@ -101,7 +102,11 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		libp2p.Security(noise.ID, noise.New),
 		libp2p.Muxer(yamux.ID, muxer(cfg.limits)),
 		libp2p.Transport(tcp.NewTCPTransport),
-		libp2p.DisableMetrics(),
+	}
+	if cfg.prom != nil {
+		hopts = append(hopts, libp2p.PrometheusRegisterer(cfg.prom))
+	} else {
+		hopts = append(hopts, libp2p.DisableMetrics())
 	}
 	if key != nil {
 		hopts = append(hopts, libp2p.Identity(key))
@@ -199,6 +204,10 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, host: h, sys: sys, router: r, reg: reg, groups: groups, closed: make(chan struct{})}
+	if err := n.registerMetrics(); err != nil {
+		_ = n.Close(ctx)
+		return nil, err
+	}
 	if _, err := sys.Spawn(NodeActor, n.nodeActor, actor.SystemName()); err != nil {
 		_ = n.Close(ctx)
 		return nil, err
@@ -431,6 +440,9 @@ func (n *Node) Close(ctx context.Context) error {
 		}
 	}
 	defer close(n.closed)
+	if n.metrics != nil {
+		n.cfg.prom.Unregister(n.metrics)
+	}
 	func() {
 		var discErr error // discovery stops before the host
 		if n.mdns != nil {

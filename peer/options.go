@@ -3,6 +3,7 @@ package peer
 import (
 	"errors"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"log/slog"
 	"slices"
 	"strings"
@@ -20,6 +21,7 @@ import (
 type Option func(*config) error
 
 type config struct {
+	prom        prometheus.Registerer // nil: no metrics registered
 	key         crypto.PrivKey
 	keyFile     string
 	listen      []string

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"io"
 	"log/slog"
 	"os"
@@ -174,6 +175,11 @@ func startDaemon(ctx context.Context, h home, cfg Config, stderr, out io.Writer,
 		return nil, err
 	}
 	opts = append(opts, peer.WithKeyFile(h.keyFile()), peer.WithLogger(logger), peer.WithRegistry(reg))
+	var prom *prometheus.Registry
+	if cfg.Metrics != "" {
+		prom = prometheus.NewRegistry()
+		opts = append(opts, peer.WithPrometheus(prom))
+	}
 	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	node, err := peer.New(startCtx, opts...)
@@ -189,7 +195,7 @@ func startDaemon(ctx context.Context, h home, cfg Config, stderr, out io.Writer,
 		d.ctl, err = listenControl(h.socket(), d.handle)
 	}
 	if err == nil && cfg.Metrics != "" {
-		d.metrics, err = serveMetrics(cfg.Metrics, node)
+		d.metrics, err = serveMetrics(cfg.Metrics, prom)
 	}
 	if err != nil {
 		return nil, errors.Join(err, d.close(ctx))

@@ -1,0 +1,128 @@
+package peer
+
+import (
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// WithPrometheus registers the node's metrics with reg: Troupe's own
+// (troupe_*: messages, dead letters, losses, the trust boundary's
+// refusals, peers, actors; listed in docs/cli.md) and libp2p's (swarm,
+// identify, and the other services that report to Prometheus), which
+// are off otherwise. One node per registerer: a second registers the
+// same names and New fails. Close unregisters Troupe's (libp2p's stay).
+func WithPrometheus(reg prometheus.Registerer) Option {
+	return func(c *config) error { c.prom = reg; return nil }
+}
+
+// registerMetrics registers n's collector with the registerer of
+// WithPrometheus, if any.
+func (n *Node) registerMetrics() error {
+	if n.cfg.prom == nil {
+		return nil
+	}
+	c := newNodeCollector(n)
+	if err := n.cfg.prom.Register(c); err != nil {
+		return fmt.Errorf("peer: registering metrics: %w", err)
+	}
+	n.metrics = c
+	return nil
+}
+
+// nodeCollector exports a node's counters as Prometheus metrics, read when
+// scraped (the counters are atomics already; nothing is double-counted).
+type nodeCollector struct {
+	node  *Node
+	descs map[string]*prometheus.Desc
+}
+
+// metricDefs lists the exported metrics: name, help, and whether it is a
+// counter (else a gauge).
+var metricDefs = []struct {
+	name, help string
+	counter    bool
+}{
+	{"troupe_messages_out_total", "Frames sent to other peers.", true},
+	{"troupe_messages_in_total", "Frames received from other peers.", true},
+	{"troupe_dead_letters_total", "Messages that reached no actor.", true},
+	{"troupe_link_full_total", "Messages dropped because a peer's link queue was full.", true},
+	{"troupe_too_large_total", "Messages refused at the sender for their size.", true},
+	{"troupe_too_large_in_total", "Messages from other peers refused for their size (the sender's maximum frame is larger).", true},
+	{"troupe_decode_errors_total", "Frames from other peers that could not be decoded.", true},
+	{"troupe_streams_reset_total", "Inbound streams reset for bad input.", true},
+	{"troupe_losses_declared_total", "Streams given up here while their connection lived, with messages perhaps lost: each took the peer down on both sides.", true},
+	{"troupe_losses_heard_total", "Losses other peers declared and this one acted on (their actors went down here).", true},
+	{"troupe_unknown_type_total", "Messages from other peers of a type unknown here, to actors that do not take them: dead letters.", true},
+	{"troupe_mailbox_full_total", "Messages refused by a full mailbox (an actor's mailbox limit, or its backlog of other peers' bytes): dead letters.", true},
+	{"troupe_signals_refused_total", "Exit signals and links from other peers that the trust policy refused (kills, exits or links to protected actors).", true},
+	{"troupe_reader_panics_total", "Inbound streams whose reader panicked (a bug); each was reset.", true},
+	{"troupe_peer_pauses_total", "Times a peer's stream paused, the peer at its budget of bytes its messages hold here.", true},
+	{"troupe_peer_sheds_total", "Times a peer stayed paused at its budget and the messages its actors saved were dropped.", true},
+	{"troupe_watchdog_replacements_total", "Event loops handed to a fresh carrier because an actor blocked.", true},
+	{"troupe_group_messages_in_total", "Group messages received.", true},
+	{"troupe_group_rejected_total", "Group messages and advertisements rejected as malformed or forged.", true},
+	{"troupe_group_members_expired_total", "Group members of peers out of reach that left for lack of news.", true},
+	{"troupe_link_queue_depth", "Messages waiting in link queues to other peers.", false},
+	{"troupe_peers", "Connected peers.", false},
+	{"troupe_actors", "Live local actors.", false},
+}
+
+func newNodeCollector(n *Node) *nodeCollector {
+	c := &nodeCollector{node: n, descs: map[string]*prometheus.Desc{}}
+	for _, m := range metricDefs {
+		c.descs[m.name] = prometheus.NewDesc(m.name, m.help, nil, nil)
+	}
+	return c
+}
+
+// Describe implements prometheus.Collector.
+func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
+	rs := c.node.Router().Stats()
+	sys := c.node.System()
+	var groupIn, rejected, expired uint64
+	if g := c.node.Groups(); g != nil {
+		gs := g.Stats()
+		groupIn, rejected, expired = gs.Received, gs.Rejected, gs.Expired
+	}
+	rejected += c.node.DirectoryRejected()
+	values := map[string]float64{
+		"troupe_messages_out_total":          float64(rs.Sent),
+		"troupe_messages_in_total":           float64(rs.Received),
+		"troupe_dead_letters_total":          float64(sys.DeadLetters()),
+		"troupe_link_full_total":             float64(rs.LinkFull),
+		"troupe_too_large_total":             float64(rs.TooLarge),
+		"troupe_too_large_in_total":          float64(rs.TooLargeIn),
+		"troupe_decode_errors_total":         float64(rs.DecodeErrors),
+		"troupe_streams_reset_total":         float64(rs.StreamsReset),
+		"troupe_losses_declared_total":       float64(rs.LossesDeclared),
+		"troupe_losses_heard_total":          float64(rs.LossesHeard),
+		"troupe_unknown_type_total":          float64(rs.UnknownTypes),
+		"troupe_mailbox_full_total":          float64(sys.MailboxOverflows()),
+		"troupe_signals_refused_total":       float64(rs.Refused),
+		"troupe_reader_panics_total":         float64(rs.ReaderPanics),
+		"troupe_peer_pauses_total":           float64(rs.Paused),
+		"troupe_peer_sheds_total":            float64(rs.Shed),
+		"troupe_watchdog_replacements_total": float64(sys.Group().Replacements()),
+		"troupe_group_messages_in_total":     float64(groupIn),
+		"troupe_group_rejected_total":        float64(rejected),
+		"troupe_group_members_expired_total": float64(expired),
+		"troupe_link_queue_depth":            float64(rs.QueuedUser + rs.QueuedCtl),
+		"troupe_peers":                       float64(len(c.node.Peers())),
+		"troupe_actors":                      float64(sys.Actors()),
+	}
+	for _, m := range metricDefs {
+		kind := prometheus.GaugeValue
+		if m.counter {
+			kind = prometheus.CounterValue
+		}
+		ch <- prometheus.MustNewConstMetric(c.descs[m.name], kind, values[m.name])
+	}
+}
