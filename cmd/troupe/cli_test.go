@@ -114,6 +114,20 @@ func TestInitCreatesKeyAndConfig(t *testing.T) {
 	}
 }
 
+// TestLogFormat: log_format json makes the daemon's log (and libp2p's,
+// which LogLibp2pTo sends there) JSON lines; text is slog's key=value.
+func TestLogFormat(t *testing.T) {
+	for format, want := range map[string]string{"json": `{"time":`, "text": "time="} {
+		var out bytes.Buffer
+		cfg := DefaultConfig()
+		cfg.LogFormat = format
+		newLogger(&out, cfg).Info("hello", "peer", "x")
+		if !strings.HasPrefix(out.String(), want) || !strings.Contains(out.String(), "hello") {
+			t.Errorf("%s: %q, want a line starting %q", format, out.String(), want)
+		}
+	}
+}
+
 func TestBadConfigNamesTheField(t *testing.T) {
 	for _, c := range []struct{ json, want string }{
 		{`{"mesh": "Bad_Mesh"}`, "mesh"},
@@ -123,6 +137,7 @@ func TestBadConfigNamesTheField(t *testing.T) {
 		{`{"dht": "sometimes"}`, "dht"},
 		{`{"allowlist": ["bob"]}`, "allowlist"},
 		{`{"log_level": "loud"}`, "log_level"},
+		{`{"log_format": "xml"}`, "log_format"},
 		{`{"metrics": "9090"}`, "metrics"},
 		{`{"metrics": "127.0.0.1:99999"}`, "metrics"},
 		{`{"metrics": "127.0.0.1:http"}`, "metrics"},

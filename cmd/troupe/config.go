@@ -47,6 +47,8 @@ type Config struct {
 	Allowlist []string `json:"allowlist"`
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `json:"log_level"`
+	// LogFormat is text (slog's key=value lines) or json.
+	LogFormat string `json:"log_format"`
 	// Metrics is a host:port where Prometheus metrics are served at
 	// /metrics; empty for none.
 	Metrics string `json:"metrics"`
@@ -108,6 +110,7 @@ func DefaultConfig() Config {
 		DHT:       "client",
 		Allowlist: []string{},
 		LogLevel:  "info",
+		LogFormat: "text",
 	}
 }
 
@@ -225,6 +228,9 @@ func (c *Config) validate() error {
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		return configError("log_level", "%v", err)
 	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		return configError("log_format", "%q: use text or json", c.LogFormat)
+	}
 	if c.Metrics != "" {
 		_, port, err := net.SplitHostPort(c.Metrics)
 		if err != nil {
@@ -254,6 +260,16 @@ func parseLevel(s string) (slog.Level, error) {
 		return l, fmt.Errorf("%q: use debug, info, warn or error", s)
 	}
 	return l, nil
+}
+
+// newLogger returns the logger cfg asks for, writing to w.
+func newLogger(w io.Writer, cfg Config) *slog.Logger {
+	level, _ := parseLevel(cfg.LogLevel)
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
 }
 
 // parsePeerAddr parses a multiaddr that ends in /p2p/<peer ID>.

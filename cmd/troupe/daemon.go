@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"github.com/prometheus/client_golang/prometheus"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -32,10 +31,10 @@ func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
 // daemonFlags are the flags of 'troupe daemon'; each one that is given
 // overrides the matching config.json field.
 type daemonFlags struct {
-	home                      *string
-	listen, connect, bootstrp listFlag
-	logLevel, mesh, metrics   *string
-	mdns                      *bool
+	home                               *string
+	listen, connect, bootstrp          listFlag
+	logLevel, logFormat, mesh, metrics *string
+	mdns                               *bool
 }
 
 func daemon(args []string, stdout, stderr io.Writer) int {
@@ -46,6 +45,7 @@ func daemon(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&f.connect, "connect", "multiaddr with /p2p/ of a peer to connect to at start (repeatable)")
 	fs.Var(&f.bootstrp, "bootstrap", "multiaddr with /p2p/ of a DHT bootstrap peer (repeatable; added to config bootstrap)")
 	f.logLevel = fs.String("log-level", "", "debug, info, warn or error (config log_level)")
+	f.logFormat = fs.String("log-format", "", "text or json (config log_format)")
 	f.mdns = fs.Bool("mdns", true, "find peers of the same mesh on the LAN by multicast DNS (config mdns)")
 	f.mesh = fs.String("mesh", "", "mesh name: peers find each other per mesh, a-z, 0-9, '-' (config mesh)")
 	f.metrics = fs.String("metrics", "", "serve Prometheus metrics at http://HOST:PORT/metrics (config metrics)")
@@ -131,6 +131,8 @@ func (f *daemonFlags) apply(fs *cmdFlags, cfg *Config) error {
 			cfg.Bootstrap = append(cfg.Bootstrap, f.bootstrp...)
 		case "log-level":
 			cfg.LogLevel = *f.logLevel
+		case "log-format":
+			cfg.LogFormat = *f.logFormat
 		case "mdns":
 			cfg.MDNS = *f.mdns
 		case "mesh":
@@ -164,8 +166,8 @@ type runningDaemon struct {
 // A chat's own peer (embeddedChat) serves every request but chat: the
 // chats of other terminals would end with it.
 func startDaemon(ctx context.Context, h home, cfg Config, stderr, out io.Writer, embeddedChat bool) (*runningDaemon, error) {
-	level, _ := parseLevel(cfg.LogLevel)
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	logger := newLogger(stderr, cfg)
+	peer.LogLibp2pTo(logger.Handler())
 	reg, err := newRegistry()
 	if err != nil {
 		return nil, err
