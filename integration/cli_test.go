@@ -243,3 +243,34 @@ func TestStopAndConfigShow(t *testing.T) {
 		t.Fatalf("stop with no daemon: %d %q", code, errOut)
 	}
 }
+
+// TestBashCompletion: the script 'troupe completion bash' prints completes
+// commands and flags in a real bash, through the binary on PATH.
+func TestBashCompletion(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	dir := t.TempDir()
+	if err := os.Symlink(troupeBinary(t), filepath.Join(dir, "troupe")); err != nil {
+		t.Fatal(err)
+	}
+	complete := func(words string, cword int) string {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		script := `source <(troupe completion bash); COMP_WORDS=(` + words + `); COMP_CWORD=` + string(rune('0'+cword)) + `; _troupe; printf '%s\n' "${COMPREPLY[@]}"`
+		cmd := exec.CommandContext(ctx, bash, "--norc", "-c", script)
+		cmd.Env = append(os.Environ(), "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("bash: %v: %s", err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if got := complete("troupe da", 1); got != "daemon" {
+		t.Fatalf("troupe da<TAB>: %q, want daemon", got)
+	}
+	if got := complete("troupe daemon -me", 2); got != "-mesh\n-metrics" {
+		t.Fatalf("troupe daemon -me<TAB>: %q, want -mesh and -metrics", got)
+	}
+}

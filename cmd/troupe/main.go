@@ -39,6 +39,7 @@ commands:
   chat      the LAN chat: troupe chat --nick NAME [--room ROOM]
   demo      run the paper's counter and a ring of actors locally
   version   print the version
+  completion  print a shell completion script: troupe completion bash|zsh|fish
   help      print this help, or a command's: troupe help COMMAND
 
 The home directory is $TROUPE_HOME, default ~/.troupe (or -home DIR).
@@ -79,6 +80,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return stopCmd(args[1:], stdout, stderr)
 	case "config":
 		return configCmd(args[1:], stdout, stderr)
+	case "completion":
+		return completionCmd(args[1:], stdout, stderr)
+	case "__complete": // for the completion scripts; not in the usage
+		return completeCmd(args[1:], stdout)
 	case "version", "--version":
 		fs := newFlagSet("version", "", "print the version", stderr)
 		if _, ok, code := parseArgs(fs, args[1:], 0, 0); !ok {
@@ -99,7 +104,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 // commands are the names run takes, in usage's order.
-var commands = []string{"init", "daemon", "stop", "config", "id", "peers", "actors", "send", "ask", "ping", "chat", "demo", "version", "help"}
+var commands = []string{"init", "daemon", "stop", "config", "id", "peers", "actors", "send", "ask", "ping", "chat", "demo", "version", "completion", "help"}
 
 // helpCmd is 'troupe help COMMAND': the command's help (its -h), on
 // stdout, as it was asked for.
