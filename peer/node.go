@@ -40,6 +40,7 @@ type Node struct {
 
 	behaviors behaviors
 	metrics   *nodeCollector // registered with cfg.prom; nil without WithPrometheus
+	dialFails dialFailures   // discovered peers that could not be dialed
 
 	found     event.Subscription // connectedness, for foundTag; nil without discovery
 	foundDone chan struct{}      // closed when watchFound returned
@@ -337,8 +338,12 @@ func (n *Node) connectFound(ctx context.Context, ai libp2ppeer.AddrInfo) error {
 	cm.Protect(ai.ID, foundTag)
 	if err := n.connect(ctx, ai); err != nil {
 		cm.Unprotect(ai.ID, foundTag)
+		if ctx.Err() == nil && !n.closing.Load() {
+			n.dialFails.failed(ai, err)
+		}
 		return err
 	}
+	n.dialFails.connected(ai.ID)
 	return nil
 }
 

@@ -92,6 +92,8 @@ func (d *runningDaemon) handle(ctx context.Context, req request, conn net.Conn) 
 		return r, nil, err
 	case "stop":
 		return d.requestStop()
+	case "doctor":
+		return d.doctorInfo(), nil, nil
 	}
 	return nil, nil, fmt.Errorf("unknown request %q (is the daemon older than this troupe?)", req.Cmd)
 }

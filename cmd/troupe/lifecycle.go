@@ -100,7 +100,7 @@ func lonelyHint(cfg Config) string {
 	if len(cfg.Allowlist) > 0 {
 		why = append(why, "an allowlisted peer ID")
 	}
-	return fmt.Sprintf("no peers after %v: %s; or give -connect a peer's address ('troupe id' on it prints them)", lonelyAfter, joinHint(why))
+	return fmt.Sprintf("no peers after %v: %s; or give -connect a peer's address ('troupe id' on it prints them); 'troupe doctor' checks", lonelyAfter, joinHint(why))
 }
 
 func joinHint(parts []string) string {

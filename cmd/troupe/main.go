@@ -36,6 +36,7 @@ commands:
   send      send a JSON message to an actor: troupe send PEER/NAME JSON
   ask       send a JSON message and print the reply: troupe ask PEER/NAME JSON
   ping      measure the round trip to a peer
+  doctor    say why this peer finds no others
   chat      the LAN chat: troupe chat --nick NAME [--room ROOM]
   demo      run the paper's counter and a ring of actors locally
   version   print the version
@@ -82,6 +83,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return configCmd(args[1:], stdout, stderr)
 	case "completion":
 		return completionCmd(args[1:], stdout, stderr)
+	case "doctor":
+		return doctorCmd(args[1:], stdout, stderr)
 	case "__complete": // for the completion scripts; not in the usage
 		return completeCmd(args[1:], stdout)
 	case "version", "--version":
@@ -104,7 +107,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 // commands are the names run takes, in usage's order.
-var commands = []string{"init", "daemon", "stop", "config", "id", "peers", "actors", "send", "ask", "ping", "chat", "demo", "version", "completion", "help"}
+var commands = []string{"init", "daemon", "stop", "config", "id", "peers", "actors", "send", "ask", "ping", "doctor", "chat", "demo", "version", "completion", "help"}
 
 // helpCmd is 'troupe help COMMAND': the command's help (its -h), on
 // stdout, as it was asked for.
