@@ -469,10 +469,9 @@ func newFastCodec[T any](lim Limits, enc cbor.EncMode, dec cbor.DecMode) *fastCo
 	}
 	typeWord := typeWordOf[T]()
 	// valueOf returns where the T in v is. An interface holding a T
-	// points to it, so the value is read in place rather than copied
-	// out. (Only a T whose one field is an unexported pointer is
-	// pointer-shaped, held in the interface itself; its plan has no
-	// fields and reads nothing.)
+	// points to it (compileFast refuses the pointer-shaped types, which
+	// an interface holds in itself), so the value is read in place rather
+	// than copied out.
 	valueOf := func(v any) unsafe.Pointer {
 		if e := (*eface)(unsafe.Pointer(&v)); e.typ == typeWord {
 			return e.data
@@ -541,10 +540,9 @@ func typeWordOf[T any]() unsafe.Pointer {
 }
 
 // packEface returns the interface value of type word typ whose value is
-// the one at p. T must not be pointer-shaped (the fast path's structs never
-// are: they hold no pointer fields), so that an interface holding a T
-// points to a T, as one made by boxing does; the T at p must never change
-// again.
+// the one at p. T must not be pointer-shaped (compileFast refuses those),
+// so that an interface holding a T points to a T, as one made by boxing
+// does; the T at p must never change again.
 func packEface(typ, p unsafe.Pointer) any {
 	var v any
 	e := (*eface)(unsafe.Pointer(&v))

@@ -19,7 +19,6 @@ import (
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/pnet"
 	ma "github.com/multiformats/go-multiaddr"
-	"github.com/troupe-mesh/troupe/discovery"
 	"github.com/troupe-mesh/troupe/peer"
 )
 
@@ -207,7 +206,7 @@ func (c *Config) validate() error {
 			return configError("listen", "%q is not a multiaddr: %v", a, err)
 		}
 	}
-	if err := discovery.CheckMesh(c.Mesh); err != nil {
+	if err := peer.CheckMesh(c.Mesh); err != nil {
 		return configError("mesh", "%v", err)
 	}
 	for _, b := range c.Bootstrap {

@@ -19,7 +19,6 @@ import (
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/peer"
-	"github.com/troupe-mesh/troupe/routing"
 )
 
 // listFlag collects a repeated string flag.
@@ -226,7 +225,7 @@ func (d *runningDaemon) close(ctx context.Context) error {
 // connection was seen to end (routing.EvtPeerRestarted) left and joined.
 // The returned func stops it and waits.
 func reportPeers(n *peer.Node, out io.Writer) (stop func(), err error) {
-	sub, err := n.Host().EventBus().Subscribe([]any{new(event.EvtPeerConnectednessChanged), new(routing.EvtPeerRestarted)})
+	sub, err := n.Host().EventBus().Subscribe([]any{new(event.EvtPeerConnectednessChanged), new(peer.EvtPeerRestarted)})
 	if err != nil {
 		return nil, err
 	}
@@ -258,7 +257,7 @@ func reportPeers(n *peer.Node, out io.Writer) (stop func(), err error) {
 				case network.NotConnected:
 					fmt.Fprintf(out, "left %s\n", e.Peer)
 				}
-			case routing.EvtPeerRestarted:
+			case peer.EvtPeerRestarted:
 				fmt.Fprintf(out, "left %s\n", e.Peer)
 				joined(e.Peer)
 			}

@@ -15,7 +15,7 @@ import (
 	"github.com/libp2p/zeroconf/v2"
 	ma "github.com/multiformats/go-multiaddr"
 	manet "github.com/multiformats/go-multiaddr/net"
-	"github.com/troupe-mesh/troupe/discovery"
+	"github.com/troupe-mesh/troupe/peer"
 )
 
 // 'troupe doctor' says why a peer finds no others: what the home's
@@ -151,7 +151,7 @@ func probeMDNS(ctx context.Context, mesh string, wait time.Duration, d *doctorDa
 	defer cancel()
 	entries := make(chan *zeroconf.ServiceEntry, 64)
 	done := make(chan error, 1)
-	go func() { done <- zeroconf.Browse(ctx, discovery.ServiceName(mesh), "local", entries) }()
+	go func() { done <- zeroconf.Browse(ctx, peer.MDNSService(mesh), "local", entries) }()
 	heard := map[string]bool{}
 	for e := range entries { // Browse closes entries when ctx ends
 		for _, txt := range e.Text {

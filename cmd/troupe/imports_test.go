@@ -1,0 +1,36 @@
+package main
+
+import (
+	"go/parser"
+	gotoken "go/token"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestUsesThePublicAPIOnly: the binary is built on peer, actor and codec
+// (messages), as any application would be, never on routing or
+// discovery, whose APIs are the node's own business.
+func TestUsesThePublicAPIOnly(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowed := map[string]bool{"peer": true, "actor": true, "codec": true}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		af, err := parser.ParseFile(gotoken.NewFileSet(), f, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range af.Imports {
+			path, _ := strconv.Unquote(imp.Path.Value)
+			if rest, ok := strings.CutPrefix(path, "github.com/troupe-mesh/troupe/"); ok && !allowed[strings.Split(rest, "/")[0]] {
+				t.Errorf("%s imports %s", f, path)
+			}
+		}
+	}
+}
