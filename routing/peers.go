@@ -1,0 +1,299 @@
+package routing
+
+import (
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/event"
+	"github.com/libp2p/go-libp2p/core/network"
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+)
+
+// The peers' lifecycle as the router sees it: connections coming and
+// going (watchPeers), a peer's links retired once it left and they are
+// idle, and hellos that tell a restarted peer from the one before it.
+
+// watchPeers turns disconnections into PeerDown, so that monitors and links
+// on the departed peer's actors fire, and records the incarnation a peer
+// announces when a connection to it is identified (a new one is a
+// restart: see hello).
+func (r *Router) watchPeers(sub event.Subscription) {
+	defer r.wg.Done()
+	defer sub.Close()
+	var retries retryRetire
+	defer retries.stop()
+	for {
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-retries.due():
+			retries.run(func(peer string) bool { _, busy := r.retire(peer); return busy })
+		case <-r.unreachableNews:
+			r.unreachableMu.Lock()
+			ids := r.unreachable
+			r.unreachable = nil
+			r.unreachableMu.Unlock()
+			for id := range ids {
+				// A link made after its peer left (a message sent to it
+				// since) gets no disconnection event of its own.
+				if r.h.Network().Connectedness(id) != network.Connected {
+					retries.add(id.String(), 0)
+				}
+			}
+		case ev, ok := <-sub.Out():
+			if !ok {
+				return
+			}
+			switch e := ev.(type) {
+			case event.EvtPeerConnectednessChanged:
+				if e.Connectedness == network.NotConnected {
+					r.peerGone(e.Peer, &retries)
+				}
+			case event.EvtPeerIdentificationCompleted:
+				// One subscription for both: a peer's disconnection
+				// and its next identification come in order.
+				if inc, ok := parseAgentVersion(e.AgentVersion); ok {
+					r.hello(e.Peer, inc, e.Conn)
+				}
+			}
+		}
+	}
+}
+
+func (r *Router) peerGone(id libp2ppeer.ID, retries *retryRetire) {
+	r.mu.Lock()
+	delete(r.remote, id)
+	delete(r.conns, id)
+	r.forgetLosses(id)
+	r.mu.Unlock()
+	r.peersDown.Add(1)
+	r.sys.PeerDown(id.String())
+	if _, busy := r.retire(id.String()); busy {
+		retries.add(id.String(), 0)
+	}
+}
+
+// retireLater asks watchPeers to retire the link to id, which just gave up
+// messages as unreachable, once it is idle, unless the peer is connected
+// again. It never blocks, and forgets none however many links give up at
+// once: each would keep its goroutines and buffers until Close.
+func (r *Router) retireLater(id libp2ppeer.ID) {
+	r.unreachableMu.Lock()
+	if r.unreachable == nil {
+		r.unreachable = make(map[libp2ppeer.ID]struct{})
+	}
+	r.unreachable[id] = struct{}{}
+	r.unreachableMu.Unlock()
+	select {
+	case r.unreachableNews <- struct{}{}:
+	default: // watchPeers was woken already and will see id
+	}
+}
+
+// retireDelays are the waits before retire tries again a link that was
+// busy when its peer disconnected (its writers were giving up what they
+// held, which takes three dials).
+var retireDelays = [...]time.Duration{time.Second, 5 * time.Second, 30 * time.Second}
+
+// retryRetire holds the links that watchPeers tries to retire again, each
+// after the next of retireDelays; its zero value holds none.
+type retryRetire struct {
+	pending []pendingRetire
+	held    map[string]bool // the peers in pending
+	timer   *time.Timer
+}
+
+type pendingRetire struct {
+	peer    string
+	attempt int // index in retireDelays of the wait now running
+	at      time.Time
+}
+
+// add schedules a retry of peer's link after retireDelays[attempt],
+// unless one is pending already.
+func (t *retryRetire) add(peer string, attempt int) {
+	if t.held[peer] {
+		return
+	}
+	if t.held == nil {
+		t.held = make(map[string]bool)
+	}
+	t.held[peer] = true
+	t.pending = append(t.pending, pendingRetire{peer, attempt, time.Now().Add(retireDelays[attempt])})
+	t.arm()
+}
+
+// arm sets the timer for the earliest pending retry.
+func (t *retryRetire) arm() {
+	if len(t.pending) == 0 {
+		return
+	}
+	next := t.pending[0].at
+	for _, p := range t.pending[1:] {
+		if p.at.Before(next) {
+			next = p.at
+		}
+	}
+	if t.timer == nil {
+		t.timer = time.NewTimer(time.Until(next))
+	} else {
+		t.timer.Reset(time.Until(next))
+	}
+}
+
+// due fires when a retry is due (never without one).
+func (t *retryRetire) due() <-chan time.Time {
+	if t.timer == nil || len(t.pending) == 0 {
+		return nil
+	}
+	return t.timer.C
+}
+
+// run retries what is due with retire, which reports whether the link is
+// still busy, and keeps that for later.
+func (t *retryRetire) run(retire func(peer string) (busy bool)) {
+	now, kept := time.Now(), t.pending[:0]
+	var again []pendingRetire
+	for _, p := range t.pending {
+		switch {
+		case p.at.After(now):
+			kept = append(kept, p)
+		case p.attempt+1 < len(retireDelays):
+			if retire(p.peer) {
+				again = append(again, p)
+			} else {
+				delete(t.held, p.peer)
+			}
+		default:
+			retire(p.peer)
+			delete(t.held, p.peer)
+		}
+	}
+	clear(t.pending[len(kept):])
+	t.pending = kept
+	for _, p := range again {
+		t.pending = append(t.pending, pendingRetire{p.peer, p.attempt + 1, now.Add(retireDelays[p.attempt+1])})
+	}
+	t.arm()
+}
+
+func (t *retryRetire) stop() {
+	if t.timer != nil {
+		t.timer.Stop()
+	}
+}
+
+// retire drops the link to a peer that disconnected if it is idle, so
+// that a long-lived peer keeps no goroutines or buffers for the peers it
+// once talked to; the next message to that peer makes a new link. A link
+// with messages in hand is left to its writer (it redials, or gives them
+// up as unreachable). It reports whether it retired one, and whether it
+// left one that was busy.
+func (r *Router) retire(peerStr string) (retired, busy bool) {
+	r.mu.Lock()
+	l := r.links[peerStr]
+	if r.closed || l == nil || !l.retire() {
+		busy = !r.closed && l != nil
+		r.mu.Unlock()
+		return false, busy
+	}
+	delete(r.links, peerStr)
+	r.fast.Delete(peerStr)
+	r.last.CompareAndSwap(l, nil)
+	r.wg.Add(1)
+	r.mu.Unlock()
+	go func() { // Close waits for its writers to stop
+		defer r.wg.Done()
+		l.wg.Wait()
+	}()
+	return true, false
+}
+
+// hello records a peer's incarnation (from a stream's hello or from the
+// peer's identify announcement) as announced on connection c; a new one
+// means the peer restarted, and what watched its old incarnation fires.
+// The connections of the old incarnation are closed before hello returns:
+// a peer killed without closing them (a crash, a reboot, or a QUIC
+// connection, which no kernel resets) would otherwise keep them looking
+// alive until their idle timeout, and new streams to the restarted peer
+// could open on them and lose what they carry. Nor does hello return
+// while another hello (the identify announcement and a stream's hello of
+// the same connection come concurrently) is closing them: the message
+// that follows a hello could otherwise be answered on a stale connection
+// that is about to close. c may be nil (tests).
+func (r *Router) hello(id libp2ppeer.ID, inc uint64, c network.Conn) {
+	r.hellos.Add(1)
+	if c != nil && c.IsClosed() {
+		return // late news from a connection that ended, perhaps closed here as stale
+	}
+	var stale []network.Conn
+	r.mu.Lock()
+	if c != nil && c.IsClosed() {
+		// Closed since: the peer's disconnection (peerGone) may have
+		// cleared its entries already, which must not come back.
+		r.mu.Unlock()
+		return
+	}
+	old, seen := r.remote[id]
+	r.remote[id] = inc
+	if seen && old != inc {
+		r.forgetLosses(id) // a new incarnation numbers its declarations anew
+	}
+	if c != nil {
+		conns := r.conns[id]
+		if conns == nil {
+			conns = make(map[network.Conn]uint64, 1)
+			r.conns[id] = conns
+		}
+		conns[c] = inc
+		for o, oinc := range conns {
+			switch {
+			case o.IsClosed():
+				delete(conns, o)
+			case oinc != inc:
+				delete(conns, o)
+				stale = append(stale, o)
+			}
+		}
+	}
+	closing := r.closing[id] // another hello's closes, still running
+	var done chan struct{}
+	if len(stale) > 0 {
+		done = make(chan struct{})
+		r.closing[id] = done
+	}
+	r.mu.Unlock()
+	for _, o := range stale {
+		r.log.Info("routing: closing a connection of a former incarnation", "peer", id, "conn", o.ID())
+		_ = o.Close()
+	}
+	if done != nil {
+		r.mu.Lock()
+		if r.closing[id] == done {
+			delete(r.closing, id)
+		}
+		r.mu.Unlock()
+		close(done)
+	}
+	if closing != nil {
+		<-closing
+	}
+	if seen && old != inc {
+		r.log.Info("routing: peer restarted", "peer", id)
+		r.peersDown.Add(1)
+		r.sys.PeerDown(id.String())
+		if r.restarted != nil {
+			_ = r.restarted.Emit(EvtPeerRestarted{Peer: id})
+		}
+	}
+}
+
+// EvtPeerRestarted is emitted on the host's event bus when a peer turns
+// out to be a new incarnation (it restarted with the same identity) while
+// it was still connected, or before the old connection's end was noticed:
+// the peer left and came back without a libp2p connectedness event in
+// between. Monitors of its former actors have fired with
+// actor.ErrNodeDown by then. Subscribers must keep reading, as with every
+// libp2p event.
+type EvtPeerRestarted struct {
+	Peer libp2ppeer.ID // the peer that restarted, under the same identity
+}

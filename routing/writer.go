@@ -1,0 +1,274 @@
+package routing
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/troupe-mesh/troupe/actor"
+)
+
+// A link's writer goroutine, one per queue (user, control): it takes
+// batches from its queue and puts them on its stream (send.go), and on a
+// broken stream drops or declares what it held (loss.go).
+
+// write is the writer goroutine of one queue: it takes a batch of queued
+// envelopes at a time, encodes on this goroutine (never on an event loop), writes frames
+// through a batching FrameWriter and flushes when the queue is empty.
+func (l *link) write(q *queue) {
+	defer l.wg.Done()
+	w := &q.w
+	w.mu.Lock()
+	defer func() {
+		if w.s != nil {
+			_ = w.s.Close()
+			l.track(w.s, false)
+			w.s = nil
+		}
+		w.stopped = true
+		w.mu.Unlock()
+	}()
+	for {
+		select {
+		case <-l.r.ctx.Done():
+			w.reset()
+			return
+		default:
+		}
+		// An empty queue marks the writer as sleeping: the next push
+		// wakes it through ready, or writes itself (writeThrough).
+		w.batch = q.q.takeBatch(w.batch[:0])
+		if len(w.batch) == 0 && (w.lg == nil || !w.lg.active) && len(w.undo) == 0 && !w.buffered() {
+			w.mu.Unlock()
+			stop := false
+			select {
+			case <-q.q.ready:
+			case <-l.closing:
+				stop = q.q.len() == 0 // everything queued was written
+			case <-l.r.ctx.Done():
+				stop = true
+			}
+			w.mu.Lock()
+			if stop && l.r.ctx.Err() == nil && w.buffered() {
+				stop = false // a write-through left frames to flush
+			}
+			if stop {
+				if l.r.ctx.Err() != nil {
+					w.reset()
+				} else {
+					w.finish()
+				}
+				return
+			}
+			continue
+		}
+		if w.s != nil && w.s.Conn().IsClosed() {
+			// The connection went away while the writer had nothing to
+			// write (the peer disconnected, or restarted): a new stream,
+			// before the batch is lost on the old one. Only a large
+			// message in fragments was on its way.
+			reason := connGone(l.peer, errors.New("connection closed"))
+			w.lg.abandon(func(m *outMsg) { l.fail(m, reason) })
+			w.dropDeclaring(nil)
+		}
+		for attempts := 1; w.s == nil; attempts++ {
+			var err error
+			if w.s, w.pw, w.fw, err = l.open(q.proto, q.proto10); err == nil {
+				w.lg = nil
+				if w.s.Protocol() == ProtoMsg {
+					if w.lgState == nil {
+						w.lgState = new(largeOut)
+					}
+					w.lg = w.lgState
+				}
+				break
+			}
+			l.r.log.Debug("routing: cannot open stream", "peer", l.peer, "protocol", q.proto, "attempt", attempts, "err", err)
+			if attempts == 3 {
+				// Give up on what is in hand (an Ask learns why at once);
+				// keep redialing for what comes next. Cancellations are
+				// dropped: a peer this far away drops our monitors and
+				// links when the connection goes.
+				for i := range w.batch {
+					l.fail(&w.batch[i], fmt.Errorf("%w: %v: %w", ErrUnreachable, l.peer, err))
+				}
+				w.dropUndo("peer unreachable")
+				l.r.retireLater(l.peer)
+				break
+			}
+			select {
+			case <-time.After(backoff(attempts)):
+			case <-l.r.ctx.Done():
+				l.r.undeliverable.Add(uint64(len(w.batch))) // closing: lost, as in reset
+				return
+			}
+		}
+		if w.s != nil {
+			_ = w.send(time.Time{})
+		}
+		clear(w.batch)
+	}
+}
+
+// finish ends the stream of a writer that wrote everything queued: it
+// closes the stream for writing and waits until the peer closes its side,
+// which the peer's reader does once it handed every message to its actors
+// (or until writeTimeout, or until the router's close gives up and resets
+// the stream). Closing the connection before that could lose what the
+// peer had not read yet.
+func (w *writer) finish() {
+	if w.s == nil || w.s.CloseWrite() != nil {
+		return
+	}
+	_ = w.s.SetReadDeadline(time.Now().Add(writeTimeout))
+	_, _ = io.Copy(io.Discard, w.s) // nothing comes this way: EOF, a reset or the deadline
+}
+
+// reset drops the stream when the router closes: what is in hand is lost.
+func (w *writer) reset() {
+	w.lg.abandon(func(*outMsg) { w.l.r.undeliverable.Add(1) })
+	w.drop()
+}
+
+// dropDeclaring drops the stream, which broke with err (nil: its
+// connection closed, which declares nothing), and declares the loss of
+// what the peer may not have read when it is this node's to declare
+// (Router.lossAt): after the drop, so that the next stream's hello says
+// so.
+func (w *writer) dropDeclaring(err error) {
+	l := w.l
+	lost := l.r.lossAt(w.s, err)
+	w.drop()
+	if !lost {
+		return
+	}
+	why := "its connection closed"
+	if err != nil {
+		why = err.Error()
+	}
+	var front *writer
+	if w.q == &l.ctl {
+		front = w
+	}
+	l.r.declareLoss(l.peer, why, false, front)
+}
+
+// dropLoss notes that m, if it is a loss message, will not be sent: a
+// request (resetBody) may be queued again.
+func (l *link) dropLoss(m *outMsg) {
+	if _, ok := m.msg.(resetBody); ok && m.to != "" {
+		l.resetQueued.Store(false)
+	}
+}
+
+// drop resets the stream and forgets it.
+func (w *writer) drop() {
+	if w.s != nil {
+		_ = w.s.Reset()
+		w.l.track(w.s, false)
+	}
+	w.s, w.pw, w.fw = nil, nil, nil
+}
+
+// broken hands back what the writer had in hand when its stream broke
+// with err: the batch, and a large message in fragments with the messages
+// held behind it and those released since the last flush. At most once:
+// they may or may not have arrived; each is handed back once (fail), so
+// that an Ask fails at once and a monitor or link fires, which undo then
+// cancels at the peer. The signals that a second copy cannot harm (see
+// sentAgain) go on the next stream instead: nothing else would tell the
+// peer, whose connection may well stay up, that what it monitors or is
+// linked to went down.
+func (w *writer) broken(err error) {
+	l := w.l
+	reason := fmt.Errorf("%w: %v: %w", ErrStreamBroken, l.peer, err)
+	if w.s != nil && w.s.Conn().IsClosed() {
+		reason = connGone(l.peer, err)
+	}
+	if w.breaks++; w.breaks >= maxBreaks {
+		// Streams open and break at once: stop reopening for the
+		// cancellations (the peer is in trouble; if it goes away, it
+		// drops our monitors and links itself).
+		w.dropUndo("streams break at once")
+		w.breaks = 0
+	}
+	for i := range w.batch {
+		m := &w.batch[i]
+		if m.to != "" && sentAgain(m.msg) {
+			w.undo = append(w.undo, *m)
+			continue
+		}
+		w.addUndo(m)
+		l.fail(m, reason)
+	}
+	w.lg.abandon(func(m *outMsg) { l.fail(m, reason) })
+}
+
+// connGone is the reason given for what a stream had in hand when its
+// connection went away, with err: the stream broke, and so did the
+// connection to the node (actor.ErrNodeDown, as the disconnection that
+// follows gives every other monitor and link).
+func connGone(peer libp2ppeer.ID, err error) error {
+	return fmt.Errorf("%w (%w): %v: %w", ErrStreamBroken, actor.ErrNodeDown, peer, err)
+}
+
+// sentAgain reports whether a signal whose stream broke is sent again on
+// the next one rather than handed back: a Down, a linked exit, a demonitor
+// or an unlink, which the peer ignores when it has it already (no monitor
+// or link is left for it to end). Handed back, they would be lost: the
+// actor system has nothing to do with them. So are the router's loss
+// messages (see loss.go): a lostBody the peer has is ignored; a resetBody
+// it has costs a second declaration at worst.
+func sentAgain(msg any) bool {
+	switch sig := msg.(type) {
+	case actor.DownSignal, actor.DemonitorSignal, actor.UnlinkSignal, lostBody, resetBody:
+		return true
+	case actor.ExitSignal:
+		return sig.Linked && !sig.Kill
+	}
+	return false
+}
+
+// logDroppedUndo is the message logged when a writer drops the
+// cancellations it kept.
+const logDroppedUndo = "routing: cancellations dropped"
+
+// dropUndo forgets the cancellations kept for the next stream, for the
+// reason why.
+func (w *writer) dropUndo(why string) {
+	if len(w.undo) > 0 {
+		w.l.r.log.Debug(logDroppedUndo, "peer", w.l.peer, "count", len(w.undo), "why", why)
+	}
+	for i := range w.undo {
+		w.l.dropLoss(&w.undo[i])
+	}
+	clear(w.undo)
+	w.undo = w.undo[:0]
+}
+
+// addUndo keeps, for a monitor or link request handed back after its
+// stream broke, the demonitor or unlink that cancels it: the request may
+// have arrived, and the sender, told that it fired (Down or exit), keeps
+// no monitor or link; the peer must keep none either. Cancelling what
+// never arrived is harmless. The next stream carries the cancellation
+// before anything queued since (a new monitor or link of the same actors,
+// say), so that it cannot undo a later request. Other messages need
+// nothing.
+func (w *writer) addUndo(m *outMsg) {
+	if m.to == "" {
+		return
+	}
+	var cancel any
+	switch sig := m.msg.(type) {
+	case actor.MonitorSignal:
+		//lint:ignore S1016 a demonitor is not a monitor that happens to have the same fields
+		cancel = actor.DemonitorSignal{ID: sig.ID}
+	case actor.LinkSignal:
+		cancel = actor.UnlinkSignal{}
+	default:
+		return
+	}
+	w.undo = append(w.undo, outMsg{to: m.to, from: m.from, msg: cancel})
+}
