@@ -1,0 +1,198 @@
+package discovery
+
+import (
+	"bytes"
+	"slices"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/event"
+	"github.com/libp2p/go-libp2p/core/network"
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+)
+
+// What a Directory holds: the advertisements it verified, their expiry,
+// the bounds on what one peer may make it keep, and the lookups.
+
+// holds returns the advertisement held for id if its signed bytes are
+// data, nil otherwise.
+func (d *Directory) holds(id libp2ppeer.ID, data []byte) *Advertisement {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if e, ok := d.peers[id]; ok && bytes.Equal(e.raw, data) {
+		return e.ad
+	}
+	return nil
+}
+
+// fresh reports whether ad would replace what we hold (see store), so that
+// a signature is checked only when it matters.
+func (d *Directory) fresh(id libp2ppeer.ID, ad *Advertisement) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	old, ok := d.peers[id]
+	return !ok || old.ad.Incarnation == ad.Incarnation && old.ad.Seq < ad.Seq
+}
+
+// ttl returns how long ad asks to be kept, at most maxAdTTL (or the node's
+// own TTL, if longer).
+func (d *Directory) ttl(ad *Advertisement) time.Duration {
+	return min(time.Duration(ad.TTLSeconds)*time.Second, max(maxAdTTL, d.cfg.TTL))
+}
+
+// store keeps ad (signed as raw) for ttl (at most d.ttl(ad)) unless we hold a newer one. An
+// advertisement relayed in a directory exchange may be older than one of
+// another incarnation we hold (the peer restarted): it replaces only an
+// older one of its own incarnation. It reports whether ad was stored, and
+// whether it is of a peer we held nothing of.
+func (d *Directory) store(ad *Advertisement, raw []byte, ttl time.Duration, relayed bool) (stored, added bool) {
+	id, err := libp2ppeer.IDFromBytes(ad.Peer)
+	if err != nil || id == d.h.ID() || ttl <= 0 {
+		return false, false
+	}
+	ttl = min(ttl, d.ttl(ad))
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	old, ok := d.peers[id]
+	switch {
+	case !ok && (len(d.peers) >= maxDirectory || d.bytes+len(raw) > maxDirectoryBytes) && !d.evictForLocked(id, len(raw)):
+		return false, false
+	case ok && d.bytes-len(old.raw)+len(raw) > maxDirectoryBytes:
+		return false, false
+	case ok && old.ad.Incarnation == ad.Incarnation && old.ad.Seq >= ad.Seq:
+		return false, false
+	case ok && old.ad.Incarnation != ad.Incarnation && relayed:
+		return false, false
+	case relayed && time.Since(d.gone[id]) < d.ttl(ad):
+		return false, false // a departed peer's advertisement, still held elsewhere
+	}
+	d.bytes += len(raw) - len(old.raw)
+	d.peers[id] = adEntry{ad: ad, raw: raw, expires: time.Now().Add(ttl)}
+	return true, !ok
+}
+
+// evictForLocked makes room in a full directory for the advertisement (of
+// size bytes) of id when id is a peer this node is connected to, by
+// dropping advertisements of peers it is not connected to: a flood of
+// advertisements of made-up peers cannot keep out the peers next to this
+// node. It reports whether there is room. (Only for a connected peer: the
+// scan is paid once per connection, not once per message of a flood.)
+func (d *Directory) evictForLocked(id libp2ppeer.ID, size int) bool {
+	net := d.h.Network()
+	if net.Connectedness(id) != network.Connected {
+		return false
+	}
+	for other := range d.peers {
+		if len(d.peers) < maxDirectory && d.bytes+size <= maxDirectoryBytes {
+			break
+		}
+		if net.Connectedness(other) != network.Connected {
+			d.dropLocked(other)
+		}
+	}
+	return len(d.peers) < maxDirectory && d.bytes+size <= maxDirectoryBytes
+}
+
+// dropLocked forgets the advertisement of id.
+func (d *Directory) dropLocked(id libp2ppeer.ID) {
+	if e, ok := d.peers[id]; ok {
+		d.bytes -= len(e.raw)
+		delete(d.peers, id)
+	}
+}
+
+// expire drops advertisements whose TTL lapsed or whose peer disconnected.
+func (d *Directory) expire(events event.Subscription) {
+	defer d.wg.Done()
+	defer events.Close()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-d.ctx.Done():
+			return
+		case ev, ok := <-events.Out():
+			if !ok {
+				return
+			}
+			e := ev.(event.EvtPeerConnectednessChanged)
+			d.mu.Lock()
+			switch {
+			case e.Connectedness == network.Connected:
+				delete(d.gone, e.Peer)
+			case e.Connectedness == network.NotConnected:
+				d.dropLocked(e.Peer)
+				if len(d.gone) < maxDirectory {
+					d.gone[e.Peer] = time.Now()
+				}
+			}
+			d.mu.Unlock()
+		case now := <-tick.C:
+			d.mu.Lock()
+			for id, e := range d.peers {
+				switch {
+				case now.After(e.expires):
+					d.dropLocked(id)
+				case !e.refreshing && e.expires.Sub(now) < d.ttl(e.ad)/3 &&
+					d.h.Network().Connectedness(id) == network.Connected:
+					// Republished every third of its TTL, it should have
+					// been refreshed by now: gossip missed it; ask its origin.
+					select {
+					case d.syncq <- id:
+						e.refreshing = true
+						d.peers[id] = e
+					default:
+					}
+				}
+			}
+			for id, t := range d.gone {
+				if now.Sub(t) > d.cfg.TTL && now.Sub(t) > defaultTTL {
+					delete(d.gone, id)
+				}
+			}
+			d.mu.Unlock()
+		}
+	}
+}
+
+// Peers returns the live advertisements of the other peers, by peer ID.
+func (d *Directory) Peers() []*Advertisement {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]*Advertisement, 0, len(d.peers))
+	for _, e := range d.peers {
+		out = append(out, e.ad)
+	}
+	slices.SortFunc(out, func(a, b *Advertisement) int { return bytes.Compare(a.Peer, b.Peer) })
+	return out
+}
+
+// Lookup returns the peers advertising an actor called name.
+func (d *Directory) Lookup(name string) []libp2ppeer.ID {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []libp2ppeer.ID
+	for id, e := range d.peers {
+		if slices.Contains(e.ad.Actors, name) {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Rejected returns how many advertisements (gossiped or relayed) and
+// directory exchanges were rejected.
+func (d *Directory) Rejected() uint64 { return d.rejected.Load() }
+
+// DirectoryStats are a directory's counters.
+type DirectoryStats struct {
+	Rejected uint64 // bad advertisements and directory exchanges
+	Synced   uint64 // advertisements stored from directory exchanges
+	Busy     uint64 // directory exchanges skipped: too many at once
+	Forced   uint64 // republications because the topic gained its first peer
+}
+
+// Stats returns the directory's counters.
+func (d *Directory) Stats() DirectoryStats {
+	return DirectoryStats{Rejected: d.rejected.Load(), Synced: d.synced.Load(), Busy: d.syncBusy.Load(), Forced: d.forced.Load()}
+}
