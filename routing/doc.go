@@ -125,4 +125,18 @@
 // request from no actor is refused, and so are exit signals and links
 // aimed at the actors of Config.Protected (a peer's "$node"). The remote
 // peer ID of a message is always the one the connection authenticated.
+//
+// # Locks
+//
+// Outer first: a writer's mu (held while it writes a batch, across
+// NewStream, dial backoff and the declaration of a loss) → Router.mu →
+// the leaves: outQueue.mu, link.mu, and the actor system's own locks. A
+// lock is never taken while holding one to its right. The one exception
+// is Router.retire, which holds Router.mu and takes the writers' mu with
+// TryLock only (a writer at work means the link is busy: retire gives
+// up). Groups.mu, TopicFilter.mu and the presence order's mu are leaves
+// of their own, never held with Router.mu. Known debt: a writer calls
+// into the router (declareLoss, pushLoss) and the actor system (Bounce)
+// with its mu held, and NewStream can take 10 s under it; a writer
+// goroutine owning its state without a lock would remove both.
 package routing
