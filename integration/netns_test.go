@@ -4,10 +4,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	ma "github.com/multiformats/go-multiaddr"
 )
 
 // netns creates network namespaces for a test and removes them when it
@@ -53,7 +56,13 @@ func (n *netns) add(name string) string {
 
 // lan builds a bridge in its own namespace and k hosts, each a namespace
 // with one veth port on the bridge and an address 10.231.0.<i>/24.
-func (n *netns) lan(k int) []string {
+func (n *netns) lan(k int) []string { return n.lanOf(k, false) }
+
+// lan6 is lan with IPv6 only: each host's address is fd00:231::<i>/64
+// (and its link-local one), with no IPv4 address but loopback's.
+func (n *netns) lan6(k int) []string { return n.lanOf(k, true) }
+
+func (n *netns) lanOf(k int, v6 bool) []string {
 	n.t.Helper()
 	br := n.add("br")
 	n.ip("-n", br, "link", "add", "br0", "type", "bridge", "mcast_snooping", "0")
@@ -62,8 +71,17 @@ func (n *netns) lan(k int) []string {
 	for i := range k {
 		h := n.add(fmt.Sprintf("h%d", i+1))
 		port := fmt.Sprintf("p%d", i+1)
+		if v6 { // no duplicate address detection: addresses usable at once
+			if out, err := exec.Command("ip", "netns", "exec", h, "sysctl", "-qw", "net.ipv6.conf.default.accept_dad=0").CombinedOutput(); err != nil {
+				n.t.Fatalf("sysctl in %s: %v: %s", h, err, out)
+			}
+		}
 		n.ip("link", "add", "eth0", "netns", h, "type", "veth", "peer", "name", port, "netns", br)
-		n.ip("-n", h, "addr", "add", fmt.Sprintf("10.231.0.%d/24", i+1), "dev", "eth0")
+		if v6 {
+			n.ip("-n", h, "addr", "add", fmt.Sprintf("fd00:231::%d/64", i+1), "dev", "eth0", "nodad")
+		} else {
+			n.ip("-n", h, "addr", "add", fmt.Sprintf("10.231.0.%d/24", i+1), "dev", "eth0")
+		}
 		n.ip("-n", h, "link", "set", "eth0", "up")
 		n.ip("-n", br, "link", "set", port, "master", "br0")
 		n.ip("-n", br, "link", "set", port, "up")
@@ -123,5 +141,29 @@ func TestMDNSFindsPeersInNamespaces(t *testing.T) {
 	}
 	for _, d := range daemons[:2] {
 		d.expectLine(t, 10*time.Second, "left "+gone.id.String())
+	}
+}
+
+// TestIPv6OnlyLAN: two peers on a LAN with IPv6 only, with the default
+// listen addresses (which include IPv6), find each other by mDNS and ask
+// each other's echo actor.
+func TestIPv6OnlyLAN(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds the binary and creates network namespaces")
+	}
+	hosts := newNetns(t).lan6(2)
+	a := startDaemonIn(t, hosts[0], "-mesh", "six")
+	b := startDaemonIn(t, hosts[1], "-mesh", "six")
+	a.expectLine(t, 20*time.Second, "joined "+b.id.String(), "(echo ")
+	b.expectLine(t, 20*time.Second, "joined "+a.id.String(), "(echo ")
+	if !slices.ContainsFunc(a.addrs, func(m ma.Multiaddr) bool { return strings.HasPrefix(m.String(), "/ip6/fd00:231::1/") }) {
+		t.Fatalf("a does not listen on its IPv6 address: %v", a.addrs)
+	}
+	out, err := exec.Command("ip", "netns", "exec", hosts[0], troupeBinary(t), "peers", "--json", "-home", a.home).Output()
+	if err != nil {
+		t.Fatalf("troupe peers: %v", err)
+	}
+	if !strings.Contains(string(out), `"/ip6/fd00:231::2/`) {
+		t.Fatalf("a's connection to b is not over IPv6: %s", out)
 	}
 }

@@ -50,9 +50,16 @@ type config struct {
 	listenSet   bool // listen came from WithListenAddrs
 }
 
+// DefaultListenAddrs returns the addresses a node listens on unless
+// WithListenAddrs says otherwise: TCP and QUIC on every IPv4 and IPv6
+// interface, on ephemeral ports.
+func DefaultListenAddrs() []string {
+	return []string{"/ip4/0.0.0.0/tcp/0", "/ip4/0.0.0.0/udp/0/quic-v1", "/ip6/::/tcp/0", "/ip6/::/udp/0/quic-v1"}
+}
+
 func defaultConfig() config {
 	return config{
-		listen:    []string{"/ip4/0.0.0.0/tcp/0", "/ip4/0.0.0.0/udp/0/quic-v1"},
+		listen:    DefaultListenAddrs(),
 		logger:    slog.Default(),
 		maxFrame:  codec.DefaultMaxFrame,
 		linkQueue: 64 << 10,
@@ -120,8 +127,8 @@ func WithKeyFile(path string) Option {
 	}
 }
 
-// WithListenAddrs sets the multiaddrs to listen on (default TCP and QUIC on
-// all interfaces, ephemeral ports). Tests use /ip4/127.0.0.1/tcp/0.
+// WithListenAddrs sets the multiaddrs to listen on (default
+// DefaultListenAddrs). Tests use /ip4/127.0.0.1/tcp/0.
 func WithListenAddrs(addrs ...string) Option {
 	return func(c *config) error { c.listen, c.listenSet = slices.Clone(addrs), true; return nil }
 }

@@ -102,7 +102,7 @@ func (l ConfigLimits) peerLimits() (peer.Limits, string) {
 // bootstrap peers, no port mapping.
 func DefaultConfig() Config {
 	return Config{
-		Listen:    []string{"/ip4/0.0.0.0/tcp/0", "/ip4/0.0.0.0/udp/0/quic-v1"},
+		Listen:    peer.DefaultListenAddrs(),
 		Mesh:      "default",
 		Bootstrap: []string{},
 		MDNS:      true,
