@@ -132,9 +132,7 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 	if cfg.natPortMap {
 		hopts = append(hopts, libp2p.NATPortMap())
 	}
-	if !cfg.relay {
-		hopts = append(hopts, libp2p.DisableRelay())
-	}
+	hopts = append(hopts, relayOptions(cfg)...)
 	h, err := libp2p.New(hopts...)
 	if err != nil {
 		_ = rm.Close() // libp2p closes it only once a host exists

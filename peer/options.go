@@ -3,11 +3,13 @@ package peer
 import (
 	"errors"
 	"fmt"
-	"github.com/prometheus/client_golang/prometheus"
 	"log/slog"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/libp2p/go-libp2p"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/libp2p/go-libp2p/core/crypto"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
@@ -21,33 +23,38 @@ import (
 type Option func(*config) error
 
 type config struct {
-	prom        prometheus.Registerer // nil: no metrics registered
-	key         crypto.PrivKey
-	keyFile     string
-	listen      []string
-	psk         pnet.PSK
-	allow       []libp2ppeer.ID
-	natPortMap  bool
-	relay       bool
-	logger      *slog.Logger
-	actorOpts   []actor.Option
-	registry    *codec.Registry
-	maxFrame    int
-	linkQueue   int
-	peerBudget  int64
-	spawnPolicy SpawnPolicy
-	spawnQuota  int
-	mesh        string
-	mdns        bool
-	dht         bool
-	dhtClient   bool
-	groups      bool
-	adTick      time.Duration
-	findEvery   time.Duration
-	adTTL       time.Duration
-	bootstrap   []libp2ppeer.AddrInfo
-	limits      Limits
-	listenSet   bool // listen came from WithListenAddrs
+	prom       prometheus.Registerer // nil: no metrics registered
+	key        crypto.PrivKey
+	keyFile    string
+	listen     []string
+	psk        pnet.PSK
+	allow      []libp2ppeer.ID
+	natPortMap bool
+	relay      bool
+	// relayService, relays: see relay.go. hostOpts are libp2p options
+	// tests add (a reachability forced, say).
+	relayService bool
+	relays       []libp2ppeer.AddrInfo
+	hostOpts     []libp2p.Option
+	logger       *slog.Logger
+	actorOpts    []actor.Option
+	registry     *codec.Registry
+	maxFrame     int
+	linkQueue    int
+	peerBudget   int64
+	spawnPolicy  SpawnPolicy
+	spawnQuota   int
+	mesh         string
+	mdns         bool
+	dht          bool
+	dhtClient    bool
+	groups       bool
+	adTick       time.Duration
+	findEvery    time.Duration
+	adTTL        time.Duration
+	bootstrap    []libp2ppeer.AddrInfo
+	limits       Limits
+	listenSet    bool // listen came from WithListenAddrs
 }
 
 // DefaultListenAddrs returns the addresses a node listens on unless
@@ -164,7 +171,8 @@ func WithAllowlist(ids ...libp2ppeer.ID) Option {
 // WithNATPortMap turns UPnP/NAT-PMP port mapping on (default off).
 func WithNATPortMap(on bool) Option { return func(c *config) error { c.natPortMap = on; return nil } }
 
-// WithRelay lets the node use circuit relays (default off).
+// WithRelay lets the node dial through circuit relays, and be dialed
+// through them (default off; WithRelays and WithRelayService turn it on).
 func WithRelay(on bool) Option { return func(c *config) error { c.relay = on; return nil } }
 
 // WithLogger sets the logger (default slog.Default()).

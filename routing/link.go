@@ -249,6 +249,9 @@ func (l *link) fail(m *outMsg, reason error) {
 func (l *link) open(protos ...protocol.ID) (network.Stream, *progressWriter, *codec.FrameWriter, error) {
 	ctx, cancel := context.WithTimeout(l.r.ctx, 10*time.Second)
 	defer cancel()
+	// A relayed connection carries actor traffic too (its limits cut a
+	// stream as a broken one: the loss is declared).
+	ctx = network.WithAllowLimitedConn(ctx, "troupe link")
 	s, err := l.r.h.NewStream(ctx, l.peer, protos...)
 	if err != nil {
 		return nil, nil, nil, err

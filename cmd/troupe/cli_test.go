@@ -138,6 +138,7 @@ func TestBadConfigNamesTheField(t *testing.T) {
 		{`{"allowlist": ["bob"]}`, "allowlist"},
 		{`{"log_level": "loud"}`, "log_level"},
 		{`{"log_format": "xml"}`, "log_format"},
+		{`{"relays": ["/ip4/127.0.0.1/tcp/1"]}`, "relays"},
 		{`{"metrics": "9090"}`, "metrics"},
 		{`{"metrics": "127.0.0.1:99999"}`, "metrics"},
 		{`{"metrics": "127.0.0.1:http"}`, "metrics"},

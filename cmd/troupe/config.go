@@ -53,6 +53,12 @@ type Config struct {
 	Metrics string `json:"metrics"`
 	// NATPortMap asks the router for a port mapping (UPnP / NAT-PMP).
 	NATPortMap bool `json:"nat_port_map"`
+	// RelayService makes this peer a circuit relay and AutoNAT server
+	// for the others (run it on a reachable machine).
+	RelayService bool `json:"relay_service"`
+	// Relays are the relays (multiaddrs with /p2p/) this peer reserves a
+	// slot on when it is not reachable; hole punching is on with them.
+	Relays []string `json:"relays"`
 	// Limits caps the peer's libp2p resources; 0 keeps libp2p's default,
 	// scaled to the machine.
 	Limits ConfigLimits `json:"limits"`
@@ -108,6 +114,7 @@ func DefaultConfig() Config {
 		MDNS:      true,
 		DHT:       "client",
 		Allowlist: []string{},
+		Relays:    []string{},
 		LogLevel:  "info",
 		LogFormat: "text",
 	}
@@ -214,6 +221,11 @@ func (c *Config) validate() error {
 			return configError("bootstrap", "%v", err)
 		}
 	}
+	for _, r := range c.Relays {
+		if _, err := parsePeerAddr(r); err != nil {
+			return configError("relays", "%v", err)
+		}
+	}
 	switch c.DHT {
 	case "client", "server", "off":
 	default:
@@ -292,6 +304,11 @@ func (c *Config) peerOptions(home string) ([]peer.Option, error) {
 		peer.WithMDNS(c.MDNS),
 		peer.WithGroups(true),
 		peer.WithNATPortMap(c.NATPortMap),
+		peer.WithRelayService(c.RelayService),
+	}
+	for _, r := range c.Relays {
+		ai, _ := parsePeerAddr(r)
+		opts = append(opts, peer.WithRelays(ai))
 	}
 	if l, _ := c.Limits.peerLimits(); l != (peer.Limits{}) {
 		opts = append(opts, peer.WithLimits(l))

@@ -33,7 +33,7 @@ type daemonFlags struct {
 	home                               *string
 	listen, connect, bootstrp          listFlag
 	logLevel, logFormat, mesh, metrics *string
-	mdns                               *bool
+	mdns, relayService                 *bool
 }
 
 func daemon(args []string, stdout, stderr io.Writer) int {
@@ -45,6 +45,7 @@ func daemon(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&f.bootstrp, "bootstrap", "multiaddr with /p2p/ of a DHT bootstrap peer (repeatable; added to config bootstrap)")
 	f.logLevel = fs.String("log-level", "", "debug, info, warn or error (config log_level)")
 	f.logFormat = fs.String("log-format", "", "text or json (config log_format)")
+	f.relayService = fs.Bool("relay-service", false, "serve as a circuit relay and AutoNAT server for the mesh (config relay_service)")
 	f.mdns = fs.Bool("mdns", true, "find peers of the same mesh on the LAN by multicast DNS (config mdns)")
 	f.mesh = fs.String("mesh", "", "mesh name: peers find each other per mesh, a-z, 0-9, '-' (config mesh)")
 	f.metrics = fs.String("metrics", "", "serve Prometheus metrics at http://HOST:PORT/metrics (config metrics)")
@@ -138,6 +139,8 @@ func (f *daemonFlags) apply(fs *cmdFlags, cfg *Config) error {
 			cfg.Mesh = *f.mesh
 		case "metrics":
 			cfg.Metrics = *f.metrics
+		case "relay-service":
+			cfg.RelayService = *f.relayService
 		}
 	})
 	return cfg.validate()
