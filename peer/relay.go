@@ -3,6 +3,7 @@ package peer
 import (
 	"github.com/libp2p/go-libp2p"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
 )
 
 // Beyond the LAN: circuit relays (v2) let a node behind a NAT be reached
@@ -42,4 +43,16 @@ func relayOptions(cfg config) []libp2p.Option {
 		o = append(o, libp2p.DisableRelay())
 	}
 	return append(o, cfg.hostOpts...)
+}
+
+// Relayed reports whether the node is connected to peer id through
+// relays only (no direct connection).
+func (n *Node) Relayed(id libp2ppeer.ID) bool {
+	conns := n.host.Network().ConnsToPeer(id)
+	for _, c := range conns {
+		if _, err := c.RemoteMultiaddr().ValueForProtocol(ma.P_CIRCUIT); err != nil && !c.Stat().Limited {
+			return false
+		}
+	}
+	return len(conns) > 0
 }

@@ -54,8 +54,8 @@ func TestAskThroughARelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	conns := caller.Host().Network().ConnsToPeer(hidden.ID())
-	if len(conns) != 1 || !conns[0].Stat().Limited {
-		t.Fatalf("connections %v: want one, relayed", conns)
+	if len(conns) != 1 || !conns[0].Stat().Limited || !caller.Relayed(hidden.ID()) || caller.Relayed(relay.ID()) {
+		t.Fatalf("connections %v: want one, relayed (and the relay's direct)", conns)
 	}
 	ref, _ := Ref(hidden.ID(), "echo")
 	reply, err := actor.AskAs[string](ctx, caller.System(), ref, "through the relay")

@@ -120,6 +120,9 @@ func peersCmd(args []string, stdout, stderr io.Writer) int {
 			if p.LatencyMS > 0 {
 				line += fmt.Sprintf(" %.3fms", p.LatencyMS)
 			}
+			if p.Relayed {
+				line += " relayed"
+			}
 			if len(p.Actors) > 0 {
 				line += " actors=" + clean(strings.Join(p.Actors, ","))
 			}

@@ -32,6 +32,7 @@ type peerInfo struct {
 	ID        string   `json:"id"`
 	Addrs     []string `json:"addrs"`
 	LatencyMS float64  `json:"latency_ms,omitempty"`
+	Relayed   bool     `json:"relayed,omitempty"` // through relays only, no direct connection
 	Actors    []string `json:"actors,omitempty"`
 	Groups    []string `json:"groups,omitempty"`
 }
@@ -117,7 +118,7 @@ func (d *runningDaemon) peers() []peerInfo {
 	h := d.node.Host()
 	out := []peerInfo{}
 	for _, id := range d.node.Peers() {
-		p := peerInfo{ID: id.String(), Addrs: []string{}}
+		p := peerInfo{ID: id.String(), Addrs: []string{}, Relayed: d.node.Relayed(id)}
 		for _, c := range h.Network().ConnsToPeer(id) {
 			p.Addrs = append(p.Addrs, c.RemoteMultiaddr().String())
 		}
