@@ -61,11 +61,7 @@ func TestMailboxLimit(t *testing.T) {
 		t.Fatalf("%d overflows, want 2", n)
 	}
 	s.Send(gate, "stop") // the Down is not refused: the actor then handles a and b
-	for _, want := range []any{"a", "b"} {
-		if m := recv(t, got); m != want {
-			t.Fatalf("got %v, want %v", m, want)
-		}
-	}
+	expectInOrder(t, got, "a", "b")
 	// The count of the message just handled may not be back yet: one
 	// message at a time always finds room.
 	for _, want := range []any{"e", "f", "g"} {
@@ -76,6 +72,28 @@ func TestMailboxLimit(t *testing.T) {
 	}
 	if n := s.MailboxOverflows(); n != 2 {
 		t.Fatalf("%d overflows after handling, want still 2", n)
+	}
+}
+
+// expectInOrder receives len(want) messages from got and fails unless
+// they are want, in order.
+func expectInOrder(t *testing.T, got <-chan any, want ...any) {
+	t.Helper()
+	for _, w := range want {
+		if m := recv(t, got); m != w {
+			t.Fatalf("got %v, want %v", m, w)
+		}
+	}
+}
+
+// noDeadLetter fails when dead holds a dead letter already (why: what
+// that would mean).
+func noDeadLetter(t *testing.T, dead <-chan DeadLetter, why string) {
+	t.Helper()
+	select {
+	case d := <-dead:
+		t.Fatalf("dead letter %+v: %s", d, why)
+	default:
 	}
 }
 
@@ -149,20 +167,12 @@ func TestRemoteBacklog(t *testing.T) {
 	}
 	s.Send(ref, "local") // not charged, not refused
 	s.Send(gate, "stop")
-	for _, want := range []any{"a", "b", "local"} {
-		if m := recv(t, got); m != want {
-			t.Fatalf("got %v, want %v", m, want)
-		}
-	}
+	expectInOrder(t, got, "a", "b", "local")
 	// Room again: a run of two is taken whole.
 	in.Add(&Envelope{To: ref, From: far, Msg: "d", Size: 100})
 	in.Add(&Envelope{To: ref, From: far, Msg: "e", Size: 100})
 	in.Close()
-	for _, want := range []any{"d", "e"} {
-		if m := recv(t, got); m != want {
-			t.Fatalf("got %v, want %v", m, want)
-		}
-	}
+	expectInOrder(t, got, "d", "e")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := credit.WaitLow(ctx); err != nil { // low is 0
@@ -206,22 +216,14 @@ func TestSavedMessagesKeepTheirLimitCount(t *testing.T) {
 	in.Add(&Envelope{To: ref, From: mustRef(t, "them/x"), Msg: "b"})
 	in.Close()
 	s.Send(gate, "stop")
-	for _, want := range []any{"a", "b"} {
-		if m := recv(t, got); m != want {
-			t.Fatalf("got %v, want %v", m, want)
-		}
-	}
+	expectInOrder(t, got, "a", "b")
 	for _, want := range []any{"c", "d"} { // one at a time: see TestMailboxLimit
 		s.Send(ref, want)
 		if m := recv(t, got); m != want {
 			t.Fatalf("got %v, want %v", m, want)
 		}
 	}
-	select {
-	case d := <-dead:
-		t.Fatalf("dead letter %+v: the handled messages still counted", d)
-	default:
-	}
+	noDeadLetter(t, dead, "the handled messages still counted")
 }
 
 // TestFlushPanicHandsNothingOverTwice: a hook that panics in Flush (the
@@ -298,16 +300,8 @@ func TestRemoteBacklogIsPerPeer(t *testing.T) {
 	in.Add(&Envelope{To: ref, From: mustRef(t, "others/y"), Msg: "x", Size: 200})
 	in.Close()
 	s.Send(gate, "stop")
-	for _, want := range []any{"a", "b", "x"} {
-		if m := recv(t, got); m != want {
-			t.Fatalf("got %v, want %v", m, want)
-		}
-	}
-	select {
-	case d := <-dead:
-		t.Fatalf("dead letter %+v: the other peer's message was refused", d)
-	default:
-	}
+	expectInOrder(t, got, "a", "b", "x")
+	noDeadLetter(t, dead, "the other peer's message was refused")
 }
 
 // TestShedSaved: ShedSaved drops the saved messages charged to one
