@@ -73,15 +73,17 @@ func TestCLIThroughControlSocket(t *testing.T) {
 		t.Fatalf("control socket: %v %v", err, fi)
 	}
 	var id struct {
-		ID    string   `json:"id"`
-		Addrs []string `json:"addrs"`
-		Mesh  string   `json:"mesh"`
+		ID           string   `json:"id"`
+		Addrs        []string `json:"addrs"`
+		Mesh         string   `json:"mesh"`
+		Reachability string   `json:"reachability"`
 	}
 	cliJSON(t, a.home, &id, "id")
-	if id.ID != aID || id.Mesh != "default" || len(id.Addrs) == 0 || !strings.HasPrefix(id.Addrs[0], "/ip4/127.0.0.1/tcp/") {
+	if id.ID != aID || id.Mesh != "default" || len(id.Addrs) == 0 || !strings.HasPrefix(id.Addrs[0], "/ip4/127.0.0.1/tcp/") ||
+		(id.Reachability != "unknown" && id.Reachability != "private" && id.Reachability != "public") {
 		t.Fatalf("id: %+v", id)
 	}
-	if out := cliOK(t, a.home, "id"); !strings.Contains(out, "peer "+aID) {
+	if out := cliOK(t, a.home, "id"); !strings.Contains(out, "peer "+aID) || !strings.Contains(out, "\nreachability ") {
 		t.Fatalf("id: %q", out)
 	}
 

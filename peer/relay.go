@@ -2,6 +2,7 @@ package peer
 
 import (
 	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 )
@@ -55,4 +56,13 @@ func (n *Node) Relayed(id libp2ppeer.ID) bool {
 		}
 	}
 	return len(conns) > 0
+}
+
+// Reachability is what the node learned of whether others can dial it
+// (AutoNAT): public, private, or unknown until it learns.
+func (n *Node) Reachability() network.Reachability {
+	if h, ok := n.host.(interface{ Reachability() network.Reachability }); ok {
+		return h.Reachability()
+	}
+	return network.ReachabilityUnknown
 }

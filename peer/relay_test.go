@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p"
+	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/client"
 	ma "github.com/multiformats/go-multiaddr"
@@ -56,6 +57,12 @@ func TestAskThroughARelay(t *testing.T) {
 	conns := caller.Host().Network().ConnsToPeer(hidden.ID())
 	if len(conns) != 1 || !conns[0].Stat().Limited || !caller.Relayed(hidden.ID()) || caller.Relayed(relay.ID()) {
 		t.Fatalf("connections %v: want one, relayed (and the relay's direct)", conns)
+	}
+	for relay.Reachability() != network.ReachabilityPublic || hidden.Reachability() != network.ReachabilityPrivate {
+		if ctx.Err() != nil { // no event tells of the host's own record
+			t.Fatalf("reachability: relay %v, hidden %v; want public and private", relay.Reachability(), hidden.Reachability())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	ref, _ := Ref(hidden.ID(), "echo")
 	reply, err := actor.AskAs[string](ctx, caller.System(), ref, "through the relay")

@@ -94,7 +94,7 @@ func idCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	var r idResult
 	return f.request("id", request{Cmd: "id"}, &r, stdout, stderr, func() {
-		fmt.Fprintf(stdout, "peer %s\nmesh %s\nversion %s\n", r.ID, r.Mesh, r.Version)
+		fmt.Fprintf(stdout, "peer %s\nmesh %s\nversion %s\nreachability %s\n", r.ID, r.Mesh, r.Version, r.Reachability)
 		for _, a := range r.Addrs {
 			fmt.Fprintf(stdout, "listen %s\n", a)
 		}

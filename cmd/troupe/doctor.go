@@ -48,7 +48,8 @@ type doctorDaemon struct {
 	ID           string       `json:"id"`
 	Mesh         string       `json:"mesh"` // its own: -mesh may differ from config.json
 	Addrs        []string     `json:"addrs"`
-	Public       bool         `json:"public"` // it listens on a public address
+	Public       bool         `json:"public"`       // it listens on a public address
+	Reachability string       `json:"reachability"` // public, private or unknown (AutoNAT)
 	Peers        int          `json:"peers"`
 	DialFailures []dialReport `json:"dial_failures"`
 }
@@ -69,7 +70,7 @@ type mdnsProbe struct {
 
 // doctorInfo answers the "doctor" control request.
 func (d *runningDaemon) doctorInfo() doctorDaemon {
-	r := doctorDaemon{ID: d.node.ID().String(), Mesh: d.cfg.Mesh, Addrs: []string{}, Peers: len(d.node.Peers()), DialFailures: []dialReport{}}
+	r := doctorDaemon{ID: d.node.ID().String(), Mesh: d.cfg.Mesh, Reachability: strings.ToLower(d.node.Reachability().String()), Addrs: []string{}, Peers: len(d.node.Peers()), DialFailures: []dialReport{}}
 	for _, a := range d.node.Addrs() {
 		r.Addrs = append(r.Addrs, a.String())
 		r.Public = r.Public || manet.IsPublicAddr(a)
@@ -229,7 +230,7 @@ func printDoctor(w io.Writer, r doctorReport) {
 		fmt.Fprintf(w, "multicast interface %s %s\n", i.Name, strings.Join(i.Addrs, " "))
 	}
 	if d := r.Daemon; d != nil {
-		fmt.Fprintf(w, "daemon %s, %d peers\n", d.ID, d.Peers)
+		fmt.Fprintf(w, "daemon %s, %d peers, reachability %s\n", d.ID, d.Peers, d.Reachability)
 		for _, a := range d.Addrs {
 			fmt.Fprintf(w, "listen %s\n", a)
 		}

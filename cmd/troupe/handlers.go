@@ -9,6 +9,7 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
@@ -21,11 +22,13 @@ import (
 // Results of the control requests, as JSON (also what --json prints).
 
 type idResult struct {
-	ID      string   `json:"id"`
-	Addrs   []string `json:"addrs"`
-	Mesh    string   `json:"mesh"`
-	Version string   `json:"version"`
-	Home    string   `json:"home"`
+	ID string `json:"id"`
+	// Reachability is public, private or unknown (AutoNAT).
+	Reachability string   `json:"reachability"`
+	Addrs        []string `json:"addrs"`
+	Mesh         string   `json:"mesh"`
+	Version      string   `json:"version"`
+	Home         string   `json:"home"`
 }
 
 type peerInfo struct {
@@ -100,7 +103,7 @@ func (d *runningDaemon) handle(ctx context.Context, req request, conn net.Conn) 
 }
 
 func (d *runningDaemon) id() idResult {
-	r := idResult{ID: d.node.ID().String(), Mesh: d.cfg.Mesh, Version: buildVersion(), Home: string(d.home), Addrs: []string{}}
+	r := idResult{ID: d.node.ID().String(), Reachability: strings.ToLower(d.node.Reachability().String()), Mesh: d.cfg.Mesh, Version: buildVersion(), Home: string(d.home), Addrs: []string{}}
 	for _, a := range d.node.Addrs() {
 		r.Addrs = append(r.Addrs, a.String())
 	}
