@@ -36,14 +36,14 @@ func (r *Router) handleStream(s network.Stream) {
 	if r.closed || len(r.inbound[key]) >= maxInboundStreams {
 		tooMany := !r.closed
 		r.mu.Unlock()
-		_ = s.Reset()
-		if tooMany {
+		if tooMany { // counted before the reset, which the peer sees
 			r.streamsReset.Add(1)
 			r.log.Warn("routing: refusing inbound stream: too many open", "peer", remote, "protocol", s.Protocol())
-			if !s.Conn().IsClosed() {
-				// What the peer wrote on it is lost: the peer declares it.
-				r.askLoss(remote, !key.ctl, "too many inbound streams")
-			}
+		}
+		_ = s.Reset()
+		if tooMany && !s.Conn().IsClosed() {
+			// What the peer wrote on it is lost: the peer declares it.
+			r.askLoss(remote, !key.ctl, "too many inbound streams")
 		}
 		return
 	}
