@@ -76,7 +76,8 @@ type mailboxAcct struct {
 	// The bytes of user messages charged to each Credit (acctBytes),
 	// against the actor's backlog per peer: for the first Credit met
 	// (most actors hear from one peer), without a lock; for the others,
-	// in held.
+	// in held. A peer that reconnects gets a new Credit, which then goes
+	// to the map: correct, only slower.
 	first     atomic.Pointer[Credit]
 	firstHeld atomic.Int64
 	mu        sync.Mutex        // guards held
@@ -88,7 +89,10 @@ type mailboxAcct struct {
 // message, n is taken whenever nothing of cr's is held, however large
 // (its transport's maximum frame bounds it).
 func (a *mailboxAcct) hold(cr *Credit, n, backlog int64, one bool) bool {
-	if f := a.first.Load(); f == cr || f == nil && a.first.CompareAndSwap(nil, cr) {
+	if a.first.Load() == nil {
+		a.first.CompareAndSwap(nil, cr) // a racing hold may win, maybe for cr too
+	}
+	if a.first.Load() == cr {
 		if now := a.firstHeld.Add(n); now > backlog && (!one || now > n) {
 			a.firstHeld.Add(-n)
 			return false
@@ -240,7 +244,8 @@ func (p *Port) ShedSaved(cr *Credit) int {
 }
 
 // shed drops c's saved messages charged to cr and counted in its backlog
-// (see ShedSaved); what signals became (Down, Exit) stays.
+// (see ShedSaved); what signals became (Down, Exit) stays: those are
+// bounded by WithRemoteWatchLimit, not by the backlog.
 func (c *Context) shed(cr *Credit) {
 	a := c.acct.Load()
 	n := c.saved.takeAll()

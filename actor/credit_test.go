@@ -3,6 +3,8 @@ package actor
 import (
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -342,5 +344,75 @@ func TestShedSaved(t *testing.T) {
 	}
 	if n := s.MailboxOverflows(); n != 2 {
 		t.Fatalf("%d overflows, want 2", n)
+	}
+}
+
+// TestConcurrentFirstHolds: holds of one Credit that race for an actor's
+// first slot all count in the same place, so giving them back leaves
+// nothing held.
+func TestConcurrentFirstHolds(t *testing.T) {
+	cr := NewCredit(0)
+	for run := range 20000 {
+		var a mailboxAcct
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(func() { a.hold(cr, 10, 1<<20, true) })
+		}
+		wg.Wait()
+		a.unhold(cr, 10)
+		a.unhold(cr, 10)
+		if a.holds(cr) || a.firstHeld.Load() != 0 || len(a.held) != 0 {
+			t.Fatalf("run %d: %d in the first slot, %v in the map after giving all back", run, a.firstHeld.Load(), a.held)
+		}
+	}
+}
+
+// TestPanickingDeadLetterHook: a dead-letter hook that panics costs no
+// credit: shedding saved messages, or an actor stopping with messages in
+// its mailbox, still gives every byte back, and the actor that shed them
+// lives on.
+func TestPanickingDeadLetterHook(t *testing.T) {
+	var hooked atomic.Int32
+	s := newSys(t, WithPeer("me"), WithDeadLetterHook(func(DeadLetter) {
+		hooked.Add(1)
+		panic("hook")
+	}))
+	got := make(chan any, 8)
+	ref, gate := gated(t, s, got)
+	credit := NewCredit(0)
+	in := inboundFrom(s, credit)
+	for _, m := range []string{"a", "b", "c"} {
+		in.Add(&Envelope{To: ref, From: mustRef(t, "them/x"), Msg: m, Size: 100})
+	}
+	in.Close()
+	if k := s.Port().ShedSaved(credit); k != 1 {
+		t.Fatalf("ShedSaved asked %d actors, want 1", k)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := credit.WaitLow(ctx); err != nil {
+		t.Fatalf("held %d after the shed: %v", credit.Held(), err)
+	}
+	if n := hooked.Load(); n != 3 {
+		t.Fatalf("hook called %d times, want 3", n)
+	}
+	s.Send(gate, "stop")
+	s.Send(ref, "alive")
+	if m := recv(t, got); m != "alive" {
+		t.Fatalf("got %v, want alive", m)
+	}
+	// An actor that stops with messages from the peer in its mailbox.
+	block := make(chan struct{})
+	stuck := mustSpawn(t, s, "", func(c *Context) {
+		c.Receive(Any(func(any) { <-block; c.Stop() }))
+	})
+	in = inboundFrom(s, credit)
+	for _, m := range []string{"d", "e", "f", "g"} {
+		in.Add(&Envelope{To: stuck, From: mustRef(t, "them/x"), Msg: m, Size: 100})
+	}
+	in.Close()
+	close(block)
+	if err := credit.WaitLow(ctx); err != nil {
+		t.Fatalf("held %d after the actor stopped: %v", credit.Held(), err)
 	}
 }

@@ -97,7 +97,8 @@ func WithNamesChanged(f func()) Option {
 
 // WithDeadLetterHook sets a function called with every dead letter. It runs
 // on the goroutine that found the message undeliverable, often an event
-// loop: it must be quick and must not block.
+// loop: it must be quick and must not block. A panic in it is logged and
+// goes no further.
 func WithDeadLetterHook(f func(DeadLetter)) Option {
 	return func(c *config) error { c.deadLetter = f; return nil }
 }

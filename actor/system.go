@@ -398,11 +398,21 @@ func (s *System) undeliverable(to Ref, n *node, reason error) {
 	}
 }
 
+// deadLetter counts d and hands it to the WithDeadLetterHook hook. A
+// panic in the hook is logged and goes no further: its callers are
+// freeing nodes and giving back credit, which must not stop half-way.
 func (s *System) deadLetter(d DeadLetter) {
 	s.deadLetters.Add(1)
-	if f := s.cfg.deadLetter; f != nil {
-		f(d)
+	f := s.cfg.deadLetter
+	if f == nil {
+		return
 	}
+	defer func() {
+		if v := recover(); v != nil {
+			s.cfg.logger.Error("actor: dead-letter hook panicked", "panic", fmt.Sprint(v), "to", d.To.String())
+		}
+	}()
+	f(d)
 }
 
 func (s *System) actorGone() {

@@ -19,12 +19,15 @@ import (
 // budget (actor.WithRemoteBacklog refuses what it would hold of one peer
 // beyond a quarter of the default budget), so a peer's stream pauses only
 // when several of its targets fall behind together. The control stream
-// pauses only a quarter of the budget later: signals and replies, which
-// actors take at once, still reach a peer whose user stream waits. Actors
-// that saved messages may wait for ones behind the pause, which would
-// never come: a peer still paused after Config.PauseGrace has those
-// saved messages shed (actor.Port.ShedSaved), and is read again once
-// the actors hold half of its budget.
+// pauses only a quarter of the budget later: signals (links, monitors,
+// exits, downs) and failed-delivery notices still reach a peer whose
+// user stream waits; replies of user types travel on the user stream and
+// wait with it. Actors that saved messages may wait for ones behind the
+// pause, which would never come: a peer still paused after
+// Config.PauseGrace has those saved messages shed (actor.Port.ShedSaved),
+// and is read again once the actors hold half of its budget. A pause
+// that the libp2p scope caused while the peer holds less than half its
+// budget never waits, so it never sheds.
 
 // DefaultPeerBudget is the bytes of messages one peer may have delivered
 // to actors that have not handled them yet, unless Config.PeerBudget says
