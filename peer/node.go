@@ -286,6 +286,11 @@ func (n *Node) Router() *routing.Router { return n.router }
 // letters of full links, streams reset for bad input, and so on.
 func (n *Node) Stats() routing.Stats { return n.router.Stats() }
 
+// PeerStats returns, per connected peer exchanged with, the messages
+// written to and read from it since it connected, what waits to be
+// written and the bytes of its messages this node's actors hold.
+func (n *Node) PeerStats() []routing.PeerStats { return n.router.PeerStats() }
+
 // ErrRefused reports a connection that the remote peer closed right after
 // the handshake: its allowlist does not hold this peer. It is
 // discovery.ErrRefused, so discovery does not dial such a peer again.

@@ -367,6 +367,7 @@ func (in *inbound) flush() {
 	in.batchBytes = 0
 	if in.received > 0 {
 		in.r.received.Add(in.received)
+		in.r.countsOf(in.remote).received.Add(in.received)
 		in.received = 0
 	}
 }

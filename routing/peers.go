@@ -65,6 +65,7 @@ func (r *Router) peerGone(id libp2ppeer.ID, retries *retryRetire) {
 	delete(r.conns, id)
 	r.forgetLosses(id)
 	r.mu.Unlock()
+	r.counts.Delete(id)
 	r.peersDown.Add(1)
 	r.sys.PeerDown(id.String())
 	if _, busy := r.retire(id.String()); busy {

@@ -177,6 +177,7 @@ type Router struct {
 	refused, unknownTypes, readerPanics, paused, shed                          atomic.Uint64
 	undeliverable, peersDown, encodeErrors, hellos, writtenThrough             atomic.Uint64
 	streams                                                                    atomic.Uint64 // streams opened: numbers them in hellos
+	counts                                                                     sync.Map      // libp2ppeer.ID → *peerCounts (traffic.go)
 }
 
 var _ actor.Remote = (*Router)(nil)

@@ -192,7 +192,7 @@ func (l *link) putBatch(fw *codec.FrameWriter, batch []outMsg, scratch *[]byte, 
 		l.traffic.Store(true) // before any of it is written (see Router.asked)
 	}
 	sent := uint64(0)
-	defer func() { l.r.sent.Add(sent) }()
+	defer func() { l.counted(sent) }()
 	for len(batch) > 0 {
 		m := &batch[0]
 		batch = batch[1:]
@@ -241,8 +241,16 @@ func (l *link) idleFragment(fw *codec.FrameWriter, lg *largeOut, scratch *[]byte
 	if err != nil || !last {
 		return err
 	}
-	l.r.sent.Add(1)
+	l.counted(1)
 	return l.putBatch(fw, lg.complete(nil), scratch, true, lg)
+}
+
+// counted counts n messages written to the link's streams.
+func (l *link) counted(n uint64) {
+	if n > 0 {
+		l.r.sent.Add(n)
+		l.r.countsOf(l.peer).sent.Add(n)
+	}
 }
 
 // put encodes m into fw, encoding its body in scratch first, and reports
