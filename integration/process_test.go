@@ -64,6 +64,7 @@ type daemonProc struct {
 	cmd     *exec.Cmd
 	home    string // its TROUPE_HOME
 	metrics string // its metrics URL, when it serves them
+	ui      string // its mesh view's URL, when it serves it
 	id      libp2ppeer.ID
 	addr    ma.Multiaddr   // the first listen address
 	addrs   []ma.Multiaddr // all of them
@@ -154,6 +155,8 @@ func startDaemonHome(t *testing.T, home, ns string, args ...string) *daemonProc 
 				d.addrs = append(d.addrs, a)
 			case len(f) == 2 && f[0] == "metrics":
 				d.metrics = f[1]
+			case len(f) == 2 && f[0] == "ui":
+				d.ui = f[1]
 			case line == "ready":
 				isReady = true
 				ready <- nil

@@ -46,6 +46,10 @@ func TestEveryBadArgumentExitsTwoWithOneLine(t *testing.T) {
 		{"daemon", "-listen", "not-a-multiaddr"},
 		{"daemon", "-metrics", "nocolon"},
 		{"daemon", "-metrics", "127.0.0.1:99999"},
+		{"daemon", "-ui", "0.0.0.0:8080"},
+		{"daemon", "-ui", "nocolon"},
+		{"top", "extra"},
+		{"top", "-n", "-1"},
 		{"id", "extra"},
 		{"id", "-json=maybe"},
 		{"peers", "extra"},
@@ -83,7 +87,7 @@ func TestEveryBadArgumentExitsTwoWithOneLine(t *testing.T) {
 }
 
 func TestHelpEverywhere(t *testing.T) {
-	for _, cmd := range []string{"init", "daemon", "id", "peers", "actors", "send", "ask", "ping", "chat", "demo"} {
+	for _, cmd := range []string{"init", "daemon", "id", "peers", "top", "actors", "send", "ask", "ping", "chat", "demo"} {
 		code, _, errOut := runCLI(t, cmd, "-h")
 		if code != 0 || !strings.Contains(errOut, "usage: troupe "+cmd) || !strings.Contains(errOut, "-home") && cmd != "demo" {
 			t.Fatalf("%s -h: exit %d, %q", cmd, code, errOut)

@@ -51,6 +51,9 @@ type Config struct {
 	// Metrics is a host:port where Prometheus metrics are served at
 	// /metrics; empty for none.
 	Metrics string `json:"metrics"`
+	// UI is a loopback host:port where the live mesh view is served (a
+	// web page and its HTTP/JSON API); empty for none.
+	UI string `json:"ui"`
 	// NATPortMap asks the router for a port mapping (UPnP / NAT-PMP).
 	NATPortMap bool `json:"nat_port_map"`
 	// RelayService makes this peer a circuit relay and AutoNAT server
@@ -249,6 +252,11 @@ func (c *Config) validate() error {
 		}
 		if _, err := strconv.ParseUint(port, 10, 16); err != nil {
 			return configError("metrics", "%q: the port must be a number from 0 to 65535", c.Metrics)
+		}
+	}
+	if c.UI != "" {
+		if err := checkUIAddr(c.UI); err != nil {
+			return configError("ui", "%q: %v", c.UI, err)
 		}
 	}
 	if _, bad := c.Limits.peerLimits(); bad != "" {

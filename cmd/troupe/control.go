@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"sync"
 	"syscall"
@@ -17,7 +18,9 @@ import (
 
 // The control socket: the CLI sends one JSON request line to the daemon's
 // Unix socket and reads one JSON response line. A chat request turns the
-// connection into a line stream after the response.
+// connection into a line stream after the response. A connection that
+// starts with anything but '{' speaks HTTP to the mesh view's API
+// (control_http.go).
 
 // request is one CLI request to the daemon.
 type request struct {
@@ -30,6 +33,7 @@ type request struct {
 	Count   int             `json:"count,omitempty"`
 	Nick    string          `json:"nick,omitempty"`
 	Room    string          `json:"room,omitempty"`
+	After   time.Time       `json:"after,omitzero"` // mesh: a sample newer than this
 }
 
 // response is the daemon's answer: a result or an error.
@@ -55,6 +59,7 @@ type handler func(ctx context.Context, req request, conn net.Conn) (result any, 
 type controlServer struct {
 	ln     net.Listener
 	handle handler
+	web    http.Handler // answers HTTP connections; nil: none
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -64,9 +69,10 @@ type controlServer struct {
 	conns map[net.Conn]bool // true: a session (chat) that ends by itself
 }
 
-// listenControl creates the socket at path with mode 0600. The caller holds
-// the home's lock, so a socket file already there is stale and removed.
-func listenControl(path string, h handler) (*controlServer, error) {
+// listenControl creates the socket at path with mode 0600, serving h, and
+// web to HTTP clients. The caller holds the home's lock, so a socket file
+// already there is stale and removed.
+func listenControl(path string, h handler, web http.Handler) (*controlServer, error) {
 	if len(path) > 100 {
 		return nil, fmt.Errorf("control socket path %s is too long for a Unix socket; use a shorter home", path)
 	}
@@ -86,7 +92,7 @@ func listenControl(path string, h handler) (*controlServer, error) {
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &controlServer{ln: ln, handle: h, ctx: ctx, cancel: cancel, sem: make(chan struct{}, maxControlConns), conns: map[net.Conn]bool{}}
+	s := &controlServer{ln: ln, handle: h, web: web, ctx: ctx, cancel: cancel, sem: make(chan struct{}, maxControlConns), conns: map[net.Conn]bool{}}
 	s.wg.Add(1)
 	go s.accept()
 	return s, nil
@@ -140,6 +146,10 @@ func (s *controlServer) accept() {
 func (s *controlServer) serve(conn net.Conn) {
 	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	r := bufio.NewReader(conn)
+	if b, err := r.Peek(1); err == nil && b[0] != '{' && s.web != nil {
+		s.serveHTTP(conn, r)
+		return
+	}
 	line, err := readLimitedLine(r, maxRequest)
 	if err != nil {
 		writeResponse(conn, nil, fmt.Errorf("bad request: %w", err))

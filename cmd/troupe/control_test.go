@@ -23,7 +23,7 @@ func testControl(t *testing.T) (home, *controlServer) {
 			return idResult{ID: "me"}, nil, nil
 		}
 		return nil, nil, errors.New("no such request")
-	})
+	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestControlSocketReplacesStaleSocketAndCloses(t *testing.T) {
 	}
 	s, err := listenControl(h.socket(), func(context.Context, request, net.Conn) (any, func(), error) {
 		return struct{}{}, nil, nil
-	})
+	}, nil)
 	if err != nil {
 		t.Fatalf("stale file not replaced: %v", err)
 	}
@@ -101,7 +101,7 @@ func TestControlSocketReplacesStaleSocketAndCloses(t *testing.T) {
 	if _, err := dialDaemon(h); !errors.Is(err, errNoDaemon) {
 		t.Fatalf("after Close: %v", err)
 	}
-	if _, err := listenControl(filepath.Join(t.TempDir(), strings.Repeat("d", 120), "s"), nil); err == nil {
+	if _, err := listenControl(filepath.Join(t.TempDir(), strings.Repeat("d", 120), "s"), nil, nil); err == nil {
 		t.Fatal("a socket path over the Unix limit was accepted")
 	}
 }
@@ -122,7 +122,7 @@ func TestControlCloseLetsSessionsSayGoodbye(t *testing.T) {
 				time.Sleep(50 * time.Millisecond) // a goodbye that takes a while
 				_, _ = io.WriteString(conn, "the end\n")
 			}, nil
-		})
+		}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

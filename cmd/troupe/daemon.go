@@ -33,6 +33,7 @@ type daemonFlags struct {
 	home                               *string
 	listen, connect, bootstrp          listFlag
 	logLevel, logFormat, mesh, metrics *string
+	ui                                 *string
 	mdns, relayService                 *bool
 }
 
@@ -49,6 +50,7 @@ func daemon(args []string, stdout, stderr io.Writer) int {
 	f.mdns = fs.Bool("mdns", true, "find peers of the same mesh on the LAN by multicast DNS (config mdns)")
 	f.mesh = fs.String("mesh", "", "mesh name: peers find each other per mesh, a-z, 0-9, '-' (config mesh)")
 	f.metrics = fs.String("metrics", "", "serve Prometheus metrics at http://HOST:PORT/metrics (config metrics)")
+	f.ui = fs.String("ui", "", "serve the live mesh view at http://HOST:PORT/, HOST a loopback address (config ui)")
 	if _, ok, code := parseArgs(fs, args, 0, 0); !ok {
 		return code
 	}
@@ -89,6 +91,9 @@ func daemon(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(out, "control %s\n", h.socket())
 	if d.metrics != nil {
 		fmt.Fprintf(out, "metrics http://%s/metrics\n", d.metrics.Addr())
+	}
+	if d.ui != nil {
+		fmt.Fprintf(out, "ui http://%s/\n", d.ui.Addr())
 	}
 	for _, ai := range connect {
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -139,6 +144,8 @@ func (f *daemonFlags) apply(fs *cmdFlags, cfg *Config) error {
 			cfg.Mesh = *f.mesh
 		case "metrics":
 			cfg.Metrics = *f.metrics
+		case "ui":
+			cfg.UI = *f.ui
 		case "relay-service":
 			cfg.RelayService = *f.relayService
 		}
@@ -156,7 +163,10 @@ type runningDaemon struct {
 	started    time.Time
 	out        io.Writer
 	ctl        *controlServer
-	metrics    *metricsServer
+	metrics    *httpServer
+	ui         *httpServer
+	view       *meshHub
+	stopView   func()
 	stopEvents func()
 	// embeddedChat: this is a chat's own peer, which refuses chat requests.
 	embeddedChat bool
@@ -195,11 +205,17 @@ func startDaemon(ctx context.Context, h home, cfg Config, stderr, out io.Writer,
 	if err == nil {
 		d.stopEvents, err = reportPeers(node, out)
 	}
+	d.view = newMeshHub(d.sampleView)
+	d.stopView = d.view.start()
+	view := newViewHandler(d.view)
 	if err == nil {
-		d.ctl, err = listenControl(h.socket(), d.handle)
+		d.ctl, err = listenControl(h.socket(), d.handle, view)
 	}
 	if err == nil && cfg.Metrics != "" {
 		d.metrics, err = serveMetrics(cfg.Metrics, prom)
+	}
+	if err == nil && cfg.UI != "" {
+		d.ui, err = serveUI(cfg.UI, view)
 	}
 	if err != nil {
 		return nil, errors.Join(err, d.close(ctx))
@@ -207,7 +223,7 @@ func startDaemon(ctx context.Context, h home, cfg Config, stderr, out io.Writer,
 	return d, nil
 }
 
-// close stops the control socket, the metrics server and the node.
+// close stops the control socket, the HTTP servers and the node.
 func (d *runningDaemon) close(ctx context.Context) error {
 	if d.ctl != nil {
 		d.ctl.Close(ctx)
@@ -215,6 +231,12 @@ func (d *runningDaemon) close(ctx context.Context) error {
 	}
 	if d.metrics != nil {
 		d.metrics.Close()
+	}
+	if d.ui != nil {
+		d.ui.Close()
+	}
+	if d.stopView != nil {
+		d.stopView()
 	}
 	if d.stopEvents != nil {
 		d.stopEvents()

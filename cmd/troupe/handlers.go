@@ -96,6 +96,9 @@ func (d *runningDaemon) handle(ctx context.Context, req request, conn net.Conn) 
 		return r, nil, err
 	case "stop":
 		return d.requestStop()
+	case "mesh": // the latest sample of the mesh view (troupe top)
+		v, err := d.view.next(ctx, req.After)
+		return v, nil, err
 	case "doctor":
 		return d.doctorInfo(), nil, nil
 	}

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -14,44 +12,53 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// metricsServer serves /metrics over HTTP.
-type metricsServer struct {
+// httpServer is an HTTP server of the daemon's on a TCP address: the
+// metrics (-metrics) or the mesh view (-ui).
+type httpServer struct {
 	ln  net.Listener
 	srv *http.Server
 	wg  sync.WaitGroup
 }
 
-// serveMetrics listens on addr and serves what reg gathers (the node's
-// metrics, given to peer.WithPrometheus) plus the Go runtime's at
-// /metrics.
-func serveMetrics(addr string, reg *prometheus.Registry) (*metricsServer, error) {
-	if err := reg.Register(collectors.NewGoCollector()); err != nil {
-		return nil, err
-	}
+// serveHTTP listens on addr and serves h until Close.
+func serveHTTP(addr string, h http.Handler) (*httpServer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("metrics: %w", err)
+		return nil, err
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	m := &metricsServer{ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
-	m.wg.Add(1)
+	s := &httpServer{ln: ln, srv: &http.Server{
+		Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
+	}}
+	s.wg.Add(1)
 	go func() {
-		defer m.wg.Done()
-		if err := m.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			_ = err // the listener failed; Close still works
-		}
+		defer s.wg.Done()
+		_ = s.srv.Serve(ln) // returns at Close; a failed listener leaves Close working
 	}()
-	return m, nil
+	return s, nil
 }
 
 // Addr is the address the server listens on.
-func (m *metricsServer) Addr() net.Addr { return m.ln.Addr() }
+func (s *httpServer) Addr() net.Addr { return s.ln.Addr() }
 
-// Close stops the server and waits for it.
-func (m *metricsServer) Close() {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	_ = m.srv.Shutdown(ctx)
-	m.wg.Wait()
+// Close stops the server, ending open requests (event streams) at once,
+// and waits for it.
+func (s *httpServer) Close() {
+	_ = s.srv.Close()
+	s.wg.Wait()
+}
+
+// serveMetrics listens on addr and serves what reg gathers (the node's
+// metrics, given to peer.WithPrometheus) plus the Go runtime's at
+// /metrics.
+func serveMetrics(addr string, reg *prometheus.Registry) (*httpServer, error) {
+	if err := reg.Register(collectors.NewGoCollector()); err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	s, err := serveHTTP(addr, mux)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	return s, nil
 }

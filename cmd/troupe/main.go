@@ -32,6 +32,7 @@ commands:
   config    print the configuration: troupe config show
   id        print this peer's ID and addresses
   peers     list the connected peers
+  top       watch the peers, their message rates and link queues live
   actors    list the actors of this peer, or of PEER
   send      send a JSON message to an actor: troupe send PEER/NAME JSON
   ask       send a JSON message and print the reply: troupe ask PEER/NAME JSON
@@ -65,6 +66,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return idCmd(args[1:], stdout, stderr)
 	case "peers":
 		return peersCmd(args[1:], stdout, stderr)
+	case "top":
+		return topCmd(args[1:], stdin, stdout, stderr)
 	case "actors":
 		return actorsCmd(args[1:], stdout, stderr)
 	case "send":
@@ -107,7 +110,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 // commands are the names run takes, in usage's order.
-var commands = []string{"init", "daemon", "stop", "config", "id", "peers", "actors", "send", "ask", "ping", "doctor", "chat", "demo", "version", "completion", "help"}
+var commands = []string{"init", "daemon", "stop", "config", "id", "peers", "top", "actors", "send", "ask", "ping", "doctor", "chat", "demo", "version", "completion", "help"}
 
 // helpCmd is 'troupe help COMMAND': the command's help (its -h), on
 // stdout, as it was asked for.

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// The live mesh view over HTTP: the page (ui/, embedded), GET /api/mesh
+// (the latest meshView as JSON) and GET /api/events (server-sent events,
+// one "mesh" event per sample). The daemon serves it on -ui (loopback
+// only) and on its control socket (curl --unix-socket). It is read-only:
+// nothing here sends a message or changes the node.
+
+//go:embed ui
+var uiFiles embed.FS
+
+// maxViewWatchers caps the event streams served at once.
+const maxViewWatchers = 16
+
+// viewWriteTimeout bounds one write to an event stream: a client that
+// stopped reading is dropped, not waited for.
+const viewWriteTimeout = 5 * time.Second
+
+// newViewHandler returns the view's HTTP handler on hub.
+func newViewHandler(hub *meshHub) http.Handler {
+	static, _ := fs.Sub(uiFiles, "ui")
+	watchers := make(chan struct{}, maxViewWatchers)
+	mux := http.NewServeMux()
+	mux.Handle("GET /", http.FileServerFS(static))
+	mux.HandleFunc("GET /api/mesh", func(w http.ResponseWriter, r *http.Request) {
+		v, err := hub.next(r.Context(), time.Time{})
+		if err != nil {
+			return // the client went away
+		}
+		b, err := marshalJSON(v)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(append(b, '\n'))
+	})
+	mux.HandleFunc("GET /api/events", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case watchers <- struct{}{}:
+			defer func() { <-watchers }()
+		default:
+			http.Error(w, "too many event streams", http.StatusServiceUnavailable)
+			return
+		}
+		streamViews(w, r, hub)
+	})
+	return localOnly(mux)
+}
+
+// streamViews writes each new sample to w as a server-sent event until the
+// client goes away or a write takes longer than viewWriteTimeout.
+func streamViews(w http.ResponseWriter, r *http.Request, hub *meshHub) {
+	rc := http.NewResponseController(w)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	var after time.Time
+	for {
+		v, err := hub.next(r.Context(), after)
+		if err != nil {
+			return
+		}
+		after = v.Time
+		b, err := marshalJSON(v)
+		if err != nil {
+			return
+		}
+		_ = rc.SetWriteDeadline(time.Now().Add(viewWriteTimeout))
+		if _, err := fmt.Fprintf(w, "event: mesh\ndata: %s\n\n", b); err != nil {
+			return
+		}
+		if err := rc.Flush(); err != nil {
+			return
+		}
+	}
+}
+
+// localOnly refuses requests whose Host is not this machine (a web page
+// elsewhere that rebinds its name to 127.0.0.1 must not read the view)
+// and sets headers that keep the page to its own files.
+func localOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !isLocalHost(r.Host) {
+			http.Error(w, "the mesh view answers only to localhost", http.StatusForbidden)
+			return
+		}
+		h := w.Header()
+		h.Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; img-src 'self' data:")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "no-referrer")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// isLocalHost reports whether an HTTP Host header names this machine:
+// localhost or a loopback address, with any port.
+func isLocalHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// checkUIAddr checks that addr (host:port) listens on a loopback address
+// only: the view shows the mesh to whoever can reach it.
+func checkUIAddr(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if !isLocalHost(host) {
+		return fmt.Errorf("%s is not a loopback address: the view shows the mesh to whoever reaches it", host)
+	}
+	return nil
+}
+
+// serveUI listens on addr, which must be a loopback address, and serves
+// view (newViewHandler) until Close.
+func serveUI(addr string, view http.Handler) (*httpServer, error) {
+	if err := checkUIAddr(addr); err != nil {
+		return nil, fmt.Errorf("ui: %w", err)
+	}
+	s, err := serveHTTP(addr, view)
+	if err != nil {
+		return nil, fmt.Errorf("ui: %w", err)
+	}
+	return s, nil
+}

@@ -1,0 +1,127 @@
+// The live mesh view: renders each "mesh" event of /api/events (a sample
+// of the daemon's node, see cmd/troupe/meshview.go). Every text that
+// comes from the mesh (peer IDs, actor and group names, which other peers
+// choose) is set as textContent, never parsed as HTML.
+"use strict";
+
+const SVG = "http://www.w3.org/2000/svg";
+
+function fmtRate(r) {
+  if (r >= 1e6) return (r / 1e6).toFixed(1) + "M";
+  if (r >= 1e3) return (r / 1e3).toFixed(1) + "k";
+  return r >= 10 || r === 0 ? Math.round(r).toString() : r.toFixed(1);
+}
+
+function fmtBytes(n) {
+  if (n >= 1 << 20) return (n / (1 << 20)).toFixed(1) + " MiB";
+  if (n >= 1 << 10) return (n / (1 << 10)).toFixed(1) + " KiB";
+  return n + " B";
+}
+
+function short(id) { return "…" + id.slice(-6); }
+
+function setText(id, text) { document.getElementById(id).textContent = text; }
+
+function svgEl(name, attrs, text) {
+  const el = document.createElementNS(SVG, name);
+  for (const [k, v] of Object.entries(attrs)) el.setAttribute(k, String(v));
+  if (text !== undefined) el.textContent = text;
+  return el;
+}
+
+function cell(tr, text, cls) {
+  const td = document.createElement("td");
+  td.textContent = text;
+  if (cls) td.className = cls;
+  tr.appendChild(td);
+  return td;
+}
+
+function drawGraph(v) {
+  const g = document.getElementById("graph");
+  g.replaceChildren();
+  const cx = 300, cy = 210, r = 160;
+  const peers = v.peers || [];
+  const at = peers.map((p, i) => {
+    const a = (2 * Math.PI * i) / Math.max(peers.length, 1) - Math.PI / 2;
+    return [cx + r * Math.cos(a), cy + r * Math.sin(a)];
+  });
+  peers.forEach((p, i) => {
+    const [x, y] = at[i];
+    const rate = (p.sent_rate || 0) + (p.received_rate || 0);
+    g.appendChild(svgEl("line", {
+      class: "edge" + (p.relayed ? " relayed" : ""), "data-peer": p.id,
+      x1: cx, y1: cy, x2: x, y2: y, "stroke-width": 1 + Math.log2(1 + rate),
+    }));
+    g.appendChild(svgEl("text", {
+      class: "edge-label", x: (cx + x) / 2, y: (cy + y) / 2 - 4, "text-anchor": "middle",
+    }, "↑" + fmtRate(p.sent_rate || 0) + " ↓" + fmtRate(p.received_rate || 0) + "/s"));
+  });
+  const node = (x, y, label, sub, cls, id) => {
+    const n = svgEl("g", { class: "node" + cls, "data-peer": id });
+    n.appendChild(svgEl("circle", { cx: x, cy: y, r: 30 }));
+    n.appendChild(svgEl("text", { x: x, y: y - 2, "text-anchor": "middle" }, label));
+    n.appendChild(svgEl("text", { x: x, y: y + 12, "text-anchor": "middle" }, sub));
+    const title = svgEl("title", {}, id);
+    n.appendChild(title);
+    g.appendChild(n);
+  };
+  peers.forEach((p, i) => {
+    const rtt = p.latency_ms ? p.latency_ms.toFixed(1) + " ms" : "";
+    node(at[i][0], at[i][1], short(p.id), rtt, "", p.id);
+  });
+  node(cx, cy, short(v.self.id), "this peer", " self", v.self.id);
+}
+
+function drawTable(v) {
+  const body = document.querySelector("#peers tbody");
+  body.replaceChildren();
+  for (const p of v.peers || []) {
+    const tr = document.createElement("tr");
+    tr.dataset.peer = p.id;
+    cell(tr, p.id, "mono");
+    cell(tr, p.relayed ? "relayed" : "direct", p.relayed ? "relayed" : "");
+    cell(tr, p.latency_ms ? p.latency_ms.toFixed(1) + " ms" : "–", "num");
+    const out = cell(tr, fmtRate(p.sent_rate || 0), "num sent-rate");
+    out.dataset.value = String(p.sent_rate || 0);
+    const inn = cell(tr, fmtRate(p.received_rate || 0), "num received-rate");
+    inn.dataset.value = String(p.received_rate || 0);
+    cell(tr, String(p.queued || 0), "num");
+    cell(tr, fmtBytes(p.held_bytes || 0), "num");
+    cell(tr, (p.actors || []).join(" "), "mono");
+    cell(tr, (p.groups || []).join(" "), "mono");
+    body.appendChild(tr);
+  }
+  document.getElementById("no-peers").hidden = (v.peers || []).length > 0;
+}
+
+function render(v) {
+  setText("mesh", v.self.mesh);
+  setText("self-id", v.self.id);
+  setText("reach", v.self.reachability);
+  setText("sent-rate", fmtRate(v.sent_rate || 0));
+  setText("received-rate", fmtRate(v.received_rate || 0));
+  setText("dead", String(v.dead_letters || 0));
+  setText("dead-rate", fmtRate(v.dead_letter_rate || 0));
+  setText("peer-count", String((v.peers || []).length));
+  setText("actors", (v.actors || []).join(" "));
+  setText("groups", (v.groups || []).join(" ") || "none");
+  drawGraph(v);
+  drawTable(v);
+}
+
+function connect() {
+  const status = document.getElementById("status");
+  const es = new EventSource("api/events");
+  es.addEventListener("mesh", (e) => {
+    status.textContent = "live";
+    status.className = "";
+    render(JSON.parse(e.data));
+  });
+  es.onerror = () => {
+    status.textContent = "daemon unreachable, retrying";
+    status.className = "down";
+  };
+}
+
+connect();
