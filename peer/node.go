@@ -38,9 +38,10 @@ type Node struct {
 	groups *routing.Groups
 	dir    *discovery.Directory
 
-	behaviors behaviors
-	metrics   *nodeCollector // registered with cfg.prom; nil without WithPrometheus
-	dialFails dialFailures   // discovered peers that could not be dialed
+	behaviors   behaviors
+	metrics     *nodeCollector // registered with cfg.prom; nil without WithPrometheus
+	dialFails   dialFailures   // discovered peers that could not be dialed
+	holePunches *holePunches   // counted by libp2p's hole punching (relay.go)
 
 	found     event.Subscription // connectedness, for foundTag; nil without discovery
 	foundDone chan struct{}      // closed when watchFound returned
@@ -132,7 +133,8 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 	if cfg.natPortMap {
 		hopts = append(hopts, libp2p.NATPortMap())
 	}
-	hopts = append(hopts, relayOptions(cfg)...)
+	hp := new(holePunches)
+	hopts = append(hopts, relayOptions(cfg, hp)...)
 	h, err := libp2p.New(hopts...)
 	if err != nil {
 		_ = rm.Close() // libp2p closes it only once a host exists
@@ -202,7 +204,7 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		_ = h.Close()
 		return nil, err
 	}
-	n := &Node{cfg: cfg, host: h, sys: sys, router: r, reg: reg, groups: groups, closed: make(chan struct{})}
+	n := &Node{cfg: cfg, host: h, sys: sys, router: r, reg: reg, groups: groups, holePunches: hp, closed: make(chan struct{})}
 	if err := n.registerMetrics(); err != nil {
 		_ = n.Close(ctx)
 		return nil, err

@@ -1,9 +1,12 @@
 package peer
 
 import (
+	"sync/atomic"
+
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/protocol/holepunch"
 	ma "github.com/multiformats/go-multiaddr"
 )
 
@@ -16,8 +19,8 @@ import (
 // any broken stream does.
 
 // WithRelayService makes the node a circuit relay for other peers, and
-// an AutoNAT server that tells them whether they are reachable (default
-// off). libp2p runs the relay once it finds the node publicly reachable,
+// an AutoNAT (v1 and v2) server that tells them whether they are
+// reachable (default off). libp2p runs the relay once it finds the node publicly reachable,
 // with its default resources: 128 reservations (one per peer), 16
 // circuits, each at most 2 minutes and 128 KiB each way.
 func WithRelayService(on bool) Option {
@@ -26,24 +29,55 @@ func WithRelayService(on bool) Option {
 
 // WithRelays gives the relays the node reserves a slot on when it is not
 // publicly reachable (AutoRelay), so that others reach it through them,
-// and turns hole punching on.
+// and turns hole punching and AutoNAT v2 on.
 func WithRelays(relays ...libp2ppeer.AddrInfo) Option {
 	return func(c *config) error { c.relays = append(c.relays, relays...); return nil }
 }
 
-// relayOptions are the libp2p options of cfg's relay settings.
-func relayOptions(cfg config) []libp2p.Option {
+// relayOptions are the libp2p options of cfg's relay settings; hole
+// punches are counted in hp.
+func relayOptions(cfg config, hp *holePunches) []libp2p.Option {
 	var o []libp2p.Option
 	if cfg.relayService {
 		o = append(o, libp2p.EnableRelayService(), libp2p.EnableNATService())
 	}
+	if cfg.relayService || len(cfg.relays) > 0 {
+		// Beyond the LAN, AutoNAT v2 checks each address (v1, always on,
+		// gives the node's reachability). It runs a second, dial-back
+		// host: LAN-only nodes do without.
+		o = append(o, libp2p.EnableAutoNATv2())
+	}
 	if len(cfg.relays) > 0 {
-		o = append(o, libp2p.EnableAutoRelayWithStaticRelays(cfg.relays), libp2p.EnableHolePunching())
+		// Our tracer replaces libp2p's hole punching metrics: Troupe's
+		// troupe_hole_punches_total counts the same.
+		o = append(o, libp2p.EnableAutoRelayWithStaticRelays(cfg.relays), libp2p.EnableHolePunching(holepunch.WithTracer(hp)))
 	}
 	if !cfg.relay && !cfg.relayService && len(cfg.relays) == 0 {
 		o = append(o, libp2p.DisableRelay())
 	}
 	return append(o, cfg.hostOpts...)
+}
+
+// holePunches counts hole punches (DCUtR rounds, as either side) from
+// libp2p's hole punching tracer.
+type holePunches struct{ tried, succeeded atomic.Uint64 }
+
+// Trace implements holepunch.EventTracer.
+func (h *holePunches) Trace(e *holepunch.Event) {
+	if end, ok := e.Evt.(*holepunch.EndHolePunchEvt); ok {
+		h.tried.Add(1)
+		if end.Success {
+			h.succeeded.Add(1)
+		}
+	}
+}
+
+// HolePunches returns how many hole punches the node tried to turn a
+// relayed connection into a direct one, and how many succeeded (each
+// attempt of libp2p's DCUtR counts; it tries up to three times per
+// connection). Both stay 0 without WithRelays.
+func (n *Node) HolePunches() (tried, succeeded uint64) {
+	return n.holePunches.tried.Load(), n.holePunches.succeeded.Load()
 }
 
 // Relayed reports whether the node is connected to peer id through

@@ -49,6 +49,10 @@ func TestEveryBadArgumentExitsTwoWithOneLine(t *testing.T) {
 		{"daemon", "-ui", "0.0.0.0:8080"},
 		{"daemon", "-ui", "nocolon"},
 		{"top", "extra"},
+		{"connect"},
+		{"connect", "/ip4/127.0.0.1/tcp/1"},
+		{"connect", "/ip4/127.0.0.1/tcp/1/p2p/" + testPeer, "extra"},
+		{"connect", "-timeout", "0s", "/ip4/127.0.0.1/tcp/1/p2p/" + testPeer},
 		{"top", "-n", "-1"},
 		{"id", "extra"},
 		{"id", "-json=maybe"},
@@ -87,7 +91,7 @@ func TestEveryBadArgumentExitsTwoWithOneLine(t *testing.T) {
 }
 
 func TestHelpEverywhere(t *testing.T) {
-	for _, cmd := range []string{"init", "daemon", "id", "peers", "top", "actors", "send", "ask", "ping", "chat", "demo"} {
+	for _, cmd := range []string{"init", "daemon", "id", "peers", "top", "actors", "send", "ask", "ping", "connect", "chat", "demo"} {
 		code, _, errOut := runCLI(t, cmd, "-h")
 		if code != 0 || !strings.Contains(errOut, "usage: troupe "+cmd) || !strings.Contains(errOut, "-home") && cmd != "demo" {
 			t.Fatalf("%s -h: exit %d, %q", cmd, code, errOut)

@@ -243,6 +243,30 @@ func pingCmd(args []string, stdout, stderr io.Writer) int {
 	})
 }
 
+func connectCmd(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("connect", "MULTIADDR", "connect the daemon to a peer at a multiaddr ending in /p2p/<peer ID> (a relay's circuit address works: /p2p/<relay>/p2p-circuit/p2p/<peer>)", stderr)
+	f := addClientFlags(fs, true)
+	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
+	pos, ok, code := parseArgs(fs, args, 1, 1)
+	if !ok {
+		return code
+	}
+	if _, err := parsePeerAddr(pos[0]); err != nil {
+		return fail(stderr, "connect", fmt.Errorf("%w: %w", errUsage, err))
+	}
+	if *timeout <= 0 {
+		return fail(stderr, "connect", fmt.Errorf("%w: -timeout must be positive", errUsage))
+	}
+	var r connectResult
+	return f.request("connect", request{Cmd: "connect", Addr: pos[0], Timeout: *timeout}, &r, stdout, stderr, func() {
+		how := "direct"
+		if r.Relayed {
+			how = "relayed"
+		}
+		fmt.Fprintf(stdout, "connected %s (%s)\n", r.Peer, how)
+	})
+}
+
 // signalContext ends on SIGINT or SIGTERM.
 func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -29,6 +29,13 @@ type idResult struct {
 	Mesh         string   `json:"mesh"`
 	Version      string   `json:"version"`
 	Home         string   `json:"home"`
+	// HolePunches are the hole punches tried and succeeded (with relays).
+	HolePunches holePunchCount `json:"hole_punches"`
+}
+
+type holePunchCount struct {
+	Tried     uint64 `json:"tried"`
+	Succeeded uint64 `json:"succeeded"`
 }
 
 type peerInfo struct {
@@ -94,6 +101,9 @@ func (d *runningDaemon) handle(ctx context.Context, req request, conn net.Conn) 
 	case "ping":
 		r, err := d.ping(ctx, req.Peer, req.Count)
 		return r, nil, err
+	case "connect":
+		r, err := d.connect(ctx, req.Addr)
+		return r, nil, err
 	case "stop":
 		return d.requestStop()
 	case "mesh": // the latest sample of the mesh view (troupe top)
@@ -107,6 +117,7 @@ func (d *runningDaemon) handle(ctx context.Context, req request, conn net.Conn) 
 
 func (d *runningDaemon) id() idResult {
 	r := idResult{ID: d.node.ID().String(), Reachability: strings.ToLower(d.node.Reachability().String()), Mesh: d.cfg.Mesh, Version: buildVersion(), Home: string(d.home), Addrs: []string{}}
+	r.HolePunches.Tried, r.HolePunches.Succeeded = d.node.HolePunches()
 	for _, a := range d.node.Addrs() {
 		r.Addrs = append(r.Addrs, a.String())
 	}
@@ -266,6 +277,27 @@ func (d *runningDaemon) ping(ctx context.Context, peerStr string, count int) (pi
 	}
 	r.EchoMS = ms(time.Since(start))
 	return r, nil
+}
+
+// connectResult is the answer to a connect request.
+type connectResult struct {
+	Peer    string `json:"peer"`
+	Relayed bool   `json:"relayed"` // through relays only, for now
+}
+
+// connect connects to the peer at addr (with /p2p/).
+func (d *runningDaemon) connect(ctx context.Context, addr string) (connectResult, error) {
+	ai, err := parsePeerAddr(addr)
+	if err != nil {
+		return connectResult{}, err
+	}
+	if ai.ID == d.node.ID() {
+		return connectResult{}, errors.New("that is this peer")
+	}
+	if err := d.node.Connect(ctx, ai); err != nil {
+		return connectResult{}, fmt.Errorf("connecting to %s: %w", ai.ID, err)
+	}
+	return connectResult{Peer: ai.ID.String(), Relayed: d.node.Relayed(ai.ID)}, nil
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -37,6 +37,7 @@ commands:
   send      send a JSON message to an actor: troupe send PEER/NAME JSON
   ask       send a JSON message and print the reply: troupe ask PEER/NAME JSON
   ping      measure the round trip to a peer
+  connect   connect to a peer at a multiaddr (direct, or a relay's circuit)
   doctor    say why this peer finds no others
   chat      the LAN chat: troupe chat --nick NAME [--room ROOM]
   demo      run the paper's counter and a ring of actors locally
@@ -76,6 +77,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return askCmd(args[1:], stdout, stderr)
 	case "ping":
 		return pingCmd(args[1:], stdout, stderr)
+	case "connect":
+		return connectCmd(args[1:], stdout, stderr)
 	case "chat":
 		return chatCmd(args[1:], stdin, stdout, stderr)
 	case "demo":
@@ -110,7 +113,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 // commands are the names run takes, in usage's order.
-var commands = []string{"init", "daemon", "stop", "config", "id", "peers", "top", "actors", "send", "ask", "ping", "doctor", "chat", "demo", "version", "completion", "help"}
+var commands = []string{"init", "daemon", "stop", "config", "id", "peers", "top", "actors", "send", "ask", "ping", "connect", "doctor", "chat", "demo", "version", "completion", "help"}
 
 // helpCmd is 'troupe help COMMAND': the command's help (its -h), on
 // stdout, as it was asked for.

@@ -1,0 +1,159 @@
+package integration
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// natIDJSON is the part of 'troupe id --json' the NAT tests read.
+type natIDJSON struct {
+	Reachability string   `json:"reachability"`
+	Addrs        []string `json:"addrs"`
+	HolePunches  struct {
+		Tried     uint64 `json:"tried"`
+		Succeeded uint64 `json:"succeeded"`
+	} `json:"hole_punches"`
+}
+
+// natPeerJSON is the part of 'troupe peers --json' the NAT tests read.
+type natPeerJSON struct {
+	ID      string `json:"id"`
+	Relayed bool   `json:"relayed"`
+}
+
+// natDaemon starts a daemon in namespace ns listening on port 4001 (TCP
+// and QUIC) of every address, without mDNS or the DHT, with the config
+// fields extra (JSON members) and args.
+func natDaemon(t *testing.T, ns, extra string, args ...string) *daemonProc {
+	t.Helper()
+	home := t.TempDir()
+	cfg := `{"listen": ["/ip4/0.0.0.0/tcp/4001", "/ip4/0.0.0.0/udp/4001/quic-v1"], "mdns": false, "dht": "off"` + extra + `}`
+	if err := os.WriteFile(filepath.Join(home, "config.json"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return startDaemonHome(t, home, ns, args...)
+}
+
+// natID reads d's 'troupe id --json'.
+func natID(t *testing.T, d *daemonProc) natIDJSON {
+	t.Helper()
+	var r natIDJSON
+	cliJSON(t, d.home, &r, "id")
+	return r
+}
+
+// relayedTo reports whether d's only connections to peer are relayed, and
+// whether it is connected at all.
+func relayedTo(t *testing.T, d *daemonProc, peer string) (relayed, connected bool) {
+	t.Helper()
+	var ps []natPeerJSON
+	cliJSON(t, d.home, &ps, "peers")
+	for _, p := range ps {
+		if p.ID == peer {
+			return p.Relayed, true
+		}
+	}
+	return false, false
+}
+
+// eventually polls cond every 200 ms for at most within: what it waits
+// for (AutoNAT's verdict, a reservation, a hole punch) happens inside
+// other processes, which tell of it only when asked.
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %s", within, what)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestLaptopsBehindNATs: two laptops, each behind its own NAT, and a
+// relay with a second public peer (AutoNAT needs a server other than
+// itself) on a public network. Both laptops learn they are private and
+// reserve a slot on the relay; laptop A reaches laptop B through the
+// relay's circuit address and asks B's echo actor. Behind NATs that keep
+// ports, hole punching then replaces the relayed connection with a direct
+// one and asks go on; behind symmetric NATs the punch fails and traffic
+// stays on the relay, and still works. The laptops chat once direct.
+func TestLaptopsBehindNATs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds the binary and creates network namespaces")
+	}
+	for _, tc := range []struct {
+		name      string
+		symmetric bool
+	}{{"hole punching", false}, {"symmetric NATs", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			public, homes := newNetns(t).natWorld(2, tc.symmetric, tc.symmetric)
+			relay := natDaemon(t, public[0], "", "-relay-service")
+			relayAddr := "/ip4/11.0.0.1/tcp/4001/p2p/" + relay.id.String()
+			helper := natDaemon(t, public[1], "", "-relay-service", "-connect", relayAddr)
+			helperAddr := "/ip4/11.0.0.2/tcp/4001/p2p/" + helper.id.String()
+			eventually(t, 60*time.Second, "the relay learns it is public", func() bool {
+				return natID(t, relay).Reachability == "public"
+			})
+			laptop := func(h natHome) *daemonProc {
+				return natDaemon(t, h.laptop, `, "relays": ["`+relayAddr+`"]`, "-connect", relayAddr, "-connect", helperAddr)
+			}
+			a, b := laptop(homes[0]), laptop(homes[1])
+			var circuit string
+			for _, d := range []*daemonProc{a, b} {
+				eventually(t, 90*time.Second, "a laptop learns it is private and reserves a slot on the relay", func() bool {
+					id := natID(t, d)
+					for _, addr := range id.Addrs {
+						if strings.Contains(addr, "/p2p-circuit") && strings.HasPrefix(addr, "/ip4/11.0.0.1/tcp/") && id.Reachability == "private" {
+							if d == b {
+								circuit = addr + "/p2p/" + b.id.String()
+							}
+							return true
+						}
+					}
+					return false
+				})
+			}
+			out := cliOK(t, a.home, "connect", circuit)
+			if !strings.Contains(out, "connected "+b.id.String()) {
+				t.Fatalf("connect %s: %q", circuit, out)
+			}
+			ask := func(what string) {
+				t.Helper()
+				echo := fmt.Sprintf("%s/echo", b.id)
+				if got := strings.TrimSpace(cliOK(t, a.home, "ask", echo, `"`+what+`"`)); got != `"`+what+`"` {
+					t.Fatalf("ask %s: %q", echo, got)
+				}
+			}
+			ask("through the relay")
+			tried := func() uint64 { return natID(t, a).HolePunches.Tried + natID(t, b).HolePunches.Tried }
+			punched := func() uint64 { return natID(t, a).HolePunches.Succeeded + natID(t, b).HolePunches.Succeeded }
+			if !tc.symmetric {
+				eventually(t, 60*time.Second, "hole punching makes A's connection to B direct", func() bool {
+					relayed, connected := relayedTo(t, a, b.id.String())
+					return connected && !relayed
+				})
+				if punched() == 0 {
+					t.Fatalf("a direct connection, but no hole punch succeeded (%d tried)", tried())
+				}
+				ask("directly")
+				// The chat, through each laptop's daemon.
+				ann, bob := startChatHome(t, a.home, "", "ann"), startChatHome(t, b.home, "", "bob")
+				ann.expectLine(t, 30*time.Second, "* bob joined #lobby")
+				bob.expectLine(t, 30*time.Second, "* ann joined #lobby")
+				ann.say(t, "hello from behind a NAT")
+				bob.expectLine(t, 10*time.Second, "[#lobby] <ann> hello from behind a NAT")
+				return
+			}
+			eventually(t, 60*time.Second, "a hole punch is tried", func() bool { return tried() > 0 })
+			if relayed, connected := relayedTo(t, a, b.id.String()); !connected || !relayed || punched() != 0 {
+				t.Fatalf("behind symmetric NATs: connected %v, relayed %v, %d punches succeeded", connected, relayed, punched())
+			}
+			ask("still through the relay")
+		})
+	}
+}
