@@ -2,6 +2,7 @@ package peer
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,5 +69,107 @@ func TestAskThroughARelay(t *testing.T) {
 	reply, err := actor.AskAs[string](ctx, caller.System(), ref, "through the relay")
 	if err != nil || reply != "through the relay" {
 		t.Fatalf("ask through the relay: %q, %v", reply, err)
+	}
+}
+
+// msgStreams returns the troupe user streams of n to id, per connection:
+// on relayed connections and on direct ones.
+func msgStreams(n *Node, id libp2ppeer.ID) (relayed, direct int) {
+	for _, c := range n.Host().Network().ConnsToPeer(id) {
+		for _, s := range c.GetStreams() {
+			if s.Stat().Direction != network.DirOutbound || !strings.HasPrefix(string(s.Protocol()), "/troupe/msg/") {
+				continue
+			}
+			if c.Stat().Limited {
+				relayed++
+			} else {
+				direct++
+			}
+		}
+	}
+	return relayed, direct
+}
+
+// TestLinkMovesOffTheRelay: a link whose stream runs over a relay moves
+// to a direct connection once one exists (as after hole punching), before
+// the relay's limits cut it: the relayed stream ends cleanly, the next
+// messages go on a stream over the direct connection, every message
+// arrives in order and no loss is declared.
+func TestLinkMovesOffTheRelay(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	relay := newTestNode(t, WithRelayService(true), withHostOptions(libp2p.ForceReachabilityPublic()))
+	hidden := newTestNode(t, WithRelays(*relay.AddrInfo()), withHostOptions(libp2p.ForceReachabilityPrivate()))
+	for {
+		if _, err := client.Reserve(ctx, hidden.Host(), *relay.AddrInfo()); err == nil {
+			break
+		} else if ctx.Err() != nil {
+			t.Fatalf("no reservation on the relay: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond) // the relay service starts once the relay saw itself public
+	}
+	got := make(chan int, 1000)
+	if _, err := hidden.System().Spawn("sink", func(c *actor.Context) {
+		c.Receive(actor.Loop(actor.On(func(i int) { got <- i })))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	circuit, err := ma.NewMultiaddr(relay.AddrInfo().Addrs[0].String() + "/p2p/" + relay.ID().String() + "/p2p-circuit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	caller := newTestNode(t, WithRelay(true))
+	if err := caller.Connect(ctx, libp2ppeer.AddrInfo{ID: hidden.ID(), Addrs: []ma.Multiaddr{circuit}}); err != nil {
+		t.Fatal(err)
+	}
+	sink, _ := Ref(hidden.ID(), "sink")
+	next, want := 0, 0
+	expect := func() { // every message sent so far, in order
+		t.Helper()
+		for ; want < next; want++ {
+			select {
+			case i := <-got:
+				if i != want {
+					t.Fatalf("got %d, want %d: out of order or lost", i, want)
+				}
+			case <-ctx.Done():
+				t.Fatalf("message %d never arrived", want)
+			}
+		}
+	}
+	for ; next < 50; next++ {
+		caller.System().Send(sink, next)
+	}
+	expect()
+	if r, d := msgStreams(caller, hidden.ID()); r != 1 || d != 0 {
+		t.Fatalf("before a direct connection: %d relayed and %d direct streams, want 1 and 0", r, d)
+	}
+	// As hole punching does: a direct dial beside the relayed connection.
+	caller.Host().Peerstore().AddAddrs(hidden.ID(), hidden.AddrInfo().Addrs, time.Minute)
+	if _, err := caller.Host().Network().DialPeer(network.WithForceDirectDial(ctx, "test"), hidden.ID()); err != nil {
+		t.Fatal(err)
+	}
+	// The writer looks for a direct connection at most once a second,
+	// between batches: messages keep coming until it moved.
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for caller.Stats().MovedOffRelay == 0 {
+		caller.System().Send(sink, next)
+		next++
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			t.Fatal("the link never moved off the relay")
+		}
+	}
+	for end := next + 50; next < end; next++ {
+		caller.System().Send(sink, next)
+	}
+	expect()
+	if r, d := msgStreams(caller, hidden.ID()); r != 0 || d != 1 {
+		t.Fatalf("after moving: %d relayed and %d direct streams, want 0 and 1", r, d)
+	}
+	if a, b := caller.Stats(), hidden.Stats(); a.LossesDeclared+b.LossesDeclared+a.PeersDown+b.PeersDown != 0 {
+		t.Fatalf("losses or downs: caller %+v, hidden %+v", a, b)
 	}
 }

@@ -43,9 +43,10 @@ type writer struct {
 	// requests a broken stream handed back, and the signals it had in
 	// hand that are sent again (see broken): the next stream carries
 	// them first, ahead of whatever was queued meanwhile.
-	undo    []outMsg
-	breaks  int  // streams broken in a row; at maxBreaks, undo is dropped
-	stopped bool // the writer goroutine returned
+	undo     []outMsg
+	breaks   int       // streams broken in a row; at maxBreaks, undo is dropped
+	stopped  bool      // the writer goroutine returned
+	directAt time.Time // on a relayed stream: when to look for a direct connection next (relaymove.go)
 }
 
 // maxBreaks is how many streams in a row may break before a writer drops

@@ -195,6 +195,9 @@ type openConn struct{ network.Conn }
 
 func (openConn) IsClosed() bool { return false }
 
+// Stat: a direct connection (not limited by a relay).
+func (openConn) Stat() network.ConnStats { return network.ConnStats{} }
+
 // use gives w the stream s, as opening it would.
 func (w *writer) use(s network.Stream) {
 	w.s, w.pw = s, &progressWriter{s: s}

@@ -119,6 +119,7 @@ type Stats struct {
 	ReaderPanics     uint64 // inbound streams whose reader panicked (a bug): each was reset, the node lived on
 	Paused           uint64 // times a peer's stream reader paused, the peer at its budget (see Config.PeerBudget)
 	Shed             uint64 // times a peer stayed paused for Config.PauseGrace and its actors' saved messages were shed
+	MovedOffRelay    uint64 // outbound streams ended cleanly on a relayed connection once a direct one came (relaymove.go)
 }
 
 // Router carries actor messages between peers over libp2p streams: one
@@ -174,7 +175,7 @@ type Router struct {
 
 	sent, received, linkFull, tooLarge, tooLargeIn, decodeErrors, streamsReset atomic.Uint64
 	lossesDeclared, lossesHeard                                                atomic.Uint64
-	refused, unknownTypes, readerPanics, paused, shed                          atomic.Uint64
+	refused, unknownTypes, readerPanics, paused, shed, movedOffRelay           atomic.Uint64
 	undeliverable, peersDown, encodeErrors, hellos, writtenThrough             atomic.Uint64
 	streams                                                                    atomic.Uint64 // streams opened: numbers them in hellos
 	counts                                                                     sync.Map      // libp2ppeer.ID → *peerCounts (traffic.go)
@@ -285,6 +286,7 @@ func (r *Router) Stats() Stats {
 		Refused: r.refused.Load(), UnknownTypes: r.unknownTypes.Load(), ReaderPanics: r.readerPanics.Load(),
 		Paused:           r.paused.Load(),
 		Shed:             r.shed.Load(),
+		MovedOffRelay:    r.movedOffRelay.Load(),
 		RemoteIncarnated: r.hellos.Load(), WrittenThrough: r.writtenThrough.Load(),
 	}
 	r.mu.Lock()

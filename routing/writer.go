@@ -58,7 +58,7 @@ func (l *link) write(q *queue) {
 				if l.r.ctx.Err() != nil {
 					w.reset()
 				} else {
-					w.finish()
+					_ = w.finish()
 				}
 				return
 			}
@@ -73,6 +73,7 @@ func (l *link) write(q *queue) {
 			w.lg.abandon(func(m *outMsg) { l.fail(m, reason) })
 			w.dropDeclaring(nil)
 		}
+		w.moveOffRelay()
 		for attempts := 1; w.s == nil; attempts++ {
 			var err error
 			if w.s, w.pw, w.fw, err = l.open(q.proto, q.proto10); err == nil {
@@ -112,18 +113,22 @@ func (l *link) write(q *queue) {
 	}
 }
 
-// finish ends the stream of a writer that wrote everything queued: it
+// finish ends the stream of a writer that wrote everything it has: it
 // closes the stream for writing and waits until the peer closes its side,
 // which the peer's reader does once it handed every message to its actors
 // (or until writeTimeout, or until the router's close gives up and resets
 // the stream). Closing the connection before that could lose what the
-// peer had not read yet.
-func (w *writer) finish() {
-	if w.s == nil || w.s.CloseWrite() != nil {
-		return
+// peer had not read yet. It returns nil once the peer closed its side.
+func (w *writer) finish() error {
+	if w.s == nil {
+		return nil
+	}
+	if err := w.s.CloseWrite(); err != nil {
+		return err
 	}
 	_ = w.s.SetReadDeadline(time.Now().Add(writeTimeout))
-	_, _ = io.Copy(io.Discard, w.s) // nothing comes this way: EOF, a reset or the deadline
+	_, err := io.Copy(io.Discard, w.s) // nothing comes this way: EOF (nil), a reset or the deadline
+	return err
 }
 
 // reset drops the stream when the router closes: what is in hand is lost.
