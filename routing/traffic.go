@@ -14,10 +14,15 @@ import (
 type peerCounts struct{ sent, received atomic.Uint64 }
 
 // countsOf returns id's counters, creating them if needed. A lookup
-// without a lock (sync.Map), once per batch of messages.
+// without a lock (sync.Map), once per batch of messages. A peer no
+// longer connected (a batch counted as it left, after peerGone) gets
+// counters that are not kept.
 func (r *Router) countsOf(id libp2ppeer.ID) *peerCounts {
 	if c, ok := r.counts.Load(id); ok {
 		return c.(*peerCounts)
+	}
+	if r.h != nil && len(r.h.Network().ConnsToPeer(id)) == 0 {
+		return new(peerCounts)
 	}
 	c, _ := r.counts.LoadOrStore(id, new(peerCounts))
 	return c.(*peerCounts)
@@ -37,8 +42,10 @@ type PeerStats struct {
 // connected (a batch counted as it left) are dropped here.
 func (r *Router) PeerStats() []PeerStats {
 	var out []PeerStats
+	c0 := map[libp2ppeer.ID]*peerCounts{}
 	r.counts.Range(func(k, v any) bool {
 		id, c := k.(libp2ppeer.ID), v.(*peerCounts)
+		c0[id] = c
 		out = append(out, PeerStats{Peer: id, Sent: c.sent.Load(), Received: c.received.Load()})
 		return true
 	})
@@ -61,7 +68,7 @@ func (r *Router) PeerStats() []PeerStats {
 		if len(net.ConnsToPeer(p.Peer)) > 0 {
 			return false
 		}
-		r.counts.Delete(p.Peer)
+		r.counts.CompareAndDelete(p.Peer, c0[p.Peer])
 		return true
 	})
 	slices.SortFunc(out, func(a, b PeerStats) int { return strings.Compare(string(a.Peer), string(b.Peer)) })

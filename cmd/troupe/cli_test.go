@@ -48,6 +48,7 @@ func TestEveryBadArgumentExitsTwoWithOneLine(t *testing.T) {
 		{"daemon", "-metrics", "127.0.0.1:99999"},
 		{"daemon", "-ui", "0.0.0.0:8080"},
 		{"daemon", "-ui", "nocolon"},
+		{"daemon", "-ui", "127.0.0.1:99999"},
 		{"top", "extra"},
 		{"connect"},
 		{"connect", "/ip4/127.0.0.1/tcp/1"},

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -33,23 +34,31 @@ func (s *controlServer) serveHTTP(conn net.Conn, r *bufio.Reader) {
 	select {
 	case <-closed:
 	case <-s.ctx.Done():
-		_ = srv.Close()
-		<-closed
 	}
 	_ = srv.Close()
 	<-served
+	if l.handed.Load() {
+		<-closed // the handler returned
+	}
 }
 
 // oneConnListener hands out one connection, then waits for Close.
 type oneConnListener struct {
-	ch   chan net.Conn
-	done chan struct{}
-	once sync.Once
+	ch     chan net.Conn
+	done   chan struct{}
+	once   sync.Once
+	handed atomic.Bool // the connection was handed out: the server owns it
 }
 
 func (l *oneConnListener) Accept() (net.Conn, error) {
 	select {
+	case <-l.done:
+		return nil, net.ErrClosed
+	default:
+	}
+	select {
 	case c := <-l.ch:
+		l.handed.Store(true)
 		return c, nil
 	case <-l.done:
 		return nil, net.ErrClosed

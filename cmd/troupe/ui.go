@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -122,9 +123,12 @@ func isLocalHost(hostport string) bool {
 // checkUIAddr checks that addr (host:port) listens on a loopback address
 // only: the view shows the mesh to whoever can reach it.
 func checkUIAddr(addr string) error {
-	host, _, err := net.SplitHostPort(addr)
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return err
+	}
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return fmt.Errorf("the port must be a number from 0 to 65535")
 	}
 	if !isLocalHost(host) {
 		return fmt.Errorf("%s is not a loopback address: the view shows the mesh to whoever reaches it", host)
