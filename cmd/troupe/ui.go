@@ -96,6 +96,12 @@ func localOnly(next http.Handler) http.Handler {
 			http.Error(w, "the mesh view answers only to localhost", http.StatusForbidden)
 			return
 		}
+		// A page of another site may not use it (it could take every
+		// event stream): browsers say where a request comes from.
+		if site := r.Header.Get("Sec-Fetch-Site"); site == "cross-site" || site == "same-site" {
+			http.Error(w, "the mesh view answers only its own page", http.StatusForbidden)
+			return
+		}
 		h := w.Header()
 		h.Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; img-src 'self' data:")
 		h.Set("X-Content-Type-Options", "nosniff")

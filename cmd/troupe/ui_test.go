@@ -112,6 +112,16 @@ func TestViewAPI(t *testing.T) {
 	if resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("a request for another host: %s", resp.Status)
 	}
+	req, _ = http.NewRequest("GET", srv.URL+"/api/events", nil)
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	resp, err = srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("a request from another site's page: %s", resp.Status)
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
