@@ -21,7 +21,7 @@ func (r *Router) countsOf(id libp2ppeer.ID) *peerCounts {
 	if c, ok := r.counts.Load(id); ok {
 		return c.(*peerCounts)
 	}
-	if r.h != nil && len(r.h.Network().ConnsToPeer(id)) == 0 {
+	if !r.connected(id) {
 		return new(peerCounts)
 	}
 	c, _ := r.counts.LoadOrStore(id, new(peerCounts))
@@ -38,39 +38,58 @@ type PeerStats struct {
 }
 
 // PeerStats returns the traffic of every peer exchanged with since it
-// connected, sorted by peer ID. Counters of a peer that is no longer
+// connected, or with a link to it (messages queued before the first
+// write count), sorted by peer ID. Counters of a peer that is no longer
 // connected (a batch counted as it left) are dropped here.
 func (r *Router) PeerStats() []PeerStats {
-	var out []PeerStats
+	byPeer := map[libp2ppeer.ID]*PeerStats{}
+	at := func(id libp2ppeer.ID) *PeerStats {
+		if s := byPeer[id]; s != nil {
+			return s
+		}
+		s := &PeerStats{Peer: id}
+		byPeer[id] = s
+		return s
+	}
 	c0 := map[libp2ppeer.ID]*peerCounts{}
 	r.counts.Range(func(k, v any) bool {
 		id, c := k.(libp2ppeer.ID), v.(*peerCounts)
 		c0[id] = c
-		out = append(out, PeerStats{Peer: id, Sent: c.sent.Load(), Received: c.received.Load()})
+		s := at(id)
+		s.Sent, s.Received = c.sent.Load(), c.received.Load()
 		return true
 	})
-	links := make([]*link, len(out))
+	var links []*link
 	r.mu.Lock()
-	for i := range out {
-		links[i] = r.links[out[i].Peer.String()]
-		if b := r.budgets[out[i].Peer]; b != nil {
-			out[i].Held = b.credit.Held()
+	for _, l := range r.links {
+		links = append(links, l)
+		at(l.peer)
+	}
+	for id, s := range byPeer {
+		if b := r.budgets[id]; b != nil {
+			s.Held = b.credit.Held()
 		}
 	}
 	r.mu.Unlock()
-	for i, l := range links {
-		if l != nil {
-			out[i].Queued = l.user.q.len() + l.ctl.q.len()
-		}
+	for _, l := range links {
+		at(l.peer).Queued = l.user.q.len() + l.ctl.q.len()
 	}
-	net := r.h.Network()
-	out = slices.DeleteFunc(out, func(p PeerStats) bool {
-		if len(net.ConnsToPeer(p.Peer)) > 0 {
-			return false
+	out := make([]PeerStats, 0, len(byPeer))
+	for id, s := range byPeer {
+		if s.Queued == 0 && !r.connected(id) {
+			if c := c0[id]; c != nil {
+				r.counts.CompareAndDelete(id, c)
+			}
+			continue
 		}
-		r.counts.CompareAndDelete(p.Peer, c0[p.Peer])
-		return true
-	})
+		out = append(out, *s)
+	}
 	slices.SortFunc(out, func(a, b PeerStats) int { return strings.Compare(string(a.Peer), string(b.Peer)) })
 	return out
+}
+
+// connected says whether the host has a connection to id (always, for a
+// router without a host, as in unit tests).
+func (r *Router) connected(id libp2ppeer.ID) bool {
+	return r.h == nil || len(r.h.Network().ConnsToPeer(id)) > 0
 }

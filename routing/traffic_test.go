@@ -51,3 +51,21 @@ func TestPeerStats(t *testing.T) {
 		return !ok
 	})
 }
+
+// TestPeerStatsCountsQueuedBeforeTheFirstWrite: a link whose writer has
+// not written yet (a stream still opening) shows what waits in it.
+func TestPeerStatsCountsQueuedBeforeTheFirstWrite(t *testing.T) {
+	r, _, _, _ := newSender(t)
+	id := newPeerID(t)
+	l := newLink(r, id, id.String())
+	r.links[id.String()] = l
+	for i := range 3 {
+		if ok, _ := l.user.q.pushClaim("sink", "source", i, 0, false); !ok {
+			t.Fatalf("push %d refused", i)
+		}
+	}
+	s, ok := statsOf(r.PeerStats(), id)
+	if !ok || s.Queued != 3 || s.Sent != 0 {
+		t.Fatalf("stats %+v (listed %v); want 3 queued, 0 sent", s, ok)
+	}
+}

@@ -107,8 +107,8 @@ func (d *runningDaemon) handle(ctx context.Context, req request, conn net.Conn) 
 	case "stop":
 		return d.requestStop()
 	case "mesh": // the latest sample of the mesh view (troupe top)
-		v, err := d.view.next(ctx, req.After)
-		return v, nil, err
+		_, b, err := d.view.next(ctx, req.After)
+		return json.RawMessage(b), nil, err
 	case "doctor":
 		return d.doctorInfo(), nil, nil
 	}

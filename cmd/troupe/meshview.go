@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 )
@@ -14,14 +15,23 @@ import (
 // viewEvery is how often the hub samples the node.
 const viewEvery = time.Second
 
+// viewMaxNames caps the actor and group names the view lists per peer
+// (and for this node): other peers choose them, and each sample carries
+// them to every watcher once a second.
+const viewMaxNames = 64
+
 // meshView is one sample of the node and of the peers it is connected to.
 type meshView struct {
+	Seq  uint64    `json:"seq"` // counts the samples of this daemon from 1
 	Time time.Time `json:"time"`
 	Self idResult  `json:"self"`
-	// Actors and Groups are this node's (public names only).
-	Actors []string   `json:"actors"`
-	Groups []string   `json:"groups"`
-	Peers  []viewPeer `json:"peers"`
+	// Actors and Groups are this node's (public names only, at most
+	// viewMaxNames each; More* count the rest).
+	Actors     []string   `json:"actors"`
+	Groups     []string   `json:"groups"`
+	MoreActors int        `json:"more_actors,omitempty"`
+	MoreGroups int        `json:"more_groups,omitempty"`
+	Peers      []viewPeer `json:"peers"`
 	// Totals over every peer since the daemon started, and their rates.
 	Sent           uint64  `json:"sent"`
 	Received       uint64  `json:"received"`
@@ -41,16 +51,29 @@ type viewPeer struct {
 	ReceivedRate float64 `json:"received_rate"`
 	Queued       int     `json:"queued"`     // messages waiting to be written to it
 	HeldBytes    int64   `json:"held_bytes"` // bytes of its messages our actors hold
+	// MoreActors and MoreGroups count the names beyond viewMaxNames.
+	MoreActors int `json:"more_actors,omitempty"`
+	MoreGroups int `json:"more_groups,omitempty"`
+}
+
+// capNames returns names cut to viewMaxNames and how many it left out.
+func capNames(names []string) ([]string, int) {
+	if len(names) <= viewMaxNames {
+		return names, 0
+	}
+	return names[:viewMaxNames:viewMaxNames], len(names) - viewMaxNames
 }
 
 // sampleView takes a sample of the daemon's node, without rates.
 func (d *runningDaemon) sampleView(now time.Time) meshView {
 	st := d.node.Stats()
 	v := meshView{
-		Time: now, Self: d.id(), Actors: d.node.System().Names(), Groups: d.node.System().Groups(),
+		Time: now, Self: d.id(),
 		Sent: st.Sent, Received: st.Received, DeadLetters: d.node.System().DeadLetters(),
 		Peers: []viewPeer{},
 	}
+	v.Actors, v.MoreActors = capNames(d.node.System().Names())
+	v.Groups, v.MoreGroups = capNames(d.node.System().Groups())
 	traffic := map[string]int{}
 	stats := d.node.PeerStats()
 	for i, p := range stats {
@@ -58,6 +81,8 @@ func (d *runningDaemon) sampleView(now time.Time) meshView {
 	}
 	for _, p := range d.peers() {
 		vp := viewPeer{peerInfo: p}
+		vp.Actors, vp.MoreActors = capNames(p.Actors)
+		vp.Groups, vp.MoreGroups = capNames(p.Groups)
 		if i, ok := traffic[p.ID]; ok {
 			s := stats[i]
 			vp.Sent, vp.Received, vp.Queued, vp.HeldBytes = s.Sent, s.Received, s.Queued, s.Held
@@ -98,14 +123,15 @@ func withRates(prev, cur meshView) meshView {
 	return cur
 }
 
-// meshHub samples the node every viewEvery and hands the latest sample to
-// whoever asks; watchers wait on changed, which each sample closes and
-// replaces. One goroutine, started by run.
+// meshHub samples the node every viewEvery and hands the latest sample
+// (and its JSON, encoded once for every watcher) to whoever asks;
+// watchers wait on changed, which each sample closes and replaces. One
+// goroutine, started by start.
 type meshHub struct {
 	sample func(time.Time) meshView
 	mu     sync.Mutex    // guards the fields below
-	cur    meshView      // the latest sample, with rates
-	ok     bool          // cur holds a sample
+	cur    meshView      // the latest sample, with rates; Seq 0 before the first
+	json   []byte        // cur as JSON
 	change chan struct{} // closed at the next sample
 }
 
@@ -120,51 +146,64 @@ func (h *meshHub) start() (stop func()) {
 		defer close(done)
 		t := time.NewTicker(viewEvery)
 		defer t.Stop()
-		h.tick(time.Now())
+		h.tick()
 		for {
 			select {
 			case <-quit:
 				return
-			case now := <-t.C:
-				h.tick(now)
+			case <-t.C: // the ticker's time may be late: rates use the time sampled
+				h.tick()
 			}
 		}
 	}()
 	return func() { close(quit); <-done }
 }
 
-func (h *meshHub) tick(now time.Time) {
-	v := h.sample(now)
+// tick takes a sample. Only the hub's goroutine calls it, so cur changes
+// only here.
+func (h *meshHub) tick() {
+	v := h.sample(time.Now())
+	h.mu.Lock()
+	prev := h.cur
+	h.mu.Unlock()
+	if prev.Seq > 0 {
+		v = withRates(prev, v)
+	}
+	v.Seq = prev.Seq + 1
+	b, err := marshalJSON(v)
+	if err != nil {
+		b = nil // a sample that does not encode is served as an error
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.ok {
-		v = withRates(h.cur, v)
-	}
-	h.cur, h.ok = v, true
+	h.cur, h.json = v, b
 	close(h.change)
 	h.change = make(chan struct{})
 }
 
-// latest returns the latest sample (ok false before the first) and a
-// channel closed when the next one is taken.
-func (h *meshHub) latest() (v meshView, ok bool, changed <-chan struct{}) {
+// latest returns the latest sample (Seq 0 before the first), its JSON
+// and a channel closed when the next one is taken.
+func (h *meshHub) latest() (v meshView, b []byte, changed <-chan struct{}) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.cur, h.ok, h.change
+	return h.cur, h.json, h.change
 }
 
-// next waits for a sample newer than the one taken at after (any, when
-// after is zero), or for ctx to end.
-func (h *meshHub) next(ctx context.Context, after time.Time) (meshView, error) {
+// next waits for a sample after the one numbered after (any, when after
+// is zero), or for ctx to end.
+func (h *meshHub) next(ctx context.Context, after uint64) (meshView, []byte, error) {
 	for {
-		v, ok, changed := h.latest()
-		if ok && v.Time.After(after) {
-			return v, nil
+		v, b, changed := h.latest()
+		if v.Seq > after {
+			if b == nil {
+				return v, nil, errors.New("the sample does not encode as JSON")
+			}
+			return v, b, nil
 		}
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return meshView{}, ctx.Err()
+			return meshView{}, nil, ctx.Err()
 		}
 	}
 }

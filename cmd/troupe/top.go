@@ -9,6 +9,7 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 )
 
 // 'troupe top': the mesh view in the terminal, from the daemon's "mesh"
@@ -35,13 +36,13 @@ func topCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	var after time.Time
+	var after uint64
 	for i := range max(*n, 1) {
 		raw, v, err := fetchView(ctx, h, after)
 		if err != nil {
 			return fail(stderr, "top", err)
 		}
-		after = v.Time
+		after = v.Seq
 		switch {
 		case *f.json:
 			fmt.Fprintln(stdout, compactJSON(raw))
@@ -49,14 +50,14 @@ func topCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			if i > 0 {
 				fmt.Fprintln(stdout)
 			}
-			fmt.Fprint(stdout, renderTop(v, 100))
+			fmt.Fprint(stdout, renderTop(v, 100, 0))
 		}
 	}
 	return 0
 }
 
-// fetchView asks the daemon for a sample newer than after.
-func fetchView(ctx context.Context, h home, after time.Time) (json.RawMessage, meshView, error) {
+// fetchView asks the daemon for a sample numbered after after.
+func fetchView(ctx context.Context, h home, after uint64) (json.RawMessage, meshView, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	var raw json.RawMessage
@@ -70,15 +71,21 @@ func fetchView(ctx context.Context, h home, after time.Time) (json.RawMessage, m
 	return raw, v, nil
 }
 
-// renderTop formats a sample as text at most width columns wide. What
-// peers chose (actor names) is cleaned of terminal controls.
-func renderTop(v meshView, width int) string {
+// renderTop formats a sample as text at most width columns wide and,
+// when height > 0, at most height lines high (the peers that do not fit
+// are counted on the last line). What peers chose (actor names) is
+// cleaned of terminal controls.
+func renderTop(v meshView, width, height int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "peer %s  mesh %s  %s\n", v.Self.ID, clean(v.Self.Mesh), v.Self.Reachability)
 	fmt.Fprintf(&b, "out %s/s  in %s/s  dead letters %d (%s/s)  peers %d\n\n",
 		rateText(v.SentRate), rateText(v.ReceivedRate), v.DeadLetters, rateText(v.DeadLetterRate), len(v.Peers))
 	fmt.Fprintf(&b, "%-14s %-7s %8s %8s %8s %7s %9s  %s\n", "PEER", "LINK", "RTT", "OUT/s", "IN/s", "QUEUED", "HELD", "ACTORS")
-	for _, p := range v.Peers {
+	rows := v.Peers
+	if height > 0 && len(rows) > max(height-4, 1) { // 4: three header lines and the "more" line
+		rows = rows[:max(height-5, 0)]
+	}
+	for _, p := range rows {
 		link, rtt := "direct", "-"
 		if p.Relayed {
 			link = "relayed"
@@ -86,12 +93,16 @@ func renderTop(v meshView, width int) string {
 		if p.LatencyMS > 0 {
 			rtt = fmt.Sprintf("%.1fms", p.LatencyMS)
 		}
-		line := fmt.Sprintf("%-14s %-7s %8s %8s %8s %7d %9s  %s", shortID(p.ID), link, rtt,
-			rateText(p.SentRate), rateText(p.ReceivedRate), p.Queued, bytesText(p.HeldBytes), clean(strings.Join(p.Actors, ",")))
-		if len(line) > width && width > 1 {
-			line = strings.ToValidUTF8(line[:width-1], "") + "…"
+		actors := strings.Join(p.Actors, ",")
+		if p.MoreActors > 0 {
+			actors += fmt.Sprintf(" +%d", p.MoreActors)
 		}
-		b.WriteString(line + "\n")
+		line := fmt.Sprintf("%-14s %-7s %8s %8s %8s %7d %9s  %s", shortID(p.ID), link, rtt,
+			rateText(p.SentRate), rateText(p.ReceivedRate), p.Queued, bytesText(p.HeldBytes), clean(actors))
+		b.WriteString(ansi.Truncate(line, max(width, 2), "…") + "\n")
+	}
+	if len(rows) < len(v.Peers) {
+		fmt.Fprintf(&b, "… %d more peers (a taller window shows them)\n", len(v.Peers)-len(rows))
 	}
 	if len(v.Peers) == 0 {
 		b.WriteString("no peers connected (see troupe doctor)\n")
@@ -132,11 +143,11 @@ func bytesText(n int64) string {
 // topModel is the full-screen view: it asks for the next sample as soon
 // as it has one (the daemon answers when it takes it, every second).
 type topModel struct {
-	ctx   context.Context
-	h     home
-	view  meshView
-	err   error
-	width int
+	ctx           context.Context
+	h             home
+	view          meshView
+	err           error
+	width, height int
 }
 
 type topViewMsg struct {
@@ -145,7 +156,7 @@ type topViewMsg struct {
 }
 
 func (m *topModel) fetch() tea.Cmd {
-	after := m.view.Time
+	after := m.view.Seq
 	return func() tea.Msg {
 		_, v, err := fetchView(m.ctx, m.h, after)
 		if err != nil {
@@ -168,7 +179,7 @@ func (m *topModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, tea.Quit
 		}
 	case tea.WindowSizeMsg:
-		m.width = msg.Width
+		m.width, m.height = msg.Width, msg.Height
 	case topViewMsg:
 		m.err = msg.err
 		if msg.err == nil {
@@ -185,11 +196,18 @@ func (m *topModel) View() string {
 		width = 100
 	}
 	s := "troupe top (q quits)\n\n"
-	if m.view.Time.IsZero() && m.err == nil {
+	if m.view.Seq == 0 && m.err == nil {
 		return s + "waiting for the daemon…\n"
 	}
-	if m.err != nil {
-		s += "daemon: " + clean(m.err.Error()) + "\n\n"
+	height := 0
+	if m.height > 0 {
+		height = max(m.height-2, 1)
 	}
-	return s + renderTop(m.view, width)
+	if m.err != nil {
+		s += ansi.Truncate("daemon: "+clean(m.err.Error()), width, "…") + "\n\n"
+		if height > 0 {
+			height = max(height-2, 1)
+		}
+	}
+	return s + renderTop(m.view, width, height)
 }

@@ -34,13 +34,11 @@ func newViewHandler(hub *meshHub) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /", http.FileServerFS(static))
 	mux.HandleFunc("GET /api/mesh", func(w http.ResponseWriter, r *http.Request) {
-		v, err := hub.next(r.Context(), time.Time{})
+		_, b, err := hub.next(r.Context(), 0)
 		if err != nil {
-			return // the client went away
-		}
-		b, err := marshalJSON(v)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
+			if r.Context().Err() == nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+			}
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -66,17 +64,13 @@ func streamViews(w http.ResponseWriter, r *http.Request, hub *meshHub) {
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
-	var after time.Time
+	var after uint64
 	for {
-		v, err := hub.next(r.Context(), after)
+		v, b, err := hub.next(r.Context(), after)
 		if err != nil {
 			return
 		}
-		after = v.Time
-		b, err := marshalJSON(v)
-		if err != nil {
-			return
-		}
+		after = v.Seq
 		_ = rc.SetWriteDeadline(time.Now().Add(viewWriteTimeout))
 		if _, err := fmt.Fprintf(w, "event: mesh\ndata: %s\n\n", b); err != nil {
 			return

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/charmbracelet/x/ansi"
 )
 
 // TestWithRates: rates are the counters' growth per second between two
@@ -135,7 +138,7 @@ func TestViewAPI(t *testing.T) {
 		t.Fatalf("events: content type %q", ct)
 	}
 	events := readEvents(bufio.NewReader(resp.Body), 2)
-	if len(events) != 2 || !events[1].Time.After(events[0].Time) {
+	if len(events) != 2 || events[1].Seq != events[0].Seq+1 || !events[1].Time.After(events[0].Time) {
 		t.Fatalf("events: %+v", events)
 	}
 	if p := events[1].Peers[0]; p.SentRate <= 0 {
@@ -213,12 +216,14 @@ func TestViewOnTheControlSocket(t *testing.T) {
 }
 
 // TestRenderTop: top's text shows each peer with its rates, cleans what
-// peers chose of terminal controls, and keeps lines within the width.
+// peers chose of terminal controls, and keeps lines within the width (in
+// columns: wide characters count twice) and the screen's height.
 func TestRenderTop(t *testing.T) {
 	v := meshView{Self: idResult{ID: "me", Mesh: "m", Reachability: "private"}, SentRate: 12345, DeadLetters: 3, Peers: []viewPeer{
 		{peerInfo: peerInfo{ID: "12D3KooWabcdefghijklmnopqrstuvwxyz", Relayed: true, LatencyMS: 1.5, Actors: []string{"evil\x1b[2Jname", strings.Repeat("x", 300)}}, SentRate: 2.5, Queued: 7, HeldBytes: 2048},
+		{peerInfo: peerInfo{ID: "12D3KooWwide", Actors: []string{strings.Repeat("名前", 60)}}},
 	}}
-	out := renderTop(v, 80)
+	out := renderTop(v, 80, 0)
 	for _, want := range []string{"…opqrstuvwxyz", "relayed", "1.5ms", "2.5", "2.0KiB", "12k", "dead letters 3"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("top's text lacks %q:\n%s", want, out)
@@ -228,11 +233,31 @@ func TestRenderTop(t *testing.T) {
 		t.Errorf("an escape sequence from a peer reached the terminal: %q", out)
 	}
 	for _, line := range strings.Split(out, "\n") {
-		if n := len([]rune(line)); n > 80 && !strings.HasPrefix(line, "peer ") {
+		if n := ansi.StringWidth(line); n > 80 && !strings.HasPrefix(line, "peer ") {
 			t.Errorf("a line of %d columns: %q", n, line)
 		}
 	}
-	if out := renderTop(meshView{}, 80); !strings.Contains(out, "no peers connected") {
+	if out := renderTop(meshView{}, 80, 0); !strings.Contains(out, "no peers connected") {
 		t.Errorf("without peers: %q", out)
+	}
+	for i := range 30 {
+		v.Peers = append(v.Peers, viewPeer{peerInfo: peerInfo{ID: fmt.Sprintf("peer%02d", i)}})
+	}
+	out = renderTop(v, 80, 10)
+	if lines := strings.Count(out, "\n"); lines > 10 || !strings.Contains(out, "more peers") {
+		t.Errorf("32 peers in 10 lines: %d lines\n%s", lines, out)
+	}
+}
+
+// TestCapNames: the view lists at most viewMaxNames names per peer and
+// counts the rest.
+func TestCapNames(t *testing.T) {
+	names := make([]string, viewMaxNames+5)
+	got, more := capNames(names)
+	if len(got) != viewMaxNames || more != 5 {
+		t.Fatalf("%d names, %d more; want %d and 5", len(got), more, viewMaxNames)
+	}
+	if got, more := capNames(names[:3]); len(got) != 3 || more != 0 {
+		t.Fatalf("3 names: %d, %d more", len(got), more)
 	}
 }

@@ -18,6 +18,13 @@ function fmtBytes(n) {
   return n + " B";
 }
 
+// names lists a sample's names; the daemon sends a bounded number and
+// counts the rest in more.
+function names(list, more) {
+  const s = (list || []).join(" ");
+  return more ? s + " (+" + more + " more)" : s;
+}
+
 function short(id) { return "…" + id.slice(-6); }
 
 function setText(id, text) { document.getElementById(id).textContent = text; }
@@ -88,8 +95,8 @@ function drawTable(v) {
     inn.dataset.value = String(p.received_rate || 0);
     cell(tr, String(p.queued || 0), "num");
     cell(tr, fmtBytes(p.held_bytes || 0), "num");
-    cell(tr, (p.actors || []).join(" "), "mono");
-    cell(tr, (p.groups || []).join(" "), "mono");
+    cell(tr, names(p.actors, p.more_actors), "mono");
+    cell(tr, names(p.groups, p.more_groups), "mono");
     body.appendChild(tr);
   }
   document.getElementById("no-peers").hidden = (v.peers || []).length > 0;
@@ -104,12 +111,15 @@ function render(v) {
   setText("dead", String(v.dead_letters || 0));
   setText("dead-rate", fmtRate(v.dead_letter_rate || 0));
   setText("peer-count", String((v.peers || []).length));
-  setText("actors", (v.actors || []).join(" "));
-  setText("groups", (v.groups || []).join(" ") || "none");
+  setText("actors", names(v.actors, v.more_actors));
+  setText("groups", names(v.groups, v.more_groups) || "none");
   drawGraph(v);
   drawTable(v);
 }
 
+// connect follows the daemon's events. The browser reconnects by itself
+// after a dropped stream, but gives up after an error answer (a daemon
+// serving too many streams says 503): then the page tries again itself.
 function connect() {
   const status = document.getElementById("status");
   const es = new EventSource("api/events");
@@ -119,8 +129,13 @@ function connect() {
     render(JSON.parse(e.data));
   });
   es.onerror = () => {
-    status.textContent = "daemon unreachable, retrying";
     status.className = "down";
+    if (es.readyState === EventSource.CLOSED) {
+      status.textContent = "the daemon refused the event stream (too many viewers?), trying again in 5 s";
+      setTimeout(connect, 5000);
+      return;
+    }
+    status.textContent = "daemon unreachable, retrying";
   };
 }
 
