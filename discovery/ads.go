@@ -41,6 +41,7 @@ type Advertisement struct {
 	Groups      []string `cbor:"5,keyasint,omitempty"` // groups it has members in, at most MaxAdNames
 	Addrs       []string `cbor:"6,keyasint,omitempty"` // its host's multiaddrs as text, at most MaxAdAddrs
 	TTLSeconds  uint32   `cbor:"7,keyasint"`           // seconds others keep it; it is republished every third of that
+	Relay       bool     `cbor:"8,keyasint,omitempty"` // it serves as a circuit relay for the mesh
 }
 
 // signedAd is the message on the wire: the advertisement's bytes and the
@@ -141,6 +142,7 @@ type AdsConfig struct {
 	// asks for a poll at once.
 	Tick   time.Duration
 	Logger *slog.Logger // default slog.Default()
+	Relay  bool         // this peer serves as a circuit relay (Advertisement.Relay)
 }
 
 // adEntry is an advertisement held, with its signed bytes as its origin
@@ -348,7 +350,7 @@ func (d *Directory) advertise() {
 func (d *Directory) publishAd(actors, groups []string, addrs []ma.Multiaddr) error {
 	ad := &Advertisement{
 		Peer: []byte(d.h.ID()), Incarnation: d.cfg.Incarnation, Seq: d.seq.Add(1),
-		Actors: actors, Groups: groups,
+		Actors: actors, Groups: groups, Relay: d.cfg.Relay,
 		TTLSeconds: uint32(d.cfg.TTL / time.Second),
 	}
 	for _, a := range addrs {

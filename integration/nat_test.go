@@ -1,9 +1,10 @@
 package integration
 
 import (
-	"fmt"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -77,7 +78,8 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 // TestLaptopsBehindNATs: two laptops, each behind its own NAT, and a
 // relay with a second public peer (AutoNAT needs a server other than
 // itself) on a public network. Both laptops learn they are private and
-// reserve a slot on the relay; laptop A reaches laptop B through the
+// reserve a slot on the relay (A has it in its config, B finds it in the
+// relay's advertisement); laptop A reaches laptop B through the
 // relay's circuit address and asks B's echo actor. Behind NATs that keep
 // ports, hole punching then replaces the relayed connection with a direct
 // one and asks go on; behind symmetric NATs the punch fails and traffic
@@ -99,10 +101,10 @@ func TestLaptopsBehindNATs(t *testing.T) {
 			eventually(t, 60*time.Second, "the relay learns it is public", func() bool {
 				return natID(t, relay).Reachability == "public"
 			})
-			laptop := func(h natHome) *daemonProc {
-				return natDaemon(t, h.laptop, `, "relays": ["`+relayAddr+`"]`, "-connect", relayAddr, "-connect", helperAddr)
-			}
-			a, b := laptop(homes[0]), laptop(homes[1])
+			// A names the relay; B finds it in the relay's advertisement.
+			start := time.Now()
+			a := natDaemon(t, homes[0].laptop, `, "relays": ["`+relayAddr+`"]`, "-connect", relayAddr, "-connect", helperAddr)
+			b := natDaemon(t, homes[1].laptop, "", "-connect", relayAddr, "-connect", helperAddr)
 			var circuit string
 			for _, d := range []*daemonProc{a, b} {
 				eventually(t, 90*time.Second, "a laptop learns it is private and reserves a slot on the relay", func() bool {
@@ -122,14 +124,32 @@ func TestLaptopsBehindNATs(t *testing.T) {
 			if !strings.Contains(out, "connected "+b.id.String()) {
 				t.Fatalf("connect %s: %q", circuit, out)
 			}
-			ask := func(what string) {
+			reserved := time.Since(start)
+			ask := func(what string) float64 {
 				t.Helper()
-				echo := fmt.Sprintf("%s/echo", b.id)
-				if got := strings.TrimSpace(cliOK(t, a.home, "ask", echo, `"`+what+`"`)); got != `"`+what+`"` {
-					t.Fatalf("ask %s: %q", echo, got)
+				var r struct {
+					Reply json.RawMessage `json:"reply"`
+					RTTMS float64         `json:"rtt_ms"`
 				}
+				cliJSON(t, a.home, &r, "ask", b.id.String()+"/echo", `"`+what+`"`)
+				if string(r.Reply) != `"`+what+`"` {
+					t.Fatalf("ask %s/echo: %s", b.id, r.Reply)
+				}
+				return r.RTTMS
 			}
+			// p50 of n asks' round trips, as the daemon timed them.
+			askP50 := func(what string, n int) float64 {
+				rtts := make([]float64, n)
+				for i := range rtts {
+					rtts[i] = ask(what)
+				}
+				slices.Sort(rtts)
+				return rtts[n/2]
+			}
+			connectedAt := time.Now()
 			ask("through the relay")
+			t.Logf("from the laptops' start: both reserved on the relay after %v, first ask through it answered after %v",
+				reserved.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 			tried := func() uint64 { return natID(t, a).HolePunches.Tried + natID(t, b).HolePunches.Tried }
 			punched := func() uint64 { return natID(t, a).HolePunches.Succeeded + natID(t, b).HolePunches.Succeeded }
 			if !tc.symmetric {
@@ -137,6 +157,8 @@ func TestLaptopsBehindNATs(t *testing.T) {
 					relayed, connected := relayedTo(t, a, b.id.String())
 					return connected && !relayed
 				})
+				t.Logf("direct %v after connecting through the relay; ask p50 direct %.3f ms",
+					time.Since(connectedAt).Round(time.Millisecond), askP50("directly", 9))
 				if punched() == 0 {
 					t.Fatalf("a direct connection, but no hole punch succeeded (%d tried)", tried())
 				}
@@ -153,7 +175,7 @@ func TestLaptopsBehindNATs(t *testing.T) {
 			if relayed, connected := relayedTo(t, a, b.id.String()); !connected || !relayed || punched() != 0 {
 				t.Fatalf("behind symmetric NATs: connected %v, relayed %v, %d punches succeeded", connected, relayed, punched())
 			}
-			ask("still through the relay")
+			t.Logf("ask p50 through the relay %.3f ms", askP50("still through the relay", 9))
 		})
 	}
 }

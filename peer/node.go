@@ -133,8 +133,8 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 	if cfg.natPortMap {
 		hopts = append(hopts, libp2p.NATPortMap())
 	}
-	hp := new(holePunches)
-	hopts = append(hopts, relayOptions(cfg, hp)...)
+	hp, relays := new(holePunches), new(relaySource)
+	hopts = append(hopts, relayOptions(cfg, hp, relays)...)
 	h, err := libp2p.New(hopts...)
 	if err != nil {
 		_ = rm.Close() // libp2p closes it only once a host exists
@@ -217,13 +217,14 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		n.dir, err = discovery.StartAds(h, discovery.AdsConfig{
 			Mesh: cfg.mesh, PubSub: groups.PubSub(), Incarnation: r.Incarnation(),
 			Source: func() ([]string, []string) { return sys.Names(), sys.Groups() },
-			Tick:   cfg.adTick, TTL: cfg.adTTL, Logger: cfg.logger,
+			Tick:   cfg.adTick, TTL: cfg.adTTL, Logger: cfg.logger, Relay: cfg.relayService,
 		})
 		if err != nil {
 			_ = n.Close(ctx)
 			return nil, err
 		}
 		dir.Store(n.dir)
+		relays.dir.Store(n.dir)
 	}
 	if cfg.dht || cfg.mdns {
 		if n.found, err = h.EventBus().Subscribe(new(event.EvtPeerConnectednessChanged)); err != nil {

@@ -35,6 +35,7 @@ type config struct {
 	// tests add (a reachability forced, say).
 	relayService bool
 	relays       []libp2ppeer.AddrInfo
+	findRelays   bool // see relayfind.go
 	hostOpts     []libp2p.Option
 	logger       *slog.Logger
 	actorOpts    []actor.Option

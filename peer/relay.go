@@ -35,8 +35,8 @@ func WithRelays(relays ...libp2ppeer.AddrInfo) Option {
 }
 
 // relayOptions are the libp2p options of cfg's relay settings; hole
-// punches are counted in hp.
-func relayOptions(cfg config, hp *holePunches) []libp2p.Option {
+// punches are counted in hp, relays to reserve on come from src.
+func relayOptions(cfg config, hp *holePunches, src *relaySource) []libp2p.Option {
 	var o []libp2p.Option
 	if cfg.relayService {
 		o = append(o, libp2p.EnableRelayService(), libp2p.EnableNATService())
@@ -47,12 +47,13 @@ func relayOptions(cfg config, hp *holePunches) []libp2p.Option {
 		// host: LAN-only nodes do without.
 		o = append(o, libp2p.EnableAutoNATv2())
 	}
-	if len(cfg.relays) > 0 {
+	if len(cfg.relays) > 0 || cfg.findRelays {
 		// Our tracer replaces libp2p's hole punching metrics: Troupe's
 		// troupe_hole_punches_total counts the same.
-		o = append(o, libp2p.EnableAutoRelayWithStaticRelays(cfg.relays), libp2p.EnableHolePunching(holepunch.WithTracer(hp)))
+		src.static, src.find = cfg.relays, cfg.findRelays
+		o = append(o, libp2p.EnableAutoRelay(src.autoRelayOptions()...), libp2p.EnableHolePunching(holepunch.WithTracer(hp)))
 	}
-	if !cfg.relay && !cfg.relayService && len(cfg.relays) == 0 {
+	if !cfg.relay && !cfg.relayService && len(cfg.relays) == 0 && !cfg.findRelays {
 		o = append(o, libp2p.DisableRelay())
 	}
 	return append(o, cfg.hostOpts...)

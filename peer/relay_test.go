@@ -19,6 +19,34 @@ func withHostOptions(opts ...libp2p.Option) Option {
 	return func(c *config) error { c.hostOpts = append(c.hostOpts, opts...); return nil }
 }
 
+// relayedTrio starts a relay (public; relayOpts added), a hidden node
+// (private) with a reservation on it, and a caller connected to the
+// hidden node through the relay only. AutoRelay advertises public relay
+// addresses only: on loopback the test reserves itself and builds the
+// circuit address.
+func relayedTrio(t *testing.T, ctx context.Context, relayOpts ...Option) (relay, hidden, caller *Node) {
+	t.Helper()
+	relay = newTestNode(t, append([]Option{WithRelayService(true), withHostOptions(libp2p.ForceReachabilityPublic())}, relayOpts...)...)
+	hidden = newTestNode(t, WithRelays(*relay.AddrInfo()), withHostOptions(libp2p.ForceReachabilityPrivate()))
+	for {
+		if _, err := client.Reserve(ctx, hidden.Host(), *relay.AddrInfo()); err == nil {
+			break
+		} else if ctx.Err() != nil {
+			t.Fatalf("no reservation on the relay: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond) // the relay service starts once the relay saw itself public
+	}
+	circuit, err := ma.NewMultiaddr(relay.AddrInfo().Addrs[0].String() + "/p2p/" + relay.ID().String() + "/p2p-circuit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	caller = newTestNode(t, WithRelay(true))
+	if err := caller.Connect(ctx, libp2ppeer.AddrInfo{ID: hidden.ID(), Addrs: []ma.Multiaddr{circuit}}); err != nil {
+		t.Fatal(err)
+	}
+	return relay, hidden, caller
+}
+
 // TestAskThroughARelay: a node that is not reachable reserves a slot on
 // its relay; another peer reaches it through the relay alone (the
 // connection is limited: relayed) and asks its actor as it would a
@@ -26,33 +54,10 @@ func withHostOptions(opts ...libp2p.Option) Option {
 func TestAskThroughARelay(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	relay := newTestNode(t, WithRelayService(true), withHostOptions(libp2p.ForceReachabilityPublic()))
-	hidden := newTestNode(t, WithRelays(*relay.AddrInfo()), withHostOptions(libp2p.ForceReachabilityPrivate()))
-	// AutoRelay advertises public relay addresses only: on loopback the
-	// test reserves itself, and builds the circuit address.
-	var rsv *client.Reservation
-	for rsv == nil {
-		r, err := client.Reserve(ctx, hidden.Host(), *relay.AddrInfo())
-		switch {
-		case err == nil:
-			rsv = r
-		case ctx.Err() != nil:
-			t.Fatalf("no reservation on the relay: %v", err)
-		default: // the relay service starts once the relay saw itself public
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-	circuit, err := ma.NewMultiaddr(relay.AddrInfo().Addrs[0].String() + "/p2p/" + relay.ID().String() + "/p2p-circuit")
-	if err != nil {
-		t.Fatal(err)
-	}
+	relay, hidden, caller := relayedTrio(t, ctx)
 	if _, err := hidden.System().Spawn("echo", func(c *actor.Context) {
 		c.Receive(actor.Loop(actor.Any(func(m any) { c.Reply(m) })))
 	}); err != nil {
-		t.Fatal(err)
-	}
-	caller := newTestNode(t, WithRelay(true))
-	if err := caller.Connect(ctx, libp2ppeer.AddrInfo{ID: hidden.ID(), Addrs: []ma.Multiaddr{circuit}}); err != nil {
 		t.Fatal(err)
 	}
 	conns := caller.Host().Network().ConnsToPeer(hidden.ID())
@@ -98,28 +103,11 @@ func msgStreams(n *Node, id libp2ppeer.ID) (relayed, direct int) {
 func TestLinkMovesOffTheRelay(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	relay := newTestNode(t, WithRelayService(true), withHostOptions(libp2p.ForceReachabilityPublic()))
-	hidden := newTestNode(t, WithRelays(*relay.AddrInfo()), withHostOptions(libp2p.ForceReachabilityPrivate()))
-	for {
-		if _, err := client.Reserve(ctx, hidden.Host(), *relay.AddrInfo()); err == nil {
-			break
-		} else if ctx.Err() != nil {
-			t.Fatalf("no reservation on the relay: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond) // the relay service starts once the relay saw itself public
-	}
+	_, hidden, caller := relayedTrio(t, ctx)
 	got := make(chan int, 1000)
 	if _, err := hidden.System().Spawn("sink", func(c *actor.Context) {
 		c.Receive(actor.Loop(actor.On(func(i int) { got <- i })))
 	}); err != nil {
-		t.Fatal(err)
-	}
-	circuit, err := ma.NewMultiaddr(relay.AddrInfo().Addrs[0].String() + "/p2p/" + relay.ID().String() + "/p2p-circuit")
-	if err != nil {
-		t.Fatal(err)
-	}
-	caller := newTestNode(t, WithRelay(true))
-	if err := caller.Connect(ctx, libp2ppeer.AddrInfo{ID: hidden.ID(), Addrs: []ma.Multiaddr{circuit}}); err != nil {
 		t.Fatal(err)
 	}
 	sink, _ := Ref(hidden.ID(), "sink")

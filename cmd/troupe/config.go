@@ -62,6 +62,9 @@ type Config struct {
 	// Relays are the relays (multiaddrs with /p2p/) this peer reserves a
 	// slot on when it is not reachable; hole punching is on with them.
 	Relays []string `json:"relays"`
+	// FindRelays also uses the relays the mesh's peers advertise (those
+	// with relay_service), when this peer is not reachable.
+	FindRelays bool `json:"find_relays"`
 	// Limits caps the peer's libp2p resources; 0 keeps libp2p's default,
 	// scaled to the machine.
 	Limits ConfigLimits `json:"limits"`
@@ -111,15 +114,16 @@ func (l ConfigLimits) peerLimits() (peer.Limits, string) {
 // bootstrap peers, no port mapping.
 func DefaultConfig() Config {
 	return Config{
-		Listen:    peer.DefaultListenAddrs(),
-		Mesh:      "default",
-		Bootstrap: []string{},
-		MDNS:      true,
-		DHT:       "client",
-		Allowlist: []string{},
-		Relays:    []string{},
-		LogLevel:  "info",
-		LogFormat: "text",
+		Listen:     peer.DefaultListenAddrs(),
+		Mesh:       "default",
+		Bootstrap:  []string{},
+		MDNS:       true,
+		DHT:        "client",
+		Allowlist:  []string{},
+		Relays:     []string{},
+		FindRelays: true,
+		LogLevel:   "info",
+		LogFormat:  "text",
 	}
 }
 
@@ -313,6 +317,7 @@ func (c *Config) peerOptions(home string) ([]peer.Option, error) {
 		peer.WithGroups(true),
 		peer.WithNATPortMap(c.NATPortMap),
 		peer.WithRelayService(c.RelayService),
+		peer.WithRelayDiscovery(c.FindRelays),
 	}
 	for _, r := range c.Relays {
 		ai, _ := parsePeerAddr(r)
