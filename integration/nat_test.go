@@ -2,6 +2,7 @@ package integration
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -27,12 +28,13 @@ type natPeerJSON struct {
 }
 
 // natDaemon starts a daemon in namespace ns listening on port 4001 (TCP
-// and QUIC) of every address, without mDNS or the DHT, with the config
-// fields extra (JSON members) and args.
-func natDaemon(t *testing.T, ns, extra string, args ...string) *daemonProc {
+// and QUIC) of every address of family ip ("ip4" or "ip6"), without mDNS
+// or the DHT, with the config fields extra (JSON members) and args.
+func natDaemon(t *testing.T, ns, ip, extra string, args ...string) *daemonProc {
 	t.Helper()
 	home := t.TempDir()
-	cfg := `{"listen": ["/ip4/0.0.0.0/tcp/4001", "/ip4/0.0.0.0/udp/4001/quic-v1"], "mdns": false, "dht": "off"` + extra + `}`
+	any := map[string]string{"ip4": "0.0.0.0", "ip6": "::"}[ip]
+	cfg := fmt.Sprintf(`{"listen": ["/%s/%s/tcp/4001", "/%s/%s/udp/4001/quic-v1"], "mdns": false, "dht": "off"`, ip, any, ip, any) + extra + `}`
 	if err := os.WriteFile(filepath.Join(home, "config.json"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -83,34 +85,45 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 // relay's circuit address and asks B's echo actor. Behind NATs that keep
 // ports, hole punching then replaces the relayed connection with a direct
 // one and asks go on; behind symmetric NATs the punch fails and traffic
-// stays on the relay, and still works. The laptops chat once direct.
+// stays on the relay, and still works. The laptops chat once direct. With
+// IPv6, homes route global addresses through stateful firewalls instead
+// of NATs, and hole punching opens them as it does NATs.
 func TestLaptopsBehindNATs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: builds the binary and creates network namespaces")
 	}
 	for _, tc := range []struct {
-		name      string
-		symmetric bool
-	}{{"hole punching", false}, {"symmetric NATs", true}} {
+		name            string
+		symmetric, ipv6 bool
+	}{{"hole punching", false, false}, {"symmetric NATs", true, false}, {"IPv6 firewalls", false, true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			public, homes := newNetns(t).natWorld(2, tc.symmetric, tc.symmetric)
-			relay := natDaemon(t, public[0], "", "-relay-service")
-			relayAddr := "/ip4/11.0.0.1/tcp/4001/p2p/" + relay.id.String()
-			helper := natDaemon(t, public[1], "", "-relay-service", "-connect", relayAddr)
-			helperAddr := "/ip4/11.0.0.2/tcp/4001/p2p/" + helper.id.String()
+			ip, publicIP := "ip4", func(i int) string { return fmt.Sprintf("11.0.0.%d", i) }
+			var public []string
+			var homes []natHome
+			if tc.ipv6 {
+				ip, publicIP = "ip6", func(i int) string { return fmt.Sprintf("2a00:ff::%d", i) }
+				public, homes = newNetns(t).firewallWorld6(2, 2)
+			} else {
+				public, homes = newNetns(t).natWorld(2, tc.symmetric, tc.symmetric)
+			}
+			relay := natDaemon(t, public[0], ip, "", "-relay-service")
+			relayTCP := fmt.Sprintf("/%s/%s/tcp/", ip, publicIP(1))
+			relayAddr := relayTCP + "4001/p2p/" + relay.id.String()
+			helper := natDaemon(t, public[1], ip, "", "-relay-service", "-connect", relayAddr)
+			helperAddr := fmt.Sprintf("/%s/%s/tcp/4001/p2p/%s", ip, publicIP(2), helper.id)
 			eventually(t, 60*time.Second, "the relay learns it is public", func() bool {
 				return natID(t, relay).Reachability == "public"
 			})
 			// A names the relay; B finds it in the relay's advertisement.
 			start := time.Now()
-			a := natDaemon(t, homes[0].laptop, `, "relays": ["`+relayAddr+`"]`, "-connect", relayAddr, "-connect", helperAddr)
-			b := natDaemon(t, homes[1].laptop, "", "-connect", relayAddr, "-connect", helperAddr)
+			a := natDaemon(t, homes[0].laptop, ip, `, "relays": ["`+relayAddr+`"]`, "-connect", relayAddr, "-connect", helperAddr)
+			b := natDaemon(t, homes[1].laptop, ip, "", "-connect", relayAddr, "-connect", helperAddr)
 			var circuit string
 			for _, d := range []*daemonProc{a, b} {
 				eventually(t, 90*time.Second, "a laptop learns it is private and reserves a slot on the relay", func() bool {
 					id := natID(t, d)
 					for _, addr := range id.Addrs {
-						if strings.Contains(addr, "/p2p-circuit") && strings.HasPrefix(addr, "/ip4/11.0.0.1/tcp/") && id.Reachability == "private" {
+						if strings.Contains(addr, "/p2p-circuit") && strings.HasPrefix(addr, relayTCP) && id.Reachability == "private" {
 							if d == b {
 								circuit = addr + "/p2p/" + b.id.String()
 							}

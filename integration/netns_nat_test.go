@@ -3,6 +3,7 @@ package integration
 import (
 	"fmt"
 	"os/exec"
+	"strings"
 )
 
 // The Internet in namespaces: a "public" bridge whose hosts have
@@ -29,19 +30,7 @@ func (n *netns) natWorld(pub int, symmetric ...bool) (public []string, homes []n
 	if _, err := exec.LookPath("iptables"); err != nil {
 		n.t.Skip("iptables is missing (apt-get install iptables)")
 	}
-	br := n.add("pb")
-	n.ip("-n", br, "link", "add", "br0", "type", "bridge")
-	n.ip("-n", br, "link", "set", "br0", "up")
-	port := 0
-	plug := func(ns, dev, addr string) { // a veth from ns onto the bridge
-		port++
-		p := fmt.Sprintf("p%d", port)
-		n.ip("link", "add", dev, "netns", ns, "type", "veth", "peer", "name", p, "netns", br)
-		n.ip("-n", ns, "addr", "add", addr, "dev", dev)
-		n.ip("-n", ns, "link", "set", dev, "up")
-		n.ip("-n", br, "link", "set", p, "master", "br0")
-		n.ip("-n", br, "link", "set", p, "up")
-	}
+	plug := n.publicBridge()
 	for i := range pub {
 		h := n.add(fmt.Sprintf("pub%d", i+1))
 		plug(h, "eth0", fmt.Sprintf("11.0.0.%d/24", i+1))
@@ -67,6 +56,34 @@ func (n *netns) natWorld(pub int, symmetric ...bool) (public []string, homes []n
 		n.exec(home.nat, "iptables", "-A", "INPUT", "-i", "wan", "-m", "conntrack", "--ctstate", "NEW", "-j", "DROP")
 		homes = append(homes, home)
 	}
+	n.waitWorld(public, homes)
+	return public, homes
+}
+
+// publicBridge makes the public bridge and returns plug, which adds a
+// veth from a namespace onto it with an address.
+func (n *netns) publicBridge() (plug func(ns, dev, addr string)) {
+	br := n.add("pb")
+	n.ip("-n", br, "link", "add", "br0", "type", "bridge")
+	n.ip("-n", br, "link", "set", "br0", "up")
+	port := 0
+	return func(ns, dev, addr string) {
+		port++
+		p := fmt.Sprintf("p%d", port)
+		n.ip("link", "add", dev, "netns", ns, "type", "veth", "peer", "name", p, "netns", br)
+		if strings.Contains(addr, ":") { // IPv6: no duplicate address detection
+			n.ip("-n", ns, "addr", "add", addr, "dev", dev, "nodad")
+		} else {
+			n.ip("-n", ns, "addr", "add", addr, "dev", dev)
+		}
+		n.ip("-n", ns, "link", "set", dev, "up")
+		n.ip("-n", br, "link", "set", p, "master", "br0")
+		n.ip("-n", br, "link", "set", p, "up")
+	}
+}
+
+// waitUp waits for every interface of a world to be up.
+func (n *netns) waitWorld(public []string, homes []natHome) {
 	for _, h := range public {
 		n.waitUp(h, "eth0")
 	}
@@ -74,6 +91,56 @@ func (n *netns) natWorld(pub int, symmetric ...bool) (public []string, homes []n
 		n.waitUp(h.nat, "wan")
 		n.waitUp(h.laptop, "eth0")
 	}
+}
+
+// firewallWorld6 is natWorld with IPv6 and no NAT, as IPv6 homes are: a
+// public bridge 2a00:ff::/64 with pub hosts (2a00:ff::1, …), and k homes,
+// each a router at 2a00:ff::101, … forwarding the laptop's own global
+// prefix 2a00:1:<i>::/64 (laptop at ::2) with the stateful firewall of a
+// home router: from outside, only what the laptop asked for passes. Every
+// public host and router routes each home's prefix to its router.
+// Addresses skip duplicate address detection, usable at once.
+func (n *netns) firewallWorld6(pub, k int) (public []string, homes []natHome) {
+	n.t.Helper()
+	if _, err := exec.LookPath("ip6tables"); err != nil {
+		n.t.Skip("ip6tables is missing (apt-get install iptables)")
+	}
+	plug := n.publicBridge()
+	for i := range pub {
+		h := n.add(fmt.Sprintf("pub%d", i+1))
+		n.exec(h, "sysctl", "-qw", "net.ipv6.conf.default.accept_dad=0")
+		plug(h, "eth0", fmt.Sprintf("2a00:ff::%d/64", i+1))
+		public = append(public, h)
+	}
+	for i := range k {
+		home := natHome{nat: n.add(fmt.Sprintf("fw%d", i+1)), laptop: n.add(fmt.Sprintf("lap%d", i+1)), public: fmt.Sprintf("2a00:ff::%d", 101+i)}
+		for _, ns := range []string{home.nat, home.laptop} {
+			n.exec(ns, "sysctl", "-qw", "net.ipv6.conf.default.accept_dad=0")
+		}
+		n.exec(home.nat, "sysctl", "-qw", "net.ipv6.conf.all.forwarding=1")
+		plug(home.nat, "wan", home.public+"/64")
+		prefix := fmt.Sprintf("2a00:1:%d::", i+1)
+		n.ip("link", "add", "lan", "netns", home.nat, "type", "veth", "peer", "name", "eth0", "netns", home.laptop)
+		n.ip("-n", home.nat, "addr", "add", prefix+"1/64", "dev", "lan", "nodad")
+		n.ip("-n", home.nat, "link", "set", "lan", "up")
+		n.ip("-n", home.laptop, "addr", "add", prefix+"2/64", "dev", "eth0", "nodad")
+		n.ip("-n", home.laptop, "link", "set", "eth0", "up")
+		n.ip("-n", home.laptop, "-6", "route", "add", "default", "via", prefix+"1")
+		n.exec(home.nat, "ip6tables", "-A", "FORWARD", "-i", "wan", "-m", "conntrack", "--ctstate", "NEW,INVALID", "-j", "DROP")
+		homes = append(homes, home)
+	}
+	for i, home := range homes {
+		prefix := fmt.Sprintf("2a00:1:%d::/64", i+1)
+		for _, h := range public {
+			n.ip("-n", h, "-6", "route", "add", prefix, "via", home.public)
+		}
+		for j, other := range homes {
+			if j != i {
+				n.ip("-n", other.nat, "-6", "route", "add", prefix, "via", home.public)
+			}
+		}
+	}
+	n.waitWorld(public, homes)
 	return public, homes
 }
 
