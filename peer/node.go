@@ -42,6 +42,7 @@ type Node struct {
 	metrics     *nodeCollector // registered with cfg.prom; nil without WithPrometheus
 	dialFails   dialFailures   // discovered peers that could not be dialed
 	holePunches *holePunches   // counted by libp2p's hole punching (relay.go)
+	latency     *latencyProber // keeps peers' round trips known (latency.go)
 
 	found     event.Subscription // connectedness, for foundTag; nil without discovery
 	foundDone chan struct{}      // closed when watchFound returned
@@ -204,7 +205,7 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		_ = h.Close()
 		return nil, err
 	}
-	n := &Node{cfg: cfg, host: h, sys: sys, router: r, reg: reg, groups: groups, holePunches: hp, closed: make(chan struct{})}
+	n := &Node{cfg: cfg, host: h, sys: sys, router: r, reg: reg, groups: groups, holePunches: hp, latency: startLatencyProber(h), closed: make(chan struct{})}
 	if err := n.registerMetrics(); err != nil {
 		_ = n.Close(ctx)
 		return nil, err
@@ -469,6 +470,7 @@ func (n *Node) Close(ctx context.Context) error {
 			discErr = errors.Join(discErr, n.found.Close())
 			<-n.foundDone
 		}
+		n.latency.close()
 		shutErr := n.sys.Shutdown(ctx)
 		if n.groups != nil {
 			n.groups.Close()
