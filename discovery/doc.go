@@ -57,4 +57,13 @@
 // counted (Directory.Stats). Exchanges are bounded: MaxSyncAds, MaxSyncBytes,
 // a 10 s deadline, 8 answered at once (more are reset), a queue of 256
 // peers to ask.
+//
+// # Files
+//
+//	mdns.go          mDNS on the LAN
+//	dht.go           the DHT rendezvous and its bounded provider store
+//	ads.go           advertisements: format, signing, publication
+//	ads_store.go     the directory of advertisements held
+//	adsync.go        the directory exchange, asking side (pulls, new peers)
+//	adsync_serve.go  the directory exchange, answering side
 package discovery

@@ -16,4 +16,24 @@
 // proven identity of the sender. WithAllowlist refuses connections from or
 // to any other peer; WithPrivateNetwork admits only peers holding the same
 // pre-shared key (TCP only).
+//
+// # Files
+//
+//	node.go       Node, New, Close and accessors
+//	options.go    the options of New
+//	connect.go    Connect; peers discovery found
+//	dial.go       transports and dial order (TCP before QUIC)
+//	dialfail.go   peers found that could not be dialed
+//	gater.go      the allowlist
+//	identity.go   key files
+//	limits.go     the resource manager's limits
+//	relay.go      relay service, relays, hole punching, reachability
+//	relayfind.go  relays found in advertisements (AutoRelay's source)
+//	latency.go    pings that keep peers' round trips known
+//	directory.go  what other peers advertise; Whereis
+//	service.go    the node actor (name lookups, remote spawn)
+//	spawn.go      remote spawn and its quotas
+//	names.go      mesh names and their mDNS service
+//	metrics.go    Prometheus collectors
+//	liblog.go     libp2p's logs through slog
 package peer
