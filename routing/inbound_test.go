@@ -173,10 +173,7 @@ func frameOffset(tb testing.TB, stream []byte, n int) int {
 // new stream's first message. The old reader is held before it hands on
 // its batch until the new stream has either superseded it or delivered.
 func TestNewStreamWaitsForTheOldOnesReader(t *testing.T) {
-	// After the router's close (cleanups run last first): its readers
-	// may still call them until then.
-	t.Cleanup(func() { testHookInboundFlush, testHookSuperseded = nil, nil })
-	h, _, sys := testRouter(t, 0)
+	h, r, sys := testRouter(t, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var (
@@ -207,7 +204,7 @@ func TestNewStreamWaitsForTheOldOnesReader(t *testing.T) {
 	}
 	oldDone := make(chan (<-chan struct{}), 1)
 	var held atomic.Bool
-	testHookInboundFlush = func(in *inbound) {
+	r.hooks.inboundFlush = func(in *inbound) {
 		if held.CompareAndSwap(false, true) { // the first stream's first batch
 			oldDone <- in.self.done
 			select {
@@ -216,7 +213,7 @@ func TestNewStreamWaitsForTheOldOnesReader(t *testing.T) {
 			}
 		}
 	}
-	testHookSuperseded = free
+	r.hooks.superseded = free
 
 	rf1 := newRawFrames(t, h)
 	rf1.send(codec.KindSystem, typeHello, helloBody{Incarnation: 7})
@@ -298,7 +295,6 @@ func TestStaleStreamHandsNothingOn(t *testing.T) {
 // stream and is counted; the node lives on, and another stream of the
 // same peer is read as before.
 func TestReaderPanicResetsOneStream(t *testing.T) {
-	t.Cleanup(func() { testHookInboundFlush = nil })
 	h, r, sys := testRouter(t, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -311,7 +307,7 @@ func TestReaderPanicResetsOneStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	var panicked atomic.Bool
-	testHookInboundFlush = func(*inbound) {
+	r.hooks.inboundFlush = func(*inbound) {
 		if panicked.CompareAndSwap(false, true) {
 			panic("a decoder bug")
 		}

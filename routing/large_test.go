@@ -28,6 +28,13 @@ func testRouter(t *testing.T, maxFrame int) (host.Host, *Router, *actor.System) 
 	return testRouterLogging(t, maxFrame, slog.New(slog.NewTextHandler(io.Discard, nil)))
 }
 
+// testRouterTimed is testRouter with the router's timings tm (zero fields:
+// the defaults).
+func testRouterTimed(t *testing.T, tm timings) (host.Host, *Router, *actor.System) {
+	t.Helper()
+	return testPeerTuned(t, Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), timings: tm}, nil, false)
+}
+
 // testRouterLogging is testRouter with the logger given.
 func testRouterLogging(t *testing.T, maxFrame int, logger *slog.Logger) (host.Host, *Router, *actor.System) {
 	t.Helper()
@@ -48,7 +55,8 @@ func testPeer(t *testing.T, maxFrame int, logger *slog.Logger, groups bool, opts
 }
 
 // testPeerTuned is testPeer with the router's config base (its host and
-// registry are filled in) and more options for the actor system.
+// registry are filled in; its timings go to the Groups too) and more
+// options for the actor system.
 func testPeerTuned(t *testing.T, base Config, sysOpts []actor.Option, groups bool, opts ...libp2p.Option) (host.Host, *Router, *actor.System) {
 	t.Helper()
 	logger := base.Logger
@@ -68,7 +76,7 @@ func testPeerTuned(t *testing.T, base Config, sysOpts []actor.Option, groups boo
 	sysOpts = append([]actor.Option{actor.WithPeer(h.ID().String()), actor.WithRemote(r), actor.WithLogger(logger)}, sysOpts...)
 	var g *Groups
 	if groups {
-		if g, err = NewGroups(GroupsConfig{Host: h, Registry: reg, Mesh: "test", Logger: logger}); err != nil {
+		if g, err = NewGroups(GroupsConfig{Host: h, Registry: reg, Mesh: "test", Logger: logger, timings: base.timings}); err != nil {
 			t.Fatal(err)
 		}
 		sysOpts = append(sysOpts, actor.WithGroups(g))
@@ -429,10 +437,8 @@ func TestCloseDuringLargeMessage(t *testing.T) {
 // reset after stallTimeout: what it holds is freed. Between messages a
 // stream may idle as long as it likes.
 func TestStalledStreamsAreReset(t *testing.T) {
-	timeout := stallTimeout
-	stallTimeout = 300 * time.Millisecond
-	defer func() { stallTimeout = timeout }()
-	h, r, sys := testRouter(t, 0)
+	const stallTimeout = 300 * time.Millisecond
+	h, r, sys := testRouterTimed(t, timings{stallTimeout: stallTimeout})
 	got := spawnSink(t, sys)
 	receive := func() any {
 		t.Helper()

@@ -163,10 +163,9 @@ func TestAgentVersionCarriesTheIncarnation(t *testing.T) {
 func TestRetiredLinksLoseNoMessage(t *testing.T) {
 	const senders, rounds = 4, 100 // four messages a sender and round
 	notSent := make(chan struct{}, 1+senders*rounds*4)
-	unit := backoffUnit
-	backoffUnit = 50 * time.Microsecond // writers give up and go idle often
-	defer func() { backoffUnit = unit }()
-	_, r, _ := testRouterLogging(t, 0, slog.New(onMessage{"routing: message not sent", notSent}))
+	logger := slog.New(onMessage{"routing: message not sent", notSent})
+	fast := timings{backoffUnit: 50 * time.Microsecond} // writers give up and go idle often
+	_, r, _ := testPeerTuned(t, Config{Logger: logger, timings: fast}, nil, false)
 	other, err := libp2p.New(libp2p.NoListenAddrs)
 	if err != nil {
 		t.Fatal(err)
@@ -220,7 +219,7 @@ func TestRetiredLinksLoseNoMessage(t *testing.T) {
 			}
 		}
 		var under *link
-		testHookLinkFound = func(l *link) {
+		r.hooks.linkFound = func(l *link) {
 			for deadline := time.Now().Add(10 * time.Second); under == nil && !didRetire(r.retire(peerStr)); runtime.Gosched() {
 				if time.Now().After(deadline) { // its writers never slept
 					t.Fatalf("%s: the link could not be retired", send.name)
@@ -229,7 +228,7 @@ func TestRetiredLinksLoseNoMessage(t *testing.T) {
 			under = l
 		}
 		err := send.f()
-		testHookLinkFound = nil
+		r.hooks.linkFound = nil
 		if err != nil || under == nil || !under.retired.Load() {
 			t.Fatalf("%s with its link retired under it: %v (retired %v)", send.name, err, under != nil && under.retired.Load())
 		}
@@ -322,7 +321,7 @@ func didRetire(retired, _ bool) bool { return retired }
 // 30 s, until it is retired; then no more.
 func TestBusyLinksAreRetiredLater(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var rt retryRetire
+		rt := retryRetire{delays: defaultTimings().retireDelays}
 		defer rt.stop()
 		start := time.Now()
 		var tries []time.Duration
@@ -359,10 +358,7 @@ func TestBusyLinksAreRetiredLater(t *testing.T) {
 // buffers until Close.
 func TestEveryUnreachableLinkIsRetired(t *testing.T) {
 	const peers = 200
-	unit := backoffUnit
-	backoffUnit = 50 * time.Microsecond // writers give up at once
-	defer func() { backoffUnit = unit }()
-	_, r, sys := testRouter(t, 0)
+	_, r, sys := testRouterTimed(t, timings{backoffUnit: 50 * time.Microsecond}) // writers give up at once
 	ids := make([]libp2ppeer.ID, 2*peers)
 	for i := range ids {
 		ids[i] = newPeerID(t)
@@ -475,15 +471,14 @@ func TestSendRacingCloseIsRefused(t *testing.T) {
 	if _, err := r.link(peerStr); err != nil {
 		t.Fatal(err)
 	}
-	testHookLinkFound = func(*link) {
-		testHookLinkFound = nil
+	r.hooks.linkFound = func(*link) {
+		r.hooks.linkFound = nil
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := r.Close(ctx); err != nil {
 			t.Error(err)
 		}
 	}
-	defer func() { testHookLinkFound = nil }()
 	if err := r.Deliver(to, actor.Ref{}, "m", 0, false); !errors.Is(err, ErrClosed) {
 		t.Fatalf("a message sent as the router closed: %v, want ErrClosed", err)
 	}
