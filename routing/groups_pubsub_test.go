@@ -3,8 +3,6 @@ package routing
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
+	"github.com/troupe-mesh/troupe/internal/testutil"
 )
 
 func subOpts(topics ...string) []*pb.RPC_SubOpts {
@@ -131,7 +130,7 @@ func hostilePubSub(t *testing.T, to host.Host) (host.Host, *pubsub.PubSub) {
 // messages the group's validator rejects is graylisted after a few: its
 // valid messages, delivered before, are not delivered any more.
 func TestPeerSendingInvalidGroupMessagesIsIgnored(t *testing.T) {
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	quiet := testutil.QuietLogger()
 	h, _, sys := testPeerTuned(t, Config{Logger: quiet}, nil, true)
 	news := watchRoom(t, sys)
 	_, hps := hostilePubSub(t, h)
@@ -218,7 +217,7 @@ func TestBindRacesNoGroupGoroutine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := NewGroups(GroupsConfig{Host: h, Registry: reg, Mesh: "test", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	g, err := NewGroups(GroupsConfig{Host: h, Registry: reg, Mesh: "test", Logger: testutil.QuietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"github.com/libp2p/go-libp2p"
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
+	"github.com/troupe-mesh/troupe/internal/testutil"
 )
 
 // benchBlob is the 100-byte message of the sending and receiving
@@ -46,7 +46,7 @@ func benchInboundRead(b *testing.B, compact bool) {
 		b.Fatal(err)
 	}
 	codec.MustRegister[benchBlob](reg, "bench.Blob")
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logger := testutil.QuietLogger()
 	r, err := New(Config{Host: h, Registry: reg, Logger: logger})
 	if err != nil {
 		b.Fatal(err)
@@ -102,7 +102,7 @@ func benchInboundRead(b *testing.B, compact bool) {
 	src := &windowedStream{stream: stream.Bytes(), frames: frames, window: window, total: b.N, acks: acks, tb: b}
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0 := processCPU()
+	cpu0 := testutil.ProcessCPU()
 	if err := in.read(codec.NewFrameReader(src, 0, codec.WithCompact(compact))); err != nil {
 		b.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func benchInboundRead(b *testing.B, compact bool) {
 		src.wait()
 	}
 	in.out.Close()
-	b.ReportMetric(float64((processCPU()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64((testutil.ProcessCPU()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 }
 
 // windowedStream reads total frames from a stream of frames, over and

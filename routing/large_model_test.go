@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -16,6 +15,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
+	"github.com/troupe-mesh/troupe/internal/testutil"
 )
 
 // largeMsg is a test message: a sequence number and padding of a chosen
@@ -56,7 +56,7 @@ func newLoopback(tb testing.TB, maxFrame int) *loopback {
 		tb.Fatal(err)
 	}
 	codec.MustRegister[largeMsg](reg, "test.large")
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logger := testutil.QuietLogger()
 	r, err := New(Config{Host: h, Registry: reg, Logger: logger, MaxFrame: maxFrame})
 	if err != nil {
 		tb.Fatal(err)

@@ -19,20 +19,21 @@ import (
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
+	"github.com/troupe-mesh/troupe/internal/testutil"
 )
 
 // testRouter starts a host on 127.0.0.1 with a Router and an actor system,
 // all closed when the test ends.
 func testRouter(t *testing.T, maxFrame int) (host.Host, *Router, *actor.System) {
 	t.Helper()
-	return testRouterLogging(t, maxFrame, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	return testRouterLogging(t, maxFrame, testutil.QuietLogger())
 }
 
 // testRouterTimed is testRouter with the router's timings tm (zero fields:
 // the defaults).
 func testRouterTimed(t *testing.T, tm timings) (host.Host, *Router, *actor.System) {
 	t.Helper()
-	return testPeerTuned(t, Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), timings: tm}, nil, false)
+	return testPeerTuned(t, Config{Logger: testutil.QuietLogger(), timings: tm}, nil, false)
 }
 
 // testRouterLogging is testRouter with the logger given.
@@ -493,7 +494,7 @@ func TestStreamBuffersAreChargedToTheResourceManager(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, r, sys := testRouterHost(t, 0, slog.New(slog.NewTextHandler(io.Discard, nil)), libp2p.ResourceManager(rm))
+	h, r, sys := testRouterHost(t, 0, testutil.QuietLogger(), libp2p.ResourceManager(rm))
 	got := spawnSink(t, sys)
 	lim := codec.DefaultLimits()
 	lim.MaxStringLen = 4 << 20
