@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/libp2p/go-libp2p"
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	pb "github.com/libp2p/go-libp2p-pubsub/pb"
 	"github.com/libp2p/go-libp2p/core/host"
@@ -14,6 +13,7 @@ import (
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/internal/testutil"
+	"github.com/troupe-mesh/troupe/internal/testutil/testhost"
 )
 
 func subOpts(topics ...string) []*pb.RPC_SubOpts {
@@ -32,7 +32,7 @@ func subOpts(topics ...string) []*pb.RPC_SubOpts {
 // refused whole, and a peer in 1,000 groups announces them all at once.
 func TestTopicFilterBoundsSubscriptions(t *testing.T) {
 	f := NewTopicFilter("m")
-	a, b := newPeerID(t), newPeerID(t)
+	a, b := testhost.NewPeerID(t), testhost.NewPeerID(t)
 	for _, topic := range []string{"/troupe/m/ads", "/troupe/m/group/room", "/troupe/m/group/a/b"} {
 		if !f.CanSubscribe(topic) {
 			t.Fatalf("%s refused", topic)
@@ -95,7 +95,7 @@ func TestTopicFilterBoundsSubscriptions(t *testing.T) {
 	for i := range thousand {
 		thousand[i] = fmt.Sprintf("/troupe/m/group/k%d", i)
 	}
-	if out, err := f.FilterIncomingSubscriptions(newPeerID(t), subOpts(thousand...)); err != nil || len(out) != 1000 {
+	if out, err := f.FilterIncomingSubscriptions(testhost.NewPeerID(t), subOpts(thousand...)); err != nil || len(out) != 1000 {
 		t.Fatalf("a first announcement of 1,000 groups: %d kept, %v", len(out), err)
 	}
 	f.Forget(a)
@@ -108,12 +108,9 @@ func TestTopicFilterBoundsSubscriptions(t *testing.T) {
 // signing its messages), connected to to.
 func hostilePubSub(t *testing.T, to host.Host) (host.Host, *pubsub.PubSub) {
 	t.Helper()
-	h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := testhost.NewHost(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(func() { cancel(); _ = h.Close() })
+	t.Cleanup(cancel) // before NewHost's cleanup closes h
 	ps, err := pubsub.NewGossipSub(ctx, h)
 	if err != nil {
 		t.Fatal(err)
@@ -208,11 +205,7 @@ func drain(ch <-chan any) {
 // NewGroups started already handle peers coming and going (under -race,
 // the old plain field was a data race).
 func TestBindRacesNoGroupGoroutine(t *testing.T) {
-	h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.Close() })
+	h := testhost.NewHost(t)
 	reg, err := codec.NewRegistry()
 	if err != nil {
 		t.Fatal(err)

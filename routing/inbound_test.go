@@ -19,6 +19,7 @@ import (
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/internal/testutil"
+	"github.com/troupe-mesh/troupe/internal/testutil/testhost"
 )
 
 // benchBlob is the 100-byte message of the sending and receiving
@@ -36,11 +37,7 @@ func BenchmarkInboundReadCompact(b *testing.B) { benchInboundRead(b, true) }
 
 func benchInboundRead(b *testing.B, compact bool) {
 	const window, frames = 10_000, 10_000
-	h, err := libp2p.New(libp2p.NoListenAddrs)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer h.Close()
+	h := testhost.NewHost(b, libp2p.NoListenAddrs)
 	reg, err := codec.NewRegistry()
 	if err != nil {
 		b.Fatal(err)

@@ -20,6 +20,7 @@ import (
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/internal/testutil"
+	"github.com/troupe-mesh/troupe/internal/testutil/testhost"
 )
 
 // testRouter starts a host on 127.0.0.1 with a Router and an actor system,
@@ -61,10 +62,7 @@ func testPeer(t *testing.T, maxFrame int, logger *slog.Logger, groups bool, opts
 func testPeerTuned(t *testing.T, base Config, sysOpts []actor.Option, groups bool, opts ...libp2p.Option) (host.Host, *Router, *actor.System) {
 	t.Helper()
 	logger := base.Logger
-	h, err := libp2p.New(append([]libp2p.Option{libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay()}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := testhost.NewHost(t, opts...)
 	reg, err := codec.NewRegistry()
 	if err != nil {
 		t.Fatal(err)
@@ -99,8 +97,7 @@ func testPeerTuned(t *testing.T, base Config, sysOpts []actor.Option, groups boo
 		if g != nil {
 			g.Close()
 		}
-		_ = r.Close(ctx)
-		_ = h.Close()
+		_ = r.Close(ctx) // then NewHost's cleanup closes h
 	})
 	return h, r, sys
 }
@@ -122,11 +119,7 @@ func newRawFrames(t *testing.T, to host.Host) *rawFrames {
 // newRawFramesOn is newRawFrames on a stream of protocol proto.
 func newRawFramesOn(t *testing.T, to host.Host, proto protocol.ID) *rawFrames {
 	t.Helper()
-	other, err := libp2p.New(libp2p.NoListenAddrs, libp2p.DisableRelay())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = other.Close() })
+	other := testhost.NewHost(t, libp2p.NoListenAddrs)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := other.Connect(ctx, libp2ppeer.AddrInfo{ID: to.ID(), Addrs: to.Addrs()}); err != nil {
@@ -388,10 +381,7 @@ func TestNewStreamStartsClean(t *testing.T) {
 // Close context ends, and reports the messages dropped.
 func TestCloseDuringLargeMessage(t *testing.T) {
 	h, r, sys := testRouter(t, 0)
-	other, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := testhost.NewHost(t)
 	opened, release := make(chan struct{}, 1), make(chan struct{})
 	other.SetStreamHandler(ProtoMsg, func(s network.Stream) {
 		select { // never read
@@ -401,7 +391,7 @@ func TestCloseDuringLargeMessage(t *testing.T) {
 		<-release
 		_ = s.Reset()
 	})
-	t.Cleanup(func() { close(release); _ = other.Close() })
+	t.Cleanup(func() { close(release) }) // before NewHost's cleanup closes other
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := h.Connect(ctx, libp2ppeer.AddrInfo{ID: other.ID(), Addrs: other.Addrs()}); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
+	"github.com/troupe-mesh/troupe/internal/testutil/testhost"
 )
 
 // resetUserStream resets, on r's side, r's user stream to peer p.
@@ -484,7 +485,7 @@ func TestDroppedRequestMakesRoomForTheNext(t *testing.T) {
 // Down).
 func TestPresumedLossSwallowsNoDeclaration(t *testing.T) {
 	_, r, _ := testRouterTimed(t, timings{lossWait: 50 * time.Millisecond})
-	p := newPeerID(t)
+	p := testhost.NewPeerID(t)
 	r.mu.Lock()
 	r.remote[p] = 1
 	r.heard[p], r.acted[p] = 5, 5 // its declaration 5 was acted on

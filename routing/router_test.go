@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p"
-	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
+	"github.com/troupe-mesh/troupe/internal/testutil/testhost"
 )
 
 // A peer seen with a new incarnation has restarted: monitors on its old
@@ -28,11 +28,7 @@ func TestNewIncarnationFiresMonitors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer restarts.Close()
-	other, err := libp2p.New(libp2p.NoListenAddrs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := testhost.NewHost(t, libp2p.NoListenAddrs)
 	remote, _ := actor.NewRef(other.ID().String(), "x")
 
 	downs := make(chan actor.Down, 1)
@@ -166,10 +162,7 @@ func TestRetiredLinksLoseNoMessage(t *testing.T) {
 	logger := slog.New(onMessage{"routing: message not sent", notSent})
 	fast := timings{backoffUnit: 50 * time.Microsecond} // writers give up and go idle often
 	_, r, _ := testPeerTuned(t, Config{Logger: logger, timings: fast}, nil, false)
-	other, err := libp2p.New(libp2p.NoListenAddrs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := testhost.NewHost(t, libp2p.NoListenAddrs)
 	peerStr := other.ID().String()
 	_ = other.Close() // no address known: every dial fails at once
 	to, _ := actor.NewRef(peerStr, "x")
@@ -361,7 +354,7 @@ func TestEveryUnreachableLinkIsRetired(t *testing.T) {
 	_, r, sys := testRouterTimed(t, timings{backoffUnit: 50 * time.Microsecond}) // writers give up at once
 	ids := make([]libp2ppeer.ID, 2*peers)
 	for i := range ids {
-		ids[i] = newPeerID(t)
+		ids[i] = testhost.NewPeerID(t)
 	}
 	links := func() int {
 		r.mu.Lock()
@@ -404,11 +397,7 @@ func TestEveryUnreachableLinkIsRetired(t *testing.T) {
 // Bind refuses it (it has no system to hand failures back to) instead of
 // starting a link whose writer would crash; Bind takes one system, once.
 func TestRouterRefusesMessagesBeforeBind(t *testing.T) {
-	h, err := libp2p.New(libp2p.NoListenAddrs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	h := testhost.NewHost(t, libp2p.NoListenAddrs)
 	reg, err := codec.NewRegistry()
 	if err != nil {
 		t.Fatal(err)
@@ -420,11 +409,7 @@ func TestRouterRefusesMessagesBeforeBind(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	defer r.Close(ctx)
-	other, err := libp2p.New(libp2p.NoListenAddrs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := testhost.NewHost(t, libp2p.NoListenAddrs)
 	to, _ := actor.NewRef(other.ID().String(), "x")
 	if err := r.Deliver(to, actor.Ref{}, "hi", 0, false); !errors.Is(err, ErrNotBound) {
 		t.Fatalf("Deliver before Bind: %v, want ErrNotBound", err)
@@ -461,10 +446,7 @@ func TestRouterRefusesMessagesBeforeBind(t *testing.T) {
 // ErrClosed: its message is not queued where no writer takes it.
 func TestSendRacingCloseIsRefused(t *testing.T) {
 	_, r, _ := testRouter(t, 0)
-	other, err := libp2p.New(libp2p.NoListenAddrs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := testhost.NewHost(t, libp2p.NoListenAddrs)
 	peerStr := other.ID().String()
 	_ = other.Close()
 	to, _ := actor.NewRef(peerStr, "x")
@@ -482,18 +464,4 @@ func TestSendRacingCloseIsRefused(t *testing.T) {
 	if err := r.Deliver(to, actor.Ref{}, "m", 0, false); !errors.Is(err, ErrClosed) {
 		t.Fatalf("a message sent as the router closed: %v, want ErrClosed", err)
 	}
-}
-
-// newPeerID returns the ID of a made-up peer.
-func newPeerID(t *testing.T) libp2ppeer.ID {
-	t.Helper()
-	_, pub, err := crypto.GenerateEd25519Key(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, err := libp2ppeer.IDFromPublicKey(pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return id
 }

@@ -5,5 +5,6 @@
 // # Imports
 //
 // It imports the standard library only, so that the tests of package
-// actor, which knows nothing of libp2p, may use it.
+// actor, which knows nothing of libp2p, may use it. Helpers that need
+// libp2p live in package testhost below it.
 package testutil
