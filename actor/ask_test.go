@@ -7,6 +7,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/troupe-mesh/troupe/internal/testutil"
 )
 
 // Asks: from plain code and from actors, timeouts, late replies, and
@@ -25,7 +27,7 @@ func TestAskFromPlainCode(t *testing.T) {
 
 func TestAskTimeoutIsDeadlineExceeded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s, err := New(WithLogger(quietLogger()))
+		s, err := New(WithLogger(testutil.QuietLogger()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -110,7 +112,7 @@ func TestLateReplyIsDeadLetter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
 		var letters []DeadLetter
-		s, err := New(WithLogger(quietLogger()), WithDeadLetterHook(func(d DeadLetter) {
+		s, err := New(WithLogger(testutil.QuietLogger()), WithDeadLetterHook(func(d DeadLetter) {
 			mu.Lock()
 			letters = append(letters, d)
 			mu.Unlock()
@@ -180,7 +182,7 @@ func TestAskWaiterTakesOnlyItsReply(t *testing.T) {
 }
 
 func TestAskEndsAtShutdown(t *testing.T) {
-	s, err := New(WithLogger(quietLogger()))
+	s, err := New(WithLogger(testutil.QuietLogger()))
 	if err != nil {
 		t.Fatal(err)
 	}

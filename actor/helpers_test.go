@@ -2,21 +2,18 @@ package actor
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
+	"github.com/troupe-mesh/troupe/internal/testutil"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
 func newSys(t testing.TB, opts ...Option) *System {
 	t.Helper()
-	s, err := New(append([]Option{WithLogger(quietLogger())}, opts...)...)
+	s, err := New(append([]Option{WithLogger(testutil.QuietLogger())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,8 @@ package actor
 
 import (
 	"testing"
+
+	"github.com/troupe-mesh/troupe/internal/testutil"
 )
 
 // An Inbound hands each actor its messages in order, across runs for
@@ -111,7 +113,7 @@ func TestMessagesBehindAnEndingStepBecomeDeadLetters(t *testing.T) {
 	for _, how := range []string{"stop", "panic", "no receive"} {
 		t.Run(how, func(t *testing.T) {
 			letters := make(chan any, 16)
-			s := newSys(t, WithPeer("me"), WithLogger(quietLogger()),
+			s := newSys(t, WithPeer("me"), WithLogger(testutil.QuietLogger()),
 				WithDeadLetterHook(func(d DeadLetter) { letters <- d.Msg }))
 			handled := make(chan int, 16)
 			ready := make(chan struct{})
@@ -186,7 +188,7 @@ func BenchmarkInbound(b *testing.B) {
 	in := s.Port().NewInbound()
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0 := processCPU()
+	cpu0 := testutil.ProcessCPU()
 	for i := range b.N {
 		if i >= 4*window && i%window == 0 {
 			<-acks
@@ -201,7 +203,7 @@ func BenchmarkInbound(b *testing.B) {
 	for range min(b.N/window+1, 4) {
 		<-acks
 	}
-	b.ReportMetric(float64((processCPU()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64((testutil.ProcessCPU()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 }
 
 type benchBlob struct{ Data []byte }

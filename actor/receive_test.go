@@ -7,6 +7,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/troupe-mesh/troupe/internal/testutil"
 )
 
 func TestReceiveReturnsAtOnceAndNeverRunsHandler(t *testing.T) {
@@ -139,7 +141,7 @@ func TestNewMessageIsNotRescannedAgainstOldOnes(t *testing.T) {
 
 func TestReceiveWithinFiresOnceAndNeverAfterMatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s, err := New(WithLogger(quietLogger()), WithLoops(1))
+		s, err := New(WithLogger(testutil.QuietLogger()), WithLoops(1))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -177,7 +179,7 @@ func TestReceiveWithinFiresOnceAndNeverAfterMatch(t *testing.T) {
 
 func TestReceiveWithinPrefersSavedMatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		s, err := New(WithLogger(quietLogger()), WithLoops(1))
+		s, err := New(WithLogger(testutil.QuietLogger()), WithLoops(1))
 		if err != nil {
 			t.Fatal(err)
 		}

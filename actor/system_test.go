@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/troupe-mesh/troupe/internal/testutil"
 )
 
 func echoBehavior(c *Context) {
@@ -218,7 +220,7 @@ func TestBlockedActorDoesNotDelayItsLoop(t *testing.T) {
 }
 
 func TestShutdownStopsActorsWithReason(t *testing.T) {
-	s, err := New(WithLogger(quietLogger()))
+	s, err := New(WithLogger(testutil.QuietLogger()))
 	if err != nil {
 		t.Fatal(err)
 	}

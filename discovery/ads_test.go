@@ -11,19 +11,12 @@ import (
 	"github.com/fxamacker/cbor/v2"
 	"github.com/libp2p/go-libp2p"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/troupe-mesh/troupe/internal/testutil/testhost"
 )
 
 func TestVerifyAdvertisements(t *testing.T) {
-	h, err := libp2p.New(libp2p.NoListenAddrs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	other, err := libp2p.New(libp2p.NoListenAddrs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	h := testhost.NewHost(t, libp2p.NoListenAddrs)
+	other := testhost.NewHost(t, libp2p.NoListenAddrs)
 
 	good, err := Sign(h, &Advertisement{Peer: []byte(h.ID()), Actors: []string{"echo"}, TTLSeconds: 60})
 	if err != nil {
@@ -67,14 +60,10 @@ func TestVerifyAdvertisements(t *testing.T) {
 // maxDirectoryBytes of them: a peer cannot fill it for good with
 // advertisements of made-up peers.
 func TestDirectoryBoundsWhatPeersAskFor(t *testing.T) {
-	h, err := libp2p.New(libp2p.NoListenAddrs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	h := testhost.NewHost(t, libp2p.NoListenAddrs)
 	d := &Directory{cfg: AdsConfig{TTL: defaultTTL}, h: h, peers: make(map[libp2ppeer.ID]adEntry)}
 	madeUp := func() *Advertisement {
-		return &Advertisement{Peer: []byte(newPeerID(t)), TTLSeconds: math.MaxUint32}
+		return &Advertisement{Peer: []byte(testhost.NewPeerID(t)), TTLSeconds: math.MaxUint32}
 	}
 	ad := madeUp()
 	start := time.Now()
@@ -114,16 +103,8 @@ func TestDirectoryBoundsWhatPeersAskFor(t *testing.T) {
 // to takes the place of one of a peer it is not connected to: a flood of
 // made-up peers cannot keep out the peers next to this node.
 func TestConnectedPeersGetIntoAFullDirectory(t *testing.T) {
-	h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	next, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer next.Close()
+	h := testhost.NewHost(t)
+	next := testhost.NewHost(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := h.Connect(ctx, libp2ppeer.AddrInfo{ID: next.ID(), Addrs: next.Addrs()}); err != nil {
@@ -131,11 +112,11 @@ func TestConnectedPeersGetIntoAFullDirectory(t *testing.T) {
 	}
 	d := &Directory{cfg: AdsConfig{TTL: defaultTTL}, h: h, peers: make(map[libp2ppeer.ID]adEntry)}
 	for range maxDirectory {
-		if ok, _ := d.store(&Advertisement{Peer: []byte(newPeerID(t)), TTLSeconds: 60}, []byte("made up"), time.Minute, false); !ok {
+		if ok, _ := d.store(&Advertisement{Peer: []byte(testhost.NewPeerID(t)), TTLSeconds: 60}, []byte("made up"), time.Minute, false); !ok {
 			t.Fatal("the directory filled up early")
 		}
 	}
-	if ok, _ := d.store(&Advertisement{Peer: []byte(newPeerID(t)), TTLSeconds: 60}, []byte("far"), time.Minute, false); ok {
+	if ok, _ := d.store(&Advertisement{Peer: []byte(testhost.NewPeerID(t)), TTLSeconds: 60}, []byte("far"), time.Minute, false); ok {
 		t.Fatal("a peer out of reach got into a full directory")
 	}
 	if ok, _ := d.store(&Advertisement{Peer: []byte(next.ID()), TTLSeconds: 60}, []byte("next"), time.Minute, false); !ok {

@@ -6,10 +6,10 @@ import (
 	"testing"
 
 	"github.com/libp2p/go-libp2p-kad-dht/records"
-	"github.com/libp2p/go-libp2p/core/crypto"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/host/peerstore/pstoremem"
 	mh "github.com/multiformats/go-multihash"
+	"github.com/troupe-mesh/troupe/internal/testutil/testhost"
 )
 
 // The DHT's provider store keeps records of the mesh's rendezvous only, up
@@ -26,7 +26,7 @@ func TestProvidersOfTheRendezvousOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ps.Close()
-	newID := func() libp2ppeer.ID { return newPeerID(t) }
+	newID := func() libp2ppeer.ID { return testhost.NewPeerID(t) }
 	pm, err := records.NewProviderManager(newID(), ps, store)
 	if err != nil {
 		t.Fatal(err)
@@ -75,18 +75,4 @@ func TestProvidersOfTheRendezvousOnly(t *testing.T) {
 	if others, _ := pm2.GetProviders(ctx, other); len(others) != 0 {
 		t.Fatalf("%d providers of another key kept", len(others))
 	}
-}
-
-// newPeerID returns the ID of a made-up peer.
-func newPeerID(t *testing.T) libp2ppeer.ID {
-	t.Helper()
-	_, pub, err := crypto.GenerateEd25519Key(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, err := libp2ppeer.IDFromPublicKey(pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return id
 }

@@ -49,7 +49,8 @@ func ServiceName(mesh string) string { return "_troupe-" + mesh + "._udp" }
 const redialAfter = 5 * time.Second
 
 // A dial to a peer found by mDNS that fails is tried again up to
-// dialRetries times, after a random delay of 1–3 × retryDelay, doubling
+// dialRetries times, after a random delay of 1–3 × MDNS.retryDelay
+// (defaultRetryDelay outside tests), doubling
 // each time. Peers that hear of each other together dial each other
 // together; over TCP with a shared port that can be a simultaneous open,
 // which fails both dials (both ends of the one connection start TLS as the
@@ -57,7 +58,8 @@ const redialAfter = 5 * time.Second
 // would stay apart. The random delay breaks the tie.
 const dialRetries = 4
 
-var retryDelay = 500 * time.Millisecond // a variable for tests
+// defaultRetryDelay is MDNS.retryDelay outside tests.
+const defaultRetryDelay = 500 * time.Millisecond
 
 const (
 	// ifacePoll is how often the interfaces are looked at: no portable
@@ -78,6 +80,9 @@ type MDNS struct {
 	connect func(context.Context, libp2ppeer.AddrInfo) error
 	log     *slog.Logger
 	found   chan foundPeer
+	// retryDelay is the least wait before the first retry of a failed
+	// dial (see dialRetries): defaultRetryDelay, or a test's.
+	retryDelay time.Duration
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -124,8 +129,9 @@ func StartMDNS(h host.Host, mesh string, connect func(context.Context, libp2ppee
 func newMDNS(h host.Host, service string, connect func(context.Context, libp2ppeer.AddrInfo) error, logger *slog.Logger) *MDNS {
 	m := &MDNS{
 		h: h, service: service, connect: connect, log: logger,
-		found:  make(chan foundPeer, 64),
-		dialed: make(map[libp2ppeer.ID]time.Time),
+		found:      make(chan foundPeer, 64),
+		retryDelay: defaultRetryDelay,
+		dialed:     make(map[libp2ppeer.ID]time.Time),
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.wg.Add(2)
@@ -315,7 +321,7 @@ func (m *MDNS) work() {
 
 // later queues f again after a random delay (see dialRetries).
 func (m *MDNS) later(f foundPeer) {
-	base := retryDelay << (f.retry - 1)
+	base := m.retryDelay << (f.retry - 1)
 	d := base + time.Duration(rand.Int64N(int64(2*base)))
 	m.wg.Add(1)
 	go func() {

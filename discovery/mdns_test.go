@@ -15,6 +15,7 @@ import (
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/troupe-mesh/troupe/internal/testutil/testhost"
 )
 
 func TestCheckMesh(t *testing.T) {
@@ -41,11 +42,7 @@ func TestCheckMesh(t *testing.T) {
 // that hear of each other together dial each other together, and over TCP
 // that can fail both dials); one the peer refused is not.
 func TestFailedMDNSDialsAreRetried(t *testing.T) {
-	h, err := libp2p.New(libp2p.NoListenAddrs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	h := testhost.NewHost(t, libp2p.NoListenAddrs)
 	k, _, err := crypto.GenerateEd25519Key(rand.Reader)
 	if err != nil {
 		t.Fatal(err)

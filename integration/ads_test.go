@@ -10,13 +10,13 @@ import (
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
-	"github.com/libp2p/go-libp2p"
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/discovery"
+	"github.com/troupe-mesh/troupe/internal/testutil/testhost"
 	"github.com/troupe-mesh/troupe/peer"
 )
 
@@ -48,11 +48,7 @@ func TestAdvertisementsAndDirectory(t *testing.T) {
 
 	// A raw peer publishes a forged advertisement (describing c, signed with
 	// its own key), garbage, and then a valid one of its own with a 1 s TTL.
-	raw, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	raw := testhost.NewHost(t)
 	psCtx, stopPS := context.WithCancel(ctx)
 	defer stopPS()
 	ps, err := pubsub.NewGossipSub(psCtx, raw)
@@ -129,11 +125,7 @@ func TestDirectoryExchange(t *testing.T) {
 	}
 	waitFor(t, func() bool { return len(a.Directory().Lookup("beta")) == 1 })
 
-	raw, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
+	raw := testhost.NewHost(t)
 	if err := raw.Connect(ctx, *a.AddrInfo()); err != nil {
 		t.Fatal(err)
 	}
@@ -221,11 +213,7 @@ func TestDirectoryExchange(t *testing.T) {
 		_, err := ask(req)
 		return err != nil && a.Directory().Stats().Busy > busy
 	})
-	other, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := testhost.NewHost(t)
 	if err := other.Connect(ctx, *a.AddrInfo()); err != nil {
 		t.Fatal(err)
 	}
@@ -244,11 +232,7 @@ func TestDirectoryExchange(t *testing.T) {
 
 	// Bad answers: a dials a raw peer whose answer holds a forged and a
 	// garbled advertisement next to a valid one.
-	liar, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer liar.Close()
+	liar := testhost.NewHost(t)
 	liarOwn, _ := discovery.Sign(liar, &discovery.Advertisement{Peer: []byte(liar.ID()), Actors: []string{"liar-actor"}, TTLSeconds: 30})
 	// Forged for a peer a knows nothing of (one it holds an advertisement
 	// of would not even be checked: it could not replace what a holds).

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/libp2p/go-libp2p"
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/internal/testutil/testhost"
 	"github.com/troupe-mesh/troupe/peer"
 	"github.com/troupe-mesh/troupe/routing"
 )
@@ -229,11 +229,7 @@ func TestGroupRejectsMalformedMessages(t *testing.T) {
 		c.Receive(h)
 	})
 	recv(t, joined)
-	rawHost, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rawHost.Close()
+	rawHost := testhost.NewHost(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	psCtx, stopPS := context.WithCancel(ctx)

@@ -2,13 +2,12 @@ package integration
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
+	"github.com/troupe-mesh/troupe/internal/testutil"
 	"github.com/troupe-mesh/troupe/peer"
 )
 
@@ -40,15 +39,13 @@ func registry(t testing.TB, opts ...codec.Option) *codec.Registry {
 	return reg
 }
 
-func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
-
 // newNode starts a node on 127.0.0.1 (TCP only) that is closed when the
 // test ends.
 func newNode(t testing.TB, opts ...peer.Option) *peer.Node {
 	t.Helper()
 	base := []peer.Option{
 		peer.WithListenAddrs("/ip4/127.0.0.1/tcp/0"),
-		peer.WithLogger(quietLogger()),
+		peer.WithLogger(testutil.QuietLogger()),
 		peer.WithRegistry(registry(t)),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

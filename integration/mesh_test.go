@@ -10,13 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
+	"github.com/troupe-mesh/troupe/internal/testutil/testhost"
 	"github.com/troupe-mesh/troupe/peer"
 	"github.com/troupe-mesh/troupe/routing"
 )
@@ -729,11 +729,7 @@ func TestWhereisIsNotHeldUpBySilentPeers(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for range 3 { // hosts that take the control protocol and never answer
-		h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer h.Close()
+		h := testhost.NewHost(t)
 		for _, p := range []protocol.ID{routing.ProtoCtl, routing.ProtoCtl10} {
 			h.SetStreamHandler(p, func(s network.Stream) { _, _ = io.Copy(io.Discard, s) })
 		}

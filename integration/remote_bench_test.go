@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/internal/testutil"
 )
 
 // Remote benchmarks: two peers in this process, connected over TCP on
@@ -101,7 +102,7 @@ func BenchmarkRemoteOneWay(b *testing.B) {
 	done := make(chan error, 1)
 	b.ReportAllocs()
 	b.ResetTimer()
-	start, cpu0 := time.Now(), processCPU()
+	start, cpu0 := time.Now(), testutil.ProcessCPU()
 	spawn(b, na, "source", oneWaySource(sink, b.N, done))
 	select {
 	case err := <-done:
@@ -111,7 +112,7 @@ func BenchmarkRemoteOneWay(b *testing.B) {
 	case <-time.After(5 * time.Minute):
 		b.Fatalf("timed out; stats a=%+v b=%+v", na.Router().Stats(), nb.Router().Stats())
 	}
-	el, cpu := time.Since(start), processCPU()-cpu0
+	el, cpu := time.Since(start), testutil.ProcessCPU()-cpu0
 	b.StopTimer()
 	if st := na.Router().Stats(); st.LinkFull != 0 || st.Undeliverable != 0 {
 		b.Fatalf("sender lost messages: %+v", st)

@@ -3,8 +3,6 @@ package peer
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -21,11 +19,12 @@ import (
 
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
+	"github.com/troupe-mesh/troupe/internal/testutil"
 	"github.com/troupe-mesh/troupe/routing"
 	"go.uber.org/goleak"
 )
 
-func quiet() Option { return WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))) }
+func quiet() Option { return WithLogger(testutil.QuietLogger()) }
 
 func local() Option { return WithListenAddrs("/ip4/127.0.0.1/tcp/0") }
 

@@ -3,13 +3,12 @@ package routing
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
+	"github.com/troupe-mesh/troupe/internal/testutil"
 )
 
 // newBatchSender is newSender with a link queue of queueLen messages and
@@ -21,9 +20,9 @@ func newBatchSender(t *testing.T, queueLen int) (*Router, *link, *actor.System, 
 		t.Fatal(err)
 	}
 	codec.MustRegister[benchBlob](reg, "bench.Blob")
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logger := testutil.QuietLogger()
 	const remote = "12D3KooWRemotePeerOfTheBatchTest"
-	r := &Router{cfg: Config{Registry: reg, Logger: logger, MaxFrame: codec.DefaultMaxFrame, LinkQueue: queueLen},
+	r := &Router{cfg: Config{Registry: reg, Logger: logger, MaxFrame: codec.DefaultMaxFrame, LinkQueue: queueLen, timings: defaultTimings()},
 		log: logger, links: map[string]*link{}}
 	l := newLink(r, "", remote)
 	r.links[remote] = l

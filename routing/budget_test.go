@@ -1,8 +1,6 @@
 package routing
 
 import (
-	"io"
-	"log/slog"
 	"strconv"
 	"strings"
 	"testing"
@@ -10,6 +8,7 @@ import (
 
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
+	"github.com/troupe-mesh/troupe/internal/testutil"
 )
 
 // budgetRig is a router whose peers have a budget of 256 KiB, with two
@@ -30,7 +29,7 @@ func newBudgetRig(t *testing.T, backlog int64) (*budgetRig, *rawFrames) {
 // default).
 func newBudgetRigGrace(t *testing.T, backlog int64, grace time.Duration) (*budgetRig, *rawFrames) {
 	t.Helper()
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	quiet := testutil.QuietLogger()
 	h, r, sys := testPeerTuned(t, Config{Logger: quiet, PeerBudget: 256 << 10, PauseGrace: grace}, []actor.Option{actor.WithRemoteBacklog(backlog)}, false)
 	g := &budgetRig{r: r, sys: sys, fast: make(chan string, 8192), slow: make(chan string, 8192)}
 	if _, err := sys.Spawn("fast", func(c *actor.Context) {

@@ -213,15 +213,15 @@ var scratchPool = sync.Pool{New: func() any { return new([]byte) }}
 
 func (r *Router) link(peerStr string) (*link, error) {
 	if l := r.last.Load(); l != nil && l.peerStr == peerStr && !l.retired.Load() {
-		if testHookLinkFound != nil {
-			testHookLinkFound(l)
+		if r.hooks.linkFound != nil {
+			r.hooks.linkFound(l)
 		}
 		return l, nil
 	}
 	if l, ok := r.fast.Load(peerStr); ok && !l.(*link).retired.Load() {
 		r.last.Store(l.(*link))
-		if testHookLinkFound != nil {
-			testHookLinkFound(l.(*link))
+		if r.hooks.linkFound != nil {
+			r.hooks.linkFound(l.(*link))
 		}
 		return l.(*link), nil
 	}

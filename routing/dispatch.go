@@ -125,8 +125,8 @@ func (in *inbound) forRouter(msg any) bool {
 		} else {
 			r.asked(in.remote)
 		}
-		if testHookLossMessage != nil {
-			testHookLossMessage(r)
+		if r.hooks.lossMessage != nil {
+			r.hooks.lossMessage()
 		}
 	default:
 		return false

@@ -45,6 +45,8 @@ type GroupsConfig struct {
 	// changed. It is called on an event loop or the publisher goroutine
 	// and must not block.
 	OnChange func()
+
+	timings timings // tests only: presenceRenew (zero: the default)
 }
 
 // Groups carries actor group messages on GossipSub: one topic per group,
@@ -67,7 +69,6 @@ type Groups struct {
 	topics map[string]*groupTopic
 	mesh   *meshTracer
 	order  presenceOrder
-	renew  time.Duration // presenceRenew when the Groups started
 
 	received, dropped, rejected, expired atomic.Uint64
 }
@@ -91,7 +92,8 @@ func NewGroups(cfg GroupsConfig) (*Groups, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	g := &Groups{cfg: cfg, topics: make(map[string]*groupTopic), out: make(chan groupMsg, 1024), graft: make(chan string, 64), mesh: newMeshTracer(), renew: presenceRenew}
+	cfg.timings = cfg.timings.withDefaults()
+	g := &Groups{cfg: cfg, topics: make(map[string]*groupTopic), out: make(chan groupMsg, 1024), graft: make(chan string, 64), mesh: newMeshTracer()}
 	g.mesh.onGraft = func(topic string) {
 		select {
 		case g.graft <- topic:

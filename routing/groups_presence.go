@@ -13,23 +13,25 @@ import (
 // Group presence: members announce themselves on their group's topic
 // (and again every presenceRenew), members of peers out of reach expire,
 // and what arrives is told to the actor system as Joined and Left.
-
-// presenceRenew is how often a peer announces its members of each group
-// again ("present"). A member on a peer this node is not connected to (one
-// heard of through others, as GossipSub relays) leaves its groups here when
-// nothing was heard of it for presenceExpiry: no disconnection tells this
-// node when that peer goes. (A variable for tests.)
-var presenceRenew = 30 * time.Second
+//
+// presenceRenew (timings, 30 s) is how often a peer announces its members
+// of each group again ("present"). A member on a peer this node is not
+// connected to (one heard of through others, as GossipSub relays) leaves
+// its groups here when nothing was heard of it for presenceExpiry: no
+// disconnection tells this node when that peer goes.
 
 // presenceExpiry is how long a member of a peer this node is not connected
 // to stays without news: three renewals and a half.
-func (g *Groups) presenceExpiry() time.Duration { return 3*g.renew + g.renew/2 }
+func (g *Groups) presenceExpiry() time.Duration {
+	renew := g.cfg.timings.presenceRenew
+	return 3*renew + renew/2
+}
 
 // renewPresence is the goroutine that announces the local members anew and
-// lets the members of peers out of reach expire, every g.renew.
+// lets the members of peers out of reach expire, every presenceRenew.
 func (g *Groups) renewPresence() {
 	defer g.wg.Done()
-	t := time.NewTicker(g.renew)
+	t := time.NewTicker(g.cfg.timings.presenceRenew)
 	defer t.Stop()
 	for {
 		select {

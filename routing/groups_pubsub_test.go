@@ -3,18 +3,17 @@ package routing
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
-	"github.com/libp2p/go-libp2p"
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	pb "github.com/libp2p/go-libp2p-pubsub/pb"
 	"github.com/libp2p/go-libp2p/core/host"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
+	"github.com/troupe-mesh/troupe/internal/testutil"
+	"github.com/troupe-mesh/troupe/internal/testutil/testhost"
 )
 
 func subOpts(topics ...string) []*pb.RPC_SubOpts {
@@ -33,7 +32,7 @@ func subOpts(topics ...string) []*pb.RPC_SubOpts {
 // refused whole, and a peer in 1,000 groups announces them all at once.
 func TestTopicFilterBoundsSubscriptions(t *testing.T) {
 	f := NewTopicFilter("m")
-	a, b := newPeerID(t), newPeerID(t)
+	a, b := testhost.NewPeerID(t), testhost.NewPeerID(t)
 	for _, topic := range []string{"/troupe/m/ads", "/troupe/m/group/room", "/troupe/m/group/a/b"} {
 		if !f.CanSubscribe(topic) {
 			t.Fatalf("%s refused", topic)
@@ -96,7 +95,7 @@ func TestTopicFilterBoundsSubscriptions(t *testing.T) {
 	for i := range thousand {
 		thousand[i] = fmt.Sprintf("/troupe/m/group/k%d", i)
 	}
-	if out, err := f.FilterIncomingSubscriptions(newPeerID(t), subOpts(thousand...)); err != nil || len(out) != 1000 {
+	if out, err := f.FilterIncomingSubscriptions(testhost.NewPeerID(t), subOpts(thousand...)); err != nil || len(out) != 1000 {
 		t.Fatalf("a first announcement of 1,000 groups: %d kept, %v", len(out), err)
 	}
 	f.Forget(a)
@@ -109,12 +108,9 @@ func TestTopicFilterBoundsSubscriptions(t *testing.T) {
 // signing its messages), connected to to.
 func hostilePubSub(t *testing.T, to host.Host) (host.Host, *pubsub.PubSub) {
 	t.Helper()
-	h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := testhost.NewHost(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(func() { cancel(); _ = h.Close() })
+	t.Cleanup(cancel) // before NewHost's cleanup closes h
 	ps, err := pubsub.NewGossipSub(ctx, h)
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +127,7 @@ func hostilePubSub(t *testing.T, to host.Host) (host.Host, *pubsub.PubSub) {
 // messages the group's validator rejects is graylisted after a few: its
 // valid messages, delivered before, are not delivered any more.
 func TestPeerSendingInvalidGroupMessagesIsIgnored(t *testing.T) {
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	quiet := testutil.QuietLogger()
 	h, _, sys := testPeerTuned(t, Config{Logger: quiet}, nil, true)
 	news := watchRoom(t, sys)
 	_, hps := hostilePubSub(t, h)
@@ -209,16 +205,12 @@ func drain(ch <-chan any) {
 // NewGroups started already handle peers coming and going (under -race,
 // the old plain field was a data race).
 func TestBindRacesNoGroupGoroutine(t *testing.T) {
-	h, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.Close() })
+	h := testhost.NewHost(t)
 	reg, err := codec.NewRegistry()
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := NewGroups(GroupsConfig{Host: h, Registry: reg, Mesh: "test", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	g, err := NewGroups(GroupsConfig{Host: h, Registry: reg, Mesh: "test", Logger: testutil.QuietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

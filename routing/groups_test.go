@@ -50,13 +50,11 @@ func TestRestartedPeersMembersLeave(t *testing.T) {
 // presence, and leaves when its peer goes: nothing is heard of it for
 // presenceExpiry, and no disconnection would tell.
 func TestMembersOutOfReachExpire(t *testing.T) {
-	renew := presenceRenew
-	presenceRenew = 200 * time.Millisecond
-	defer func() { presenceRenew = renew }()
-	logger := slog.New(slog.DiscardHandler)
-	hA, _, sysA := testPeer(t, 0, logger, true)
-	hB, _, sysB := testPeer(t, 0, logger, true)
-	hC, _, sysC := testPeer(t, 0, logger, true)
+	const presenceRenew = 200 * time.Millisecond
+	base := Config{Logger: slog.New(slog.DiscardHandler), timings: timings{presenceRenew: presenceRenew}}
+	hA, _, sysA := testPeerTuned(t, base, nil, true)
+	hB, _, sysB := testPeerTuned(t, base, nil, true)
+	hC, _, sysC := testPeerTuned(t, base, nil, true)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// A - B - C: A and C know of each other only through B.

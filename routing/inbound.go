@@ -140,8 +140,8 @@ func (in *inbound) read(fr *codec.FrameReader) error {
 	var env codec.Envelope
 	for {
 		if in.received > 0 && (in.out.Len() >= maxInboundBatch || in.batchBytes >= maxInboundBatchBytes || !fr.Buffered()) {
-			if testHookInboundFlush != nil {
-				testHookInboundFlush(in)
+			if r.hooks.inboundFlush != nil {
+				r.hooks.inboundFlush(in)
 			}
 			in.flush() // before waiting for the network
 			if err := in.backpressure(); err != nil {
@@ -332,8 +332,8 @@ func (in *inbound) supersede(h helloBody) bool {
 	for _, o := range older {
 		_ = o.s.Reset()
 	}
-	if testHookSuperseded != nil && len(older) > 0 {
-		testHookSuperseded()
+	if r.hooks.superseded != nil && len(older) > 0 {
+		r.hooks.superseded()
 	}
 	for _, o := range older {
 		select {
@@ -344,14 +344,6 @@ func (in *inbound) supersede(h helloBody) bool {
 	}
 	return true
 }
-
-// Set by tests only: testHookInboundFlush runs before a reader hands on
-// a batch it decoded, testHookSuperseded once a reader reset the streams
-// its own supersedes.
-var (
-	testHookInboundFlush func(*inbound)
-	testHookSuperseded   func()
-)
 
 // inboundKey counts a peer's inbound streams of one protocol.
 type inboundKey struct {

@@ -58,14 +58,9 @@ type stallGuard struct {
 	armed bool // a read deadline is set
 }
 
-// stallTimeout is how long an inbound stream may stop in the middle of a
-// frame or of a large message (a variable for tests). A writer breaks its
-// own stream after writeTimeout without progress, the same.
-var stallTimeout = writeTimeout
-
 func (g *stallGuard) Read(p []byte) (int, error) {
 	if g.fr.Pending() > 0 || g.in.large.active {
-		_ = g.s.SetReadDeadline(time.Now().Add(stallTimeout))
+		_ = g.s.SetReadDeadline(time.Now().Add(g.in.r.cfg.timings.stallTimeout))
 		g.armed = true
 	} else if g.armed {
 		_ = g.s.SetReadDeadline(time.Time{})

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"slices"
 	"strings"
@@ -19,6 +18,8 @@ import (
 	"github.com/libp2p/go-libp2p"
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
+	"github.com/troupe-mesh/troupe/internal/testutil"
+	"github.com/troupe-mesh/troupe/internal/testutil/testhost"
 )
 
 // benchBlob is the 100-byte message of the sending and receiving
@@ -36,17 +37,13 @@ func BenchmarkInboundReadCompact(b *testing.B) { benchInboundRead(b, true) }
 
 func benchInboundRead(b *testing.B, compact bool) {
 	const window, frames = 10_000, 10_000
-	h, err := libp2p.New(libp2p.NoListenAddrs)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer h.Close()
+	h := testhost.NewHost(b, libp2p.NoListenAddrs)
 	reg, err := codec.NewRegistry()
 	if err != nil {
 		b.Fatal(err)
 	}
 	codec.MustRegister[benchBlob](reg, "bench.Blob")
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logger := testutil.QuietLogger()
 	r, err := New(Config{Host: h, Registry: reg, Logger: logger})
 	if err != nil {
 		b.Fatal(err)
@@ -102,7 +99,7 @@ func benchInboundRead(b *testing.B, compact bool) {
 	src := &windowedStream{stream: stream.Bytes(), frames: frames, window: window, total: b.N, acks: acks, tb: b}
 	b.ReportAllocs()
 	b.ResetTimer()
-	cpu0 := processCPU()
+	cpu0 := testutil.ProcessCPU()
 	if err := in.read(codec.NewFrameReader(src, 0, codec.WithCompact(compact))); err != nil {
 		b.Fatal(err)
 	}
@@ -110,7 +107,7 @@ func benchInboundRead(b *testing.B, compact bool) {
 		src.wait()
 	}
 	in.out.Close()
-	b.ReportMetric(float64((processCPU()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64((testutil.ProcessCPU()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 }
 
 // windowedStream reads total frames from a stream of frames, over and
@@ -173,10 +170,7 @@ func frameOffset(tb testing.TB, stream []byte, n int) int {
 // new stream's first message. The old reader is held before it hands on
 // its batch until the new stream has either superseded it or delivered.
 func TestNewStreamWaitsForTheOldOnesReader(t *testing.T) {
-	// After the router's close (cleanups run last first): its readers
-	// may still call them until then.
-	t.Cleanup(func() { testHookInboundFlush, testHookSuperseded = nil, nil })
-	h, _, sys := testRouter(t, 0)
+	h, r, sys := testRouter(t, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var (
@@ -207,7 +201,7 @@ func TestNewStreamWaitsForTheOldOnesReader(t *testing.T) {
 	}
 	oldDone := make(chan (<-chan struct{}), 1)
 	var held atomic.Bool
-	testHookInboundFlush = func(in *inbound) {
+	r.hooks.inboundFlush = func(in *inbound) {
 		if held.CompareAndSwap(false, true) { // the first stream's first batch
 			oldDone <- in.self.done
 			select {
@@ -216,7 +210,7 @@ func TestNewStreamWaitsForTheOldOnesReader(t *testing.T) {
 			}
 		}
 	}
-	testHookSuperseded = free
+	r.hooks.superseded = free
 
 	rf1 := newRawFrames(t, h)
 	rf1.send(codec.KindSystem, typeHello, helloBody{Incarnation: 7})
@@ -298,7 +292,6 @@ func TestStaleStreamHandsNothingOn(t *testing.T) {
 // stream and is counted; the node lives on, and another stream of the
 // same peer is read as before.
 func TestReaderPanicResetsOneStream(t *testing.T) {
-	t.Cleanup(func() { testHookInboundFlush = nil })
 	h, r, sys := testRouter(t, 0)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -311,7 +304,7 @@ func TestReaderPanicResetsOneStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	var panicked atomic.Bool
-	testHookInboundFlush = func(*inbound) {
+	r.hooks.inboundFlush = func(*inbound) {
 		if panicked.CompareAndSwap(false, true) {
 			panic("a decoder bug")
 		}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -16,6 +15,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
+	"github.com/troupe-mesh/troupe/internal/testutil"
+	"github.com/troupe-mesh/troupe/internal/testutil/testhost"
 )
 
 // largeMsg is a test message: a sequence number and padding of a chosen
@@ -47,16 +48,13 @@ type loopback struct {
 // "t0".."t2" that report every largeMsg they get on lb.got.
 func newLoopback(tb testing.TB, maxFrame int) *loopback {
 	tb.Helper()
-	h, err := libp2p.New(libp2p.NoListenAddrs)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	h := testhost.NewHost(tb, libp2p.NoListenAddrs)
 	reg, err := codec.NewRegistry()
 	if err != nil {
 		tb.Fatal(err)
 	}
 	codec.MustRegister[largeMsg](reg, "test.large")
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logger := testutil.QuietLogger()
 	r, err := New(Config{Host: h, Registry: reg, Logger: logger, MaxFrame: maxFrame})
 	if err != nil {
 		tb.Fatal(err)
@@ -72,8 +70,7 @@ func newLoopback(tb testing.TB, maxFrame int) *loopback {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = sys.Shutdown(ctx)
-		_ = r.Close(ctx)
-		_ = h.Close()
+		_ = r.Close(ctx) // then NewHost's cleanup closes h
 	})
 	lb := &loopback{h: h, r: r, sys: sys, reg: reg, got: make(chan arrival, 1<<14)}
 	for i := range 3 {

@@ -19,13 +19,22 @@ import (
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
+	"github.com/troupe-mesh/troupe/internal/testutil"
+	"github.com/troupe-mesh/troupe/internal/testutil/testhost"
 )
 
 // testRouter starts a host on 127.0.0.1 with a Router and an actor system,
 // all closed when the test ends.
 func testRouter(t *testing.T, maxFrame int) (host.Host, *Router, *actor.System) {
 	t.Helper()
-	return testRouterLogging(t, maxFrame, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	return testRouterLogging(t, maxFrame, testutil.QuietLogger())
+}
+
+// testRouterTimed is testRouter with the router's timings tm (zero fields:
+// the defaults).
+func testRouterTimed(t *testing.T, tm timings) (host.Host, *Router, *actor.System) {
+	t.Helper()
+	return testPeerTuned(t, Config{Logger: testutil.QuietLogger(), timings: tm}, nil, false)
 }
 
 // testRouterLogging is testRouter with the logger given.
@@ -48,14 +57,12 @@ func testPeer(t *testing.T, maxFrame int, logger *slog.Logger, groups bool, opts
 }
 
 // testPeerTuned is testPeer with the router's config base (its host and
-// registry are filled in) and more options for the actor system.
+// registry are filled in; its timings go to the Groups too) and more
+// options for the actor system.
 func testPeerTuned(t *testing.T, base Config, sysOpts []actor.Option, groups bool, opts ...libp2p.Option) (host.Host, *Router, *actor.System) {
 	t.Helper()
 	logger := base.Logger
-	h, err := libp2p.New(append([]libp2p.Option{libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay()}, opts...)...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := testhost.NewHost(t, opts...)
 	reg, err := codec.NewRegistry()
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +75,7 @@ func testPeerTuned(t *testing.T, base Config, sysOpts []actor.Option, groups boo
 	sysOpts = append([]actor.Option{actor.WithPeer(h.ID().String()), actor.WithRemote(r), actor.WithLogger(logger)}, sysOpts...)
 	var g *Groups
 	if groups {
-		if g, err = NewGroups(GroupsConfig{Host: h, Registry: reg, Mesh: "test", Logger: logger}); err != nil {
+		if g, err = NewGroups(GroupsConfig{Host: h, Registry: reg, Mesh: "test", Logger: logger, timings: base.timings}); err != nil {
 			t.Fatal(err)
 		}
 		sysOpts = append(sysOpts, actor.WithGroups(g))
@@ -90,8 +97,7 @@ func testPeerTuned(t *testing.T, base Config, sysOpts []actor.Option, groups boo
 		if g != nil {
 			g.Close()
 		}
-		_ = r.Close(ctx)
-		_ = h.Close()
+		_ = r.Close(ctx) // then NewHost's cleanup closes h
 	})
 	return h, r, sys
 }
@@ -113,11 +119,7 @@ func newRawFrames(t *testing.T, to host.Host) *rawFrames {
 // newRawFramesOn is newRawFrames on a stream of protocol proto.
 func newRawFramesOn(t *testing.T, to host.Host, proto protocol.ID) *rawFrames {
 	t.Helper()
-	other, err := libp2p.New(libp2p.NoListenAddrs, libp2p.DisableRelay())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = other.Close() })
+	other := testhost.NewHost(t, libp2p.NoListenAddrs)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := other.Connect(ctx, libp2ppeer.AddrInfo{ID: to.ID(), Addrs: to.Addrs()}); err != nil {
@@ -379,10 +381,7 @@ func TestNewStreamStartsClean(t *testing.T) {
 // Close context ends, and reports the messages dropped.
 func TestCloseDuringLargeMessage(t *testing.T) {
 	h, r, sys := testRouter(t, 0)
-	other, err := libp2p.New(libp2p.ListenAddrStrings("/ip4/127.0.0.1/tcp/0"), libp2p.DisableRelay())
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := testhost.NewHost(t)
 	opened, release := make(chan struct{}, 1), make(chan struct{})
 	other.SetStreamHandler(ProtoMsg, func(s network.Stream) {
 		select { // never read
@@ -392,7 +391,7 @@ func TestCloseDuringLargeMessage(t *testing.T) {
 		<-release
 		_ = s.Reset()
 	})
-	t.Cleanup(func() { close(release); _ = other.Close() })
+	t.Cleanup(func() { close(release) }) // before NewHost's cleanup closes other
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := h.Connect(ctx, libp2ppeer.AddrInfo{ID: other.ID(), Addrs: other.Addrs()}); err != nil {
@@ -429,10 +428,8 @@ func TestCloseDuringLargeMessage(t *testing.T) {
 // reset after stallTimeout: what it holds is freed. Between messages a
 // stream may idle as long as it likes.
 func TestStalledStreamsAreReset(t *testing.T) {
-	timeout := stallTimeout
-	stallTimeout = 300 * time.Millisecond
-	defer func() { stallTimeout = timeout }()
-	h, r, sys := testRouter(t, 0)
+	const stallTimeout = 300 * time.Millisecond
+	h, r, sys := testRouterTimed(t, timings{stallTimeout: stallTimeout})
 	got := spawnSink(t, sys)
 	receive := func() any {
 		t.Helper()
@@ -487,7 +484,7 @@ func TestStreamBuffersAreChargedToTheResourceManager(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, r, sys := testRouterHost(t, 0, slog.New(slog.NewTextHandler(io.Discard, nil)), libp2p.ResourceManager(rm))
+	h, r, sys := testRouterHost(t, 0, testutil.QuietLogger(), libp2p.ResourceManager(rm))
 	got := spawnSink(t, sys)
 	lim := codec.DefaultLimits()
 	lim.MaxStringLen = 4 << 20

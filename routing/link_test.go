@@ -17,6 +17,7 @@ import (
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
+	"github.com/troupe-mesh/troupe/internal/testutil/testhost"
 )
 
 // A queued message refused by the writer (too large for the frame limit)
@@ -300,10 +301,7 @@ func TestWriteThroughLeavesTheWriterAsNeeded(t *testing.T) {
 func TestWriterReopensForCancellations(t *testing.T) {
 	dropped := make(chan struct{}, 1)
 	_, r, _ := testRouterLogging(t, 0, slog.New(onMessage{logDroppedUndo, dropped}))
-	other, err := libp2p.New(libp2p.NoListenAddrs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := testhost.NewHost(t, libp2p.NoListenAddrs)
 	gone := other.ID()
 	_ = other.Close() // no address known: every dial fails at once
 	l, err := r.link(gone.String())

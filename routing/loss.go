@@ -55,16 +55,6 @@ import (
 // QUIC and TCP connections side by side). Older peers ignore lostBody and resetBody (a reader that waits
 // for one gives up after lossWait and takes the peer down itself).
 
-// lossWait bounds the wait of a user stream's reader for the lostBody
-// that its hello, or a reset of the peer's last stream here, announces
-// (a variable for tests).
-var lossWait = 5 * time.Second
-
-// Set by tests only: testHookAwaitLoss runs when a reader starts to wait
-// in awaitLoss, testHookLossMessage once a reader handled a lostBody or a
-// resetBody.
-var testHookAwaitLoss, testHookLossMessage func(*Router)
-
 // lossAt reports whether this node must declare the loss when its stream
 // s broke with err: not when the peer reset the stream (it declares or
 // asks), nor when the connection closed (the disconnection takes the peer
@@ -272,10 +262,10 @@ func (r *Router) awaitLoss(p libp2ppeer.ID, c network.Conn, lost uint64) {
 		ch := r.lossCh
 		r.mu.Unlock()
 		if timeout == nil {
-			if testHookAwaitLoss != nil {
-				testHookAwaitLoss(r)
+			if r.hooks.awaitLoss != nil {
+				r.hooks.awaitLoss()
 			}
-			t := time.NewTimer(lossWait)
+			t := time.NewTimer(r.cfg.timings.lossWait)
 			defer t.Stop()
 			timeout = t.C
 		}

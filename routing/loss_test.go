@@ -15,6 +15,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
+	"github.com/troupe-mesh/troupe/internal/testutil/testhost"
 )
 
 // resetUserStream resets, on r's side, r's user stream to peer p.
@@ -130,8 +131,13 @@ type lossFixture struct {
 
 func newLossFixture(t *testing.T) *lossFixture {
 	t.Helper()
-	t.Cleanup(func() { testHookAwaitLoss = nil }) // after the router's close
-	hB, rB, sysB := testRouter(t, 0)
+	return newLossFixtureTimed(t, timings{})
+}
+
+// newLossFixtureTimed is newLossFixture with B's router on timings tm.
+func newLossFixtureTimed(t *testing.T, tm timings) *lossFixture {
+	t.Helper()
+	hB, rB, sysB := testRouterTimed(t, tm)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
 	f := &lossFixture{ctx: ctx, hB: hB, rB: rB, events: make(chan string, 16)}
@@ -154,11 +160,7 @@ func (f *lossFixture) nextStream(t *testing.T, lost uint64) *rawFrames {
 	t.Helper()
 	waiting := make(chan struct{})
 	var once sync.Once
-	testHookAwaitLoss = func(r *Router) {
-		if r == f.rB {
-			once.Do(func() { close(waiting) })
-		}
-	}
+	f.rB.hooks.awaitLoss = func() { once.Do(func() { close(waiting) }) }
 	next := f.user.another(f.hB)
 	next.send(codec.KindSystem, typeHello, helloBody{Incarnation: 7, Stream: 3, Lost: lost})
 	next.send(codec.KindUser, "string", "after")
@@ -218,10 +220,7 @@ func TestReaderResetAsksTheWriterToDeclare(t *testing.T) {
 // A declaration that does not come (an older peer) holds a reader for
 // lossWait at most: it then takes the peer down itself and goes on.
 func TestAwaitedLossThatNeverComes(t *testing.T) {
-	was := lossWait
-	t.Cleanup(func() { lossWait = was }) // after the router's close
-	lossWait = 200 * time.Millisecond
-	f := newLossFixture(t)
+	f := newLossFixtureTimed(t, timings{lossWait: 200 * time.Millisecond})
 	f.nextStream(t, 3)
 	wantEvents(t, f.ctx, f.events, "down: true", "after")
 	if st := f.rB.Stats(); st.LossesHeard != 1 {
@@ -430,13 +429,8 @@ func TestStaleLossMessagesAreNotSent(t *testing.T) {
 // a queue that grows.
 func TestRequestsForDeclarationsAreBounded(t *testing.T) {
 	handled := make(chan struct{}, 256)
-	t.Cleanup(func() { testHookLossMessage = nil }) // after the router's close
 	hA, rA, sysA := testRouter(t, 0)
-	testHookLossMessage = func(r *Router) {
-		if r == rA {
-			handled <- struct{}{}
-		}
-	}
+	rA.hooks.lossMessage = func() { handled <- struct{}{} }
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	ctl := newRawFramesOn(t, hA, ProtoCtl) // the raw peer B
@@ -490,11 +484,8 @@ func TestDroppedRequestMakesRoomForTheNext(t *testing.T) {
 // acted on (a made-up number swallowed it, and its loss went without a
 // Down).
 func TestPresumedLossSwallowsNoDeclaration(t *testing.T) {
-	was := lossWait
-	t.Cleanup(func() { lossWait = was }) // after the router's close
-	lossWait = 50 * time.Millisecond
-	_, r, _ := testRouter(t, 0)
-	p := newPeerID(t)
+	_, r, _ := testRouterTimed(t, timings{lossWait: 50 * time.Millisecond})
+	p := testhost.NewPeerID(t)
 	r.mu.Lock()
 	r.remote[p] = 1
 	r.heard[p], r.acted[p] = 5, 5 // its declaration 5 was acted on

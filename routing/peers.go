@@ -19,7 +19,7 @@ import (
 func (r *Router) watchPeers(sub event.Subscription) {
 	defer r.wg.Done()
 	defer sub.Close()
-	var retries retryRetire
+	retries := retryRetire{delays: r.cfg.timings.retireDelays}
 	defer retries.stop()
 	for {
 		select {
@@ -90,14 +90,10 @@ func (r *Router) retireLater(id libp2ppeer.ID) {
 	}
 }
 
-// retireDelays are the waits before retire tries again a link that was
-// busy when its peer disconnected (its writers were giving up what they
-// held, which takes three dials).
-var retireDelays = [...]time.Duration{time.Second, 5 * time.Second, 30 * time.Second}
-
 // retryRetire holds the links that watchPeers tries to retire again, each
-// after the next of retireDelays; its zero value holds none.
+// after the next of delays (timings.retireDelays).
 type retryRetire struct {
+	delays  [3]time.Duration
 	pending []pendingRetire
 	held    map[string]bool // the peers in pending
 	timer   *time.Timer
@@ -105,11 +101,11 @@ type retryRetire struct {
 
 type pendingRetire struct {
 	peer    string
-	attempt int // index in retireDelays of the wait now running
+	attempt int // index in delays of the wait now running
 	at      time.Time
 }
 
-// add schedules a retry of peer's link after retireDelays[attempt],
+// add schedules a retry of peer's link after t.delays[attempt],
 // unless one is pending already.
 func (t *retryRetire) add(peer string, attempt int) {
 	if t.held[peer] {
@@ -119,7 +115,7 @@ func (t *retryRetire) add(peer string, attempt int) {
 		t.held = make(map[string]bool)
 	}
 	t.held[peer] = true
-	t.pending = append(t.pending, pendingRetire{peer, attempt, time.Now().Add(retireDelays[attempt])})
+	t.pending = append(t.pending, pendingRetire{peer, attempt, time.Now().Add(t.delays[attempt])})
 	t.arm()
 }
 
@@ -158,7 +154,7 @@ func (t *retryRetire) run(retire func(peer string) (busy bool)) {
 		switch {
 		case p.at.After(now):
 			kept = append(kept, p)
-		case p.attempt+1 < len(retireDelays):
+		case p.attempt+1 < len(t.delays):
 			if retire(p.peer) {
 				again = append(again, p)
 			} else {
@@ -172,7 +168,7 @@ func (t *retryRetire) run(retire func(peer string) (busy bool)) {
 	clear(t.pending[len(kept):])
 	t.pending = kept
 	for _, p := range again {
-		t.pending = append(t.pending, pendingRetire{p.peer, p.attempt + 1, now.Add(retireDelays[p.attempt+1])})
+		t.pending = append(t.pending, pendingRetire{p.peer, p.attempt + 1, now.Add(t.delays[p.attempt+1])})
 	}
 	t.arm()
 }

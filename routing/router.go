@@ -67,6 +67,8 @@ type Config struct {
 	// the messages its actors saved for a later receive are shed (0:
 	// DefaultPauseGrace; see budget.go).
 	PauseGrace time.Duration
+
+	timings timings // tests only: shorter waits (zero: the defaults)
 }
 
 // NewIncarnation draws a random incarnation number (never 0).
@@ -179,6 +181,8 @@ type Router struct {
 	undeliverable, peersDown, encodeErrors, hellos, writtenThrough             atomic.Uint64
 	streams                                                                    atomic.Uint64 // streams opened: numbers them in hellos
 	counts                                                                     sync.Map      // libp2ppeer.ID → *peerCounts (traffic.go)
+
+	hooks hooks // tests only: all nil outside tests
 }
 
 var _ actor.Remote = (*Router)(nil)
@@ -205,6 +209,7 @@ func New(cfg Config) (*Router, error) {
 	if cfg.PauseGrace <= 0 {
 		cfg.PauseGrace = DefaultPauseGrace
 	}
+	cfg.timings = cfg.timings.withDefaults()
 	if err := registerWire(cfg.Registry); err != nil {
 		return nil, fmt.Errorf("routing: %w", err)
 	}
@@ -357,12 +362,4 @@ func (r *Router) Close(ctx context.Context) error {
 // open a stream: 100 ms, then 200 ms. Between batches, libp2p's own dial
 // backoff keeps an address that failed from being dialed again for a few
 // seconds.
-func backoff(n int) time.Duration { return backoffUnit << n }
-
-// testHookLinkFound, set by tests only, runs when link finds a peer's link
-// without the router's lock: where a link can be retired under a sender.
-var testHookLinkFound func(*link)
-
-// backoffUnit is half the first wait before a redial (a variable for
-// tests).
-var backoffUnit = 50 * time.Millisecond
+func (r *Router) backoff(n int) time.Duration { return r.cfg.timings.backoffUnit << n }

@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p"
-	"github.com/libp2p/go-libp2p/core/crypto"
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
+	"github.com/troupe-mesh/troupe/internal/testutil/testhost"
 )
 
 // A peer seen with a new incarnation has restarted: monitors on its old
@@ -28,11 +28,7 @@ func TestNewIncarnationFiresMonitors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer restarts.Close()
-	other, err := libp2p.New(libp2p.NoListenAddrs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := testhost.NewHost(t, libp2p.NoListenAddrs)
 	remote, _ := actor.NewRef(other.ID().String(), "x")
 
 	downs := make(chan actor.Down, 1)
@@ -163,14 +159,10 @@ func TestAgentVersionCarriesTheIncarnation(t *testing.T) {
 func TestRetiredLinksLoseNoMessage(t *testing.T) {
 	const senders, rounds = 4, 100 // four messages a sender and round
 	notSent := make(chan struct{}, 1+senders*rounds*4)
-	unit := backoffUnit
-	backoffUnit = 50 * time.Microsecond // writers give up and go idle often
-	defer func() { backoffUnit = unit }()
-	_, r, _ := testRouterLogging(t, 0, slog.New(onMessage{"routing: message not sent", notSent}))
-	other, err := libp2p.New(libp2p.NoListenAddrs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	logger := slog.New(onMessage{"routing: message not sent", notSent})
+	fast := timings{backoffUnit: 50 * time.Microsecond} // writers give up and go idle often
+	_, r, _ := testPeerTuned(t, Config{Logger: logger, timings: fast}, nil, false)
+	other := testhost.NewHost(t, libp2p.NoListenAddrs)
 	peerStr := other.ID().String()
 	_ = other.Close() // no address known: every dial fails at once
 	to, _ := actor.NewRef(peerStr, "x")
@@ -220,7 +212,7 @@ func TestRetiredLinksLoseNoMessage(t *testing.T) {
 			}
 		}
 		var under *link
-		testHookLinkFound = func(l *link) {
+		r.hooks.linkFound = func(l *link) {
 			for deadline := time.Now().Add(10 * time.Second); under == nil && !didRetire(r.retire(peerStr)); runtime.Gosched() {
 				if time.Now().After(deadline) { // its writers never slept
 					t.Fatalf("%s: the link could not be retired", send.name)
@@ -229,7 +221,7 @@ func TestRetiredLinksLoseNoMessage(t *testing.T) {
 			under = l
 		}
 		err := send.f()
-		testHookLinkFound = nil
+		r.hooks.linkFound = nil
 		if err != nil || under == nil || !under.retired.Load() {
 			t.Fatalf("%s with its link retired under it: %v (retired %v)", send.name, err, under != nil && under.retired.Load())
 		}
@@ -322,7 +314,7 @@ func didRetire(retired, _ bool) bool { return retired }
 // 30 s, until it is retired; then no more.
 func TestBusyLinksAreRetiredLater(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var rt retryRetire
+		rt := retryRetire{delays: defaultTimings().retireDelays}
 		defer rt.stop()
 		start := time.Now()
 		var tries []time.Duration
@@ -359,13 +351,10 @@ func TestBusyLinksAreRetiredLater(t *testing.T) {
 // buffers until Close.
 func TestEveryUnreachableLinkIsRetired(t *testing.T) {
 	const peers = 200
-	unit := backoffUnit
-	backoffUnit = 50 * time.Microsecond // writers give up at once
-	defer func() { backoffUnit = unit }()
-	_, r, sys := testRouter(t, 0)
+	_, r, sys := testRouterTimed(t, timings{backoffUnit: 50 * time.Microsecond}) // writers give up at once
 	ids := make([]libp2ppeer.ID, 2*peers)
 	for i := range ids {
-		ids[i] = newPeerID(t)
+		ids[i] = testhost.NewPeerID(t)
 	}
 	links := func() int {
 		r.mu.Lock()
@@ -408,11 +397,7 @@ func TestEveryUnreachableLinkIsRetired(t *testing.T) {
 // Bind refuses it (it has no system to hand failures back to) instead of
 // starting a link whose writer would crash; Bind takes one system, once.
 func TestRouterRefusesMessagesBeforeBind(t *testing.T) {
-	h, err := libp2p.New(libp2p.NoListenAddrs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	h := testhost.NewHost(t, libp2p.NoListenAddrs)
 	reg, err := codec.NewRegistry()
 	if err != nil {
 		t.Fatal(err)
@@ -424,11 +409,7 @@ func TestRouterRefusesMessagesBeforeBind(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	defer r.Close(ctx)
-	other, err := libp2p.New(libp2p.NoListenAddrs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
+	other := testhost.NewHost(t, libp2p.NoListenAddrs)
 	to, _ := actor.NewRef(other.ID().String(), "x")
 	if err := r.Deliver(to, actor.Ref{}, "hi", 0, false); !errors.Is(err, ErrNotBound) {
 		t.Fatalf("Deliver before Bind: %v, want ErrNotBound", err)
@@ -465,40 +446,22 @@ func TestRouterRefusesMessagesBeforeBind(t *testing.T) {
 // ErrClosed: its message is not queued where no writer takes it.
 func TestSendRacingCloseIsRefused(t *testing.T) {
 	_, r, _ := testRouter(t, 0)
-	other, err := libp2p.New(libp2p.NoListenAddrs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	other := testhost.NewHost(t, libp2p.NoListenAddrs)
 	peerStr := other.ID().String()
 	_ = other.Close()
 	to, _ := actor.NewRef(peerStr, "x")
 	if _, err := r.link(peerStr); err != nil {
 		t.Fatal(err)
 	}
-	testHookLinkFound = func(*link) {
-		testHookLinkFound = nil
+	r.hooks.linkFound = func(*link) {
+		r.hooks.linkFound = nil
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := r.Close(ctx); err != nil {
 			t.Error(err)
 		}
 	}
-	defer func() { testHookLinkFound = nil }()
 	if err := r.Deliver(to, actor.Ref{}, "m", 0, false); !errors.Is(err, ErrClosed) {
 		t.Fatalf("a message sent as the router closed: %v, want ErrClosed", err)
 	}
-}
-
-// newPeerID returns the ID of a made-up peer.
-func newPeerID(t *testing.T) libp2ppeer.ID {
-	t.Helper()
-	_, pub, err := crypto.GenerateEd25519Key(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, err := libp2ppeer.IDFromPublicKey(pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return id
 }

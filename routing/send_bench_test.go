@@ -3,12 +3,12 @@ package routing
 import (
 	"context"
 	"io"
-	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
+	"github.com/troupe-mesh/troupe/internal/testutil"
 )
 
 // BenchmarkSendPath measures the sending side of one peer on one core:
@@ -37,9 +37,9 @@ func newSender(tb testing.TB) (*Router, *link, *actor.System, actor.Ref) {
 		tb.Fatal(err)
 	}
 	codec.MustRegister[benchBlob](reg, "bench.Blob")
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	logger := testutil.QuietLogger()
 	const remote = "12D3KooWRemotePeerOfTheSendingBenchmark"
-	r := &Router{cfg: Config{Registry: reg, Logger: logger, MaxFrame: codec.DefaultMaxFrame, LinkQueue: 64 << 10},
+	r := &Router{cfg: Config{Registry: reg, Logger: logger, MaxFrame: codec.DefaultMaxFrame, LinkQueue: 64 << 10, timings: defaultTimings()},
 		log: logger, links: map[string]*link{}}
 	l := newLink(r, "", remote)
 	r.links[remote] = l
@@ -87,7 +87,7 @@ func BenchmarkSendPathRuns(b *testing.B) {
 	run := make([]actor.Outbound, 0, 64)
 	b.ReportAllocs()
 	i := 0
-	cpu0 := processCPU()
+	cpu0 := testutil.ProcessCPU()
 	defer func() { reportCPU(b, cpu0) }()
 	for b.Loop() {
 		run = append(run, actor.Outbound{To: to, Msg: msg})
@@ -137,7 +137,7 @@ func benchSendPath(b *testing.B, window int, withCtx bool) {
 	ctx := context.Background()
 	b.ReportAllocs()
 	i := 0
-	cpu0 := processCPU()
+	cpu0 := testutil.ProcessCPU()
 	defer func() { reportCPU(b, cpu0) }()
 	for b.Loop() {
 		if window > 0 {
@@ -163,5 +163,5 @@ func benchSendPath(b *testing.B, window int, withCtx bool) {
 // reportCPU reports the process's CPU time per operation since cpu0: unlike
 // ns/op, it hardly depends on what else runs on the machine.
 func reportCPU(b *testing.B, cpu0 time.Duration) {
-	b.ReportMetric(float64((processCPU()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64((testutil.ProcessCPU()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
 }

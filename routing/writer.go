@@ -100,7 +100,7 @@ func (l *link) write(q *queue) {
 				break
 			}
 			select {
-			case <-time.After(backoff(attempts)):
+			case <-time.After(l.r.backoff(attempts)):
 			case <-l.r.ctx.Done():
 				l.r.undeliverable.Add(uint64(len(w.batch))) // closing: lost, as in reset
 				return

@@ -3,20 +3,18 @@ package eventloop
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
-)
 
-func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+	"github.com/troupe-mesh/troupe/internal/testutil"
+)
 
 func newGroup(t *testing.T, opts ...Option) *Group {
 	t.Helper()
-	g, err := New(append([]Option{WithLogger(quietLogger())}, opts...)...)
+	g, err := New(append([]Option{WithLogger(testutil.QuietLogger())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +93,7 @@ func TestProducersTasksRunExactlyOnce(t *testing.T) {
 
 func TestTimersFireInDeadlineOrderAndCancel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g, err := New(WithLoops(1), WithLogger(quietLogger()))
+		g, err := New(WithLoops(1), WithLogger(testutil.QuietLogger()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -142,7 +140,7 @@ func TestTimersFireInDeadlineOrderAndCancel(t *testing.T) {
 
 func TestNoTimerFiresAfterShutdown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g, err := New(WithLoops(2), WithLogger(quietLogger()))
+		g, err := New(WithLoops(2), WithLogger(testutil.QuietLogger()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -173,7 +171,7 @@ func TestNoTimerFiresAfterShutdown(t *testing.T) {
 
 func TestTimerCancelFromAnotherGoroutineFreesHeap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		g, err := New(WithLoops(1), WithLogger(quietLogger()))
+		g, err := New(WithLoops(1), WithLogger(testutil.QuietLogger()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,7 +192,7 @@ func TestTimerCancelFromAnotherGoroutineFreesHeap(t *testing.T) {
 }
 
 func TestShutdownDrainsPendingTasks(t *testing.T) {
-	g, err := New(WithLoops(2), WithLogger(quietLogger()))
+	g, err := New(WithLoops(2), WithLogger(testutil.QuietLogger()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +222,7 @@ func TestShutdownDrainsPendingTasks(t *testing.T) {
 }
 
 func TestShutdownDeadlineDropsTasks(t *testing.T) {
-	g, err := New(WithLoops(1), WithLogger(quietLogger()), WithWatchdog(0))
+	g, err := New(WithLoops(1), WithLogger(testutil.QuietLogger()), WithWatchdog(0))
 	if err != nil {
 		t.Fatal(err)
 	}

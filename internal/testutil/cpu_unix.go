@@ -1,15 +1,15 @@
 //go:build unix
 
-package routing
+package testutil
 
 import (
 	"syscall"
 	"time"
 )
 
-// processCPU returns the CPU time this process used so far (user and
+// ProcessCPU returns the CPU time this process used so far (user and
 // system), for benchmarks' CPU-per-message metrics.
-func processCPU() time.Duration {
+func ProcessCPU() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0

@@ -1,8 +1,0 @@
-//go:build !unix
-
-package integration
-
-import "time"
-
-// processCPU is 0 where getrusage is missing: the CPU metrics read 0.
-func processCPU() time.Duration { return 0 }

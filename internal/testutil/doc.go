@@ -1,0 +1,10 @@
+// Package testutil holds helpers that the tests of several packages
+// share: a logger that discards, and the process's CPU time for
+// benchmarks' metrics.
+//
+// # Imports
+//
+// It imports the standard library only, so that the tests of package
+// actor, which knows nothing of libp2p, may use it. Helpers that need
+// libp2p live in package testhost below it.
+package testutil

@@ -1,0 +1,80 @@
+package routing
+
+import "time"
+
+// timings are the waits of a Router (Config.timings) and of Groups
+// (GroupsConfig.timings) that tests shorten. The fields are unexported, so
+// only this package's tests set them; a zero field takes its default
+// (defaultTimings), which is all that New and NewGroups ever see from
+// another package.
+type timings struct {
+	// backoffUnit is half a writer's first wait before it dials again
+	// (see Router.backoff). Router.
+	backoffUnit time.Duration
+	// stallTimeout is how long an inbound stream may stop in the middle
+	// of a frame or of a large message (see stallGuard). A writer breaks
+	// its own stream after writeTimeout without progress, the same.
+	// Router.
+	stallTimeout time.Duration
+	// lossWait bounds the wait of a user stream's reader for the lostBody
+	// that its hello, or a reset of the peer's last stream here,
+	// announces (see awaitLoss). Router.
+	lossWait time.Duration
+	// retireDelays are the waits before retire tries again a link that
+	// was busy when its peer disconnected (its writers were giving up
+	// what they held, which takes three dials). Router.
+	retireDelays [3]time.Duration
+	// presenceRenew is how often a peer announces its members of each
+	// group again (see groups_presence.go). Groups.
+	presenceRenew time.Duration
+}
+
+// defaultTimings returns the timings outside tests.
+func defaultTimings() timings {
+	return timings{
+		backoffUnit:   50 * time.Millisecond,
+		stallTimeout:  writeTimeout,
+		lossWait:      5 * time.Second,
+		retireDelays:  [3]time.Duration{time.Second, 5 * time.Second, 30 * time.Second},
+		presenceRenew: 30 * time.Second,
+	}
+}
+
+// withDefaults returns t with each zero field (retireDelays as a whole)
+// set to its default.
+func (t timings) withDefaults() timings {
+	d := defaultTimings()
+	if t.backoffUnit <= 0 {
+		t.backoffUnit = d.backoffUnit
+	}
+	if t.stallTimeout <= 0 {
+		t.stallTimeout = d.stallTimeout
+	}
+	if t.lossWait <= 0 {
+		t.lossWait = d.lossWait
+	}
+	if t.retireDelays == ([3]time.Duration{}) {
+		t.retireDelays = d.retireDelays
+	}
+	if t.presenceRenew <= 0 {
+		t.presenceRenew = d.presenceRenew
+	}
+	return t
+}
+
+// hooks run at points of a Router's work where tests need to act or to
+// wait. Each is nil outside tests; tests set them on their own router
+// (Router.hooks), before the traffic that runs them.
+type hooks struct {
+	// linkFound runs when link finds a peer's link without the router's
+	// lock: where a link can be retired under a sender.
+	linkFound func(*link)
+	// inboundFlush runs before a reader hands on a batch it decoded.
+	inboundFlush func(*inbound)
+	// superseded runs once a reader reset the streams its own supersedes.
+	superseded func()
+	// awaitLoss runs when a reader starts to wait in awaitLoss.
+	awaitLoss func()
+	// lossMessage runs once a reader handled a lostBody or a resetBody.
+	lossMessage func()
+}
