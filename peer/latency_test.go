@@ -5,13 +5,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/troupe-mesh/troupe/internal/testutil/testhost"
+
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 )
 
 // TestDuePeers: a peer is due when first seen and latencyEvery after its
 // last ping, not before; one that left is forgotten.
 func TestDuePeers(t *testing.T) {
-	a, b := newPeerIDForTest(t), newPeerIDForTest(t)
+	a, b := testhost.NewPeerID(t), testhost.NewPeerID(t)
 	last := map[libp2ppeer.ID]time.Time{}
 	t0 := time.Now()
 	if due := duePeers([]libp2ppeer.ID{a, b}, last, t0); len(due) != 2 {

@@ -5,8 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/troupe-mesh/troupe/internal/testutil/testhost"
+
 	"github.com/libp2p/go-libp2p"
-	"github.com/libp2p/go-libp2p/core/crypto"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/troupe-mesh/troupe/discovery"
@@ -18,7 +19,7 @@ import (
 func TestRelayCandidates(t *testing.T) {
 	ids := make([]libp2ppeer.ID, 4)
 	for i := range ids {
-		ids[i] = newPeerIDForTest(t)
+		ids[i] = testhost.NewPeerID(t)
 	}
 	addr := ma.StringCast("/ip4/11.0.0.1/tcp/4001")
 	static := []libp2ppeer.AddrInfo{{ID: ids[0], Addrs: []ma.Multiaddr{addr}}}
@@ -39,20 +40,6 @@ func TestRelayCandidates(t *testing.T) {
 	if got := relayCandidates(static, ads, 1); len(got) != 1 || got[0].ID != ids[0] {
 		t.Fatalf("one asked for: %v", got)
 	}
-}
-
-// newPeerIDForTest returns the ID of a fresh key.
-func newPeerIDForTest(t *testing.T) libp2ppeer.ID {
-	t.Helper()
-	_, pub, err := crypto.GenerateEd25519Key(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, err := libp2ppeer.IDFromPublicKey(pub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return id
 }
 
 // TestRelayFoundInAdvertisements: a private node with relay discovery and

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/troupe-mesh/troupe/internal/testutil/testhost"
+
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
 )
@@ -56,7 +58,7 @@ func TestPeerStats(t *testing.T) {
 // not written yet (a stream still opening) shows what waits in it.
 func TestPeerStatsCountsQueuedBeforeTheFirstWrite(t *testing.T) {
 	r, _, _, _ := newSender(t)
-	id := newPeerID(t)
+	id := testhost.NewPeerID(t)
 	l := newLink(r, id, id.String())
 	r.links[id.String()] = l
 	for i := range 3 {
