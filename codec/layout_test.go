@@ -83,7 +83,7 @@ func TestLayoutRoundTrip(t *testing.T) {
 	checkRoundTrip(t, layoutPtrs{S: "s", B: []byte{1, 2}, P: &n})
 	checkRoundTrip(t, layoutPtrs{})
 	checkRoundTrip(t, layoutInts{A: -1, B: 1 << 60, C: 7})
-	checkRoundTrip(t, layoutTwoPtrs{p: &n})
+	checkRoundTrip(t, layoutTwoPtrs{p: &n, q: &n})
 	checkRoundTrip(t, layoutPadded{p: &n})
 	checkRoundTrip(t, layoutEmpty{})
 	checkRoundTrip(t, int8(-3))
@@ -129,7 +129,7 @@ func TestPointerShapedMatchesRuntime(t *testing.T) {
 	checkShape(t, layoutOneArray{&n}, p, true)
 	checkShape(t, &n, p, true)
 	checkShape(t, layoutOneMap{m}, *(*unsafe.Pointer)(unsafe.Pointer(&m)), true)
-	checkShape(t, layoutTwoPtrs{p: &n}, p, false)
+	checkShape(t, layoutTwoPtrs{p: &n, q: &n}, p, false)
 	checkShape(t, layoutPadded{p: &n}, p, false)
 	checkShape(t, [2]*int{&n}, p, false)
 	s := layoutPtrs{S: "s", P: &n}
