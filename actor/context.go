@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
-	"unsafe"
 
 	"github.com/troupe-mesh/troupe/actor/eventloop"
 )
@@ -321,12 +320,6 @@ func (c *Context) receive(cases []Case, d time.Duration, within bool) {
 			}
 		})
 	}
-}
-
-// sameCase reports whether a and b are the same interface value, word
-// for word (which == cannot test for cases that hold functions).
-func sameCase(a, b Case) bool {
-	return *(*[2]unsafe.Pointer)(unsafe.Pointer(&a)) == *(*[2]unsafe.Pointer)(unsafe.Pointer(&b))
 }
 
 // TrapExit sets whether exit signals from linked actors arrive as Exit

@@ -1,7 +1,5 @@
 package actor
 
-import "unsafe"
-
 // Inbound gathers messages that arrived from another peer and hands them to
 // their local actors together, in order, as calling Port.Deliver for
 // each would: consecutive messages for the same actor are pushed onto its
@@ -137,9 +135,4 @@ func (in *Inbound) Close() {
 // those of consecutive remote messages mostly are.
 func (r Ref) same(o Ref) bool {
 	return sameString(r.name, o.name) && sameString(r.peer, o.peer)
-}
-
-// sameString is a == b, quicker when both are the same string in memory.
-func sameString(a, b string) bool {
-	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
 }

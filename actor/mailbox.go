@@ -1,9 +1,6 @@
 package actor
 
-import (
-	"sync/atomic"
-	"unsafe"
-)
+import "sync/atomic"
 
 // Node kinds.
 const (
@@ -26,13 +23,13 @@ type node struct {
 	// own is the block the node belongs to, whose credit it is charged
 	// to when size is not 0; or, for a pooled node, the Credit it is
 	// charged to (nil: none). One word for both keeps a node 80 bytes.
-	own unsafe.Pointer
+	own owner
 }
 
 // block returns the block n belongs to, nil for a pooled node.
 func (n *node) block() *nodeBlock {
 	if n.inBlock {
-		return (*nodeBlock)(n.own)
+		return ownerBlock(n.own)
 	}
 	return nil
 }
@@ -43,9 +40,9 @@ func (n *node) charged() *Credit {
 		if n.size == 0 {
 			return nil
 		}
-		return (*nodeBlock)(n.own).credit
+		return ownerBlock(n.own).credit
 	}
-	return (*Credit)(n.own)
+	return ownerCredit(n.own)
 }
 
 // What a node counts in its actor's mailboxAcct (node.acct).

@@ -1,9 +1,6 @@
 package actor
 
-import (
-	"sync/atomic"
-	"unsafe"
-)
+import "sync/atomic"
 
 // Messages from other peers arrive in long runs, so an Inbound takes their
 // nodes from blocks rather than from the node pool: consecutive messages
@@ -32,7 +29,7 @@ func (s *System) newBlock() *nodeBlock {
 	if b == nil {
 		b = new(nodeBlock)
 		for i := range b.nodes {
-			b.nodes[i].own, b.nodes[i].inBlock = unsafe.Pointer(b), true
+			b.nodes[i].own, b.nodes[i].inBlock = ownedByBlock(b), true
 		}
 	}
 	b.pending.Store(blockNodes)
@@ -48,10 +45,9 @@ func (s *System) releaseBlockNodes(b *nodeBlock, k int32) {
 	// The nodes keep their senders (small strings, which Inbound.Add then
 	// mostly need not store again) and their links within the block; a
 	// link out of the block would keep another block or node alive.
-	lo := uintptr(unsafe.Pointer(&b.nodes[0]))
 	for i := range b.nodes {
 		n := &b.nodes[i]
-		if n.next != nil && uintptr(unsafe.Pointer(n.next))-lo >= unsafe.Sizeof(b.nodes) {
+		if n.next != nil && !b.holds(n.next) {
 			n.next = nil
 		}
 	}
@@ -160,7 +156,7 @@ func (s *System) detach(n *node) *node {
 	m := s.newNode(n.msg, n.from, n.corr, n.kind)
 	m.acct = n.acct                 // still counted against its actor's limits
 	if c := n.charged(); c != nil { // the copy stays charged
-		m.own, m.size = unsafe.Pointer(c), n.size
+		m.own, m.size = ownedByCredit(c), n.size
 	}
 	n.msg, n.acct, n.size = nil, 0, 0
 	s.releaseBlockNodes(b, 1)

@@ -125,6 +125,13 @@
 // sizes, byte and text string lengths) without allocating; the decoder then
 // rejects duplicate map keys and invalid UTF-8.
 //
+// Plain structs (exported fields of kinds bool, integer, string and
+// []byte) take a fast path that encodes and decodes them without
+// reflection, producing the same bytes. It relies on package unsafe and on
+// the runtime's layout of interface values; built with the tag nounsafe,
+// the codec leaves it out and uses no unsafe at all, at a cost in speed
+// only.
+//
 // # Schema evolution
 //
 // Envelope: new fields are only ever appended at index 6 and beyond, and

@@ -1,3 +1,5 @@
+//go:build !nounsafe
+
 package codec
 
 import (
@@ -33,8 +35,8 @@ func newFastCodec[T any](lim Limits, enc cbor.EncMode, dec cbor.DecMode) *fastCo
 	// an interface holds in itself), so the value is read in place rather
 	// than copied out.
 	valueOf := func(v any) unsafe.Pointer {
-		if e := (*eface)(unsafe.Pointer(&v)); e.typ == typeWord {
-			return e.data
+		if p, ok := dataIn(v, typeWord); ok {
+			return p
 		}
 		t := v.(T) // panics, as a wrong type is a programming error
 		return unsafe.Pointer(&t)
@@ -70,44 +72,6 @@ func newFastCodec[T any](lim Limits, enc cbor.EncMode, dec cbor.DecMode) *fastCo
 		}
 	}
 	return fc
-}
-
-// pointerShaped reports whether an interface value holds a t itself (its
-// one word is a pointer) rather than a pointer to a copy: a struct whose
-// only field is a pointer, map, channel or function is, even when that
-// field is unexported.
-func pointerShaped(t reflect.Type) bool {
-	switch t.Kind() {
-	case reflect.Pointer, reflect.Chan, reflect.Map, reflect.Func, reflect.UnsafePointer:
-		return true
-	case reflect.Struct:
-		return t.NumField() == 1 && pointerShaped(t.Field(0).Type)
-	case reflect.Array:
-		return t.Len() == 1 && pointerShaped(t.Elem())
-	}
-	return false
-}
-
-// eface is the layout of an interface value (the runtime's eface).
-type eface struct {
-	typ, data unsafe.Pointer
-}
-
-// typeWordOf returns the type word of interface values holding a T.
-func typeWordOf[T any]() unsafe.Pointer {
-	var v any = *new(T)
-	return (*eface)(unsafe.Pointer(&v)).typ
-}
-
-// packEface returns the interface value of type word typ whose value is
-// the one at p. T must not be pointer-shaped (compileFast refuses those),
-// so that an interface holding a T points to a T, as one made by boxing
-// does; the T at p must never change again.
-func packEface(typ, p unsafe.Pointer) any {
-	var v any
-	e := (*eface)(unsafe.Pointer(&v))
-	e.typ, e.data = typ, p
-	return v
 }
 
 // maxBoxed is the size of the largest decoded value carved from a shared

@@ -1,3 +1,5 @@
+//go:build !nounsafe
+
 package codec
 
 import (

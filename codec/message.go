@@ -3,7 +3,6 @@ package codec
 import (
 	"fmt"
 	"reflect"
-	"unsafe"
 
 	"github.com/fxamacker/cbor/v2"
 )
@@ -87,7 +86,7 @@ func (r *Registry) BodySize(v any) (typeName string, n int, ok bool) {
 // Most messages have the type of the one before them, whose registration
 // is looked up first. (Raw cannot be registered: a Raw has none.)
 func (r *Registry) encEntry(v any) *entry {
-	if e := r.lastEnc.Load(); e != nil && e.word == (*eface)(unsafe.Pointer(&v)).typ {
+	if e := r.lastEnc.Load(); e != nil && e.word == typeWordIn(v) {
 		return e
 	}
 	e, ok := r.tab.Load().byType[reflect.TypeOf(v)]

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
-	"unsafe"
 
 	"github.com/fxamacker/cbor/v2"
 )
@@ -42,7 +41,7 @@ type table struct {
 type entry struct {
 	name   string
 	typ    reflect.Type
-	word   unsafe.Pointer // the type word of interface values holding a typ
+	word   typeWord // the type word of interface values holding a typ
 	decode func(dm cbor.DecMode, body []byte) (any, error)
 	fast   *fastCodec // nil: the type always takes the general path
 }

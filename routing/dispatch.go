@@ -2,7 +2,6 @@ package routing
 
 import (
 	"fmt"
-	"unsafe"
 
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
@@ -59,12 +58,6 @@ func cachedRef(last *actor.Ref, peer, name string) (actor.Ref, error) {
 		*last = ref
 	}
 	return ref, err
-}
-
-// sameString is a == b, quicker when both are the same string in memory,
-// as names from a FrameReader's cache mostly are.
-func sameString(a, b string) bool {
-	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
 }
 
 // envRefs returns the Refs of env's target, on this peer, and of its
