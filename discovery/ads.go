@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/troupe-mesh/troupe/internal/wait"
+
 	"github.com/fxamacker/cbor/v2"
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/event"
@@ -407,17 +409,21 @@ func (d *Directory) collect() {
 }
 
 // Close stops advertising and answering, and waits for its goroutines and
-// for the directory requests being answered.
-func (d *Directory) Close() {
+// for the directory requests being answered, until ctx ends (then it
+// returns ctx's error and leaves the topic to them).
+func (d *Directory) Close(ctx context.Context) error {
 	d.h.RemoveStreamHandler(SyncProtocol(d.cfg.Mesh))
 	d.mu.Lock()
 	d.closed = true
 	d.mu.Unlock()
 	d.cancel()
 	d.sub.Cancel()
-	d.wg.Wait()
+	if err := wait.Group(ctx, &d.wg); err != nil {
+		return fmt.Errorf("discovery: closing advertisements: %w", err)
+	}
 	_ = d.topic.Close()
 	_ = d.cfg.PubSub.UnregisterTopicValidator(AdsTopic(d.cfg.Mesh))
+	return nil
 }
 
 // AdsTopic is the GossipSub topic of mesh's advertisements (which

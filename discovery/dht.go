@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/troupe-mesh/troupe/internal/wait"
+
 	ds "github.com/ipfs/go-datastore"
 	dssync "github.com/ipfs/go-datastore/sync"
 	dht "github.com/libp2p/go-libp2p-kad-dht"
@@ -292,9 +294,12 @@ func (d *DHT) find() {
 	}
 }
 
-// Close stops the rendezvous and the DHT and waits for their goroutines.
-func (d *DHT) Close() error {
+// Close stops the rendezvous and the DHT and waits for their goroutines
+// until ctx ends (then it returns ctx's error).
+func (d *DHT) Close(ctx context.Context) error {
 	d.cancel()
-	d.wg.Wait()
+	if err := wait.Group(ctx, &d.wg); err != nil {
+		return fmt.Errorf("discovery: closing the DHT: %w", err)
+	}
 	return d.kad.Close()
 }

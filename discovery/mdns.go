@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/troupe-mesh/troupe/internal/wait"
+
 	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -361,10 +363,12 @@ func (m *MDNS) shouldDial(id libp2ppeer.ID, retry bool) bool {
 }
 
 // Close stops announcing, watching and dialing, and waits for its
-// goroutines.
-func (m *MDNS) Close() error {
+// goroutines until ctx ends (then it returns ctx's error).
+func (m *MDNS) Close(ctx context.Context) error {
 	m.cancel()
-	m.wg.Wait() // the watcher restarts no more
+	if err := wait.Group(ctx, &m.wg); err != nil { // the watcher restarts no more once it returns
+		return fmt.Errorf("discovery: closing mDNS: %w", err)
+	}
 	m.mu.Lock()
 	m.closed = true
 	svc := m.svc

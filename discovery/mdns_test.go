@@ -73,7 +73,7 @@ func TestFailedMDNSDialsAreRetried(t *testing.T) {
 				if got := int(dials.Load()); got != tc.want {
 					t.Errorf("%d dials, want %d", got, tc.want)
 				}
-				if err := m.Close(); err != nil {
+				if err := m.Close(context.Background()); err != nil {
 					t.Fatal(err)
 				}
 			})

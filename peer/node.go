@@ -185,7 +185,7 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 	sys, err := actor.New(aopts...)
 	if err != nil {
 		if groups != nil {
-			groups.Close()
+			_ = groups.Close(ctx)
 		}
 		_ = r.Close(ctx)
 		_ = h.Close()
@@ -197,7 +197,7 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 	if err := r.Bind(sys); err != nil {
 		_ = sys.Shutdown(ctx)
 		if groups != nil {
-			groups.Close()
+			_ = groups.Close(ctx)
 		}
 		_ = r.Close(ctx)
 		_ = h.Close()
@@ -371,13 +371,13 @@ func (n *Node) Close(ctx context.Context) error {
 	func() {
 		var discErr error // discovery stops before the host
 		if n.mdns != nil {
-			discErr = n.mdns.Close()
+			discErr = n.mdns.Close(ctx)
 		}
 		if n.dht != nil {
-			discErr = errors.Join(discErr, n.dht.Close())
+			discErr = errors.Join(discErr, n.dht.Close(ctx))
 		}
 		if n.dir != nil {
-			n.dir.Close()
+			discErr = errors.Join(discErr, n.dir.Close(ctx))
 		}
 		if n.found != nil {
 			discErr = errors.Join(discErr, n.found.Close())
@@ -385,12 +385,14 @@ func (n *Node) Close(ctx context.Context) error {
 		}
 		n.latency.close()
 		shutErr := n.sys.Shutdown(ctx)
+		var groupsErr error
 		if n.groups != nil {
-			n.groups.Close()
+			groupsErr = n.groups.Close(ctx)
 		}
 		n.closeErr = errors.Join(
 			discErr,
 			shutErr,
+			groupsErr,
 			n.router.Close(ctx),
 			n.host.Close(),
 		)

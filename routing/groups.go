@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/troupe-mesh/troupe/internal/wait"
+
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/host"
@@ -312,8 +314,9 @@ func (g *Groups) publish() {
 	}
 }
 
-// Close stops GossipSub and waits for the group goroutines.
-func (g *Groups) Close() {
+// Close stops GossipSub's topics and waits for the group goroutines
+// until ctx ends (then it returns ctx's error; they end on their own).
+func (g *Groups) Close(ctx context.Context) error {
 	g.cancel()
 	g.mu.Lock()
 	for name, gt := range g.topics {
@@ -321,7 +324,10 @@ func (g *Groups) Close() {
 		delete(g.topics, name)
 	}
 	g.mu.Unlock()
-	g.wg.Wait()
+	if err := wait.Group(ctx, &g.wg); err != nil {
+		return fmt.Errorf("routing: closing groups: %w", err)
+	}
+	return nil
 }
 
 // GroupStats are the group transport's counters.

@@ -214,7 +214,7 @@ func TestBindRacesNoGroupGoroutine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(g.Close)
+	t.Cleanup(func() { _ = g.Close(context.Background()) })
 	sys, err := actor.New(actor.WithPeer(h.ID().String()), actor.WithGroups(g))
 	if err != nil {
 		t.Fatal(err)

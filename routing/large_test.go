@@ -95,7 +95,7 @@ func testPeerTuned(t *testing.T, base Config, sysOpts []actor.Option, groups boo
 		defer cancel()
 		_ = sys.Shutdown(ctx)
 		if g != nil {
-			g.Close()
+			_ = g.Close(ctx)
 		}
 		_ = r.Close(ctx) // then NewHost's cleanup closes h
 	})
