@@ -12,48 +12,14 @@ import (
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 )
 
-// Losses. A stream that breaks while its connection lives loses in
-// silence whatever its reader had not read: the transport drops it. No
-// disconnection tells either side; Erlang's rule (a message may be lost
-// only with the connection, and then every monitor fires) is kept in
-// band instead.
-//
-// The node that gives a stream up declares the loss (declareLoss): a
-// writer whose own write failed (its deadline passed: the peer stopped
-// reading), or a reader that reset a stream it could not read (bad
-// bytes, a stall, a memory limit), which asks the writer to declare it
-// (resetBody). Declaring takes the peer down here (Port.PeerDown: every monitor, link
-// and Ask across fires with ErrNodeDown) and queues a lostBody on the
-// control stream (first of all when the control stream itself broke),
-// where the peer takes this node down in turn at that point of the
-// stream: the monitor and link requests sent before it are ended with the
-// others, those sent after it (an actor that monitors again after its
-// Down) are kept, on both sides alike.
-//
-// User messages travel on another stream. A user stream opened after a
-// loss says so in its hello (helloBody.Lost), and its reader hands on
-// nothing before the control stream's lostBody was acted on
-// (awaitLoss): an actor sees no user message sent after a lost one before
-// the Down that reports the loss.
-//
-// Bounds: a request is honoured only if messages went out to the peer
-// since the last declaration (which covers every loss before it), and one
-// request at a time waits in a queue; loss messages still queued when the
-// peer disconnects or restarts are not sent (link.lossFloor); what the
-// router remembers per peer goes with its disconnection.
-//
-// Limits: a monitor or link request that crosses a lostBody in the other
-// direction within one round trip may be left on one side only; so may a
-// control message a peer sends after a loss it reported by a request and
-// before its declaration, which is not held back as user messages are.
-// Messages the broken stream's reader had decoded before the break may
-// reach their actors after the Down (never after a message of the next
-// stream). A stream whose connection closed while another connection to
-// the peer lives loses what it carried with no disconnection and no
-// declaration (declaring there, at each writer's next batch and at the
-// reader, took the peer down several times over in normal operation with
-// QUIC and TCP connections side by side). Older peers ignore lostBody and resetBody (a reader that waits
-// for one gives up after lossWait and takes the peer down itself).
+// Losses. A stream that breaks while its connection lives loses what its
+// reader had not read, and no disconnection says so. The node that gives
+// it up declares the loss (declareLoss): PeerDown here, and a lostBody on
+// the control stream, where the peer takes this node down at that point;
+// a reader that cannot read asks the writer to declare (resetBody). A
+// user stream opened after a loss hands nothing on before the lostBody
+// was acted on (awaitLoss). docs/routing.md has the protocol as a table,
+// its bounds and its limits.
 
 // lossAt reports whether this node must declare the loss when its stream
 // s broke with err: not when the peer reset the stream (it declares or
