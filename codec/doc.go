@@ -164,4 +164,19 @@
 // Registry and the functions AppendEnvelope and DecodeEnvelope are safe for
 // concurrent use. FrameReader and FrameWriter are not: each is owned by the
 // one goroutine that reads or writes its stream.
+//
+// # Files
+//
+//	envelope.go, envelope_decode.go  envelopes: encoding, decoding
+//	compact.go                       short envelopes of compact streams
+//	registry.go, message.go          the type registry; messages
+//	fast.go, fast_decode.go,
+//	fast_codec.go                    the fast path for plain structs
+//	fast_safe.go                     no fast path (-tags nounsafe)
+//	layout_unsafe.go, layout_safe.go the runtime's interface layout, in one place
+//	frame_reader*.go, frame_writer.go length-prefixed frames on a stream
+//	stream_cache.go                  a stream's cache of decoded names and bytes
+//	scan.go, head.go                 CBOR well-formedness and heads
+//	limits.go, errors.go             decode limits; errors
+//	ref.go                           actor references on the wire
 package codec
