@@ -51,7 +51,7 @@ func relayOptions(cfg config, hp *holePunches, src *relaySource) []libp2p.Option
 		// Our tracer replaces libp2p's hole punching metrics: Troupe's
 		// troupe_hole_punches_total counts the same.
 		src.static, src.find = cfg.relays, cfg.findRelays
-		o = append(o, libp2p.EnableAutoRelay(src.autoRelayOptions()...), libp2p.EnableHolePunching(holepunch.WithTracer(hp)))
+		o = append(o, libp2p.EnableAutoRelayWithPeerSource(src.candidates, src.autoRelayOptions()...), libp2p.EnableHolePunching(holepunch.WithTracer(hp)))
 	}
 	if !cfg.relay && !cfg.relayService && len(cfg.relays) == 0 && !cfg.findRelays {
 		o = append(o, libp2p.DisableRelay())

@@ -128,14 +128,13 @@ func relayCandidates(static []libp2ppeer.AddrInfo, ads []*discovery.Advertisemen
 	return out
 }
 
-// autoRelayOptions configure AutoRelay for s: a reservation as soon as
+// autoRelayOptions configure AutoRelay (fed by s.candidates): a reservation as soon as
 // one candidate is known (libp2p's default waits for four, or three
 // minutes), candidates asked for every relayQueryEvery at most, and a
 // relay that refused a reservation tried again after relayBackoff (a
 // mesh has few relays; libp2p's default is an hour).
 func (s *relaySource) autoRelayOptions() []autorelay.Option {
 	return []autorelay.Option{
-		autorelay.WithPeerSource(s.candidates),
 		autorelay.WithMinCandidates(1),
 		autorelay.WithMinInterval(relayQueryEvery),
 		autorelay.WithBackoff(relayBackoff),
