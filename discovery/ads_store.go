@@ -154,6 +154,16 @@ func (d *Directory) expire(events event.Subscription) {
 	}
 }
 
+// Ad returns the advertisement held for peer id, or nil.
+func (d *Directory) Ad(id libp2ppeer.ID) *Advertisement {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if e, ok := d.peers[id]; ok {
+		return e.ad
+	}
+	return nil
+}
+
 // Peers returns the live advertisements of the other peers, by peer ID.
 func (d *Directory) Peers() []*Advertisement {
 	d.mu.Lock()

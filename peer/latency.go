@@ -2,48 +2,75 @@ package peer
 
 import (
 	"context"
-	"sync"
+	"errors"
+	"math/rand/v2"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/host"
+	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/protocol/ping"
 )
 
 // The round trip to each connected peer, which 'troupe peers' and the
 // mesh view show, comes from the peerstore's latency record. libp2p fills
-// it only when something pings, so the node pings each peer once soon
-// after it connects and every latencyEvery after (a 32-byte ping each
-// way; over a relayed connection too, within the relay's data limit).
+// it only when something pings, so the node pings each connected peer
+// within a second of meeting it and about every latencyEvery after (a
+// 32-byte ping each way, on an existing connection only: a probe never
+// dials). A peer whose pings fail is pinged less and less often.
 
 const (
-	latencyTick     = time.Second      // how often the prober looks for peers to ping
-	latencyEvery    = 30 * time.Second // how often each peer is pinged
-	latencyTimeout  = 5 * time.Second  // a ping unanswered by then is given up
+	latencyTick     = time.Second      // how often the prober looks for due peers
+	latencyEvery    = 30 * time.Second // how often each peer is pinged, ±10 %
+	latencyMaxWait  = 5 * time.Minute  // the longest wait after failed pings
+	latencyTimeout  = 5 * time.Second  // a ping unanswered by then failed
 	latencyParallel = 8                // pings at once
 )
 
 // latencyProber pings peers to keep their round trips known. Its
-// goroutine owns the record of when each peer was last pinged.
+// goroutine owns the probe state of every peer.
 type latencyProber struct {
 	stop context.CancelFunc
 	done chan struct{}
 }
 
-// startLatencyProber starts pinging h's peers until stop.
+// probeState is what the prober knows of one peer.
+type probeState struct {
+	next  time.Time // when it is due
+	fails int       // pings failed in a row
+	busy  bool      // a ping is out
+}
+
+type probeResult struct {
+	id  libp2ppeer.ID
+	err error
+}
+
+// startLatencyProber starts pinging h's peers until close.
 func startLatencyProber(h host.Host) *latencyProber {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &latencyProber{stop: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
-		last := map[libp2ppeer.ID]time.Time{}
+		state := map[libp2ppeer.ID]*probeState{}
+		results := make(chan probeResult, latencyParallel)
+		out := 0
 		tick := time.NewTicker(latencyTick)
 		defer tick.Stop()
 		for {
-			pingAll(ctx, h, duePeers(h.Network().Peers(), last, time.Now()))
+			for _, id := range duePeers(h.Network().Peers(), state, time.Now(), latencyParallel-out) {
+				out++
+				go func() { results <- probeResult{id, pingOnce(ctx, h, id)} }()
+			}
 			select {
 			case <-ctx.Done():
+				for ; out > 0; out-- { // cancelled, they end at once
+					<-results
+				}
 				return
+			case r := <-results:
+				out--
+				settle(state, r, time.Now())
 			case <-tick.C:
 			}
 		}
@@ -51,52 +78,72 @@ func startLatencyProber(h host.Host) *latencyProber {
 	return p
 }
 
-// close stops the prober and waits for it.
+// close stops the prober and waits for it and its pings.
 func (p *latencyProber) close() {
 	p.stop()
 	<-p.done
 }
 
-// duePeers returns the peers of connected not pinged within latencyEvery
-// before now, marking them pinged now, and forgets the peers in last that
-// are no longer connected.
-func duePeers(connected []libp2ppeer.ID, last map[libp2ppeer.ID]time.Time, now time.Time) []libp2ppeer.ID {
+// duePeers returns at most slots connected peers that are due at now and
+// have no ping out, marking them busy; a peer met for the first time is
+// due at once. It forgets the peers no longer connected.
+func duePeers(connected []libp2ppeer.ID, state map[libp2ppeer.ID]*probeState, now time.Time, slots int) []libp2ppeer.ID {
 	live := make(map[libp2ppeer.ID]bool, len(connected))
 	var due []libp2ppeer.ID
 	for _, id := range connected {
 		live[id] = true
-		if at, ok := last[id]; !ok || now.Sub(at) >= latencyEvery {
-			last[id] = now
+		st := state[id]
+		if st == nil {
+			st = &probeState{next: now}
+			state[id] = st
+		}
+		if len(due) < slots && !st.busy && !now.Before(st.next) {
+			st.busy = true
 			due = append(due, id)
 		}
 	}
-	for id := range last {
-		if !live[id] {
-			delete(last, id)
+	for id, st := range state {
+		if !live[id] && !st.busy {
+			delete(state, id)
 		}
 	}
 	return due
 }
 
-// pingAll pings each of ids once (libp2p records the round trip), at most
-// latencyParallel at once, and returns when all answered or gave up.
-func pingAll(ctx context.Context, h host.Host, ids []libp2ppeer.ID) {
-	var wg sync.WaitGroup
-	slots := make(chan struct{}, latencyParallel)
-	for _, id := range ids {
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-			wg.Wait()
-			return
-		}
-		wg.Add(1)
-		go func() {
-			defer func() { <-slots; wg.Done() }()
-			pctx, cancel := context.WithTimeout(ctx, latencyTimeout)
-			defer cancel()
-			<-ping.Ping(pctx, h, id) // the first result; cancel ends the pings
-		}()
+// settle records a ping's result: the peer is due again latencyEvery
+// later (±10 %, so that peers met together are not pinged in step), or,
+// after n failures in a row, latencyEvery·2ⁿ later, at most
+// latencyMaxWait.
+func settle(state map[libp2ppeer.ID]*probeState, r probeResult, now time.Time) {
+	st := state[r.id]
+	if st == nil {
+		return
 	}
-	wg.Wait()
+	st.busy = false
+	wait := latencyEvery
+	if r.err != nil {
+		st.fails++
+		wait = min(latencyEvery<<min(st.fails, 8), latencyMaxWait)
+	} else {
+		st.fails = 0
+	}
+	st.next = now.Add(wait - wait/10 + rand.N(wait/5))
+}
+
+// errNoPong is a ping that ended without an answer.
+var errNoPong = errors.New("peer: no answer to the ping")
+
+// pingOnce pings id once on an existing connection (libp2p records the
+// round trip).
+func pingOnce(ctx context.Context, h host.Host, id libp2ppeer.ID) error {
+	ctx, cancel := context.WithTimeout(ctx, latencyTimeout)
+	defer cancel() // ends ping's loop of pings
+	r, ok := <-ping.Ping(network.WithNoDial(ctx, "latency probe"), h, id)
+	switch {
+	case !ok:
+		return errNoPong
+	case r.Error != nil:
+		return r.Error
+	}
+	return nil
 }

@@ -2,36 +2,54 @@ package peer
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
-	"github.com/troupe-mesh/troupe/internal/testutil/testhost"
-
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/troupe-mesh/troupe/internal/testutil/testhost"
 )
 
-// TestDuePeers: a peer is due when first seen and latencyEvery after its
-// last ping, not before; one that left is forgotten.
+// TestDuePeers: a peer is due when first met, not again while its ping is
+// out, and about latencyEvery after an answer; a peer that fails waits
+// longer each time, up to latencyMaxWait; no more than the free slots go
+// out; a peer that left is forgotten.
 func TestDuePeers(t *testing.T) {
-	a, b := testhost.NewPeerID(t), testhost.NewPeerID(t)
-	last := map[libp2ppeer.ID]time.Time{}
+	a, b, c := testhost.NewPeerID(t), testhost.NewPeerID(t), testhost.NewPeerID(t)
+	state := map[libp2ppeer.ID]*probeState{}
 	t0 := time.Now()
-	if due := duePeers([]libp2ppeer.ID{a, b}, last, t0); len(due) != 2 {
-		t.Fatalf("first sight: %d due, want 2", len(due))
+	if due := duePeers([]libp2ppeer.ID{a, b, c}, state, t0, 2); len(due) != 2 {
+		t.Fatalf("first met, 2 slots: %d due, want 2", len(due))
 	}
-	if due := duePeers([]libp2ppeer.ID{a, b}, last, t0.Add(latencyEvery-time.Second)); len(due) != 0 {
-		t.Fatalf("before latencyEvery: %d due", len(due))
+	if due := duePeers([]libp2ppeer.ID{a, b, c}, state, t0, 8); len(due) != 1 {
+		t.Fatalf("two pings out: %d due, want the third peer only", len(due))
 	}
-	if due := duePeers([]libp2ppeer.ID{a}, last, t0.Add(latencyEvery)); len(due) != 1 || due[0] != a {
-		t.Fatalf("after latencyEvery: %v due, want a", due)
+	settle(state, probeResult{id: a}, t0)
+	settle(state, probeResult{id: b, err: errNoPong}, t0)
+	if next := state[a].next.Sub(t0); next < latencyEvery*9/10 || next > latencyEvery*11/10 {
+		t.Fatalf("after an answer, due in %v; want latencyEvery ±10 %%", next)
 	}
-	if _, ok := last[b]; ok {
+	if due := duePeers([]libp2ppeer.ID{a, b, c}, state, t0.Add(latencyEvery/2), 8); len(due) != 0 {
+		t.Fatalf("half a period later: %v due", due)
+	}
+	for range 20 {
+		settle(state, probeResult{id: b, err: errNoPong}, t0)
+	}
+	if next := state[b].next.Sub(t0); next < latencyMaxWait*9/10 || next > latencyMaxWait*11/10 || state[b].fails != 21 {
+		t.Fatalf("after 21 failures, due in %v (%d fails); want about %v", next, state[b].fails, latencyMaxWait)
+	}
+	duePeers([]libp2ppeer.ID{a}, state, t0, 8)
+	if _, ok := state[b]; ok {
 		t.Fatal("a peer that left is still recorded")
+	}
+	if _, ok := state[c]; !ok {
+		t.Fatal("a peer that left with a ping out was forgotten before its result")
 	}
 }
 
 // TestRoundTripKnownWithoutAPing: a node knows the round trip to a peer
-// soon after it connects, with no ping asked for.
+// soon after it connects, with no ping asked for; a probe never dials a
+// peer that left.
 func TestRoundTripKnownWithoutAPing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -45,5 +63,14 @@ func TestRoundTripKnownWithoutAPing(t *testing.T) {
 			t.Fatal("no round trip recorded within 10 s of connecting")
 		case <-time.After(20 * time.Millisecond):
 		}
+	}
+	if err := a.Host().Network().ClosePeer(b.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if err := pingOnce(ctx, a.Host(), b.ID()); err == nil || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a probe of a peer that left: %v; want a refusal to dial", err)
+	}
+	if len(a.Host().Network().ConnsToPeer(b.ID())) != 0 {
+		t.Fatal("the probe dialed the peer again")
 	}
 }

@@ -135,6 +135,9 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 	hp, relays := new(holePunches), new(relaySource)
 	hopts = append(hopts, relayOptions(cfg, hp, relays)...)
 	h, err := libp2p.New(hopts...)
+	if err == nil {
+		relays.h.Store(&h)
+	}
 	if err != nil {
 		_ = rm.Close() // libp2p closes it only once a host exists
 		return nil, fmt.Errorf("peer: starting libp2p host: %w", err)

@@ -100,6 +100,8 @@ func (c *config) validate() error {
 		return invalid("peer budget %d must not be negative", c.peerBudget)
 	case c.logger == nil:
 		return invalid("logger must not be nil")
+	case c.findRelays && !c.groups:
+		return invalid("relay discovery needs advertisements: WithGroups(true)")
 	case c.key != nil && c.keyFile != "":
 		return invalid("give an identity key or a key file, not both")
 	case c.psk != nil && !slices.ContainsFunc(c.listen, func(a string) bool { return !isQUIC(a) }):

@@ -2,40 +2,45 @@ package peer
 
 import (
 	"context"
+	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/host"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/host/autorelay"
-	ma "github.com/multiformats/go-multiaddr"
+	"github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/proto"
 	"github.com/troupe-mesh/troupe/discovery"
 )
 
 // Finding relays: AutoRelay asks a relaySource for candidates when the
-// node is private. It gets the static relays (WithRelays) first, then,
-// with WithRelayDiscovery, the peers whose advertisement says they serve
-// as relays (WithRelayService), with the addresses they advertise.
-// Advertisements come from the mesh's peers only (signed, and admitted by
-// the PSK and allowlist when set); a relay sees who talks to whom through
-// it, never what (connections through it are encrypted end to end), and
-// one that fails a reservation is left alone by AutoRelay for an hour.
+// node is private. With static relays (WithRelays) it gets those, and
+// only those. Without, and with WithRelayDiscovery, it gets the relays
+// found in the mesh: peers this node is connected to whose signed
+// advertisement says Relay and whose identify lists the relay protocol
+// (their relay service runs), in random order. So no address a peer
+// advertises is ever dialed for this, and a relay that only claims to be
+// one is never tried. A relay sees who talks to whom through it, never
+// what (connections through it are encrypted end to end), and may refuse
+// or cut those circuits; one that refused a reservation is left alone for
+// relayBackoff (docs/trust.md).
 
 // relayQueryEvery is the least time between two queries of AutoRelay for
-// candidates: an advertisement that comes later is used that much later.
+// candidates: a relay found later is offered that much later.
 const relayQueryEvery = 10 * time.Second
 
-// relayWatchEvery is how often a query of AutoRelay looks for relays
-// advertised since it began.
-const relayWatchEvery = 500 * time.Millisecond
+// relayWatchEvery is how often a query looks for relays found since it
+// began.
+const relayWatchEvery = time.Second
 
 // relayBackoff is how long a relay that refused a reservation is left alone.
 const relayBackoff = time.Minute
 
-// WithRelayDiscovery makes the node, when not publicly reachable, also
-// reserve slots on relays its mesh's peers advertise (WithRelayService),
-// besides those of WithRelays, and turns hole punching on (default off;
-// the daemon's find_relays is on by default). It needs advertisements
-// (WithGroups).
+// WithRelayDiscovery makes the node, when not publicly reachable and
+// given no WithRelays, reserve slots on the relays of its mesh it is
+// connected to (peers with WithRelayService that run it), and turns hole
+// punching on (default off; the daemon's find_relays is on by default).
+// It needs advertisements: WithGroups.
 func WithRelayDiscovery(on bool) Option {
 	return func(c *config) error { c.findRelays = on; return nil }
 }
@@ -44,13 +49,14 @@ func WithRelayDiscovery(on bool) Option {
 type relaySource struct {
 	static []libp2ppeer.AddrInfo
 	find   bool
+	h      atomic.Pointer[host.Host]           // set once the host exists
 	dir    atomic.Pointer[discovery.Directory] // set once advertising starts
 }
 
-// candidates implements autorelay.PeerSource: at most num candidates,
-// the static relays first, then the advertised relays known now and
-// those advertised within relayQueryEvery (AutoRelay takes each as it
-// comes, and asks again no sooner than that).
+// candidates implements autorelay.PeerSource: the static relays, or the
+// relays found in the mesh now and within relayQueryEvery (AutoRelay
+// takes each as it comes, and asks again no sooner than that), at most
+// num.
 func (s *relaySource) candidates(ctx context.Context, num int) <-chan libp2ppeer.AddrInfo {
 	c := make(chan libp2ppeer.AddrInfo)
 	go func() {
@@ -59,11 +65,7 @@ func (s *relaySource) candidates(ctx context.Context, num int) <-chan libp2ppeer
 		end := time.NewTimer(relayQueryEvery)
 		defer end.Stop()
 		for {
-			var ads []*discovery.Advertisement
-			if d := s.dir.Load(); s.find && d != nil {
-				ads = d.Peers()
-			}
-			for _, ai := range relayCandidates(s.static, ads, num) {
+			for _, ai := range relayCandidates(s.static, s.found(), num-len(sent)) {
 				if sent[ai.ID] {
 					continue
 				}
@@ -74,7 +76,7 @@ func (s *relaySource) candidates(ctx context.Context, num int) <-chan libp2ppeer
 					return
 				}
 			}
-			if !s.find || len(sent) >= num {
+			if len(s.static) > 0 || !s.find || len(sent) >= num {
 				return
 			}
 			select {
@@ -89,54 +91,50 @@ func (s *relaySource) candidates(ctx context.Context, num int) <-chan libp2ppeer
 	return c
 }
 
-// relayCandidates returns the static relays, then the advertised ones
-// (each once, with the addresses its advertisement gives that are not
-// themselves relayed), at most num.
-func relayCandidates(static []libp2ppeer.AddrInfo, ads []*discovery.Advertisement, num int) []libp2ppeer.AddrInfo {
-	out := make([]libp2ppeer.AddrInfo, 0, min(num, len(static)+len(ads)))
-	seen := map[libp2ppeer.ID]bool{}
-	add := func(ai libp2ppeer.AddrInfo) {
-		if len(out) < num && !seen[ai.ID] && len(ai.Addrs) > 0 {
-			seen[ai.ID] = true
-			out = append(out, ai)
-		}
+// found returns the relays found in the mesh: connected peers that
+// advertise Relay and whose identify lists the relay hop protocol, with
+// the addresses the peerstore holds for them.
+func (s *relaySource) found() []libp2ppeer.AddrInfo {
+	hp, d := s.h.Load(), s.dir.Load()
+	if !s.find || hp == nil || d == nil {
+		return nil
 	}
-	for _, ai := range static {
-		add(ai)
-	}
-	for _, ad := range ads {
-		if !ad.Relay {
+	h := *hp
+	var out []libp2ppeer.AddrInfo
+	for _, id := range h.Network().Peers() {
+		if ad := d.Ad(id); ad == nil || !ad.Relay {
 			continue
 		}
-		id, err := libp2ppeer.IDFromBytes(ad.Peer)
-		if err != nil {
+		if ok, _ := h.Peerstore().SupportsProtocols(id, proto.ProtoIDv2Hop); len(ok) == 0 {
 			continue
 		}
-		ai := libp2ppeer.AddrInfo{ID: id}
-		for _, s := range ad.Addrs {
-			a, err := ma.NewMultiaddr(s)
-			if err != nil {
-				continue
-			}
-			if _, err := a.ValueForProtocol(ma.P_CIRCUIT); err == nil {
-				continue // a relay reached through another relay
-			}
-			ai.Addrs = append(ai.Addrs, a)
-		}
-		add(ai)
+		out = append(out, h.Peerstore().PeerInfo(id))
 	}
 	return out
 }
 
-// autoRelayOptions configure AutoRelay (fed by s.candidates): a reservation as soon as
-// one candidate is known (libp2p's default waits for four, or three
-// minutes), candidates asked for every relayQueryEvery at most, and a
-// relay that refused a reservation tried again after relayBackoff (a
-// mesh has few relays; libp2p's default is an hour).
-func (s *relaySource) autoRelayOptions() []autorelay.Option {
-	return []autorelay.Option{
-		autorelay.WithMinCandidates(1),
-		autorelay.WithMinInterval(relayQueryEvery),
-		autorelay.WithBackoff(relayBackoff),
+// relayCandidates returns every static relay if there are any, else the
+// found ones in random order, at most num.
+func relayCandidates(static, found []libp2ppeer.AddrInfo, num int) []libp2ppeer.AddrInfo {
+	if len(static) > 0 {
+		return static
 	}
+	out := append([]libp2ppeer.AddrInfo(nil), found...)
+	rand.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out[:max(0, min(num, len(out)))]
+}
+
+// autoRelayOptions configure AutoRelay (fed by s.candidates): with
+// static relays, a reservation on each, as libp2p's own static option
+// does; else one as soon as a relay is found (libp2p's default waits for
+// four, or three minutes). Candidates are asked for every
+// relayQueryEvery at most, and a relay that refused a reservation is
+// tried again after relayBackoff (a mesh has few relays; libp2p's
+// default is an hour).
+func (s *relaySource) autoRelayOptions() []autorelay.Option {
+	o := []autorelay.Option{autorelay.WithMinInterval(relayQueryEvery), autorelay.WithBackoff(relayBackoff)}
+	if n := len(s.static); n > 0 {
+		return append(o, autorelay.WithMaxCandidates(n), autorelay.WithMinCandidates(n), autorelay.WithNumRelays(n))
+	}
+	return append(o, autorelay.WithMinCandidates(1))
 }

@@ -9,49 +9,61 @@ import (
 
 	"github.com/libp2p/go-libp2p"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
-	ma "github.com/multiformats/go-multiaddr"
-	"github.com/troupe-mesh/troupe/discovery"
 )
 
-// TestRelayCandidates: static relays come first; an advertisement counts
-// only when it says Relay, once per peer, with its direct addresses
-// (relayed and malformed ones dropped); no more than asked for.
+// TestRelayCandidates: static relays, when there are any, are the only
+// candidates; else the found ones, all of them in some order, at most num.
 func TestRelayCandidates(t *testing.T) {
-	ids := make([]libp2ppeer.ID, 4)
-	for i := range ids {
-		ids[i] = testhost.NewPeerID(t)
+	ai := func() libp2ppeer.AddrInfo { return libp2ppeer.AddrInfo{ID: testhost.NewPeerID(t)} }
+	static := []libp2ppeer.AddrInfo{ai(), ai()}
+	found := []libp2ppeer.AddrInfo{ai(), ai(), ai()}
+	if got := relayCandidates(static, found, 20); len(got) != 2 || got[0].ID != static[0].ID || got[1].ID != static[1].ID {
+		t.Fatalf("with static relays: %v; want them only", got)
 	}
-	addr := ma.StringCast("/ip4/11.0.0.1/tcp/4001")
-	static := []libp2ppeer.AddrInfo{{ID: ids[0], Addrs: []ma.Multiaddr{addr}}}
-	ads := []*discovery.Advertisement{
-		{Peer: []byte(ids[1]), Relay: true, Addrs: []string{"/ip4/11.0.0.2/tcp/4001", "not an address", "/ip4/11.0.0.1/tcp/4001/p2p/" + ids[0].String() + "/p2p-circuit"}},
-		{Peer: []byte(ids[2]), Addrs: []string{"/ip4/11.0.0.3/tcp/4001"}},                                                      // not a relay
-		{Peer: []byte(ids[0]), Relay: true, Addrs: []string{"/ip4/11.0.0.9/tcp/4001"}},                                         // the static one again
-		{Peer: []byte(ids[3]), Relay: true, Addrs: []string{"/ip4/11.0.0.1/tcp/4001/p2p/" + ids[0].String() + "/p2p-circuit"}}, // relayed only
-		{Peer: []byte("not a peer ID"), Relay: true, Addrs: []string{"/ip4/11.0.0.4/tcp/4001"}},
+	got := relayCandidates(nil, found, 20)
+	ids := map[libp2ppeer.ID]bool{}
+	for _, a := range got {
+		ids[a.ID] = true
 	}
-	got := relayCandidates(static, ads, 10)
-	if len(got) != 2 || got[0].ID != ids[0] || got[1].ID != ids[1] {
-		t.Fatalf("candidates %v; want the static relay, then the advertised one", got)
+	if len(got) != 3 || len(ids) != 3 {
+		t.Fatalf("found relays: %v; want the three", got)
 	}
-	if len(got[1].Addrs) != 1 || got[1].Addrs[0].String() != "/ip4/11.0.0.2/tcp/4001" {
-		t.Fatalf("advertised relay's addresses %v; want its direct one only", got[1].Addrs)
-	}
-	if got := relayCandidates(static, ads, 1); len(got) != 1 || got[0].ID != ids[0] {
+	if got := relayCandidates(nil, found, 1); len(got) != 1 {
 		t.Fatalf("one asked for: %v", got)
+	}
+	if got := relayCandidates(nil, found, 0); len(got) != 0 {
+		t.Fatalf("none asked for: %v", got)
 	}
 }
 
 // TestRelayFoundInAdvertisements: a private node with relay discovery and
-// no static relay reserves a slot on the relay whose advertisement it
-// got from the mesh.
+// no static relay reserves a slot on the relay of its mesh it is connected
+// to; a peer that advertises Relay but runs no relay service (it is not
+// public) is no candidate.
 func TestRelayFoundInAdvertisements(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	relay := newTestNode(t, WithGroups(true), WithRelayService(true), withHostOptions(libp2p.ForceReachabilityPublic()))
+	claimer := newTestNode(t, WithGroups(true), WithRelayService(true), withHostOptions(libp2p.ForceReachabilityPrivate()))
 	hidden := newTestNode(t, WithGroups(true), WithRelayDiscovery(true), withHostOptions(libp2p.ForceReachabilityPrivate()))
-	if err := hidden.Connect(ctx, *relay.AddrInfo()); err != nil {
-		t.Fatal(err)
+	for _, n := range []*Node{relay, claimer} {
+		if err := hidden.Connect(ctx, *n.AddrInfo()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := &relaySource{find: true}
+	h := hidden.Host()
+	src.h.Store(&h)
+	src.dir.Store(hidden.dir)
+	for { // both advertisements held, identify done: only the relay is found
+		found := src.found()
+		if len(found) == 1 && found[0].ID == relay.ID() && hidden.dir.Ad(claimer.ID()) != nil {
+			break
+		}
+		if len(found) > 1 || ctx.Err() != nil {
+			t.Fatalf("found %v; want the relay only (claimer advertised: %v)", found, hidden.dir.Ad(claimer.ID()) != nil)
+		}
+		time.Sleep(20 * time.Millisecond) // no event tells of a stored advertisement
 	}
 	// AutoRelay protects its connection to a relay it holds a
 	// reservation on; nothing else tells of it on loopback.

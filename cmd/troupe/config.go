@@ -62,8 +62,9 @@ type Config struct {
 	// Relays are the relays (multiaddrs with /p2p/) this peer reserves a
 	// slot on when it is not reachable; hole punching is on with them.
 	Relays []string `json:"relays"`
-	// FindRelays also uses the relays the mesh's peers advertise (those
-	// with relay_service), when this peer is not reachable.
+	// FindRelays uses, when this peer is not reachable and Relays is
+	// empty, the relays of the mesh it is connected to (peers with
+	// relay_service whose relay runs).
 	FindRelays bool `json:"find_relays"`
 	// Limits caps the peer's libp2p resources; 0 keeps libp2p's default,
 	// scaled to the machine.

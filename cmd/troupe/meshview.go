@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 )
@@ -124,15 +123,28 @@ func withRates(prev, cur meshView) meshView {
 }
 
 // meshHub samples the node every viewEvery and hands the latest sample
-// (and its JSON, encoded once for every watcher) to whoever asks;
-// watchers wait on changed, which each sample closes and replaces. One
-// goroutine, started by start.
+// (and its JSON, encoded once for all watchers, on the first request) to
+// whoever asks; watchers wait on changed, which each sample closes and
+// replaces. One goroutine, started by start.
 type meshHub struct {
 	sample func(time.Time) meshView
 	mu     sync.Mutex    // guards the fields below
-	cur    meshView      // the latest sample, with rates; Seq 0 before the first
-	json   []byte        // cur as JSON
+	cur    *hubSample    // the latest sample; nil before the first
 	change chan struct{} // closed at the next sample
+}
+
+// hubSample is one sample, with rates, and its JSON once asked for.
+type hubSample struct {
+	v    meshView
+	once sync.Once
+	json []byte
+	err  error
+}
+
+// encoded returns the sample as JSON, encoding it on the first call.
+func (s *hubSample) encoded() ([]byte, error) {
+	s.once.Do(func() { s.json, s.err = marshalJSON(s.v) })
+	return s.json, s.err
 }
 
 func newMeshHub(sample func(time.Time) meshView) *meshHub {
@@ -166,39 +178,37 @@ func (h *meshHub) tick() {
 	h.mu.Lock()
 	prev := h.cur
 	h.mu.Unlock()
-	if prev.Seq > 0 {
-		v = withRates(prev, v)
-	}
-	v.Seq = prev.Seq + 1
-	b, err := marshalJSON(v)
-	if err != nil {
-		b = nil // a sample that does not encode is served as an error
+	if prev != nil {
+		v = withRates(prev.v, v)
+		v.Seq = prev.v.Seq + 1
+	} else {
+		v.Seq = 1
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.cur, h.json = v, b
+	h.cur = &hubSample{v: v}
 	close(h.change)
 	h.change = make(chan struct{})
 }
 
-// latest returns the latest sample (Seq 0 before the first), its JSON
-// and a channel closed when the next one is taken.
-func (h *meshHub) latest() (v meshView, b []byte, changed <-chan struct{}) {
+// latest returns the latest sample (nil before the first) and a channel
+// closed when the next one is taken.
+func (h *meshHub) latest() (*hubSample, <-chan struct{}) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.cur, h.json, h.change
+	return h.cur, h.change
 }
 
-// next waits for a sample after the one numbered after (any, when after
-// is zero), or for ctx to end.
+// next waits for a sample other than the one numbered after (any, when
+// after is zero; the latest at once, for a watcher of a daemon that
+// restarted and numbers from 1 again), or for ctx to end. It returns the
+// sample and its JSON.
 func (h *meshHub) next(ctx context.Context, after uint64) (meshView, []byte, error) {
 	for {
-		v, b, changed := h.latest()
-		if v.Seq > after {
-			if b == nil {
-				return v, nil, errors.New("the sample does not encode as JSON")
-			}
-			return v, b, nil
+		cur, changed := h.latest()
+		if cur != nil && cur.v.Seq != after {
+			b, err := cur.encoded()
+			return cur.v, b, err
 		}
 		select {
 		case <-changed:

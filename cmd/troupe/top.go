@@ -77,12 +77,12 @@ func fetchView(ctx context.Context, h home, after uint64) (json.RawMessage, mesh
 // cleaned of terminal controls.
 func renderTop(v meshView, width, height int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "peer %s  mesh %s  %s\n", v.Self.ID, clean(v.Self.Mesh), v.Self.Reachability)
+	b.WriteString(ansi.Truncate(fmt.Sprintf("peer %s  mesh %s  %s", v.Self.ID, clean(v.Self.Mesh), v.Self.Reachability), max(width, 2), "…") + "\n")
 	fmt.Fprintf(&b, "out %s/s  in %s/s  dead letters %d (%s/s)  peers %d\n\n",
 		rateText(v.SentRate), rateText(v.ReceivedRate), v.DeadLetters, rateText(v.DeadLetterRate), len(v.Peers))
 	fmt.Fprintf(&b, "%-14s %-7s %8s %8s %8s %7s %9s  %s\n", "PEER", "LINK", "RTT", "OUT/s", "IN/s", "QUEUED", "HELD", "ACTORS")
 	rows := v.Peers
-	if height > 0 && len(rows) > max(height-4, 1) { // 4: three header lines and the "more" line
+	if height > 0 && len(rows) > max(height-4, 1) { // 4: the header lines
 		rows = rows[:max(height-5, 0)]
 	}
 	for _, p := range rows {
