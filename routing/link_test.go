@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -147,68 +146,6 @@ func TestCancellationPrecedesWhatWasQueuedMeanwhile(t *testing.T) {
 	wantMessages(t, r, &wire, actor.DemonitorSignal{ID: 7}, actor.MonitorSignal{ID: 8})
 }
 
-// wantMessages decodes the frames in wire and fails t unless they carry
-// exactly want, in order.
-func wantMessages(t *testing.T, r *Router, wire io.Reader, want ...any) {
-	t.Helper()
-	fr := codec.NewFrameReader(wire, r.cfg.MaxFrame)
-	var got []any
-	for {
-		var env codec.Envelope
-		v, err := fr.ReadMessage(r.cfg.Registry, &env)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		msg, _, err := fromValue(&env, v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, msg)
-	}
-	if !slices.Equal(got, want) {
-		t.Fatalf("on the stream: %+v, want %+v", got, want)
-	}
-}
-
-// fakeStream is the part of a network.Stream that a writer uses: writes go
-// to w, or fail with err; its connection stays open.
-type fakeStream struct {
-	network.Stream
-	w   io.Writer
-	err error
-}
-
-func (f *fakeStream) Write(p []byte) (int, error) {
-	if f.err != nil {
-		return 0, f.err
-	}
-	return f.w.Write(p)
-}
-func (f *fakeStream) SetWriteDeadline(time.Time) error { return nil }
-func (f *fakeStream) Reset() error                     { return nil }
-func (f *fakeStream) Close() error                     { return nil }
-func (f *fakeStream) Conn() network.Conn               { return openConn{} }
-
-type openConn struct{ network.Conn }
-
-func (openConn) IsClosed() bool { return false }
-
-// Stat: a direct connection (not limited by a relay).
-func (openConn) Stat() network.ConnStats { return network.ConnStats{} }
-
-// use gives w the stream s, as opening it would.
-func (w *writer) use(s network.Stream) {
-	w.s, w.pw = s, &progressWriter{s: s}
-	w.fw = codec.NewFrameWriter(w.pw, w.l.r.cfg.MaxFrame)
-}
-
-func monitorMsg(id actor.MonitorID) outMsg {
-	return outMsg{to: "sink", from: "source", msg: actor.MonitorSignal{ID: id}}
-}
-
 // A cancellation goes out once, on the first stream that takes a flush,
 // and no more after that; streams that keep breaking make the writer drop
 // it after maxBreaks.
@@ -333,26 +270,6 @@ func TestWriterReopensForCancellations(t *testing.T) {
 		t.Fatal("the writer did not go to sleep after giving up")
 	}
 }
-
-// onMessage is a slog.Handler that signals on ch each record whose message
-// is msg, at every level.
-type onMessage struct {
-	msg string
-	ch  chan<- struct{}
-}
-
-func (onMessage) Enabled(context.Context, slog.Level) bool { return true }
-func (h onMessage) Handle(_ context.Context, rec slog.Record) error {
-	if rec.Message == h.msg {
-		select {
-		case h.ch <- struct{}{}:
-		default:
-		}
-	}
-	return nil
-}
-func (h onMessage) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h onMessage) WithGroup(string) slog.Handler      { return h }
 
 // A write deadline left on a stream that has expired since (that of an Ask
 // written through, or the writer's own after the link idled for longer
@@ -496,17 +413,5 @@ func TestDownOnABrokenStreamIsSentAgain(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("no Down after the control stream broke")
-	}
-}
-
-// recvWithin returns what ch gives, failing t if ctx ends first.
-func recvWithin[T any](t *testing.T, ctx context.Context, ch <-chan T) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-ctx.Done():
-		t.Fatalf("timed out waiting for %T", *new(T))
-		panic("unreachable")
 	}
 }

@@ -1,0 +1,260 @@
+package routing
+
+import (
+	"context"
+	"log/slog"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/libp2p/go-libp2p"
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/internal/testutil/testhost"
+)
+
+// Retiring links: none loses a message, busy ones go later, every
+// unreachable one goes.
+
+// A link retired while senders race to it loses nothing: a push that
+// finds it retired goes to the peer's new link. The peer is unreachable,
+// so every message is given up, exactly once.
+func TestRetiredLinksLoseNoMessage(t *testing.T) {
+	const senders, rounds = 4, 100 // four messages a sender and round
+	notSent := make(chan struct{}, 1+senders*rounds*4)
+	logger := slog.New(onMessage{"routing: message not sent", notSent})
+	fast := timings{backoffUnit: 50 * time.Microsecond} // writers give up and go idle often
+	_, r, _ := testPeerTuned(t, Config{Logger: logger, timings: fast}, nil, false)
+	other := testhost.NewHost(t, libp2p.NoListenAddrs)
+	peerStr := other.ID().String()
+	_ = other.Close() // no address known: every dial fails at once
+	to, _ := actor.NewRef(peerStr, "x")
+
+	// An idle link is retired, and the next message makes a new one.
+	first, err := r.link(peerStr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Its writers hold their locks from the start until they first sleep:
+	// until then the new link is busy.
+	for deadline := time.Now().Add(10 * time.Second); !didRetire(r.retire(peerStr)); runtime.Gosched() {
+		if time.Now().After(deadline) {
+			t.Fatal("the idle link could not be retired")
+		}
+	}
+	if !first.retired.Load() || first.user.q.push(&actor.Envelope{To: to, Msg: "late"}) {
+		t.Fatal("the idle link was not retired, or its queue still takes messages")
+	}
+	if err := r.Deliver(to, actor.Ref{}, "m", 0, false); err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := r.link(peerStr); l == first {
+		t.Fatal("a message went to the retired link")
+	}
+
+	// A link retired between a sender's lookup and its push: every entry
+	// point takes the peer's new link instead.
+	givenUp := 1
+	for _, send := range []struct {
+		name string
+		f    func() error
+	}{
+		{"Deliver", func() error { return r.Deliver(to, actor.Ref{}, "m", 0, false) }},
+		{"DeliverBatch", func() error {
+			_, err := r.DeliverBatch(actor.Ref{}, []actor.Outbound{{To: to, Msg: "m"}, {To: to, Msg: "m"}})
+			return err
+		}},
+		{"DeliverCtx", func() error { return r.DeliverCtx(context.Background(), actor.Envelope{To: to, Msg: "m"}) }},
+		{"DeliverDirect", func() error { return r.DeliverDirect(context.Background(), to, actor.Ref{}, "m", 0, false) }},
+	} {
+		for k := range givenUp { // the link goes idle
+			select {
+			case <-notSent:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("before %s: %d of %d messages given up", send.name, k, givenUp)
+			}
+		}
+		var under *link
+		r.hooks.linkFound = func(l *link) {
+			for deadline := time.Now().Add(10 * time.Second); under == nil && !didRetire(r.retire(peerStr)); runtime.Gosched() {
+				if time.Now().After(deadline) { // its writers never slept
+					t.Fatalf("%s: the link could not be retired", send.name)
+				}
+			}
+			under = l
+		}
+		err := send.f()
+		r.hooks.linkFound = nil
+		if err != nil || under == nil || !under.retired.Load() {
+			t.Fatalf("%s with its link retired under it: %v (retired %v)", send.name, err, under != nil && under.retired.Load())
+		}
+		if l, _ := r.link(peerStr); l == under {
+			t.Fatalf("%s: the retired link is still the peer's", send.name)
+		}
+		givenUp = 1
+		if send.name == "DeliverBatch" {
+			givenUp = 2
+		}
+	}
+	for range givenUp {
+		select {
+		case <-notSent:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a message given up was not reported")
+		}
+	}
+
+	// Rounds of four senders, each round given up entirely before the
+	// next, so that the link goes idle between rounds; meanwhile another
+	// goroutine retires it whenever it can, racing the next round.
+	stop, retired := make(chan struct{}), make(chan int)
+	var nRetired atomic.Int64
+	go func() {
+		for {
+			select {
+			case <-stop:
+				retired <- int(nRetired.Load())
+				return
+			default:
+				if didRetire(r.retire(peerStr)) {
+					nRetired.Add(1)
+				}
+			}
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	waitGivenUp := func(n int) {
+		t.Helper()
+		for range n {
+			select {
+			case <-notSent:
+			case <-ctx.Done():
+				t.Fatalf("%d messages given up; stats %+v", r.Stats().Undeliverable, r.Stats())
+			}
+		}
+	}
+	// The link is idle only for a moment between rounds, which a loaded
+	// machine may let the retirer miss: more rounds until it retired one.
+	round, extraUntil := 0, time.Now().Add(15*time.Second) // within ctx's 30 s
+	for ; round < rounds || (nRetired.Load() == 0 && time.Now().Before(extraUntil)); round++ {
+		var wg sync.WaitGroup
+		for g := range senders {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, batchErr := r.DeliverBatch(actor.Ref{}, []actor.Outbound{{To: to, Msg: "m"}, {To: to, Msg: "m"}})
+				for _, err := range []error{
+					r.Deliver(to, actor.Ref{}, "m", 0, false),
+					batchErr,
+					r.DeliverCtx(ctx, actor.Envelope{To: to, Msg: actor.ExitSignal{}}), // the control queue
+				} {
+					if err != nil {
+						t.Errorf("round %d, sender %d: %v", round, g, err)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		waitGivenUp(senders * 4)
+	}
+	close(stop)
+	if n := <-retired; n == 0 {
+		t.Errorf("no link retired in %d rounds: the race did not run", round)
+	} else {
+		t.Logf("%d links retired in %d rounds", n, round)
+	}
+	want := 1 + 5 + senders*round*4
+	if got := r.Stats().Undeliverable; got != uint64(want) {
+		t.Fatalf("%d messages given up, want %d", got, want)
+	}
+}
+
+// didRetire is the first result of Router.retire.
+func didRetire(retired, _ bool) bool { return retired }
+
+// A link that was busy when its peer left is tried again after 1, 5 and
+// 30 s, until it is retired; then no more.
+func TestBusyLinksAreRetiredLater(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rt := retryRetire{delays: defaultTimings().retireDelays}
+		defer rt.stop()
+		start := time.Now()
+		var tries []time.Duration
+		busyFor := map[string]int{"a": 1, "b": 99} // a: busy once more; b: always
+		retire := func(peer string) bool {
+			tries = append(tries, time.Since(start))
+			busyFor[peer]--
+			return busyFor[peer] >= 0
+		}
+		rt.add("a", 0)
+		rt.add("b", 0)
+		rt.add("a", 0) // pending already: one retry
+		for rt.due() != nil {
+			<-rt.due()
+			rt.run(retire)
+		}
+		want := []time.Duration{time.Second, time.Second, 6 * time.Second, 6 * time.Second, 36 * time.Second}
+		if len(tries) != len(want) {
+			t.Fatalf("tries at %v, want %v", tries, want)
+		}
+		for i := range want {
+			if tries[i] != want[i] {
+				t.Fatalf("tries at %v, want %v", tries, want)
+			}
+		}
+		if busyFor["a"] != -1 {
+			t.Fatalf("a tried %d times after it was retired", -1-busyFor["a"])
+		}
+	})
+}
+
+// Every link that gave its messages up as unreachable is retired once
+// idle, however many give up at once: none keeps its goroutines and
+// buffers until Close.
+func TestEveryUnreachableLinkIsRetired(t *testing.T) {
+	const peers = 200
+	_, r, sys := testRouterTimed(t, timings{backoffUnit: 50 * time.Microsecond}) // writers give up at once
+	ids := make([]libp2ppeer.ID, 2*peers)
+	for i := range ids {
+		ids[i] = testhost.NewPeerID(t)
+	}
+	links := func() int {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return len(r.links)
+	}
+	allRetired := func(what string) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); links() > 0; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d of %d links still there; %d messages given up", what, links(), peers, r.Stats().Undeliverable)
+			}
+		}
+	}
+	// Links that give up all at once, faster than the router's
+	// goroutine takes the news.
+	for _, id := range ids[:peers] {
+		if _, err := r.link(id.String()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range ids[:peers] {
+		r.retireLater(id)
+	}
+	allRetired("a burst")
+	// Links that give messages up.
+	for _, id := range ids[peers:] {
+		to, _ := actor.NewRef(id.String(), "x")
+		if err := r.Deliver(to, actor.Ref{}, "m", 0, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	allRetired("messages given up")
+	if got := sys.DeadLetters(); got != peers {
+		t.Fatalf("%d dead letters, want %d", got, peers)
+	}
+}
