@@ -62,7 +62,8 @@
 //
 //	mdns.go          mDNS on the LAN
 //	dht.go           the DHT rendezvous and its bounded provider store
-//	ads.go           advertisements: format, signing, publication
+//	ads.go           advertisements: format, publication
+//	ads_sign.go      signing and verifying them
 //	ads_store.go     the directory of advertisements held
 //	adsync.go        the directory exchange, asking side (pulls, new peers)
 //	adsync_serve.go  the directory exchange, answering side
