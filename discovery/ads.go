@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/troupe-mesh/troupe/internal/wait"
-
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/host"
@@ -324,18 +322,18 @@ func (d *Directory) collect() {
 }
 
 // Close stops advertising and answering, and waits for its goroutines and
-// for the directory requests being answered, until ctx ends (then it
-// returns ctx's error and leaves the topic to them).
-func (d *Directory) Close(ctx context.Context) error {
+// for the directory requests being answered (they are reset)
+// (ctx is accepted for the library's uniform Close(ctx) error: every
+// goroutine here ends at once when told to, so Close waits for them
+// whatever ctx says, as Router.Close does after its drain.)
+func (d *Directory) Close(context.Context) error {
 	d.h.RemoveStreamHandler(SyncProtocol(d.cfg.Mesh))
 	d.mu.Lock()
 	d.closed = true
 	d.mu.Unlock()
 	d.cancel()
 	d.sub.Cancel()
-	if err := wait.Group(ctx, &d.wg); err != nil {
-		return fmt.Errorf("discovery: closing advertisements: %w", err)
-	}
+	d.wg.Wait()
 	_ = d.topic.Close()
 	_ = d.cfg.PubSub.UnregisterTopicValidator(AdsTopic(d.cfg.Mesh))
 	return nil

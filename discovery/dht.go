@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/troupe-mesh/troupe/internal/wait"
-
 	ds "github.com/ipfs/go-datastore"
 	dssync "github.com/ipfs/go-datastore/sync"
 	dht "github.com/libp2p/go-libp2p-kad-dht"
@@ -295,11 +293,11 @@ func (d *DHT) find() {
 }
 
 // Close stops the rendezvous and the DHT and waits for their goroutines
-// until ctx ends (then it returns ctx's error).
-func (d *DHT) Close(ctx context.Context) error {
+// (ctx is accepted for the library's uniform Close(ctx) error: every
+// goroutine here ends at once when told to, so Close waits for them
+// whatever ctx says, as Router.Close does after its drain.)
+func (d *DHT) Close(context.Context) error {
 	d.cancel()
-	if err := wait.Group(ctx, &d.wg); err != nil {
-		return fmt.Errorf("discovery: closing the DHT: %w", err)
-	}
+	d.wg.Wait()
 	return d.kad.Close()
 }

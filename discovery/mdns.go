@@ -14,8 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/troupe-mesh/troupe/internal/wait"
-
 	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
@@ -363,12 +361,12 @@ func (m *MDNS) shouldDial(id libp2ppeer.ID, retry bool) bool {
 }
 
 // Close stops announcing, watching and dialing, and waits for its
-// goroutines until ctx ends (then it returns ctx's error).
-func (m *MDNS) Close(ctx context.Context) error {
+// goroutines (ctx is accepted for the library's uniform Close(ctx) error: every
+// goroutine here ends at once when told to, so Close waits for them
+// whatever ctx says, as Router.Close does after its drain.)
+func (m *MDNS) Close(context.Context) error {
 	m.cancel()
-	if err := wait.Group(ctx, &m.wg); err != nil { // the watcher restarts no more once it returns
-		return fmt.Errorf("discovery: closing mDNS: %w", err)
-	}
+	m.wg.Wait() // the watcher restarts no more
 	m.mu.Lock()
 	m.closed = true
 	svc := m.svc

@@ -177,3 +177,28 @@ func TestConcurrentCloseWaitsOrGivesUp(t *testing.T) {
 		t.Fatalf("Close of a nil node: %v", err)
 	}
 }
+
+// TestCloseWithAnExpiredContextLeavesNoGoroutine: a node with groups,
+// advertisements and the DHT, closed with a context already done, says
+// so and still releases what it started: the DHT, the advertisements'
+// topic, the loops' watchdog.
+func TestCloseWithAnExpiredContextLeavesNoGoroutine(t *testing.T) {
+	others := goleak.IgnoreCurrent()
+	n, err := New(context.Background(), quiet(), local(), WithGroups(true), WithDHT())
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := n.Close(done); err == nil {
+		t.Log("Close with a done context returned no error (everything was already idle)")
+	}
+	// Goroutines of libp2p's may take a moment to return after Close.
+	var leaked error
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if leaked = goleak.Find(others); leaked == nil {
+			return
+		}
+	}
+	t.Fatalf("after Close with a done context: %v", leaked)
+}

@@ -7,7 +7,6 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/protocol/holepunch"
-	ma "github.com/multiformats/go-multiaddr"
 )
 
 // Beyond the LAN: circuit relays (v2) let a node behind a NAT be reached
@@ -86,7 +85,7 @@ func (n *Node) HolePunches() (tried, succeeded uint64) {
 func (n *Node) Relayed(id libp2ppeer.ID) bool {
 	conns := n.host.Network().ConnsToPeer(id)
 	for _, c := range conns {
-		if _, err := c.RemoteMultiaddr().ValueForProtocol(ma.P_CIRCUIT); err != nil && !c.Stat().Limited {
+		if !isCircuit(c.RemoteMultiaddr()) && !c.Stat().Limited {
 			return false
 		}
 	}

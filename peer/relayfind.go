@@ -10,17 +10,18 @@ import (
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/host/autorelay"
 	"github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/proto"
+	ma "github.com/multiformats/go-multiaddr"
 	"github.com/troupe-mesh/troupe/discovery"
 )
 
 // Finding relays: AutoRelay asks a relaySource for candidates when the
 // node is private. With static relays (WithRelays) it gets those, and
 // only those. Without, and with WithRelayDiscovery, it gets the relays
-// found in the mesh: peers this node is connected to whose signed
-// advertisement says Relay and whose identify lists the relay protocol
-// (their relay service runs), in random order. So no address a peer
-// advertises is ever dialed for this, and a relay that only claims to be
-// one is never tried. A relay sees who talks to whom through it, never
+// found in the mesh: peers this node has a direct connection to whose
+// signed advertisement says Relay and whose identify lists the relay
+// protocol (their relay service runs, as they say), in random order, each
+// with the address of that connection. So nothing is dialed for this, and
+// a peer that advertises Relay without serving it is never tried. A relay sees who talks to whom through it, never
 // what (connections through it are encrypted end to end), and may refuse
 // or cut those circuits; one that refused a reservation is left alone for
 // relayBackoff (docs/trust.md).
@@ -65,10 +66,13 @@ func (s *relaySource) candidates(ctx context.Context, num int) <-chan libp2ppeer
 		end := time.NewTimer(relayQueryEvery)
 		defer end.Stop()
 		for {
-			for _, ai := range relayCandidates(s.static, s.found(), num-len(sent)) {
-				if sent[ai.ID] {
-					continue
+			var fresh []libp2ppeer.AddrInfo // found and not offered yet
+			for _, ai := range s.found() {
+				if !sent[ai.ID] {
+					fresh = append(fresh, ai)
 				}
+			}
+			for _, ai := range relayCandidates(s.static, fresh, num-len(sent)) {
 				select {
 				case c <- ai:
 					sent[ai.ID] = true
@@ -91,9 +95,11 @@ func (s *relaySource) candidates(ctx context.Context, num int) <-chan libp2ppeer
 	return c
 }
 
-// found returns the relays found in the mesh: connected peers that
-// advertise Relay and whose identify lists the relay hop protocol, with
-// the addresses the peerstore holds for them.
+// found returns the relays found in the mesh: peers with a direct
+// connection that advertise Relay and whose identify lists the relay hop
+// protocol, each with the address of that connection only (so AutoRelay
+// dials nothing: a peer reached through a relay, whose own addresses
+// would have to be dialed, is no candidate).
 func (s *relaySource) found() []libp2ppeer.AddrInfo {
 	hp, d := s.h.Load(), s.dir.Load()
 	if !s.find || hp == nil || d == nil {
@@ -108,9 +114,20 @@ func (s *relaySource) found() []libp2ppeer.AddrInfo {
 		if ok, _ := h.Peerstore().SupportsProtocols(id, proto.ProtoIDv2Hop); len(ok) == 0 {
 			continue
 		}
-		out = append(out, h.Peerstore().PeerInfo(id))
+		for _, c := range h.Network().ConnsToPeer(id) {
+			if !c.Stat().Limited && !isCircuit(c.RemoteMultiaddr()) {
+				out = append(out, libp2ppeer.AddrInfo{ID: id, Addrs: []ma.Multiaddr{c.RemoteMultiaddr()}})
+				break
+			}
+		}
 	}
 	return out
+}
+
+// isCircuit reports whether a is a relayed (p2p-circuit) address.
+func isCircuit(a ma.Multiaddr) bool {
+	_, err := a.ValueForProtocol(ma.P_CIRCUIT)
+	return err == nil
 }
 
 // relayCandidates returns every static relay if there are any, else the

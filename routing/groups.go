@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/troupe-mesh/troupe/internal/wait"
-
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/host"
@@ -315,8 +313,10 @@ func (g *Groups) publish() {
 }
 
 // Close stops GossipSub's topics and waits for the group goroutines
-// until ctx ends (then it returns ctx's error; they end on their own).
-func (g *Groups) Close(ctx context.Context) error {
+// (ctx is accepted for the library's uniform Close(ctx) error: every
+// goroutine here ends at once when told to, so Close waits for them
+// whatever ctx says, as Router.Close does after its drain.)
+func (g *Groups) Close(context.Context) error {
 	g.cancel()
 	g.mu.Lock()
 	for name, gt := range g.topics {
@@ -324,9 +324,7 @@ func (g *Groups) Close(ctx context.Context) error {
 		delete(g.topics, name)
 	}
 	g.mu.Unlock()
-	if err := wait.Group(ctx, &g.wg); err != nil {
-		return fmt.Errorf("routing: closing groups: %w", err)
-	}
+	g.wg.Wait()
 	return nil
 }
 

@@ -193,6 +193,7 @@ func (g *Group) Shutdown(ctx context.Context, quiet time.Duration) error {
 			for _, l := range g.loops {
 				l.wake(awake)
 			}
+			g.stopWatchdog() // the loops end now; nothing is left to watch
 			return fmt.Errorf("eventloop: shutdown interrupted, %d tasks dropped: %w", g.dropped.Load(), ctx.Err())
 		}
 	}

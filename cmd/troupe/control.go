@@ -33,7 +33,7 @@ type request struct {
 	Count   int             `json:"count,omitempty"`
 	Nick    string          `json:"nick,omitempty"`
 	Room    string          `json:"room,omitempty"`
-	After   uint64          `json:"after_seq,omitempty"` // mesh: a sample numbered after this
+	After   uint64          `json:"after_seq,omitempty"` // mesh: a sample other than the one numbered this
 }
 
 // response is the daemon's answer: a result or an error.
