@@ -46,18 +46,16 @@ type Advertisement struct {
 // AdSource says what this peer hosts now.
 type AdSource func() (actors, groups []string)
 
-// AdsConfig configures StartAds.
-type AdsConfig struct {
-	Mesh        string         // mesh name (see CheckMesh); the topic is /troupe/<mesh>/ads
-	PubSub      *pubsub.PubSub // carries the advertisement topic; required
-	Incarnation uint64         // put in every advertisement; a new value each time the peer starts
-	Source      AdSource       // polled for the actors and groups to advertise; required
-	TTL         time.Duration  // default 90 s; republished at a third of it
-	// Tick is how often Source is polled for changes (default 2 s); Changed
-	// asks for a poll at once.
-	Tick   time.Duration
-	Logger *slog.Logger // default slog.Default()
-	Relay  bool         // this peer serves as a circuit relay (Advertisement.Relay)
+// adsConfig is a Directory's configuration, from StartAds's arguments
+// and options.
+type adsConfig struct {
+	Mesh        string
+	PubSub      *pubsub.PubSub
+	Incarnation uint64
+	Source      AdSource
+	TTL, Tick   time.Duration
+	Logger      *slog.Logger
+	Relay       bool
 }
 
 // adEntry is an advertisement held, with its signed bytes as its origin
@@ -73,7 +71,7 @@ type adEntry struct {
 // keeps the advertisements of the others until they expire or their peer
 // disconnects. Its methods are safe for concurrent use.
 type Directory struct {
-	cfg   AdsConfig
+	cfg   adsConfig
 	h     host.Host
 	topic *pubsub.Topic
 	sub   *pubsub.Subscription
@@ -105,11 +103,16 @@ type Directory struct {
 	syncBusy                 atomic.Uint64
 }
 
-// StartAds starts advertising and collecting advertisements.
-func StartAds(h host.Host, cfg AdsConfig) (*Directory, error) {
-	if err := CheckMesh(cfg.Mesh); err != nil {
+// StartAds starts advertising, on ps (which carries the mesh's
+// advertisement topic, /troupe/<mesh>/ads), what source gives, and
+// collecting the others' advertisements. Options: WithMesh (required),
+// WithIncarnation, WithAdTTL, WithAdTick, WithRelayAd, WithLogger.
+func StartAds(h host.Host, ps *pubsub.PubSub, source AdSource, opts ...Option) (*Directory, error) {
+	o, err := apply(opts)
+	if err != nil {
 		return nil, err
 	}
+	cfg := adsConfig{Mesh: o.mesh, PubSub: ps, Incarnation: o.incarnation, Source: source, TTL: o.ttl, Tick: o.tick, Logger: o.logger, Relay: o.relay}
 	if cfg.PubSub == nil || cfg.Source == nil {
 		return nil, errors.New("discovery: advertisements need a pubsub and a source")
 	}
@@ -119,16 +122,13 @@ func StartAds(h host.Host, cfg AdsConfig) (*Directory, error) {
 	if cfg.Tick <= 0 {
 		cfg.Tick = defaultTick
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
 	d := &Directory{
 		cfg: cfg, h: h, peers: make(map[libp2ppeer.ID]adEntry), kick: make(chan struct{}, 1),
 		syncq: make(chan libp2ppeer.ID, syncQueue), serving: make(chan struct{}, syncServing),
 		pullNow: make(chan struct{}, 1), gone: make(map[libp2ppeer.ID]time.Time),
 	}
 	name := AdsTopic(cfg.Mesh)
-	err := cfg.PubSub.RegisterTopicValidator(name, func(_ context.Context, _ libp2ppeer.ID, m *pubsub.Message) pubsub.ValidationResult {
+	err = cfg.PubSub.RegisterTopicValidator(name, func(_ context.Context, _ libp2ppeer.ID, m *pubsub.Message) pubsub.ValidationResult {
 		origin, err := libp2ppeer.IDFromBytes(m.From)
 		if err != nil {
 			d.rejected.Add(1)

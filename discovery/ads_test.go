@@ -61,7 +61,7 @@ func TestVerifyAdvertisements(t *testing.T) {
 // advertisements of made-up peers.
 func TestDirectoryBoundsWhatPeersAskFor(t *testing.T) {
 	h := testhost.NewHost(t, libp2p.NoListenAddrs)
-	d := &Directory{cfg: AdsConfig{TTL: defaultTTL}, h: h, peers: make(map[libp2ppeer.ID]adEntry)}
+	d := &Directory{cfg: adsConfig{TTL: defaultTTL}, h: h, peers: make(map[libp2ppeer.ID]adEntry)}
 	madeUp := func() *Advertisement {
 		return &Advertisement{Peer: []byte(testhost.NewPeerID(t)), TTLSeconds: math.MaxUint32}
 	}
@@ -110,7 +110,7 @@ func TestConnectedPeersGetIntoAFullDirectory(t *testing.T) {
 	if err := h.Connect(ctx, libp2ppeer.AddrInfo{ID: next.ID(), Addrs: next.Addrs()}); err != nil {
 		t.Fatal(err)
 	}
-	d := &Directory{cfg: AdsConfig{TTL: defaultTTL}, h: h, peers: make(map[libp2ppeer.ID]adEntry)}
+	d := &Directory{cfg: adsConfig{TTL: defaultTTL}, h: h, peers: make(map[libp2ppeer.ID]adEntry)}
 	for range maxDirectory {
 		if ok, _ := d.store(&Advertisement{Peer: []byte(testhost.NewPeerID(t)), TTLSeconds: 60}, []byte("made up"), time.Minute, false); !ok {
 			t.Fatal("the directory filled up early")

@@ -24,26 +24,22 @@ import (
 // DHT: its protocol is /troupe/kad/1.0.0.
 const DHTProtocolPrefix = "/troupe"
 
-// DHTConfig configures StartDHT.
-type DHTConfig struct {
-	Mesh      string                // mesh name (see CheckMesh); peers meet at /troupe/<mesh>
-	Bootstrap []libp2ppeer.AddrInfo // static bootstrap peers; none are built in
-	// Connect connects to a found peer (a node's Connect).
-	Connect func(context.Context, libp2ppeer.AddrInfo) error
-	// FindEvery is the longest wait between two rendezvous lookups; the
-	// first lookups come sooner (default 1 minute).
+// dhtConfig is a DHT's configuration, from StartDHT's arguments and
+// options.
+type dhtConfig struct {
+	Mesh      string
+	Bootstrap []libp2ppeer.AddrInfo
+	Connect   func(context.Context, libp2ppeer.AddrInfo) error
 	FindEvery time.Duration
-	Logger    *slog.Logger // default slog.Default()
-	// Client runs the DHT in client mode: it queries and advertises but
-	// serves no records to others (default: server mode).
-	Client bool
+	Logger    *slog.Logger
+	Client    bool
 }
 
 // DHT finds peers beyond the LAN: a Kademlia DHT in server mode under
 // Troupe's own protocol prefix, with a rendezvous on "/troupe/<mesh>" where
 // every peer advertises itself and looks the others up.
 type DHT struct {
-	cfg DHTConfig
+	cfg dhtConfig
 	h   host.Host
 	kad *dht.IpfsDHT
 	rd  *drouting.RoutingDiscovery
@@ -54,19 +50,20 @@ type DHT struct {
 }
 
 // StartDHT joins the DHT through the bootstrap peers and starts the
-// rendezvous. Close stops it (before the host is closed).
-func StartDHT(h host.Host, cfg DHTConfig) (*DHT, error) {
-	if err := CheckMesh(cfg.Mesh); err != nil {
+// rendezvous, connecting to the peers it finds with connect (a node's
+// Connect). Options: WithMesh (required), WithBootstrap, WithFindEvery,
+// WithDHTClient, WithLogger. Close stops it (before the host is closed).
+func StartDHT(h host.Host, connect func(context.Context, libp2ppeer.AddrInfo) error, opts ...Option) (*DHT, error) {
+	o, err := apply(opts)
+	if err != nil {
 		return nil, err
 	}
+	cfg := dhtConfig{Mesh: o.mesh, Bootstrap: o.bootstrap, Connect: connect, FindEvery: o.findEvery, Logger: o.logger, Client: o.client}
 	if cfg.Connect == nil {
 		return nil, fmt.Errorf("discovery: DHT needs a Connect function")
 	}
 	if cfg.FindEvery <= 0 {
 		cfg.FindEvery = time.Minute
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
 	}
 	mode := dht.ModeServer
 	if cfg.Client {
@@ -80,11 +77,11 @@ func StartDHT(h host.Host, cfg DHTConfig) (*DHT, error) {
 	if err != nil {
 		return nil, fmt.Errorf("discovery: DHT: %w", err)
 	}
-	opts := []dht.Option{dht.Mode(mode), dht.ProtocolPrefix(DHTProtocolPrefix), dht.DisableValues(), dht.ProviderDatastore(providers)}
+	kopts := []dht.Option{dht.Mode(mode), dht.ProtocolPrefix(DHTProtocolPrefix), dht.DisableValues(), dht.ProviderDatastore(providers)}
 	if len(cfg.Bootstrap) > 0 {
-		opts = append(opts, dht.BootstrapPeers(cfg.Bootstrap...))
+		kopts = append(kopts, dht.BootstrapPeers(cfg.Bootstrap...))
 	}
-	kad, err := dht.New(h, opts...)
+	kad, err := dht.New(h, kopts...)
 	if err != nil {
 		return nil, fmt.Errorf("discovery: DHT: %w", err)
 	}

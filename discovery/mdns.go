@@ -97,17 +97,16 @@ type MDNS struct {
 	restarts atomic.Uint64
 }
 
-// StartMDNS starts announcing h for mesh and connecting to the peers found,
-// with connect (a node's Connect). Without a multicast interface that can
-// carry it yet, it waits for one, trying again at every poll. Close stops
-// it.
-func StartMDNS(h host.Host, mesh string, connect func(context.Context, libp2ppeer.AddrInfo) error, logger *slog.Logger) (*MDNS, error) {
-	if err := CheckMesh(mesh); err != nil {
+// StartMDNS starts announcing h for the mesh and connecting to the peers
+// found, with connect (a node's Connect). Without a multicast interface
+// that can carry it yet, it waits for one, trying again at every poll.
+// Options: WithMesh (required), WithLogger. Close stops it.
+func StartMDNS(h host.Host, connect func(context.Context, libp2ppeer.AddrInfo) error, opts ...Option) (*MDNS, error) {
+	o, err := apply(opts)
+	if err != nil {
 		return nil, err
 	}
-	if logger == nil {
-		logger = slog.Default()
-	}
+	mesh, logger := o.mesh, o.logger
 	addrEvents, err := h.EventBus().Subscribe(new(event.EvtLocalAddressesUpdated))
 	if err != nil {
 		return nil, fmt.Errorf("discovery: mDNS: %w", err)

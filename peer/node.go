@@ -216,11 +216,9 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		return nil, err
 	}
 	if groups != nil {
-		n.dir, err = discovery.StartAds(h, discovery.AdsConfig{
-			Mesh: cfg.mesh, PubSub: groups.PubSub(), Incarnation: r.Incarnation(),
-			Source: func() ([]string, []string) { return sys.Names(), sys.Groups() },
-			Tick:   cfg.adTick, TTL: cfg.adTTL, Logger: cfg.logger, Relay: cfg.relayService,
-		})
+		n.dir, err = discovery.StartAds(h, groups.PubSub(), func() ([]string, []string) { return sys.Names(), sys.Groups() },
+			discovery.WithMesh(cfg.mesh), discovery.WithIncarnation(r.Incarnation()), discovery.WithAdTick(cfg.adTick),
+			discovery.WithAdTTL(cfg.adTTL), discovery.WithLogger(cfg.logger), discovery.WithRelayAd(cfg.relayService))
 		if err != nil {
 			_ = n.Close(ctx)
 			return nil, err
@@ -237,10 +235,8 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		go n.watchFound()
 	}
 	if cfg.dht {
-		n.dht, err = discovery.StartDHT(h, discovery.DHTConfig{
-			Mesh: cfg.mesh, Bootstrap: cfg.bootstrap, Connect: n.connectFound, Logger: cfg.logger,
-			FindEvery: cfg.findEvery, Client: cfg.dhtClient,
-		})
+		n.dht, err = discovery.StartDHT(h, n.connectFound, discovery.WithMesh(cfg.mesh), discovery.WithBootstrap(cfg.bootstrap...),
+			discovery.WithLogger(cfg.logger), discovery.WithFindEvery(cfg.findEvery), discovery.WithDHTClient(cfg.dhtClient))
 		if err != nil {
 			_ = n.Close(ctx)
 			return nil, err
@@ -250,7 +246,7 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		// StartMDNS waits for a multicast interface when there is none yet;
 		// any other failure is a reason to run without LAN discovery, not
 		// to fail.
-		if n.mdns, err = discovery.StartMDNS(h, cfg.mesh, n.connectFound, cfg.logger); err != nil {
+		if n.mdns, err = discovery.StartMDNS(h, n.connectFound, discovery.WithMesh(cfg.mesh), discovery.WithLogger(cfg.logger)); err != nil {
 			cfg.logger.Warn("peer: mDNS is off", "err", err)
 			n.mdns = nil
 		}
