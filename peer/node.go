@@ -153,8 +153,8 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		_ = h.Close()
 		return nil, err
 	}
-	r, err := routing.New(routing.Config{Host: h, Registry: reg, Logger: cfg.logger, MaxFrame: cfg.maxFrame, LinkQueue: cfg.linkQueue, Incarnation: inc, PeerBudget: cfg.peerBudget,
-		Protected: []string{NodeActor}})
+	r, err := routing.New(h, reg, routing.WithLogger(cfg.logger), routing.WithMaxFrame(cfg.maxFrame), routing.WithLinkQueue(cfg.linkQueue),
+		routing.WithIncarnation(inc), routing.WithPeerBudget(cfg.peerBudget), routing.WithProtected(NodeActor))
 	if err != nil {
 		_ = h.Close()
 		return nil, err
@@ -169,15 +169,13 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 	}))
 	var groups *routing.Groups
 	if cfg.groups {
-		groups, err = routing.NewGroups(routing.GroupsConfig{
-			Host: h, Registry: reg, Mesh: cfg.mesh, Logger: cfg.logger,
+		groups, err = routing.NewGroups(h, reg, cfg.mesh, routing.WithLogger(cfg.logger),
 			// A group joined or left changes the advertisement at once.
-			OnChange: func() {
+			routing.WithOnChange(func() {
 				if d := dir.Load(); d != nil {
 					d.Changed()
 				}
-			},
-		})
+			}))
 		if err != nil {
 			_ = r.Close(ctx)
 			_ = h.Close()

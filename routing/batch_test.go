@@ -22,7 +22,7 @@ func newBatchSender(t *testing.T, queueLen int) (*Router, *link, *actor.System, 
 	codec.MustRegister[benchBlob](reg, "bench.Blob")
 	logger := testutil.QuietLogger()
 	const remote = "12D3KooWRemotePeerOfTheBatchTest"
-	r := &Router{cfg: Config{Registry: reg, Logger: logger, MaxFrame: codec.DefaultMaxFrame, LinkQueue: queueLen, timings: defaultTimings()},
+	r := &Router{cfg: config{Registry: reg, Logger: logger, MaxFrame: codec.DefaultMaxFrame, LinkQueue: queueLen, timings: defaultTimings()},
 		log: logger, links: map[string]*link{}}
 	l := newLink(r, "", remote)
 	r.links[remote] = l

@@ -24,18 +24,18 @@ import (
 // user stream waits; replies of user types travel on the user stream and
 // wait with it. Actors that saved messages may wait for ones behind the
 // pause, which would never come: a peer still paused after
-// Config.PauseGrace has those saved messages shed (actor.Port.ShedSaved),
+// WithPauseGrace has those saved messages shed (actor.Port.ShedSaved),
 // and is read again once the actors hold half of its budget. A pause
 // that the libp2p scope caused while the peer holds less than half its
 // budget never waits, so it never sheds.
 
 // DefaultPeerBudget is the bytes of messages one peer may have delivered
-// to actors that have not handled them yet, unless Config.PeerBudget says
+// to actors that have not handled them yet, unless WithPeerBudget says
 // otherwise.
 const DefaultPeerBudget = 64 << 20
 
 // DefaultPauseGrace is how long a peer may stay paused at its budget
-// before its actors' saved messages are shed, unless Config.PauseGrace
+// before its actors' saved messages are shed, unless WithPauseGrace
 // says otherwise: well below writeTimeout, after which its writer would
 // give the stream up.
 const DefaultPauseGrace = 5 * time.Second

@@ -34,27 +34,12 @@ const pruneBackoff = 10 * time.Second
 // overflows while a hundred peers connect at once).
 const outboundQueue = 256
 
-// GroupsConfig configures Groups.
-type GroupsConfig struct {
-	Host     host.Host       // the libp2p host GossipSub runs on (required)
-	Registry *codec.Registry // the message types published (required)
-	Mesh     string          // topics are "/troupe/<mesh>/group/<name>"
-	Logger   *slog.Logger    // nil: slog.Default()
-	// OnChange, when set, is called after the node joined a group (its first
-	// local member) or left one (its last): what the node advertises
-	// changed. It is called on an event loop or the publisher goroutine
-	// and must not block.
-	OnChange func()
-
-	timings timings // tests only: presenceRenew (zero: the default)
-}
-
 // Groups carries actor group messages on GossipSub: one topic per group,
 // joined while the group has a local member. It implements
 // actor.GroupTransport. Publishing never blocks an event loop: messages go
 // through a bounded queue to a publisher goroutine.
 type Groups struct {
-	cfg    GroupsConfig
+	cfg    config
 	ps     *pubsub.PubSub
 	sys    atomic.Pointer[actor.Port] // the bound system's transport handle: set by Bind, read by the goroutines NewGroups starts
 	filter *TopicFilter               // what peers may subscribe to
@@ -84,8 +69,19 @@ type groupMsg struct {
 
 var _ actor.GroupTransport = (*Groups)(nil)
 
-// NewGroups starts GossipSub on the host.
-func NewGroups(cfg GroupsConfig) (*Groups, error) {
+// NewGroups starts GossipSub on h for mesh: group topics are
+// "/troupe/<mesh>/group/<name>", their messages of the types of reg.
+// Options: WithLogger, WithOnChange.
+func NewGroups(h host.Host, reg *codec.Registry, mesh string, opts ...Option) (*Groups, error) {
+	cfg, err := apply(config{Host: h, Registry: reg, Mesh: mesh}, opts)
+	if err != nil {
+		return nil, err
+	}
+	return newGroups(cfg)
+}
+
+// newGroups is NewGroups on a config (tests build theirs).
+func newGroups(cfg config) (*Groups, error) {
 	if cfg.Host == nil || cfg.Registry == nil || cfg.Mesh == "" {
 		return nil, errors.New("routing: groups need a host, a registry and a mesh name")
 	}

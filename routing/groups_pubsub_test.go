@@ -128,7 +128,7 @@ func hostilePubSub(t *testing.T, to host.Host) (host.Host, *pubsub.PubSub) {
 // valid messages, delivered before, are not delivered any more.
 func TestPeerSendingInvalidGroupMessagesIsIgnored(t *testing.T) {
 	quiet := testutil.QuietLogger()
-	h, _, sys := testPeerTuned(t, Config{Logger: quiet}, nil, true)
+	h, _, sys := testPeerTuned(t, config{Logger: quiet}, nil, true)
 	news := watchRoom(t, sys)
 	_, hps := hostilePubSub(t, h)
 	topic, err := hps.Join("/troupe/test/group/room")
@@ -210,7 +210,7 @@ func TestBindRacesNoGroupGoroutine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := NewGroups(GroupsConfig{Host: h, Registry: reg, Mesh: "test", Logger: testutil.QuietLogger()})
+	g, err := newGroups(config{Host: h, Registry: reg, Mesh: "test", Logger: testutil.QuietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ func TestRestartedPeersMembersLeave(t *testing.T) {
 // presenceExpiry, and no disconnection would tell.
 func TestMembersOutOfReachExpire(t *testing.T) {
 	const presenceRenew = 200 * time.Millisecond
-	base := Config{Logger: slog.New(slog.DiscardHandler), timings: timings{presenceRenew: presenceRenew}}
+	base := config{Logger: slog.New(slog.DiscardHandler), timings: timings{presenceRenew: presenceRenew}}
 	hA, _, sysA := testPeerTuned(t, base, nil, true)
 	hB, _, sysB := testPeerTuned(t, base, nil, true)
 	hC, _, sysC := testPeerTuned(t, base, nil, true)

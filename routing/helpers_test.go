@@ -34,7 +34,7 @@ func testRouter(t *testing.T, maxFrame int) (host.Host, *Router, *actor.System) 
 // the defaults).
 func testRouterTimed(t *testing.T, tm timings) (host.Host, *Router, *actor.System) {
 	t.Helper()
-	return testPeerTuned(t, Config{Logger: testutil.QuietLogger(), timings: tm}, nil, false)
+	return testPeerTuned(t, config{Logger: testutil.QuietLogger(), timings: tm}, nil, false)
 }
 
 // testRouterLogging is testRouter with the logger given.
@@ -53,13 +53,13 @@ func testRouterHost(t *testing.T, maxFrame int, logger *slog.Logger, opts ...lib
 // Groups too when groups is set, as peer.Node assembles them.
 func testPeer(t *testing.T, maxFrame int, logger *slog.Logger, groups bool, opts ...libp2p.Option) (host.Host, *Router, *actor.System) {
 	t.Helper()
-	return testPeerTuned(t, Config{MaxFrame: maxFrame, Logger: logger}, nil, groups, opts...)
+	return testPeerTuned(t, config{MaxFrame: maxFrame, Logger: logger}, nil, groups, opts...)
 }
 
 // testPeerTuned is testPeer with the router's config base (its host and
 // registry are filled in; its timings go to the Groups too) and more
 // options for the actor system.
-func testPeerTuned(t *testing.T, base Config, sysOpts []actor.Option, groups bool, opts ...libp2p.Option) (host.Host, *Router, *actor.System) {
+func testPeerTuned(t *testing.T, base config, sysOpts []actor.Option, groups bool, opts ...libp2p.Option) (host.Host, *Router, *actor.System) {
 	t.Helper()
 	logger := base.Logger
 	h := testhost.NewHost(t, opts...)
@@ -68,14 +68,14 @@ func testPeerTuned(t *testing.T, base Config, sysOpts []actor.Option, groups boo
 		t.Fatal(err)
 	}
 	base.Host, base.Registry = h, reg
-	r, err := New(base)
+	r, err := newRouter(base)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sysOpts = append([]actor.Option{actor.WithPeer(h.ID().String()), actor.WithRemote(r), actor.WithLogger(logger)}, sysOpts...)
 	var g *Groups
 	if groups {
-		if g, err = NewGroups(GroupsConfig{Host: h, Registry: reg, Mesh: "test", Logger: logger, timings: base.timings}); err != nil {
+		if g, err = newGroups(config{Host: h, Registry: reg, Mesh: "test", Logger: logger, timings: base.timings}); err != nil {
 			t.Fatal(err)
 		}
 		sysOpts = append(sysOpts, actor.WithGroups(g))

@@ -44,7 +44,7 @@ func benchInboundRead(b *testing.B, compact bool) {
 	}
 	codec.MustRegister[benchBlob](reg, "bench.Blob")
 	logger := testutil.QuietLogger()
-	r, err := New(Config{Host: h, Registry: reg, Logger: logger})
+	r, err := newRouter(config{Host: h, Registry: reg, Logger: logger})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -55,7 +55,7 @@ func newLoopback(tb testing.TB, maxFrame int) *loopback {
 	}
 	codec.MustRegister[largeMsg](reg, "test.large")
 	logger := testutil.QuietLogger()
-	r, err := New(Config{Host: h, Registry: reg, Logger: logger, MaxFrame: maxFrame})
+	r, err := newRouter(config{Host: h, Registry: reg, Logger: logger, MaxFrame: maxFrame})
 	if err != nil {
 		tb.Fatal(err)
 	}

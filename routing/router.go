@@ -42,31 +42,20 @@ func isCompact(p protocol.ID) bool { return p == ProtoMsg || p == ProtoCtl }
 // isCtl reports whether p is a control protocol (any version).
 func isCtl(p protocol.ID) bool { return p == ProtoCtl || p == ProtoCtl10 }
 
-// Config configures a Router.
-type Config struct {
-	Host      host.Host       // the libp2p host whose streams carry the messages (required)
-	Registry  *codec.Registry // the message types; the router adds its own (required)
-	Logger    *slog.Logger    // nil: slog.Default()
-	MaxFrame  int             // largest frame sent or accepted (0: codec.DefaultMaxFrame; at most codec.MaxFrameLimit)
-	LinkQueue int             // messages that may wait per peer and protocol (0: 65,536)
-	// Protected names actors that other peers may not link to or send
-	// exit signals to (a peer's own service actors, such as "$node"):
-	// such signals are dropped. Monitors and messages reach them as usual.
-	Protected []string
-	// Incarnation is the number this start of the peer goes by (0: the
-	// router draws one). Give the host AgentVersion(Incarnation) as its
-	// identify agent version (libp2p.UserAgent), so that every peer
-	// learns it when a connection is set up, both ways, before any stream.
+// config is a Router's or Groups' configuration: New's and NewGroups'
+// arguments and options (options.go).
+type config struct {
+	Host        host.Host
+	Registry    *codec.Registry
+	Logger      *slog.Logger
+	MaxFrame    int
+	LinkQueue   int
+	Protected   []string
 	Incarnation uint64
-	// PeerBudget is the bytes of messages one peer may have delivered to
-	// local actors that did not handle them yet (0: DefaultPeerBudget);
-	// at it, the peer's streams pause until the actors handled half (see
-	// budget.go).
-	PeerBudget int64
-	// PauseGrace is how long a peer may stay paused at its budget before
-	// the messages its actors saved for a later receive are shed (0:
-	// DefaultPauseGrace; see budget.go).
-	PauseGrace time.Duration
+	PeerBudget  int64
+	PauseGrace  time.Duration
+	Mesh        string // Groups only
+	OnChange    func() // Groups only
 
 	timings timings // tests only: shorter waits (zero: the defaults)
 }
@@ -119,8 +108,8 @@ type Stats struct {
 	Refused          uint64 // system messages a peer may not send: a kill, an exit or link to a protected actor
 	UnknownTypes     uint64 // user messages of a type unknown here, to an actor that does not take them: dead letters
 	ReaderPanics     uint64 // inbound streams whose reader panicked (a bug): each was reset, the node lived on
-	Paused           uint64 // times a peer's stream reader paused, the peer at its budget (see Config.PeerBudget)
-	Shed             uint64 // times a peer stayed paused for Config.PauseGrace and its actors' saved messages were shed
+	Paused           uint64 // times a peer's stream reader paused, the peer at its budget (see WithPeerBudget)
+	Shed             uint64 // times a peer stayed paused for WithPauseGrace and its actors' saved messages were shed
 	MovedOffRelay    uint64 // outbound streams ended cleanly on a relayed connection once a direct one came (relaymove.go)
 }
 
@@ -129,7 +118,7 @@ type Stats struct {
 // that drains a bounded queue and flushes when it is empty. It implements
 // actor.Remote. Methods are safe for concurrent use.
 type Router struct {
-	cfg         Config
+	cfg         config
 	h           host.Host
 	sys         *actor.Port // the bound system's transport handle
 	incarnation uint64
@@ -149,7 +138,7 @@ type Router struct {
 	unreachable     map[libp2ppeer.ID]struct{}
 	unreachableNews chan struct{}
 
-	protected map[string]bool // Config.Protected
+	protected map[string]bool // WithProtected
 
 	mu      sync.Mutex                    // guards links, remote, inbound, closed
 	inbound map[inboundKey][]*reader      // inbound streams open per peer and protocol, oldest first
@@ -187,9 +176,21 @@ type Router struct {
 
 var _ actor.Remote = (*Router)(nil)
 
-// New creates a router on h. Bind it to the actor system before traffic
-// flows; Close it before closing the host.
-func New(cfg Config) (*Router, error) {
+// New creates a router on h carrying messages of the types of reg (the
+// router adds its own). Options: WithLogger, WithMaxFrame, WithLinkQueue,
+// WithProtected, WithIncarnation, WithPeerBudget, WithPauseGrace. Bind it
+// to the actor system before traffic flows; Close it before closing the
+// host.
+func New(h host.Host, reg *codec.Registry, opts ...Option) (*Router, error) {
+	cfg, err := apply(config{Host: h, Registry: reg}, opts)
+	if err != nil {
+		return nil, err
+	}
+	return newRouter(cfg)
+}
+
+// newRouter is New on a config (tests build theirs).
+func newRouter(cfg config) (*Router, error) {
 	if cfg.Host == nil || cfg.Registry == nil {
 		return nil, fmt.Errorf("%w: host and registry are required", ErrInvalidConfig)
 	}

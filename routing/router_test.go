@@ -160,7 +160,7 @@ func TestRouterRefusesMessagesBeforeBind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := New(Config{Host: h, Registry: reg, Logger: slog.New(slog.DiscardHandler)})
+	r, err := newRouter(config{Host: h, Registry: reg, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +186,7 @@ func TestRouterRefusesMessagesBeforeBind(t *testing.T) {
 	if err := r.Bind(sys); !errors.Is(err, ErrBound) {
 		t.Fatalf("a second Bind: %v, want ErrBound", err)
 	}
-	if _, err := New(Config{Host: h}); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := New(h, nil); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("New without a registry: %v, want ErrInvalidConfig", err)
 	}
 	if err := r.Deliver(to, actor.Ref{}, "hi", 0, false); err != nil {

@@ -39,7 +39,7 @@ func newSender(tb testing.TB) (*Router, *link, *actor.System, actor.Ref) {
 	codec.MustRegister[benchBlob](reg, "bench.Blob")
 	logger := testutil.QuietLogger()
 	const remote = "12D3KooWRemotePeerOfTheSendingBenchmark"
-	r := &Router{cfg: Config{Registry: reg, Logger: logger, MaxFrame: codec.DefaultMaxFrame, LinkQueue: 64 << 10, timings: defaultTimings()},
+	r := &Router{cfg: config{Registry: reg, Logger: logger, MaxFrame: codec.DefaultMaxFrame, LinkQueue: 64 << 10, timings: defaultTimings()},
 		log: logger, links: map[string]*link{}}
 	l := newLink(r, "", remote)
 	r.links[remote] = l

@@ -2,11 +2,10 @@ package routing
 
 import "time"
 
-// timings are the waits of a Router (Config.timings) and of Groups
-// (GroupsConfig.timings) that tests shorten. The fields are unexported, so
-// only this package's tests set them; a zero field takes its default
-// (defaultTimings), which is all that New and NewGroups ever see from
-// another package.
+// timings are the waits of a Router and of Groups (config.timings) that
+// tests shorten. No option sets them, so only this package's tests do; a
+// zero field takes its default (defaultTimings), which is all that New
+// and NewGroups ever see from another package.
 type timings struct {
 	// backoffUnit is half a writer's first wait before it dials again
 	// (see Router.backoff). Router.
