@@ -237,6 +237,7 @@ func (c *Context) terminate(reason error) {
 	c.flushOut() // what the actor sent goes before its exit signals
 	s := c.sys
 	s.names.remove(c)
+	s.residents[c.loop.Index()].n.Add(-1)
 	s.namesChanged(c.name)
 	if c.timer != nil {
 		c.timer.Cancel()

@@ -56,8 +56,8 @@ type Context struct {
 	state atomic.Int32                // idle or scheduled; CAS by senders
 	opts  uint8                       // spawn options (oAccept...): set before the actor is registered, then read-only
 	acct  atomic.Pointer[mailboxAcct] // nil until the actor has a limit or a message charged to a Credit
-	loop  *eventloop.Loop
-	task  eventloop.Task // the activation; Run is its body
+	loop  *eventloop.Loop             // changed only by whoever schedules the idle actor (see wake)
+	task  eventloop.Task              // the activation; Run is its body
 	sys   *System
 	name  string
 
@@ -163,10 +163,10 @@ func (c *Context) send(to Ref, msg any, corr uint64, kind uint8) {
 	}
 	c.spare, n.next = n.next, nil
 	n.msg, n.from, n.corr, n.kind = msg, Ref{peer: s.peer, name: c.name}, corr, kind
-	if last := c.lastTo; last != nil && sameString(to.name, last.name) && last.push(n) {
+	if last := c.lastTo; last != nil && sameString(to.name, last.name) && last.pushFrom(n, c.loop) {
 		return
 	}
-	if target := s.names.load(to.name); target != nil && target.push(n) {
+	if target := s.names.load(to.name); target != nil && target.pushFrom(n, c.loop) {
 		c.lastTo = target
 		return
 	}
@@ -388,9 +388,7 @@ func (c *Context) pushRun(first, last *node) bool {
 		return false
 	}
 	if c.state.Load() == idle && c.state.CompareAndSwap(idle, scheduled) {
-		if c.loop.Submit(&c.task) != nil {
-			c.state.Store(idle) // the loop is gone: the system is shutting down
-		}
+		c.wake(nil)
 	}
 	return true
 }
@@ -398,7 +396,11 @@ func (c *Context) pushRun(first, last *node) bool {
 // push appends n to the inbox and schedules the actor when it was idle. Safe
 // for concurrent use. It reports false when the actor is dead; a message
 // over the mailbox's limits it makes a dead letter itself.
-func (c *Context) push(n *node) bool {
+func (c *Context) push(n *node) bool { return c.pushFrom(n, nil) }
+
+// pushFrom is push by an actor that runs on loop from: an idle actor it
+// wakes may move to from (see wake).
+func (c *Context) pushFrom(n *node, from *eventloop.Loop) bool {
 	if c.state.Load() == waiting {
 		return c.cont.(*waiter).offer(n)
 	}
@@ -416,9 +418,22 @@ func (c *Context) push(n *node) bool {
 		return false
 	}
 	if c.state.Load() == idle && c.state.CompareAndSwap(idle, scheduled) {
-		if c.loop.Submit(&c.task) != nil {
-			c.state.Store(idle) // the loop is gone: the system is shutting down
-		}
+		c.wake(from)
 	}
 	return true
+}
+
+// wake queues the activation of the actor, which the caller just moved
+// from idle to scheduled: that gives it the right to move the actor, whose
+// activation neither runs nor is queued. An actor woken by an actor of
+// another loop (from) moves to that loop when it holds no more actors
+// than the actor's: partners then meet on one loop and talk without
+// crossing cores, and the loops stay balanced.
+func (c *Context) wake(from *eventloop.Loop) {
+	if from != nil && from != c.loop && c.sys.move(c.loop, from) {
+		c.loop = from
+	}
+	if c.loop.Submit(&c.task) != nil {
+		c.state.Store(idle) // the loop is gone: the system is shutting down
+	}
 }

@@ -27,8 +27,10 @@ type System struct {
 	direct DirectRemote // cfg.remote when it can write on the caller's goroutine, else nil
 	remote remoteIndex  // monitors and links across peers
 	groups groupTable
-	nodes  sync.Pool // *node, recycled once handled
-	blocks sync.Pool // *nodeBlock, for Inbounds
+	// residents counts the actors whose activations run on each loop.
+	residents []residents
+	nodes     sync.Pool // *node, recycled once handled
+	blocks    sync.Pool // *nodeBlock, for Inbounds
 
 	ids         atomic.Uint64 // monitor IDs (not correlation IDs: newCorr)
 	nameSeq     atomic.Uint64 // generated names; starts at random (see genName)
@@ -67,7 +69,26 @@ func New(opts ...Option) (*System, error) {
 		return nil, fmt.Errorf("actor: %w", err)
 	}
 	s.group = g
+	s.residents = make([]residents, g.Len())
 	return s, nil
+}
+
+// residents is a loop's count of actors, alone on its cache line.
+type residents struct {
+	n atomic.Int64
+	_ [56]byte
+}
+
+// move counts an actor that leaves loop from for loop to, and reports
+// true, when to holds no more actors than from.
+func (s *System) move(from, to *eventloop.Loop) bool {
+	f, t := &s.residents[from.Index()].n, &s.residents[to.Index()].n
+	if t.Load() > f.Load() {
+		return false
+	}
+	t.Add(1)
+	f.Add(-1)
+	return true
 }
 
 // Peer returns the ID of the peer this system is.
@@ -121,9 +142,11 @@ func WithMailboxLimit(n int) SpawnOption {
 	return func(c *spawnConfig) { c.limit = min(max(n, 0), 1<<30) }
 }
 
-// Colocated places the new actor on its parent's event loop instead of the
-// next loop round-robin, so that talk between the two never crosses cores.
-// It only has an effect on Context.Spawn and Context.SpawnLink.
+// Colocated starts the new actor on its parent's event loop instead of the
+// next loop round-robin, so that talk between the two does not cross cores
+// from the start (an actor woken by an actor of another loop may move
+// there later). It only has an effect on Context.Spawn and
+// Context.SpawnLink.
 func Colocated() SpawnOption { return func(c *spawnConfig) { c.colocate = true } }
 
 // Spawn starts an actor running b from plain Go code. name registers it on
@@ -215,6 +238,7 @@ func (s *System) spawn(name string, b Behavior, parent *Context, opts []SpawnOpt
 	if !s.names.add(c) {
 		return nil, fmt.Errorf("%w: %q", ErrNameTaken, name)
 	}
+	s.residents[c.loop.Index()].n.Add(1)
 	s.live.Add(1)
 	s.namesChanged(name)
 	return c, nil
