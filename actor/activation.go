@@ -151,13 +151,14 @@ func (c *Context) run() {
 // queues itself again when work remains.
 func (c *Context) yield() {
 	if c.fresh != nil || c.flags&fRescan != 0 || c.inbox.nonEmpty() {
-		if c.loop.Submit(&c.task) == nil {
+		c.follow()
+		if c.loop.Load().Submit(&c.task) == nil {
 			return
 		}
 	}
 	c.state.Store(idle)
 	if c.inbox.nonEmpty() && c.state.CompareAndSwap(idle, scheduled) {
-		if c.loop.Submit(&c.task) != nil {
+		if c.loop.Load().Submit(&c.task) != nil {
 			c.state.Store(idle)
 		}
 	}
@@ -237,7 +238,7 @@ func (c *Context) terminate(reason error) {
 	c.flushOut() // what the actor sent goes before its exit signals
 	s := c.sys
 	s.names.remove(c)
-	s.residents[c.loop.Index()].n.Add(-1)
+	s.residents[c.loop.Load().Index()].n.Add(-1)
 	s.namesChanged(c.name)
 	if c.timer != nil {
 		c.timer.Cancel()

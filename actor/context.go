@@ -52,12 +52,12 @@ type Context struct {
 	// (168 bytes, in the 176-byte size class): no false sharing between
 	// the senders' cores and the actor's.
 
-	inbox inbox                       // pushed by senders
-	state atomic.Int32                // idle or scheduled; CAS by senders
-	opts  uint8                       // spawn options (oAccept...): set before the actor is registered, then read-only
-	acct  atomic.Pointer[mailboxAcct] // nil until the actor has a limit or a message charged to a Credit
-	loop  *eventloop.Loop             // changed only by whoever schedules the idle actor (see wake)
-	task  eventloop.Task              // the activation; Run is its body
+	inbox inbox                          // pushed by senders
+	state atomic.Int32                   // idle or scheduled; CAS by senders
+	opts  uint8                          // spawn options (oAccept...): set before the actor is registered, then read-only
+	acct  atomic.Pointer[mailboxAcct]    // nil until the actor has a limit or a message charged to a Credit
+	loop  atomic.Pointer[eventloop.Loop] // changed only by whoever schedules the actor (see wake, follow)
+	task  eventloop.Task                 // the activation; Run is its body
 	sys   *System
 	name  string
 
@@ -163,10 +163,10 @@ func (c *Context) send(to Ref, msg any, corr uint64, kind uint8) {
 	}
 	c.spare, n.next = n.next, nil
 	n.msg, n.from, n.corr, n.kind = msg, Ref{peer: s.peer, name: c.name}, corr, kind
-	if last := c.lastTo; last != nil && sameString(to.name, last.name) && last.pushFrom(n, c.loop) {
+	if last := c.lastTo; last != nil && sameString(to.name, last.name) && last.pushFrom(n, c.loop.Load()) {
 		return
 	}
-	if target := s.names.load(to.name); target != nil && target.pushFrom(n, c.loop) {
+	if target := s.names.load(to.name); target != nil && target.pushFrom(n, c.loop.Load()) {
 		c.lastTo = target
 		return
 	}
@@ -330,7 +330,7 @@ func (c *Context) receive(cases []Case, d time.Duration, within bool) {
 	if within {
 		c.flags |= fWithin
 		gen := c.gen
-		c.timer = c.loop.Schedule(d, func() {
+		c.timer = c.loop.Load().Schedule(d, func() {
 			n := c.sys.newNode(nil, Ref{}, uint64(gen), kindTimeout)
 			if !c.push(n) {
 				c.sys.free(n)
@@ -430,10 +430,29 @@ func (c *Context) pushFrom(n *node, from *eventloop.Loop) bool {
 // than the actor's: partners then meet on one loop and talk without
 // crossing cores, and the loops stay balanced.
 func (c *Context) wake(from *eventloop.Loop) {
-	if from != nil && from != c.loop && c.sys.move(c.loop, from) {
-		c.loop = from
+	l := c.loop.Load()
+	if from != nil && from != l && c.sys.move(l, from, true) {
+		l = from
+		c.loop.Store(l)
 	}
-	if c.loop.Submit(&c.task) != nil {
+	if l.Submit(&c.task) != nil {
 		c.state.Store(idle) // the loop is gone: the system is shutting down
+	}
+}
+
+// follow moves the actor, which has more to do after its activation, to
+// the loop of the actor it last sent to, when that loop holds no more
+// actors than its own: partners that never go idle, and so never wake
+// each other, meet too. Of two partners on equally loaded loops, the one
+// at the lower address moves, so that they do not swap loops. It must
+// only be called by the activation, before it queues itself again.
+func (c *Context) follow() {
+	p := c.lastTo
+	if p == nil {
+		return
+	}
+	l, to := c.loop.Load(), p.loop.Load() // a System.Ask waiter has no loop
+	if to != nil && l != to && c.sys.move(l, to, uintptr(unsafe.Pointer(c)) < uintptr(unsafe.Pointer(p))) {
+		c.loop.Store(to)
 	}
 }

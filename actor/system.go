@@ -80,10 +80,10 @@ type residents struct {
 }
 
 // move counts an actor that leaves loop from for loop to, and reports
-// true, when to holds no more actors than from.
-func (s *System) move(from, to *eventloop.Loop) bool {
+// true, when to holds fewer actors than from, or as many and ties is set.
+func (s *System) move(from, to *eventloop.Loop, ties bool) bool {
 	f, t := &s.residents[from.Index()].n, &s.residents[to.Index()].n
-	if t.Load() > f.Load() {
+	if n, m := t.Load(), f.Load(); n > m || (n == m && !ties) {
 		return false
 	}
 	t.Add(1)
@@ -229,16 +229,16 @@ func (s *System) spawn(name string, b Behavior, parent *Context, opts []SpawnOpt
 		c.acct.Store(&mailboxAcct{limit: int32(sc.limit)})
 	}
 	if sc.colocate && parent != nil {
-		c.loop = parent.loop
+		c.loop.Store(parent.loop.Load())
 	} else {
-		c.loop = s.group.Next()
+		c.loop.Store(s.group.Next())
 	}
 	c.task.Init((*activation)(c))
 	c.state.Store(scheduled) // the first activation runs the behavior
 	if !s.names.add(c) {
 		return nil, fmt.Errorf("%w: %q", ErrNameTaken, name)
 	}
-	s.residents[c.loop.Index()].n.Add(1)
+	s.residents[c.loop.Load().Index()].n.Add(1)
 	s.live.Add(1)
 	s.namesChanged(name)
 	return c, nil
@@ -247,7 +247,7 @@ func (s *System) spawn(name string, b Behavior, parent *Context, opts []SpawnOpt
 // start queues the first activation and returns the actor's Ref.
 func (c *Context) start() Ref {
 	ref := c.Self()
-	if c.loop.Submit(&c.task) != nil {
+	if c.loop.Load().Submit(&c.task) != nil {
 		c.terminate(ErrClosed)
 	}
 	return ref
