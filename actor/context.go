@@ -422,37 +422,3 @@ func (c *Context) pushFrom(n *node, from *eventloop.Loop) bool {
 	}
 	return true
 }
-
-// wake queues the activation of the actor, which the caller just moved
-// from idle to scheduled: that gives it the right to move the actor, whose
-// activation neither runs nor is queued. An actor woken by an actor of
-// another loop (from) moves to that loop when it holds no more actors
-// than the actor's: partners then meet on one loop and talk without
-// crossing cores, and the loops stay balanced.
-func (c *Context) wake(from *eventloop.Loop) {
-	l := c.loop.Load()
-	if from != nil && from != l && c.sys.move(l, from, true) {
-		l = from
-		c.loop.Store(l)
-	}
-	if l.Submit(&c.task) != nil {
-		c.state.Store(idle) // the loop is gone: the system is shutting down
-	}
-}
-
-// follow moves the actor, which has more to do after its activation, to
-// the loop of the actor it last sent to, when that loop holds no more
-// actors than its own: partners that never go idle, and so never wake
-// each other, meet too. Of two partners on equally loaded loops, the one
-// at the lower address moves, so that they do not swap loops. It must
-// only be called by the activation, before it queues itself again.
-func (c *Context) follow() {
-	p := c.lastTo
-	if p == nil {
-		return
-	}
-	l, to := c.loop.Load(), p.loop.Load() // a System.Ask waiter has no loop
-	if to != nil && l != to && c.sys.move(l, to, uintptr(unsafe.Pointer(c)) < uintptr(unsafe.Pointer(p))) {
-		c.loop.Store(to)
-	}
-}

@@ -73,24 +73,6 @@ func New(opts ...Option) (*System, error) {
 	return s, nil
 }
 
-// residents is a loop's count of actors, alone on its cache line.
-type residents struct {
-	n atomic.Int64
-	_ [56]byte
-}
-
-// move counts an actor that leaves loop from for loop to, and reports
-// true, when to holds fewer actors than from, or as many and ties is set.
-func (s *System) move(from, to *eventloop.Loop, ties bool) bool {
-	f, t := &s.residents[from.Index()].n, &s.residents[to.Index()].n
-	if n, m := t.Load(), f.Load(); n > m || (n == m && !ties) {
-		return false
-	}
-	t.Add(1)
-	f.Add(-1)
-	return true
-}
-
 // Peer returns the ID of the peer this system is.
 func (s *System) Peer() string { return s.peer }
 
