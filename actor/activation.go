@@ -36,6 +36,8 @@ func (c *Context) run() {
 			c.flushOut() // after a panic too: nothing waits in an outbox
 			c.fresh = fresh
 			c.cur = nil
+			freed.keep(c.sys, c.spare)
+			c.spare = nil
 		}
 		if handling != nil { // its handler panicked: give its bytes back
 			freed.add(c.sys, handling)
@@ -136,6 +138,10 @@ func (c *Context) run() {
 	c.fresh = fresh
 	c.flushOut() // before the actor can go idle
 	c.cur = nil
+	if c.spare != nil {
+		freed.keep(c.sys, c.spare)
+		c.spare = nil
+	}
 	freed.settle() // before too: a sender may wait for room
 	yielded = true
 	c.yield()
@@ -145,13 +151,14 @@ func (c *Context) run() {
 // queues itself again when work remains.
 func (c *Context) yield() {
 	if c.fresh != nil || c.flags&fRescan != 0 || c.inbox.nonEmpty() {
-		if c.loop.Submit(&c.task) == nil {
+		c.follow()
+		if c.loop.Load().Submit(&c.task) == nil {
 			return
 		}
 	}
 	c.state.Store(idle)
 	if c.inbox.nonEmpty() && c.state.CompareAndSwap(idle, scheduled) {
-		if c.loop.Submit(&c.task) != nil {
+		if c.loop.Load().Submit(&c.task) != nil {
 			c.state.Store(idle)
 		}
 	}
@@ -161,8 +168,10 @@ func (c *Context) yield() {
 // reports true when the actor is to terminate (end does it): it called
 // Stop or Exit, or installed no continuation.
 func (c *Context) step(n *node, cs Case) bool {
-	c.gen++
 	if c.flags&fWithin != 0 {
+		// Only a ReceiveWithin leaves a timeout behind: the generation
+		// changes when its continuation does (one store less per message).
+		c.gen++
 		c.flags &^= fWithin
 		if c.timer != nil {
 			c.timer.Cancel()
@@ -229,6 +238,7 @@ func (c *Context) terminate(reason error) {
 	c.flushOut() // what the actor sent goes before its exit signals
 	s := c.sys
 	s.names.remove(c)
+	s.residents[c.loop.Load().Index()].n.Add(-1)
 	s.namesChanged(c.name)
 	if c.timer != nil {
 		c.timer.Cancel()
@@ -237,7 +247,7 @@ func (c *Context) terminate(reason error) {
 	self := c.Self()
 	c.cont = nil
 	c.cur = nil
-	c.lastName, c.lastTo = "", nil
+	c.lastTo = nil
 	for _, list := range []*node{c.fresh, c.saved.takeAll(), c.inbox.close()} {
 		for n := list; n != nil; {
 			next := n.next

@@ -43,23 +43,65 @@ func pingUntil(c *Context, pong Ref, inflight, total int, done chan<- struct{}) 
 	c.Receive(h)
 }
 
+// The "paper style" actors install a fresh case per message, as the Scala
+// actors paper writes them: one closure (and its captures) per message.
+
+// pongPaper learns its partner from the first ping, then answers each ping.
+func pongPaper(c *Context) {
+	c.Receive(On(func(p ping) { peer := c.Sender(); c.Send(peer, p); pongPaperLoop(c, peer) }))
+}
+
+func pongPaperLoop(c *Context, peer Ref) {
+	c.Receive(On(func(p ping) { c.Send(peer, p); pongPaperLoop(c, peer) }))
+}
+
+// pingPaper is pingUntil in paper style.
+func pingPaper(c *Context, pong Ref, inflight, total int, done chan<- struct{}) {
+	for i := 0; i < inflight && i < total; i++ {
+		c.Send(pong, ping{i})
+	}
+	pingPaperLoop(c, pong, 0, inflight, total, done)
+}
+
+func pingPaperLoop(c *Context, pong Ref, got, sent, total int, done chan<- struct{}) {
+	c.Receive(On(func(p ping) {
+		if got++; got == total {
+			done <- struct{}{}
+			return
+		}
+		if sent < total {
+			sent++
+			c.Send(pong, p)
+		}
+		pingPaperLoop(c, pong, got, sent, total, done)
+	}))
+}
+
 func benchPairs(b *testing.B, pairs, inflight int, colocate bool) {
+	benchPairsStyle(b, pairs, inflight, colocate, false)
+}
+
+func benchPairsStyle(b *testing.B, pairs, inflight int, colocate, paper bool) {
 	s := newSys(b, WithWatchdog(0))
 	done := make(chan struct{}, pairs)
 	per := max(b.N/pairs, inflight)
+	ponger, pinger := Behavior(pongForever), pingUntil
+	if paper {
+		ponger, pinger = pongPaper, pingPaper
+	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	start := time.Now()
 	for range pairs {
 		if colocate {
 			mustSpawn(b, s, "", func(c *Context) {
-				pong, _ := c.Spawn("", pongForever, Colocated())
-				pingUntil(c, pong, inflight, per, done)
+				pong, _ := c.Spawn("", ponger, Colocated())
+				pinger(c, pong, inflight, per, done)
 			})
 			continue
 		}
-		pong := mustSpawn(b, s, "", pongForever)
-		mustSpawn(b, s, "", func(c *Context) { pingUntil(c, pong, inflight, per, done) })
+		pong := mustSpawn(b, s, "", ponger)
+		mustSpawn(b, s, "", func(c *Context) { pinger(c, pong, inflight, per, done) })
 	}
 	for range pairs {
 		<-done
@@ -79,12 +121,14 @@ func BenchmarkPingPong(b *testing.B) {
 }
 
 // BenchmarkPairs: 8 pairs with 1 and with 100 messages in flight per pair,
-// with each pair split over two loops (round-robin) or colocated on one.
+// with each pair split over two loops (round-robin) or colocated on one;
+// cross-loop-paper installs a fresh case per message (issue 22's workload).
 func BenchmarkPairs(b *testing.B) {
 	b.Run("8x1/cross-loop", func(b *testing.B) { benchPairs(b, 8, 1, false) })
 	b.Run("8x1/colocated", func(b *testing.B) { benchPairs(b, 8, 1, true) })
 	b.Run("8x100/cross-loop", func(b *testing.B) { benchPairs(b, 8, 100, false) })
 	b.Run("8x100/colocated", func(b *testing.B) { benchPairs(b, 8, 100, true) })
+	b.Run("8x100/cross-loop-paper", func(b *testing.B) { benchPairsStyle(b, 8, 100, false, true) })
 }
 
 type token struct{ hops int }

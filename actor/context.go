@@ -45,31 +45,39 @@ const (
 // An idle actor is this struct, its saved messages and its continuation:
 // no goroutine, no queued task.
 type Context struct {
-	task eventloop.Task // the activation; Run is its body
-	sys  *System
-	loop *eventloop.Loop
-	name string
+	// The fields are laid out so that those senders write (inbox, state)
+	// and those the activation writes per message (cur to gen) are 64
+	// bytes apart, within the struct and from its neighbours in memory
+	// (168 bytes, in the 176-byte size class): no false sharing between
+	// the senders' cores and the actor's.
 
-	state atomic.Int32                // idle or scheduled; CAS by senders
-	opts  uint8                       // spawn options (oAccept...): set before the actor is registered, then read-only
-	inbox inbox                       // pushed by senders
-	acct  atomic.Pointer[mailboxAcct] // nil until the actor has a limit or a message charged to a Credit
+	inbox inbox                          // pushed by senders
+	state atomic.Int32                   // idle or scheduled; CAS by senders
+	opts  uint8                          // spawn options (oAccept...): set before the actor is registered, then read-only
+	acct  atomic.Pointer[mailboxAcct]    // nil until the actor has a limit or a message charged to a Credit
+	loop  atomic.Pointer[eventloop.Loop] // changed only by whoever schedules the actor (see wake, follow)
+	task  eventloop.Task                 // the activation; Run is its body
+	sys   *System
+	name  string
 
 	// Owned by the activation.
+	fresh *node // taken from the inbox, not yet tested, oldest first (Run keeps it in a local while it runs)
+	cur   *node // the message being handled (stale between the steps of an activation)
+	// Free nodes for Send, taken from the system's pool as one run and
+	// given back with the nodes the activation handled: nil between
+	// activations.
+	spare *node
 	flags uint32
 	gen   uint32 // receive generation, matched against timeout nodes
-	fresh *node  // taken from the inbox, not yet tested, oldest first (Run keeps it in a local while it runs)
+	cont  Case   // the continuation: one case, a *multiCase, or the startCase
 	saved savedList
-	cont  Case // the continuation: one case, a *multiCase, or the startCase
 	timer *eventloop.Timer
-	cur   *node // the message being handled (stale between the steps of an activation)
-	ext   *ext  // links, monitors, exit reason; nil until needed
+	ext   *ext // links, monitors, exit reason; nil until needed
 
 	// A one-entry cache of the last local actor this one sent to, so that
 	// an actor talking to one partner skips the name lookup. A stale entry
 	// (the partner stopped) is detected by its closed inbox.
-	lastName string
-	lastTo   *Context
+	lastTo *Context
 
 	// Messages to other peers sent during the activation, handed to the
 	// BatchRemote in runs (see flushOut); nil until the actor sends one.
@@ -145,12 +153,20 @@ func (c *Context) send(to Ref, msg any, corr uint64, kind uint8) {
 		s.send(to, c.Self(), msg, corr, kind)
 		return
 	}
-	n := s.newNode(msg, Ref{peer: s.peer, name: c.name}, corr, kind)
-	if c.lastTo != nil && to.name == c.lastName && c.lastTo.push(n) {
+	n := c.spare
+	if n == nil {
+		n, _ = s.nodes.Get().(*node)
+		if n == nil {
+			n = new(node)
+		}
+	}
+	c.spare, n.next = n.next, nil
+	n.msg, n.from, n.corr, n.kind = msg, Ref{peer: s.peer, name: c.name}, corr, kind
+	if last := c.lastTo; last != nil && sameString(to.name, last.name) && last.pushFrom(n, c.loop.Load()) {
 		return
 	}
-	if target := s.names.load(to.name); target != nil && target.push(n) {
-		c.lastName, c.lastTo = to.name, target
+	if target := s.names.load(to.name); target != nil && target.pushFrom(n, c.loop.Load()) {
+		c.lastTo = target
 		return
 	}
 	s.undeliverable(to, n, ErrNoSuchActor)
@@ -313,7 +329,7 @@ func (c *Context) receive(cases []Case, d time.Duration, within bool) {
 	if within {
 		c.flags |= fWithin
 		gen := c.gen
-		c.timer = c.loop.Schedule(d, func() {
+		c.timer = c.loop.Load().Schedule(d, func() {
 			n := c.sys.newNode(nil, Ref{}, uint64(gen), kindTimeout)
 			if !c.push(n) {
 				c.sys.free(n)
@@ -365,9 +381,7 @@ func (c *Context) pushRun(first, last *node) bool {
 		return false
 	}
 	if c.state.Load() == idle && c.state.CompareAndSwap(idle, scheduled) {
-		if c.loop.Submit(&c.task) != nil {
-			c.state.Store(idle) // the loop is gone: the system is shutting down
-		}
+		c.wake(nil)
 	}
 	return true
 }
@@ -375,7 +389,11 @@ func (c *Context) pushRun(first, last *node) bool {
 // push appends n to the inbox and schedules the actor when it was idle. Safe
 // for concurrent use. It reports false when the actor is dead; a message
 // over the mailbox's limits it makes a dead letter itself.
-func (c *Context) push(n *node) bool {
+func (c *Context) push(n *node) bool { return c.pushFrom(n, nil) }
+
+// pushFrom is push by an actor that runs on loop from: an idle actor it
+// wakes may move to from (see wake).
+func (c *Context) pushFrom(n *node, from *eventloop.Loop) bool {
 	if c.state.Load() == waiting {
 		return c.cont.(*waiter).offer(n)
 	}
@@ -393,9 +411,7 @@ func (c *Context) push(n *node) bool {
 		return false
 	}
 	if c.state.Load() == idle && c.state.CompareAndSwap(idle, scheduled) {
-		if c.loop.Submit(&c.task) != nil {
-			c.state.Store(idle) // the loop is gone: the system is shutting down
-		}
+		c.wake(from)
 	}
 	return true
 }

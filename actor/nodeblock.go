@@ -57,9 +57,10 @@ func (s *System) releaseBlockNodes(b *nodeBlock, k int32) {
 // freeList gathers the nodes an activation handled, to give them back at
 // the end: pooled nodes as one run, block nodes as one count per block.
 type freeList struct {
-	run *node      // pooled nodes, cleared, linked through next
-	blk *nodeBlock // the block of the latest block nodes counted in k
-	k   int32
+	run  *node      // pooled nodes, cleared, linked through next
+	last *node      // the end of run
+	blk  *nodeBlock // the block of the latest block nodes counted in k
+	k    int32
 	// acct is the nodes' actor's mailboxAcct (set before any node counted
 	// in it can be handled: a node counts in the acct its actor had).
 	acct *atomic.Pointer[mailboxAcct]
@@ -87,7 +88,25 @@ func (f *freeList) add(s *System, n *node) {
 		return
 	}
 	*n = node{next: f.run}
+	if f.run == nil {
+		f.last = n
+	}
 	f.run = n
+}
+
+// keep adds the run of free nodes spare (see Context.spare) to those
+// done gives back, so that one Put takes both.
+func (f *freeList) keep(s *System, spare *node) {
+	switch {
+	case spare == nil:
+	case f.run == nil:
+		f.run = spare
+	case f.last == nil: // run's end is unknown
+		s.nodes.Put(spare)
+	default:
+		f.last.next = spare
+		f.last = nil
+	}
 }
 
 func (f *freeList) flushBlock(s *System) {
@@ -141,7 +160,7 @@ func (f *freeList) done(s *System) {
 	f.flushBlock(s)
 	if f.run != nil {
 		s.nodes.Put(f.run)
-		f.run = nil
+		f.run, f.last = nil, nil
 	}
 }
 

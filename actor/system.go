@@ -27,8 +27,10 @@ type System struct {
 	direct DirectRemote // cfg.remote when it can write on the caller's goroutine, else nil
 	remote remoteIndex  // monitors and links across peers
 	groups groupTable
-	nodes  sync.Pool // *node, recycled once handled
-	blocks sync.Pool // *nodeBlock, for Inbounds
+	// residents counts the actors whose activations run on each loop.
+	residents []residents
+	nodes     sync.Pool // *node, recycled once handled
+	blocks    sync.Pool // *nodeBlock, for Inbounds
 
 	ids         atomic.Uint64 // monitor IDs (not correlation IDs: newCorr)
 	nameSeq     atomic.Uint64 // generated names; starts at random (see genName)
@@ -67,6 +69,7 @@ func New(opts ...Option) (*System, error) {
 		return nil, fmt.Errorf("actor: %w", err)
 	}
 	s.group = g
+	s.residents = make([]residents, g.Len())
 	return s, nil
 }
 
@@ -121,9 +124,11 @@ func WithMailboxLimit(n int) SpawnOption {
 	return func(c *spawnConfig) { c.limit = min(max(n, 0), 1<<30) }
 }
 
-// Colocated places the new actor on its parent's event loop instead of the
-// next loop round-robin, so that talk between the two never crosses cores.
-// It only has an effect on Context.Spawn and Context.SpawnLink.
+// Colocated starts the new actor on its parent's event loop instead of the
+// next loop round-robin, so that talk between the two does not cross cores
+// from the start (an actor woken by an actor of another loop may move
+// there later). It only has an effect on Context.Spawn and
+// Context.SpawnLink.
 func Colocated() SpawnOption { return func(c *spawnConfig) { c.colocate = true } }
 
 // Spawn starts an actor running b from plain Go code. name registers it on
@@ -206,15 +211,16 @@ func (s *System) spawn(name string, b Behavior, parent *Context, opts []SpawnOpt
 		c.acct.Store(&mailboxAcct{limit: int32(sc.limit)})
 	}
 	if sc.colocate && parent != nil {
-		c.loop = parent.loop
+		c.loop.Store(parent.loop.Load())
 	} else {
-		c.loop = s.group.Next()
+		c.loop.Store(s.group.Next())
 	}
 	c.task.Init((*activation)(c))
 	c.state.Store(scheduled) // the first activation runs the behavior
 	if !s.names.add(c) {
 		return nil, fmt.Errorf("%w: %q", ErrNameTaken, name)
 	}
+	s.residents[c.loop.Load().Index()].n.Add(1)
 	s.live.Add(1)
 	s.namesChanged(name)
 	return c, nil
@@ -223,7 +229,7 @@ func (s *System) spawn(name string, b Behavior, parent *Context, opts []SpawnOpt
 // start queues the first activation and returns the actor's Ref.
 func (c *Context) start() Ref {
 	ref := c.Self()
-	if c.loop.Submit(&c.task) != nil {
+	if c.loop.Load().Submit(&c.task) != nil {
 		c.terminate(ErrClosed)
 	}
 	return ref
