@@ -2,7 +2,6 @@ package actor
 
 import (
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/troupe-mesh/troupe/actor/eventloop"
 )
@@ -50,8 +49,8 @@ func (c *Context) wake(from *eventloop.Loop) {
 
 // follow moves the actor, which has more to do after its activation, to
 // the loop of the actor it last sent to, when that loop holds fewer
-// actors than its own, or as many and this actor has the lower address
-// of the two (so that two partners do not swap loops): partners that
+// actors than its own, or as many and this actor comes first of the two
+// (before: by address; so that two partners do not swap loops): partners that
 // never go idle, and so never wake each other, meet too. It must only be
 // called by the activation, before it queues itself again.
 func (c *Context) follow() {
@@ -60,7 +59,7 @@ func (c *Context) follow() {
 		return
 	}
 	l, to := c.loop.Load(), p.loop.Load() // a System.Ask waiter has no loop
-	if to != nil && l != to && c.sys.move(l, to, uintptr(unsafe.Pointer(c)) < uintptr(unsafe.Pointer(p))) {
+	if to != nil && l != to && c.sys.move(l, to, before(c, p)) {
 		c.loop.Store(to)
 	}
 }

@@ -2,7 +2,6 @@ package actor
 
 import (
 	"testing"
-	"unsafe"
 )
 
 type roundTrip struct{ loop int }
@@ -106,8 +105,8 @@ func TestBusyPartnersMeetOnOneLoop(t *testing.T) {
 	}
 }
 
-// idlePair spawns two idle actors, on loops 0 and 1, and returns them
-// lower address first.
+// idlePair spawns two idle actors, on loops 0 and 1, and returns them in
+// the order of the tie rule (before) first.
 func idlePair(t *testing.T, s *System) (lo, hi *Context) {
 	t.Helper()
 	started := make(chan struct{}, 2)
@@ -116,7 +115,7 @@ func idlePair(t *testing.T, s *System) (lo, hi *Context) {
 	recv(t, started)
 	recv(t, started)
 	lo, hi = s.names.load(a.name), s.names.load(b.name)
-	if uintptr(unsafe.Pointer(hi)) < uintptr(unsafe.Pointer(lo)) {
+	if before(hi, lo) {
 		lo, hi = hi, lo
 	}
 	return lo, hi

@@ -11,3 +11,7 @@ func sameString(a, b string) bool { return a == b }
 // Its only caller then stores a case that is already installed again,
 // which changes nothing but the cost of a store.
 func sameCase(a, b Case) bool { return false }
+
+// before orders two actors for the tie rule of follow: by name (unique
+// per system; the default build compares addresses, which needs unsafe).
+func before(a, b *Context) bool { return a.name < b.name }

@@ -14,3 +14,6 @@ func sameString(a, b string) bool {
 func sameCase(a, b Case) bool {
 	return *(*[2]unsafe.Pointer)(unsafe.Pointer(&a)) == *(*[2]unsafe.Pointer)(unsafe.Pointer(&b))
 }
+
+// before orders two actors for the tie rule of follow: by address.
+func before(a, b *Context) bool { return uintptr(unsafe.Pointer(a)) < uintptr(unsafe.Pointer(b)) }
