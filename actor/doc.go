@@ -62,7 +62,12 @@
 // # Threads
 //
 // System methods are safe for concurrent use. Context methods must be
-// called from the actor's own behavior and handlers, on its loop. The
+// called from the actor's own behavior and handlers, on its loop. An
+// actor starts on a loop chosen round-robin (or its parent's, with
+// Colocated) and may move between activations, never during one: to the
+// loop of an actor that woke it, or of the actor it mostly sends to, when
+// that loop is no busier (placement.go). Order, selective receive,
+// timers and links do not depend on the loop. The
 // network is reached through the Remote interface, which package routing
 // implements; this package knows nothing of libp2p.
 //
@@ -73,4 +78,25 @@
 // and the types it carries (Envelope, Outbound, Inbound, Credit, the
 // Signal types, Undeliverable) and implements (Remote, BatchRemote,
 // DirectRemote, GroupTransport). Applications need none of them.
+//
+// # Files
+//
+//	system.go      System, New, Whereis, Shutdown, counters
+//	spawn.go       spawning and its options
+//	deliver.go     sending, nodes, dead letters
+//	context.go     Context: a behavior's view of its actor
+//	case.go        Receive's cases (On, OnWhen, Any, Timeout, Loop)
+//	activation.go  the trampoline that runs an actor on its loop
+//	placement.go   which loop an actor runs on, and when it moves
+//	mailbox.go     inbox and saved messages; nodeblock.go: remote nodes
+//	ask.go         Ask and replies; typed.go: AskAs, AskThen
+//	signal.go      links, monitors, exits, Down
+//	supervisor.go  Supervisor
+//	group.go       groups (Join, Broadcast, presence)
+//	port.go        the transport's handle; remote.go: what it carries
+//	inbound.go     batches of remote messages; credit.go: their bytes
+//	peerdown.go    what a departed peer's actors leave behind
+//	registry.go    names; ref.go: Ref
+//	options.go     System options; errors.go: sentinels
+//	same_*.go, owner_*.go  identity checks (unsafe / nounsafe builds)
 package actor
