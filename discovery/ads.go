@@ -101,6 +101,7 @@ type Directory struct {
 	seq                      atomic.Uint64
 	rejected, synced, forced atomic.Uint64
 	syncBusy                 atomic.Uint64
+	gossiped, expired        atomic.Uint64
 }
 
 // StartAds starts advertising, on ps (which carries the mesh's
@@ -316,7 +317,9 @@ func (d *Directory) collect() {
 			return
 		}
 		if ad, ok := m.ValidatorData.(*Advertisement); ok {
-			d.store(ad, m.Data, d.ttl(ad), false)
+			if ok, _ := d.store(ad, m.Data, d.ttl(ad), false); ok {
+				d.gossiped.Add(1)
+			}
 		}
 	}
 }

@@ -132,6 +132,7 @@ func (d *Directory) expire(events event.Subscription) {
 				switch {
 				case now.After(e.expires):
 					d.dropLocked(id)
+					d.expired.Add(1)
 				case !e.refreshing && e.expires.Sub(now) < d.ttl(e.ad)/3 &&
 					d.h.Network().Connectedness(id) == network.Connected:
 					// Republished every third of its TTL, it should have
@@ -200,9 +201,12 @@ type DirectoryStats struct {
 	Synced   uint64 // advertisements stored from directory exchanges
 	Busy     uint64 // directory exchanges skipped: too many at once
 	Forced   uint64 // republications because the topic gained its first peer
+	Gossiped uint64 // advertisements stored from the topic (new, or newer than held)
+	Expired  uint64 // advertisements dropped because their TTL lapsed without news
 }
 
 // Stats returns the directory's counters.
 func (d *Directory) Stats() DirectoryStats {
-	return DirectoryStats{Rejected: d.rejected.Load(), Synced: d.synced.Load(), Busy: d.syncBusy.Load(), Forced: d.forced.Load()}
+	return DirectoryStats{Rejected: d.rejected.Load(), Synced: d.synced.Load(), Busy: d.syncBusy.Load(), Forced: d.forced.Load(),
+		Gossiped: d.gossiped.Load(), Expired: d.expired.Load()}
 }

@@ -86,7 +86,13 @@ func TestAdvertisementsAndDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { return len(a.Directory().Lookup("short-lived")) == 1 })
+	if st := a.Directory().Stats(); st.Gossiped == 0 {
+		t.Fatalf("an advertisement from the topic, not counted as gossiped: %+v", st)
+	}
 	waitFor(t, func() bool { return len(a.Directory().Lookup("short-lived")) == 0 }) // TTL lapsed
+	if st := a.Directory().Stats(); st.Expired == 0 {
+		t.Fatalf("an advertisement whose TTL lapsed, not counted as expired: %+v", st)
+	}
 
 	// b leaves: its advertisement goes with it.
 	if err := b.Close(ctx); err != nil {
