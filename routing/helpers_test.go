@@ -154,6 +154,14 @@ func (rf *rawFrames) another(to host.Host) *rawFrames {
 // send writes one envelope of v to actor "sink" and flushes.
 func (rf *rawFrames) send(kind codec.Kind, typ string, v any) {
 	rf.t.Helper()
+	rf.write(kind, typ, v)
+	rf.flush()
+}
+
+// write buffers one envelope of v to actor "sink" without flushing, so
+// that frames the other side may answer with a reset go out in one write.
+func (rf *rawFrames) write(kind codec.Kind, typ string, v any) {
+	rf.t.Helper()
 	_, body, err := rf.reg.Encode(v)
 	if err != nil {
 		rf.t.Fatal(err)
@@ -161,6 +169,11 @@ func (rf *rawFrames) send(kind codec.Kind, typ string, v any) {
 	if err := rf.fw.WriteEnvelope(&codec.Envelope{Kind: kind, To: "sink", FromName: "src", Type: typ, Body: body}); err != nil {
 		rf.t.Fatal(err)
 	}
+}
+
+// flush sends what write buffered.
+func (rf *rawFrames) flush() {
+	rf.t.Helper()
 	if err := rf.fw.Flush(); err != nil {
 		rf.t.Fatal(err)
 	}

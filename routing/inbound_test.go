@@ -255,10 +255,14 @@ func TestStaleStreamHandsNothingOn(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	got := spawnSink(t, sys)
-	// open sends the hello of the writer's stream number n on rf, then m.
+	// open sends the hello of the writer's stream number n on rf, then m,
+	// in one write: a stale stream is reset as soon as its hello is read,
+	// and a second write could meet that reset.
 	open := func(rf *rawFrames, n uint64, m string) {
-		rf.send(codec.KindSystem, typeHello, helloBody{Incarnation: 7, Stream: n})
-		rf.send(codec.KindUser, "string", m)
+		t.Helper()
+		rf.write(codec.KindSystem, typeHello, helloBody{Incarnation: 7, Stream: n})
+		rf.write(codec.KindUser, "string", m)
+		rf.flush()
 	}
 	want := func(m string) {
 		t.Helper()
