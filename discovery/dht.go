@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	ds "github.com/ipfs/go-datastore"
@@ -44,9 +45,11 @@ type DHT struct {
 	kad *dht.IpfsDHT
 	rd  *drouting.RoutingDiscovery
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	ctx       context.Context
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	joinedNow chan struct{} // keepJoined joined: advertise now
+	bootDials atomic.Uint64 // dials of bootstrap peers
 }
 
 // StartDHT joins the DHT through the bootstrap peers and starts the
@@ -85,9 +88,10 @@ func StartDHT(h host.Host, connect func(context.Context, libp2ppeer.AddrInfo) er
 	if err != nil {
 		return nil, fmt.Errorf("discovery: DHT: %w", err)
 	}
-	d := &DHT{cfg: cfg, h: h, kad: kad, rd: drouting.NewRoutingDiscovery(kad)}
+	d := &DHT{cfg: cfg, h: h, kad: kad, rd: drouting.NewRoutingDiscovery(kad), joinedNow: make(chan struct{}, 1)}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
-	d.wg.Add(2)
+	d.wg.Add(3)
+	go d.keepJoined()
 	go d.advertise()
 	go d.find()
 	return d, nil
@@ -231,22 +235,11 @@ func (d *DHT) sleep(wait time.Duration) bool {
 	}
 }
 
-// advertise joins through the bootstrap peers, then keeps this peer's
-// provider record under the rendezvous fresh. Advertising fails until the
-// routing table has a peer; it is retried with backoff.
+// advertise keeps this peer's provider record under the rendezvous fresh.
+// Advertising fails until the routing table has a peer; it is retried
+// with backoff, and at once when keepJoined joins.
 func (d *DHT) advertise() {
 	defer d.wg.Done()
-	for _, b := range d.cfg.Bootstrap {
-		if b.ID == d.h.ID() {
-			continue
-		}
-		ctx, cancel := context.WithTimeout(d.ctx, 5*time.Second)
-		if err := d.cfg.Connect(ctx, b); err != nil {
-			d.cfg.Logger.Warn("discovery: bootstrap peer unreachable", "peer", b.ID, "err", err)
-		}
-		cancel()
-	}
-	_ = d.kad.Bootstrap(d.ctx)
 	retry := 100 * time.Millisecond
 	for {
 		ttl, err := d.rd.Advertise(d.ctx, d.Rendezvous())
@@ -257,8 +250,28 @@ func (d *DHT) advertise() {
 		} else {
 			retry = 100 * time.Millisecond
 		}
-		if !d.sleep(wait) {
+		// Joining again wakes only a peer that could not advertise.
+		if !d.sleepUnlessJoined(wait, err != nil) {
 			return
+		}
+	}
+}
+
+// sleepUnlessJoined is sleep, cut short when keepJoined joins if wake is
+// set.
+func (d *DHT) sleepUnlessJoined(wait time.Duration, wake bool) bool {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			return true
+		case <-d.ctx.Done():
+			return false
+		case <-d.joinedNow:
+			if wake {
+				return true
+			}
 		}
 	}
 }

@@ -62,6 +62,7 @@
 //
 //	mdns.go          mDNS on the LAN
 //	dht.go           the DHT rendezvous and its bounded provider store
+//	bootstrap.go     staying joined: bootstrap peers dialed until reached
 //	ads.go           advertisements: format, publication
 //	ads_sign.go      signing and verifying them
 //	ads_store.go     the directory of advertisements held
