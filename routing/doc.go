@@ -55,6 +55,7 @@
 //	traffic.go         per-peer counters
 //	errors.go          sentinel errors
 //	groups*.go         groups over GossipSub: topics, presence, mesh, filters
+//	groups_gate.go     spacing the answers to grafts and questions
 //	presence.go        the order of presence messages
 //	same_*.go          string identity (unsafe / nounsafe builds)
 package routing

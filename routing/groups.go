@@ -283,14 +283,31 @@ func (g *Groups) PublishGroup(group string, from actor.Ref, msg any) error {
 // publish is the publisher goroutine.
 func (g *Groups) publish() {
 	defer g.wg.Done()
+	gate := newAnnounceGate(announceGap)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	arm := func() {
+		if at, ok := gate.next(); ok {
+			timer.Reset(time.Until(at))
+		}
+	}
 	for {
 		select {
 		case <-g.ctx.Done():
 			return
 		case topic := <-g.graft:
 			if group, ok := strings.CutPrefix(topic, g.topicName("")); ok {
+				if gate.ask(group, time.Now()) {
+					g.announceMembers(group)
+				}
+				arm()
+			}
+		case <-timer.C:
+			for _, group := range gate.due(time.Now()) {
 				g.announceMembers(group)
 			}
+			arm()
 		case m := <-g.out:
 			if m.leave {
 				g.leave(m.group, m.gen)
