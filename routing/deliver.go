@@ -60,7 +60,7 @@ func (r *Router) DeliverDirect(ctx context.Context, to, from actor.Ref, msg any,
 		}
 		q.w.writeThrough(deadline)
 	} else {
-		q.q.wakeIfQueued(true) // the writer's job, with its own deadline
+		q.q.wakeIfQueued(true, false, nil) // the writer's job, with its own deadline
 	}
 	return nil
 }
@@ -241,6 +241,7 @@ func (r *Router) link(peerStr string) (*link, error) {
 		return nil, fmt.Errorf("%w: %q: %w", ErrBadPeer, peerStr, err)
 	}
 	l := newLink(r, id, peerStr)
+	l.lost.Store(r.lost[id])
 	r.links[peerStr] = l
 	r.fast.Store(peerStr, l)
 	l.start()

@@ -166,10 +166,12 @@ func (w *writerSim) batch(tb testing.TB, b []outMsg, idle bool) {
 	tb.Helper()
 	before := w.l.r.sent.Load()
 	b = slices.Clone(b) // a writer owns the batch it takes, and marks moved messages in it
-	err := w.l.putBatch(w.fw, b, &w.scratch, true, &w.lg)
+	var fx effects
+	err := w.l.putBatch(w.fw, b, &w.scratch, true, &w.lg, &fx)
 	if err == nil && idle && w.lg.active {
-		err = w.l.idleFragment(w.fw, &w.lg, &w.scratch)
+		err = w.l.idleFragment(w.fw, &w.lg, &w.scratch, &fx)
 	}
+	w.l.perform(&fx)
 	w.sent += w.l.r.sent.Load() - before
 	if err != nil {
 		tb.Fatalf("writing: %v", err)

@@ -47,10 +47,14 @@ func TestWriterFailsRefusedAsk(t *testing.T) {
 		}
 		batch = l.user.q.takeBatch(nil)
 	}
-	var scratch []byte
-	if err := l.putBatch(codec.NewFrameWriter(io.Discard, 512), batch, &scratch, true, nil); err != nil {
+	var (
+		scratch []byte
+		fx      effects
+	)
+	if err := l.putBatch(codec.NewFrameWriter(io.Discard, 512), batch, &scratch, true, nil, &fx); err != nil {
 		t.Fatal(err)
 	}
+	l.perform(&fx)
 	if res := <-done; !errors.Is(res.err, ErrTooLarge) {
 		t.Fatalf("Ask = %v, %v; want an error wrapping ErrTooLarge", res.v, res.err)
 	}
@@ -99,6 +103,7 @@ func TestBrokenStreamHandsBackEachMessageOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			w.broken(errors.New("stream reset"))
+			l.perform(&w.later)
 			if got := r.undeliverable.Load() - before; got != tc.want {
 				t.Fatalf("%d messages handed back, want %d", got, tc.want)
 			}
@@ -249,7 +254,7 @@ func TestWriterReopensForCancellations(t *testing.T) {
 	w.mu.Lock()
 	w.undo = append(w.undo, outMsg{to: "x", from: "y", msg: actor.DemonitorSignal{ID: 1}})
 	w.mu.Unlock()
-	l.ctl.q.wakeIfQueued(true) // as after a write-through whose stream broke
+	l.ctl.q.wakeIfQueued(true, false, nil) // as after a write-through whose stream broke
 	select {
 	case <-dropped: // three dials, about 0.3 s
 	case <-time.After(10 * time.Second):

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -14,7 +13,7 @@ import (
 
 // Losses. A stream that breaks while its connection lives loses what its
 // reader had not read, and no disconnection says so. The node that gives
-// it up declares the loss (declareLoss): PeerDown here, and a lostBody on
+// it up declares the loss (lossDeclared): PeerDown here, and a lostBody on
 // the control stream, where the peer takes this node down at that point;
 // a reader that cannot read asks the writer to declare (resetBody). A
 // user stream opened after a loss hands nothing on before the lostBody
@@ -26,7 +25,7 @@ import (
 // asks), nor when the connection closed (the disconnection takes the peer
 // down on both sides; when another connection to the peer lives, nothing
 // does: see Limits).
-func (r *Router) lossAt(s network.Stream, err error) bool {
+func lossAt(s network.Stream, err error) bool {
 	if s == nil || err == nil || s.Conn().IsClosed() {
 		return false
 	}
@@ -46,28 +45,42 @@ func isLoss(msg any) bool {
 	return false
 }
 
-// declareLoss declares that messages to p may have been lost (see
-// Losses above): p's actors are down here, and this node's will be there.
-// asked says that p asked for it (resetBody), which is logged at debug
-// level only. The declaration goes first in front's cancellations when
-// front, the control writer whose stream broke, is given (what was queued
-// while its write hung was sent after the loss), and at the end of the
-// control queue otherwise.
-func (r *Router) declareLoss(p libp2ppeer.ID, why string, asked bool, front *writer) {
+// drawLoss numbers a declaration that messages to l's peer may have been
+// lost (see Losses above), with no lock of the router's: a writer does it
+// under its own, and puts the lostBody first among its cancellations when
+// its control stream broke. The next user stream's hello announces it;
+// a request (resetBody) must follow new traffic. lossDeclared acts on
+// it.
+func (l *link) drawLoss() uint64 {
+	s := l.r.lossSeq.Add(1)
+	for old := l.lost.Load(); s > old && !l.lost.CompareAndSwap(old, s); old = l.lost.Load() {
+	}
+	l.traffic.Store(false) // covered
+	return s
+}
+
+// lossDeclared acts on declaration s of l (drawLoss), for why: the peer's
+// actors are down here, and this node's will be there once the lostBody
+// arrives, which push queues at the end of the control queue (otherwise
+// it is first among the control writer's cancellations). asked says that
+// the peer asked for it (resetBody), which is logged at debug level only.
+// A declaration drawn before the peer left or restarted (forgetLosses)
+// is not remembered, nor its lostBody sent, as if it had come before.
+func (r *Router) lossDeclared(l *link, s uint64, why string, asked, push bool) {
 	if r.ctx.Err() != nil {
 		return
 	}
+	p := l.peer
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
 		return
 	}
-	s := r.lossSeq.Add(1) // under mu: forgetLosses's floor is above or below it
-	r.lost[p] = s
-	r.mu.Unlock()
-	if l, ok := r.fast.Load(p.String()); ok {
-		l.(*link).traffic.Store(false) // covered: a request must follow new traffic
+	stale := s <= l.lossFloor.Load()
+	if !stale && s > r.lost[p] {
+		r.lost[p] = s
 	}
+	r.mu.Unlock()
 	r.lossesDeclared.Add(1)
 	level := slog.LevelWarn
 	if asked {
@@ -75,9 +88,7 @@ func (r *Router) declareLoss(p libp2ppeer.ID, why string, asked bool, front *wri
 	}
 	r.log.Log(context.Background(), level, "routing: messages to a peer may have been lost: its actors are down here, and ours there", "peer", p, "why", why)
 	// Before the Downs: what they cause comes after it.
-	if front != nil {
-		front.undo = slices.Insert(front.undo, 0, outMsg{to: lossTo, msg: lostBody{Session: s}, corr: s})
-	} else {
+	if push && !stale {
 		r.pushLoss(p, lostBody{Session: s}, s)
 	}
 	r.peersDown.Add(1)
@@ -90,10 +101,11 @@ func (r *Router) declareLoss(p libp2ppeer.ID, why string, asked bool, front *wri
 // declaration per burst of traffic to it.
 func (r *Router) asked(p libp2ppeer.ID) {
 	l, ok := r.fast.Load(p.String())
-	if !ok || !l.(*link).traffic.Swap(false) {
+	if !ok || !l.(*link).traffic.Swap(false) || r.ctx.Err() != nil {
 		return
 	}
-	r.declareLoss(p, "the peer reset a stream of ours that it could not read", true, nil)
+	s := l.(*link).drawLoss()
+	r.lossDeclared(l.(*link), s, "the peer reset a stream of ours that it could not read", true, true)
 }
 
 // askLoss asks p to declare a loss (resetBody): this node reset a stream
@@ -109,7 +121,7 @@ func (r *Router) askLoss(p libp2ppeer.ID, user bool, why string) {
 	if known && user {
 		r.want[p] = max(r.want[p], r.heard[p]+1)
 	}
-	n := r.lossSeq.Add(1) // under mu, as in declareLoss
+	n := r.lossSeq.Add(1) // under mu: forgetLosses's floor is above or below it
 	r.mu.Unlock()
 	if !known {
 		return // gone: its disconnection took it down
@@ -257,7 +269,7 @@ func (r *Router) forgetLosses(p libp2ppeer.ID) {
 	delete(r.acted, p)
 	delete(r.want, p)
 	if l := r.links[p.String()]; l != nil {
-		l.lossFloor.Store(r.lossSeq.Load())
+		l.lossFloor.Store(r.lossSeq.Load()) // every number drawn so far
 	}
 	close(r.lossCh) // a reader waiting for p sees its connection closed
 	r.lossCh = make(chan struct{})

@@ -77,8 +77,9 @@ func TestDroppedRequestMakesRoomForTheNext(t *testing.T) {
 	q.pushBelow(lossTo, "", resetBody{}, 1, false, q.max)
 	w.batch = q.takeBatch(w.batch[:0])
 	for i := range w.batch {
-		l.fail(&w.batch[i], ErrUnreachable)
+		w.later.fail(l, &w.batch[i], ErrUnreachable)
 	}
+	l.perform(&w.later)
 	if l.resetQueued.Load() {
 		t.Fatal("a request handed back still blocks the next")
 	}

@@ -386,6 +386,7 @@ func TestControlWriterDeclaresFirst(t *testing.T) {
 	if err := w.send(time.Time{}); err == nil {
 		t.Fatal("a broken stream took a flush")
 	}
+	l.perform(&w.later)
 	if st := r.Stats(); st.LossesDeclared != 1 {
 		t.Fatalf("%d losses declared, want 1", st.LossesDeclared)
 	}

@@ -113,7 +113,7 @@ func (w *writer) send(deadline time.Time) error {
 	}
 	err := w.put()
 	if err == nil && lg != nil && lg.active && w.q.q.len() == 0 {
-		err = l.idleFragment(w.fw, lg, &w.scratch)
+		err = l.idleFragment(w.fw, lg, &w.scratch, &w.later)
 	}
 	if err == nil {
 		err = w.fw.Flush()
@@ -142,11 +142,11 @@ func (w *writer) send(deadline time.Time) error {
 func (w *writer) put() error {
 	l := w.l
 	if len(w.undo) > 0 {
-		if err := l.putBatch(w.fw, w.undo, &w.scratch, false, nil); err != nil {
+		if err := l.putBatch(w.fw, w.undo, &w.scratch, false, nil, &w.later); err != nil {
 			return err
 		}
 	}
-	return l.putBatch(w.fw, w.batch, &w.scratch, w.q == &l.user, w.lg)
+	return l.putBatch(w.fw, w.batch, &w.scratch, w.q == &l.user, w.lg, &w.later)
 }
 
 // writeThrough is called by plain code that queued a message and found
@@ -159,12 +159,21 @@ func (w *writer) put() error {
 // after the stream broke. A panic on the way (a message's encoder) leaves
 // the writer unlocked and awake.
 func (w *writer) writeThrough(deadline time.Time) {
-	wake := true
-	defer func() { w.q.q.wakeIfQueued(wake) }()
+	wake, idle := true, false
+	var on network.Stream
+	defer func() { w.q.q.wakeIfQueued(wake, idle, on) }()
 	if !w.mu.TryLock() {
 		return // the writer is at work and will see what was queued
 	}
-	defer w.mu.Unlock() // before the wake-up
+	var fx effects
+	defer func() { // before the wake-up
+		fx, w.later = w.later, effects{}
+		w.mu.Unlock()
+		w.l.perform(&fx)
+	}()
+	if w.busy {
+		return // the writer is at work, between rounds
+	}
 	if w.s != nil && !w.stopped && w.l.r.ctx.Err() == nil && !w.s.Conn().IsClosed() && (w.lg == nil || !w.lg.active) {
 		w.batch = w.q.q.takeBatch(w.batch[:0])
 		if n := len(w.batch); n > 0 {
@@ -175,6 +184,7 @@ func (w *writer) writeThrough(deadline time.Time) {
 		}
 	}
 	wake = len(w.undo) > 0 || (w.lg != nil && w.lg.active) || w.buffered()
+	idle, on = !wake && !w.stopped, w.s
 }
 
 // buffered reports whether frames wait in the stream's FrameWriter: those
@@ -187,7 +197,7 @@ func (w *writer) buffered() bool { return w.fw != nil && w.fw.Buffered() > 0 }
 // stream), a large message goes out in fragments between the others, and
 // what must wait behind it is held back (see large.go); a large message
 // counts as sent with its last fragment.
-func (l *link) putBatch(fw *codec.FrameWriter, batch []outMsg, scratch *[]byte, user bool, lg *largeOut) error {
+func (l *link) putBatch(fw *codec.FrameWriter, batch []outMsg, scratch *[]byte, user bool, lg *largeOut, fx *effects) error {
 	if user && len(batch) > 0 || !user && slices.ContainsFunc(batch, func(m outMsg) bool { return !isLoss(m.msg) }) {
 		l.traffic.Store(true) // before any of it is written (see Router.asked)
 	}
@@ -199,7 +209,7 @@ func (l *link) putBatch(fw *codec.FrameWriter, batch []outMsg, scratch *[]byte, 
 		if lg.holds(m) {
 			lg.hold(m)
 		} else {
-			ok, err := l.put(fw, m, scratch, user, lg)
+			ok, err := l.put(fw, m, scratch, user, lg, fx)
 			if err != nil {
 				return err
 			}
@@ -235,14 +245,14 @@ func (l *link) putBatch(fw *codec.FrameWriter, batch []outMsg, scratch *[]byte, 
 
 // idleFragment writes the next fragment of the large message lg when
 // nothing else waits, and after the last one what was held back.
-func (l *link) idleFragment(fw *codec.FrameWriter, lg *largeOut, scratch *[]byte) error {
+func (l *link) idleFragment(fw *codec.FrameWriter, lg *largeOut, scratch *[]byte, fx *effects) error {
 	l.traffic.Store(true)
 	last, err := l.nextFragment(fw, lg, scratch)
 	if err != nil || !last {
 		return err
 	}
 	l.counted(1)
-	return l.putBatch(fw, lg.complete(nil), scratch, true, lg)
+	return l.putBatch(fw, lg.complete(nil), scratch, true, lg, fx)
 }
 
 // counted counts n messages written to the link's streams.
@@ -259,7 +269,7 @@ func (l *link) counted(n uint64) {
 // not a signal. With lg, a large m starts going out in fragments (put
 // reports false: it counts when done) or, when another is on its way, is
 // held back.
-func (l *link) put(fw *codec.FrameWriter, m *outMsg, scratch *[]byte, user bool, lg *largeOut) (bool, error) {
+func (l *link) put(fw *codec.FrameWriter, m *outMsg, scratch *[]byte, user bool, lg *largeOut, fx *effects) (bool, error) {
 	if m.to == "" {
 		return false, nil
 	}
@@ -289,14 +299,14 @@ func (l *link) put(fw *codec.FrameWriter, m *outMsg, scratch *[]byte, user bool,
 	}
 	if err != nil {
 		l.r.encodeErrors.Add(1)
-		l.fail(m, err)
+		fx.fail(l, m, err)
 		return false, nil
 	}
 	if len(body) > fragmentData && lg != nil {
 		switch {
 		case len(body) > l.r.cfg.MaxFrame:
 			l.r.tooLarge.Add(1)
-			l.fail(m, fmt.Errorf("%w: message of %d bytes exceeds limit of %d", ErrTooLarge, len(body), l.r.cfg.MaxFrame))
+			fx.fail(l, m, fmt.Errorf("%w: message of %d bytes exceeds limit of %d", ErrTooLarge, len(body), l.r.cfg.MaxFrame))
 			return false, nil
 		case lg.active:
 			lg.hold(m) // one large message at a time
@@ -324,11 +334,11 @@ func (l *link) put(fw *codec.FrameWriter, m *outMsg, scratch *[]byte, user bool,
 		return true, nil
 	case errors.Is(err, codec.ErrFrameTooLarge):
 		l.r.tooLarge.Add(1)
-		l.fail(m, fmt.Errorf("%w: %w", ErrTooLarge, err))
+		fx.fail(l, m, fmt.Errorf("%w: %w", ErrTooLarge, err))
 		return false, nil
 	case errors.Is(err, codec.ErrMalformed):
 		l.r.encodeErrors.Add(1)
-		l.fail(m, err)
+		fx.fail(l, m, err)
 		return false, nil
 	}
 	return false, err

@@ -66,12 +66,13 @@ func BenchmarkSendPathRuns(b *testing.B) {
 	var (
 		batch   []outMsg
 		scratch []byte
+		fx      effects
 	)
 	q := l.user.q
 	drain := func() {
 		for q.len() > 0 {
 			batch = q.takeBatch(batch[:0])
-			if err := l.putBatch(fw, batch, &scratch, true, nil); err != nil {
+			if err := l.putBatch(fw, batch, &scratch, true, nil, &fx); err != nil {
 				b.Fatal(err)
 			}
 			if err := fw.Flush(); err != nil {
@@ -117,6 +118,7 @@ func benchSendPath(b *testing.B, window int, withCtx bool) {
 	var (
 		batch   []outMsg
 		scratch []byte
+		fx      effects
 	)
 	q := l.user.q
 	drain := func(keep int) {
@@ -125,7 +127,7 @@ func benchSendPath(b *testing.B, window int, withCtx bool) {
 			if len(batch) == 0 {
 				return
 			}
-			if err := l.putBatch(fw, batch, &scratch, true, nil); err != nil {
+			if err := l.putBatch(fw, batch, &scratch, true, nil, &fx); err != nil {
 				b.Fatal(err)
 			}
 			if err := fw.Flush(); err != nil {
