@@ -38,7 +38,8 @@
 //	queue.go           a link's bounded queue
 //	writer.go          a writer goroutine: streams, dials, backoff
 //	effects.go         what a writer does after letting go of its lock
-//	send.go            batches, fragments, write-through
+//	send.go            a writer's batch on its stream: deadlines, write-through
+//	plan.go            the batch planner: frames, fragments, refusals (pure)
 //	relaymove.go       moving a link off a relayed connection
 //	large.go           large messages in fragments
 //	inbound.go         reading a stream, handing messages to actors

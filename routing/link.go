@@ -30,16 +30,16 @@ type queue struct {
 // lock (later, see release), or by plain code writing its own request
 // through (writeThrough).
 type writer struct {
-	l       *link
-	q       *queue
-	mu      sync.Mutex
-	later   effects // calls into the router and the actor system, for after mu
-	busy    bool    // the writer goroutine let go of mu mid-round (release): no write-through
-	s       network.Stream
-	fw      *codec.FrameWriter
-	pw      *progressWriter // under fw: s with its write deadline
-	batch   []outMsg
-	scratch []byte // one message body at a time
+	l     *link
+	q     *queue
+	mu    sync.Mutex
+	later effects // calls into the router and the actor system, for after mu
+	busy  bool    // the writer goroutine let go of mu mid-round (release): no write-through
+	s     network.Stream
+	fw    *codec.FrameWriter
+	pw    *progressWriter // under fw: s with its write deadline
+	batch []outMsg
+	p     planner // turns its batches into frames
 	// lg is the large message in fragments: only on user streams whose
 	// reader knows fragments (1.1.0), nil otherwise.
 	lg, lgState *largeOut
@@ -112,8 +112,10 @@ func newLink(r *Router, id libp2ppeer.ID, idStr string) *link {
 		user: queue{proto: ProtoMsg, proto10: ProtoMsg10, q: newOutQueue(r.cfg.LinkQueue)},
 		ctl:  queue{proto: ProtoCtl, proto10: ProtoCtl10, q: newOutQueue(r.cfg.LinkQueue)},
 	}
-	l.user.w.l, l.user.w.q = l, &l.user
-	l.ctl.w.l, l.ctl.w.q = l, &l.ctl
+	for _, q := range [2]*queue{&l.user, &l.ctl} {
+		q.w.l, q.w.q = l, q
+		q.w.p = newPlanner(r.cfg)
+	}
 	return l
 }
 

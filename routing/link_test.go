@@ -47,14 +47,12 @@ func TestWriterFailsRefusedAsk(t *testing.T) {
 		}
 		batch = l.user.q.takeBatch(nil)
 	}
-	var (
-		scratch []byte
-		fx      effects
-	)
-	if err := l.putBatch(codec.NewFrameWriter(io.Discard, 512), batch, &scratch, true, nil, &fx); err != nil {
+	w := &l.user.w
+	w.fw, w.batch = codec.NewFrameWriter(io.Discard, 512), batch
+	if err := w.put(); err != nil {
 		t.Fatal(err)
 	}
-	l.perform(&fx)
+	l.perform(&w.later)
 	if res := <-done; !errors.Is(res.err, ErrTooLarge) {
 		t.Fatalf("Ask = %v, %v; want an error wrapping ErrTooLarge", res.v, res.err)
 	}
