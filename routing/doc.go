@@ -47,7 +47,8 @@
 //	budget.go          per-peer inbound byte budgets
 //	dispatch.go        what a decoded message becomes
 //	wire.go            system messages on the wire
-//	loss.go            the loss protocol
+//	peertable.go       the protocol state per peer: events in, actions out (pure)
+//	loss.go            the loss protocol: the router's side, the table's actions
 //	peers.go           peers coming and going; links retired
 //	traffic.go         per-peer counters
 //	errors.go          sentinel errors

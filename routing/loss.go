@@ -70,29 +70,21 @@ func (r *Router) lossDeclared(l *link, s uint64, why string, asked, push bool) {
 	if r.ctx.Err() != nil {
 		return
 	}
-	p := l.peer
+	var buf [2]peerAction
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
 		return
 	}
-	stale := s <= l.lossFloor.Load()
-	if !stale && s > r.lost[p] {
-		r.lost[p] = s
-	}
+	acts := r.peers.declared(buf[:0], l.peer, s, s <= l.lossFloor.Load(), push)
 	r.mu.Unlock()
 	r.lossesDeclared.Add(1)
 	level := slog.LevelWarn
 	if asked {
 		level = slog.LevelDebug
 	}
-	r.log.Log(context.Background(), level, "routing: messages to a peer may have been lost: its actors are down here, and ours there", "peer", p, "why", why)
-	// Before the Downs: what they cause comes after it.
-	if push && !stale {
-		r.pushLoss(p, lostBody{Session: s}, s)
-	}
-	r.peersDown.Add(1)
-	r.sys.PeerDown(p.String())
+	r.log.Log(context.Background(), level, "routing: messages to a peer may have been lost: its actors are down here, and ours there", "peer", l.peer, "why", why)
+	r.perform(acts) // the lostBody before the Downs: what they cause comes after it
 }
 
 // asked handles p's request to declare a loss (resetBody): honoured when
@@ -116,18 +108,16 @@ func (r *Router) askLoss(p libp2ppeer.ID, user bool, why string) {
 	if r.ctx.Err() != nil {
 		return
 	}
+	var buf [1]peerAction
 	r.mu.Lock()
-	_, known := r.remote[p]
-	if known && user {
-		r.want[p] = max(r.want[p], r.heard[p]+1)
-	}
-	n := r.lossSeq.Add(1) // under mu: forgetLosses's floor is above or below it
+	n := r.lossSeq.Add(1) // under mu: an actForget's floor is above or below it
+	acts := r.peers.askLoss(buf[:0], p, user, n)
 	r.mu.Unlock()
-	if !known {
+	if len(acts) == 0 {
 		return // gone: its disconnection took it down
 	}
 	r.log.Warn("routing: a peer's messages were lost: asking it to declare the loss", "peer", p, "why", why)
-	r.pushLoss(p, resetBody{}, n)
+	r.perform(acts)
 }
 
 // pushLoss queues msg (lostBody or resetBody), numbered n (see
@@ -163,62 +153,34 @@ func (r *Router) pushLoss(p libp2ppeer.ID, msg any, n uint64) {
 const lossTo = "troupe"
 
 // lossHeard acts on p's declaration s (a lostBody read on p's control
-// stream, or one awaited in vain): p is taken down here unless a later
-// declaration of p's was taken on already, or p is gone (its disconnection
-// took it down).
+// stream): p is taken down here unless a later declaration of p's was
+// taken on already, or p is gone (its disconnection took it down).
 func (r *Router) lossHeard(p libp2ppeer.ID, s uint64) {
+	var buf [1]peerAction
 	r.mu.Lock()
-	_, known := r.remote[p]
-	done := !known || s <= r.heard[p]
-	if !done {
-		r.heard[p] = s // taken on: another caller with s does nothing
-	}
+	acts := r.peers.heard(buf[:0], p, s)
 	r.mu.Unlock()
-	if done {
+	if len(acts) == 0 {
 		return
 	}
-	r.lossesHeard.Add(1)
-	r.log.Debug("routing: a peer declared that messages it sent may have been lost: its actors are down", "peer", p)
-	r.peersDown.Add(1)
-	r.sys.PeerDown(p.String())
+	r.perform(acts)
 	// Acted on only now: a reader that waits for it hands on nothing
 	// before the Downs are in their mailboxes.
 	r.mu.Lock()
-	if s > r.acted[p] {
-		r.acted[p] = s
-		if r.want[p] <= s {
-			delete(r.want, p)
-		}
-		close(r.lossCh) // wakes the readers in awaitLoss
-		r.lossCh = make(chan struct{})
-	}
+	r.bookLocked(r.peers.actedOn(buf[:0], p, s))
 	r.mu.Unlock()
 }
 
 // lossPresumed takes p down when a declaration awaited did not come within
-// lossWait (awaitLoss). The one its hello announced, lost, is a number of
-// p's and counts as heard and acted on; the one this node asked for
-// (want) is dropped, never recorded as a number of p's, which it is not:
-// p's next declaration, whatever its number, is still acted on.
+// lossWait (awaitLoss; see peerTable.presumed).
 func (r *Router) lossPresumed(p libp2ppeer.ID, lost uint64) {
+	var buf [1]peerAction
 	r.mu.Lock()
-	_, known := r.remote[p]
-	delete(r.want, p)
-	if known && lost > r.heard[p] {
-		r.heard[p] = lost
-	}
+	acts := r.peers.presumed(buf[:0], p, lost)
 	r.mu.Unlock()
-	if known {
-		r.lossesHeard.Add(1)
-		r.peersDown.Add(1)
-		r.sys.PeerDown(p.String())
-	}
+	r.perform(acts)
 	r.mu.Lock()
-	if _, still := r.remote[p]; still && lost > r.acted[p] {
-		r.acted[p] = lost
-	}
-	close(r.lossCh) // wakes the readers in awaitLoss: want is gone
-	r.lossCh = make(chan struct{})
+	r.bookLocked(r.peers.presumedDone(buf[:0], p, lost))
 	r.mu.Unlock()
 }
 
@@ -232,8 +194,7 @@ func (r *Router) awaitLoss(p libp2ppeer.ID, c network.Conn, lost uint64) {
 	var timeout <-chan time.Time
 	for {
 		r.mu.Lock()
-		target := max(lost, r.want[p])
-		if r.acted[p] >= target || c != nil && c.IsClosed() {
+		if r.peers.awaited(p, lost) || c != nil && c.IsClosed() {
 			r.mu.Unlock()
 			return
 		}
@@ -259,18 +220,52 @@ func (r *Router) awaitLoss(p libp2ppeer.ID, c network.Conn, lost uint64) {
 	}
 }
 
-// forgetLosses drops what the router remembers of losses with p, which
-// disconnected or restarted: its declarations start anew, and loss
-// messages still queued to it are not sent (link.lossFloor). r.mu is
-// held.
-func (r *Router) forgetLosses(p libp2ppeer.ID) {
-	delete(r.lost, p)
-	delete(r.heard, p)
-	delete(r.acted, p)
-	delete(r.want, p)
-	if l := r.links[p.String()]; l != nil {
-		l.lossFloor.Store(r.lossSeq.Load()) // every number drawn so far
+// bookLocked does the bookkeeping actions of acts: after actForget, loss
+// messages numbered so far to the peer are stale (link.lossFloor); after
+// either, the readers in awaitLoss look again. r.mu is held.
+func (r *Router) bookLocked(acts []peerAction) {
+	for _, a := range acts {
+		switch a.kind {
+		case actForget:
+			if l := r.links[a.peer.String()]; l != nil {
+				l.lossFloor.Store(r.lossSeq.Load()) // every number drawn so far
+			}
+		case actWake:
+		default:
+			continue
+		}
+		close(r.lossCh) // wakes the readers in awaitLoss
+		r.lossCh = make(chan struct{})
 	}
-	close(r.lossCh) // a reader waiting for p sees its connection closed
-	r.lossCh = make(chan struct{})
+}
+
+// perform does the other actions of acts, in order, with r.mu not held.
+func (r *Router) perform(acts []peerAction) {
+	for _, a := range acts {
+		switch a.kind {
+		case actCloseConn:
+			r.log.Info("routing: closing a connection of a former incarnation", "peer", a.peer, "conn", a.conn.ID())
+			_ = a.conn.Close()
+		case actPeerDown:
+			switch a.why {
+			case downRestarted:
+				r.log.Info("routing: peer restarted", "peer", a.peer)
+			case downHeard:
+				r.lossesHeard.Add(1)
+				r.log.Debug("routing: a peer declared that messages it sent may have been lost: its actors are down", "peer", a.peer)
+			case downPresumed:
+				r.lossesHeard.Add(1)
+			}
+			r.peersDown.Add(1)
+			r.sys.PeerDown(a.peer.String())
+		case actRestarted:
+			if r.restarted != nil {
+				_ = r.restarted.Emit(EvtPeerRestarted{Peer: a.peer})
+			}
+		case actSendLost:
+			r.pushLoss(a.peer, lostBody{Session: a.seq}, a.seq)
+		case actAskLoss:
+			r.pushLoss(a.peer, resetBody{}, a.seq)
+		}
+	}
 }

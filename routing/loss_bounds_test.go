@@ -103,9 +103,10 @@ func TestPresumedLossSwallowsNoDeclaration(t *testing.T) {
 	_, r, _ := testRouterTimed(t, timings{lossWait: 50 * time.Millisecond})
 	p := testhost.NewPeerID(t)
 	r.mu.Lock()
-	r.remote[p] = 1
-	r.heard[p], r.acted[p] = 5, 5 // its declaration 5 was acted on
-	r.want[p] = r.heard[p] + 1    // and a reset here asked for another (askLoss)
+	r.peers.peers[p] = &peerState{known: true, inc: 1,
+		heard: 5, acted: 5, // its declaration 5 was acted on
+		want: 6, // and a reset here asked for another (askLoss)
+	}
 	r.mu.Unlock()
 	r.awaitLoss(p, nil, 0) // the peer sent nothing since 5: it does not declare
 	if st := r.Stats(); st.LossesHeard != 1 {

@@ -38,7 +38,10 @@ import (
 //     system: what it has for them it collects (writer.later, effects.go)
 //     and performs after letting go.
 //   - Router.mu: the fields of Router after it (links, inbound readers,
-//     budgets, the peers' incarnations, connections and losses, closed).
+//     budgets, the peer table with the peers' incarnations, connections
+//     and losses, closed). The peer table is pure: the router performs
+//     the actions it returns, its own bookkeeping under Router.mu and
+//     everything else after unlocking.
 //     Under it: only the leaves and libp2p's IsClosed; never a writer's mu
 //     (link.retire reads what the writers published in their queues),
 //     never the actor system.
@@ -178,24 +181,16 @@ type Router struct {
 	budgets map[libp2ppeer.ID]*peerBudget // per peer whose streams are read or whose messages actors hold
 	sweepAt int                           // the size of budgets at which budgetFor sweeps it next
 	links   map[string]*link
-	remote  map[libp2ppeer.ID]uint64 // incarnation last seen per peer
-	// conns holds the incarnation each open connection's peer announced
-	// on it (identify, or a stream's hello), to close those of an
-	// incarnation that ended.
-	conns map[libp2ppeer.ID]map[network.Conn]uint64
+	// peers is the protocol state per peer: incarnations, connections,
+	// losses (peertable.go), whose actions the router performs.
+	peers peerTable
 	// closing holds, per peer, a channel closed once the hello that found
 	// connections of a former incarnation closed them all (see hello).
 	closing   map[libp2ppeer.ID]chan struct{}
 	restarted event.Emitter // of EvtPeerRestarted, from Bind
 	closed    bool
-	// Losses (see loss.go), per peer: this node's last declaration toward
-	// it; the last of its declarations taken on here, and acted on (its
-	// PeerDown done); and the one a user stream of its must wait for
-	// after a reset here. lossCh is closed and replaced when acted
-	// changes.
-	lost, heard, acted, want map[libp2ppeer.ID]uint64
-	lossCh                   chan struct{}
-	lossSeq                  atomic.Uint64 // numbers this node's declarations
+	lossCh    chan struct{} // closed and replaced when a peer's losses were acted on or forgotten (awaitLoss)
+	lossSeq   atomic.Uint64 // numbers this node's declarations
 
 	sent, received, linkFull, tooLarge, tooLargeIn, decodeErrors, streamsReset atomic.Uint64
 	lossesDeclared, lossesHeard                                                atomic.Uint64
@@ -262,13 +257,8 @@ func newRouter(cfg config) (*Router, error) {
 		budgets:         make(map[libp2ppeer.ID]*peerBudget),
 		protected:       make(map[string]bool),
 		unreachableNews: make(chan struct{}, 1),
-		remote:          make(map[libp2ppeer.ID]uint64),
-		conns:           make(map[libp2ppeer.ID]map[network.Conn]uint64),
+		peers:           newPeerTable(network.Conn.IsClosed),
 		closing:         make(map[libp2ppeer.ID]chan struct{}),
-		lost:            make(map[libp2ppeer.ID]uint64),
-		heard:           make(map[libp2ppeer.ID]uint64),
-		acted:           make(map[libp2ppeer.ID]uint64),
-		want:            make(map[libp2ppeer.ID]uint64),
 		lossCh:          make(chan struct{}),
 	}
 	for _, name := range cfg.Protected {
