@@ -252,7 +252,7 @@ func TestWriterReopensForCancellations(t *testing.T) {
 	w.mu.Lock()
 	w.undo = append(w.undo, outMsg{to: "x", from: "y", msg: actor.DemonitorSignal{ID: 1}})
 	w.mu.Unlock()
-	l.ctl.q.wakeIfQueued(true, false, nil) // as after a write-through whose stream broke
+	l.ctl.q.wakeIfQueued(true) // as after a write-through whose stream broke
 	select {
 	case <-dropped: // three dials, about 0.3 s
 	case <-time.After(10 * time.Second):

@@ -48,8 +48,8 @@ type outQueue struct {
 	retired bool // its link is retired (see link.retire): it takes nothing
 	// idle says that the writer sleeps with nothing in hand, its stream
 	// idleOn (nil: none): what link.retire needs of it, without the
-	// writer's lock. Set by sleeping and wakeIfQueued, cleared by a wake
-	// and by a batch taken.
+	// writer's lock. Set by sleeping, under the writer's lock; cleared by
+	// a batch taken and by wakeIfQueued's wake.
 	idle   bool
 	idleOn network.Stream
 
@@ -126,17 +126,13 @@ func (q *outQueue) pushClaim(to, from string, msg any, corr uint64, reply bool) 
 // wakeIfQueued wakes the writer if messages wait or force says so, and
 // otherwise marks it asleep (a spurious wake-up costs nothing; a missed
 // one would strand the next message): for a caller of pushClaim, done
-// writing through. Left asleep, the writer is idle on s (see sleeping)
-// if idle says so.
-func (q *outQueue) wakeIfQueued(force, idle bool, s network.Stream) {
+// writing through. A writer woken is not idle until it sleeps again.
+func (q *outQueue) wakeIfQueued(force bool) {
 	q.mu.Lock()
 	q.asleep = true
 	wake := force || q.n > 0
-	switch {
-	case wake:
+	if wake {
 		q.idle, q.idleOn = false, nil
-	case idle:
-		q.idle, q.idleOn = true, s
 	}
 	q.unlockWaking(wake)
 }

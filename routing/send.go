@@ -189,9 +189,8 @@ func (w *writer) took() {
 // after the stream broke. A panic on the way (a message's encoder) leaves
 // the writer unlocked and awake.
 func (w *writer) writeThrough(deadline time.Time) {
-	wake, idle := true, false
-	var on network.Stream
-	defer func() { w.q.q.wakeIfQueued(wake, idle, on) }()
+	wake := true
+	defer func() { w.q.q.wakeIfQueued(wake) }()
 	if !w.mu.TryLock() {
 		return // the writer is at work and will see what was queued
 	}
@@ -214,7 +213,9 @@ func (w *writer) writeThrough(deadline time.Time) {
 		}
 	}
 	wake = len(w.undo) > 0 || (w.lg != nil && w.lg.active) || w.buffered()
-	idle, on = !wake && !w.stopped, w.s
+	if !wake && !w.stopped {
+		w.q.q.sleeping(w.s) // idle again, under the writer's lock as the writer does it
+	}
 }
 
 // buffered reports whether frames wait in the stream's FrameWriter: those
