@@ -47,7 +47,7 @@
 //	budget.go          per-peer inbound byte budgets
 //	dispatch.go        what a decoded message becomes
 //	wire.go            system messages on the wire
-//	peertable.go       the protocol state per peer: events in, actions out (pure)
+//	peertable.go       the state per peer and its streams: events in, actions out (pure)
 //	loss.go            the loss protocol: the router's side, the table's actions
 //	peers.go           peers coming and going; links retired
 //	traffic.go         per-peer counters

@@ -1,12 +1,14 @@
 package routing
 
 import (
+	"slices"
+
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 )
 
 // The peer table: the router's protocol state per peer (incarnations,
-// connections, losses), pure. Its methods take an event, change the
+// connections, losses, the inbound streams being read), pure. Its methods take an event, change the
 // table, and append the actions it calls for to acts; it does no IO,
 // starts no goroutine, takes no lock and calls neither libp2p nor the
 // actor system. The Router, its driver, holds it under Router.mu and
@@ -20,6 +22,9 @@ type peerTable struct {
 	// a test's.
 	closed func(network.Conn) bool
 	peers  map[libp2ppeer.ID]*peerState
+	// streams are the inbound streams being read per peer and protocol,
+	// oldest first (handles: the table never touches their streams).
+	streams map[inboundKey][]*reader
 }
 
 // peerState is what the router knows of one peer.
@@ -37,7 +42,7 @@ type peerState struct {
 }
 
 func newPeerTable(closed func(network.Conn) bool) peerTable {
-	return peerTable{closed: closed, peers: make(map[libp2ppeer.ID]*peerState)}
+	return peerTable{closed: closed, peers: make(map[libp2ppeer.ID]*peerState), streams: make(map[inboundKey][]*reader)}
 }
 
 // actionKind says what a peerAction asks of the driver.
@@ -62,6 +67,9 @@ const (
 	actSendLost
 	// actAskLoss: queue a resetBody numbered seq: p is to declare.
 	actAskLoss
+	// actResetStream: reset the stream read by rd, which a newer one of
+	// its writer supersedes, and wait for its reader to return.
+	actResetStream
 )
 
 // downReason says why a peer is taken down (actPeerDown).
@@ -82,6 +90,7 @@ type peerAction struct {
 	why  downReason   // actPeerDown
 	seq  uint64       // actSendLost, actAskLoss
 	conn network.Conn // actCloseConn
+	rd   *reader      // actResetStream
 }
 
 // state returns p's entry, made if it has none.
@@ -251,4 +260,52 @@ func (t *peerTable) awaited(p libp2ppeer.ID, lost uint64) bool {
 		return lost == 0
 	}
 	return st.acted >= max(lost, st.want)
+}
+
+// streamOpened: an inbound stream of key's peer and protocol, read by rd,
+// opened. It reports false, and does not take it, when max are read
+// already.
+func (t *peerTable) streamOpened(key inboundKey, rd *reader, max int) bool {
+	if len(t.streams[key]) >= max {
+		return false
+	}
+	t.streams[key] = append(t.streams[key], rd)
+	return true
+}
+
+// streamEnded: rd's reader returned.
+func (t *peerTable) streamEnded(key inboundKey, rd *reader) {
+	rs := slices.DeleteFunc(t.streams[key], func(o *reader) bool { return o == rd })
+	if len(rs) == 0 {
+		delete(t.streams, key)
+	} else {
+		t.streams[key] = rs
+	}
+}
+
+// streamHello: the stream rd reads said hello h (see inbound.supersede).
+// The streams its writer opened before are reset (actResetStream); it
+// reports false when one the writer opened later is read already: rd's
+// is stale. Which are older the writer's numbers say (Seq, in one
+// incarnation); without one, the order in which they arrived.
+func (t *peerTable) streamHello(acts []peerAction, key inboundKey, rd *reader, h helloBody) ([]peerAction, bool) {
+	rd.helloed, rd.inc, rd.seq = true, h.Incarnation, h.Stream
+	n := len(acts)
+	arrived := true // o arrived before rd's stream
+	for _, o := range t.streams[key] {
+		switch {
+		case o == rd:
+			arrived = false
+		case h.Stream != 0 && o.helloed && o.seq != 0 && o.inc == h.Incarnation:
+			if o.seq > h.Stream {
+				return acts[:n], false
+			}
+			acts = append(acts, peerAction{kind: actResetStream, peer: key.peer, rd: o})
+		case h.Stream != 0 && !o.helloed:
+			// Its hello will tell which came first.
+		case arrived:
+			acts = append(acts, peerAction{kind: actResetStream, peer: key.peer, rd: o})
+		}
+	}
+	return acts, true
 }

@@ -238,3 +238,55 @@ func (closedStream) Conn() network.Conn { return closedConn{} }
 type closedConn struct{ network.Conn }
 
 func (closedConn) IsClosed() bool { return true }
+
+// The inbound streams of a peer and protocol: at most max read at once,
+// and a hello ends the streams its writer opened before (supersede).
+func TestPeerTableStreams(t *testing.T) {
+	key := inboundKey{peer: tp}
+	tab := newPeerTable(nil)
+	rs := make([]*reader, 4)
+	for i := range rs {
+		rs[i] = &reader{}
+		if !tab.streamOpened(key, rs[i], 3) != (i == 3) {
+			t.Fatalf("stream %d: taken %v with %d open, at most 3", i, !(i == 3), i)
+		}
+	}
+	tab.streamEnded(key, rs[1])
+	if !tab.streamOpened(key, rs[3], 3) {
+		t.Fatal("a stream that ended still counts")
+	}
+	// Open now, oldest first: 0, 2, 3.
+	hello := func(rd *reader, inc, seq uint64) ([]*reader, bool) {
+		acts, ok := tab.streamHello(nil, key, rd, helloBody{Incarnation: inc, Stream: seq})
+		var older []*reader
+		for _, a := range acts {
+			if a.kind != actResetStream || a.peer != tp {
+				t.Fatalf("action %+v", a)
+			}
+			older = append(older, a.rd)
+		}
+		return older, ok
+	}
+	if older, ok := hello(rs[2], 1, 5); !ok || len(older) != 0 {
+		t.Fatalf("the first numbered hello, with an older stream not helloed: %v, %v; want none reset", older, ok)
+	}
+	if older, ok := hello(rs[0], 1, 4); ok || len(older) != 0 {
+		t.Fatalf("a hello older than one read: %v, %v; want stale", older, ok)
+	}
+	if older, ok := hello(rs[3], 1, 6); !ok || !slices.Equal(older, []*reader{rs[0], rs[2]}) {
+		t.Fatalf("hello 6: %v, %v; want 4 (stale itself) and 5 reset", older, ok)
+	}
+	tab.streamEnded(key, rs[0])
+	tab.streamEnded(key, rs[2])
+	// Unnumbered (an older peer): those that arrived before it go.
+	late := &reader{}
+	tab.streamOpened(key, late, 3)
+	if older, ok := hello(late, 2, 0); !ok || !slices.Equal(older, []*reader{rs[3]}) {
+		t.Fatalf("an unnumbered hello: %v, %v; want the stream before it reset", older, ok)
+	}
+	tab.streamEnded(key, rs[3])
+	tab.streamEnded(key, late)
+	if len(tab.streams) != 0 {
+		t.Fatalf("streams left: %v", tab.streams)
+	}
+}

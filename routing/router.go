@@ -37,9 +37,9 @@ import (
 //     writes) and the router's atomics; never Router.mu, never the actor
 //     system: what it has for them it collects (writer.later, effects.go)
 //     and performs after letting go.
-//   - Router.mu: the fields of Router after it (links, inbound readers,
-//     budgets, the peer table with the peers' incarnations, connections
-//     and losses, closed). The peer table is pure: the router performs
+//   - Router.mu: the fields of Router after it up to lossCh (links,
+//     budgets, the peer table with the peers' incarnations, connections,
+//     losses and inbound streams, closed). The peer table is pure: the router performs
 //     the actions it returns, its own bookkeeping under Router.mu and
 //     everything else after unlocking.
 //     Under it: only the leaves and libp2p's IsClosed; never a writer's mu
@@ -176,13 +176,13 @@ type Router struct {
 
 	protected map[string]bool // WithProtected
 
-	mu      sync.Mutex                    // guards links, remote, inbound, closed
-	inbound map[inboundKey][]*reader      // inbound streams open per peer and protocol, oldest first
+	mu      sync.Mutex                    // guards the fields below up to lossCh, but restarted (set once, by Bind)
 	budgets map[libp2ppeer.ID]*peerBudget // per peer whose streams are read or whose messages actors hold
 	sweepAt int                           // the size of budgets at which budgetFor sweeps it next
 	links   map[string]*link
 	// peers is the protocol state per peer: incarnations, connections,
-	// losses (peertable.go), whose actions the router performs.
+	// losses, inbound streams (peertable.go), whose actions the router
+	// performs.
 	peers peerTable
 	// closing holds, per peer, a channel closed once the hello that found
 	// connections of a former incarnation closed them all (see hello).
@@ -190,7 +190,8 @@ type Router struct {
 	restarted event.Emitter // of EvtPeerRestarted, from Bind
 	closed    bool
 	lossCh    chan struct{} // closed and replaced when a peer's losses were acted on or forgotten (awaitLoss)
-	lossSeq   atomic.Uint64 // numbers this node's declarations
+
+	lossSeq atomic.Uint64 // numbers this node's declarations and requests: drawn under a writer's lock too (link.drawLoss)
 
 	sent, received, linkFull, tooLarge, tooLargeIn, decodeErrors, streamsReset atomic.Uint64
 	lossesDeclared, lossesHeard                                                atomic.Uint64
@@ -253,7 +254,6 @@ func newRouter(cfg config) (*Router, error) {
 		cfg: cfg, h: cfg.Host, log: cfg.Logger,
 		incarnation:     cfg.Incarnation,
 		links:           make(map[string]*link),
-		inbound:         make(map[inboundKey][]*reader),
 		budgets:         make(map[libp2ppeer.ID]*peerBudget),
 		protected:       make(map[string]bool),
 		unreachableNews: make(chan struct{}, 1),
