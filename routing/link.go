@@ -251,7 +251,7 @@ func (l *link) open(protos ...protocol.ID) (network.Stream, *progressWriter, *co
 	fw := codec.NewFrameWriter(pw, l.r.cfg.MaxFrame, codec.WithCompact(isCompact(s.Protocol())))
 	h := helloBody{Incarnation: l.r.incarnation, Stream: l.r.streams.Add(1)}
 	if lost := l.lost.Load(); !isCtl(s.Protocol()) && lost > l.lossFloor.Load() {
-		h.Lost = lost // not when the peer left or restarted since (forgetLosses)
+		h.Lost = lost // not when the peer left or restarted since (actForget)
 	}
 	_, body, err := l.r.cfg.Registry.Encode(h)
 	if err == nil {

@@ -64,7 +64,7 @@ func (l *link) drawLoss() uint64 {
 // arrives, which push queues at the end of the control queue (otherwise
 // it is first among the control writer's cancellations). asked says that
 // the peer asked for it (resetBody), which is logged at debug level only.
-// A declaration drawn before the peer left or restarted (forgetLosses)
+// A declaration drawn before the peer left or restarted (actForget)
 // is not remembered, nor its lostBody sent, as if it had come before.
 func (r *Router) lossDeclared(l *link, s uint64, why string, asked, push bool) {
 	if r.ctx.Err() != nil {

@@ -15,7 +15,7 @@ import (
 // declarations, presumed losses, refused streams.
 
 // Loss messages queued to a peer that disconnected or restarted since
-// (forgetLosses raised the link's floor) are not sent: the peer starts
+// (actForget raised the link's floor) are not sent: the peer starts
 // anew, and would take this node down for nothing.
 func TestStaleLossMessagesAreNotSent(t *testing.T) {
 	r, l, _, _ := newSender(t)

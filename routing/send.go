@@ -194,15 +194,16 @@ func (w *writer) writeThrough(deadline time.Time) {
 	if !w.mu.TryLock() {
 		return // the writer is at work and will see what was queued
 	}
+	if w.busy {
+		w.mu.Unlock()
+		return // the writer is at work, running what it left for after its lock (release)
+	}
 	var fx effects
 	defer func() { // before the wake-up
 		fx, w.later = w.later, effects{}
 		w.mu.Unlock()
 		w.l.perform(&fx)
 	}()
-	if w.busy {
-		return // the writer is at work, between rounds
-	}
 	if w.s != nil && !w.stopped && w.l.r.ctx.Err() == nil && !w.s.Conn().IsClosed() && (w.lg == nil || !w.lg.active) {
 		w.batch = w.q.q.takeBatch(w.batch[:0])
 		if n := len(w.batch); n > 0 {
