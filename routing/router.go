@@ -21,41 +21,38 @@ import (
 	"github.com/troupe-mesh/troupe/codec"
 )
 
-// Locks. These are all the mutexes of a Router and what each guards;
-// one is taken only while none to its right in this order is held:
+// Locks. These are all the mutexes of a Router and what each guards. A
+// lock is never taken while one to its right is held:
 //
 //	writer.mu → Router.mu → outQueue.mu, link.mu, unreachableMu
 //
-// but a writer's mu and Router.mu are never held together, so the order
-// between them is moot: code that holds either calls into neither the
-// other nor the actor system.
+// and a writer's mu and Router.mu are never held together: code holding
+// either calls into neither the other nor the actor system.
 //
 //   - writer.mu (link.go), one per queue of a link: the writer's fields
-//     below it (its stream, FrameWriter, batch in hand, large message,
-//     cancellations). Held by the writer goroutine while it works and by
-//     plain code writing through. Under it: the leaves, libp2p (NewStream,
-//     writes) and the router's atomics; never Router.mu, never the actor
-//     system: what it has for them it collects (writer.later, effects.go)
-//     and performs after letting go.
+//     below it (its stream, FrameWriter, planner, batch in hand, large
+//     message, cancellations). Held by the writer goroutine while it
+//     works and by plain code writing through. Under it: the leaves,
+//     libp2p (NewStream, writes) and the router's atomics. What it has
+//     for the router and the actor system it collects (writer.later,
+//     effects.go) and performs after letting go.
 //   - Router.mu: the fields of Router after it up to lossCh (links,
-//     budgets, the peer table with the peers' incarnations, connections,
-//     losses and inbound streams, closed). The peer table is pure: the router performs
-//     the actions it returns, its own bookkeeping under Router.mu and
-//     everything else after unlocking.
-//     Under it: only the leaves and libp2p's IsClosed; never a writer's mu
-//     (link.retire reads what the writers published in their queues),
-//     never the actor system.
+//     budgets, the peer table: incarnations, connections, losses and
+//     inbound streams per peer; closed). The peer table is pure: the
+//     router does the bookkeeping actions it returns under Router.mu,
+//     and the others after unlocking. Under it: the leaves and libp2p's
+//     IsClosed and resource scopes; never a writer's mu (link.retire
+//     reads what the writers published in their queues).
 //   - outQueue.mu (queue.go): a queue's messages, its sleeping flags and
 //     what its writer published for retire (idle, idleOn). link.mu: the
-//     link's open streams. unreachableMu: Router.unreachable. Leaves: they
-//     take no other lock (a queue's asks the actor system's lock-free
-//     InEventLoop).
+//     link's open streams. unreachableMu: Router.unreachable. Leaves:
+//     they take no other lock (under a queue's: libp2p's IsClosed and
+//     the actor system's lock-free InEventLoop).
 //
-// The router calls the actor system (Bounce, PeerDown, its Inbound)
-// with none of these held, so the actor system may call the router with
-// its own locks held.
-// Groups.mu, TopicFilter.mu and the presence order's mu are leaves of
-// their own, never held with Router.mu.
+// The router calls the actor system (Bounce, PeerDown, its Inbound) with
+// none of these held, so the actor system may call the router with its
+// own locks held. Groups.mu, TopicFilter.mu and the presence order's mu
+// are leaves of their own, never held with Router.mu.
 
 // Protocols: user messages, and control traffic on its own stream so that
 // a burst of large user messages never delays a Down or an Exit. Version
