@@ -241,6 +241,7 @@ func (r *Router) link(peerStr string) (*link, error) {
 		return nil, fmt.Errorf("%w: %q: %w", ErrBadPeer, peerStr, err)
 	}
 	l := newLink(r, id, peerStr)
+	l.lost.Store(r.peers.lost(id))
 	r.links[peerStr] = l
 	r.fast.Store(peerStr, l)
 	l.start()

@@ -22,17 +22,12 @@
 //
 // # Locks
 //
-// Outer first: a writer's mu (held while it writes a batch, across
-// NewStream, dial backoff and the declaration of a loss) → Router.mu →
-// the leaves: outQueue.mu, link.mu, and the actor system's own locks. A
-// lock is never taken while holding one to its right. The one exception
-// is Router.retire, which holds Router.mu and takes the writers' mu with
-// TryLock only (a writer at work means the link is busy: retire gives
-// up). Groups.mu, TopicFilter.mu and the presence order's mu are leaves
-// of their own, never held with Router.mu. Known debt: a writer calls
-// into the router (declareLoss, pushLoss) and the actor system (Bounce)
-// with its mu held, and NewStream can take 10 s under it; a writer
-// goroutine owning its state without a lock would remove both.
+// router.go has the lock hierarchy. In short: a writer's mu and
+// Router.mu are never held together, and code holding either calls into
+// neither the other nor the actor system (a writer collects what it has
+// for them and performs it after letting go: effects.go); the queues'
+// and links' own mutexes are leaves. NewStream can still take 10 s under
+// a writer's mu, which only that writer and a write-through wait for.
 //
 // # Files
 //
@@ -42,7 +37,9 @@
 //	link.go            a peer's link: two queues and their writers
 //	queue.go           a link's bounded queue
 //	writer.go          a writer goroutine: streams, dials, backoff
-//	send.go            batches, fragments, write-through
+//	effects.go         what a writer does after letting go of its lock
+//	send.go            a writer's batch on its stream: deadlines, write-through
+//	plan.go            the batch planner: frames, fragments, refusals (pure)
 //	relaymove.go       moving a link off a relayed connection
 //	large.go           large messages in fragments
 //	inbound.go         reading a stream, handing messages to actors
@@ -50,7 +47,8 @@
 //	budget.go          per-peer inbound byte budgets
 //	dispatch.go        what a decoded message becomes
 //	wire.go            system messages on the wire
-//	loss.go            the loss protocol
+//	peertable.go       the state per peer and its streams: events in, actions out (pure)
+//	loss.go            the loss protocol: the router's side, the table's actions
 //	peers.go           peers coming and going; links retired
 //	traffic.go         per-peer counters
 //	errors.go          sentinel errors

@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"runtime/debug"
-	"slices"
 
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
@@ -33,7 +32,7 @@ func (r *Router) handleStream(s network.Stream) {
 	key := inboundKey{remote, isCtl(s.Protocol())}
 	self := &reader{s: s, done: make(chan struct{})}
 	r.mu.Lock()
-	if r.closed || len(r.inbound[key]) >= maxInboundStreams {
+	if r.closed || !r.peers.streamOpened(key, self, maxInboundStreams) {
 		tooMany := !r.closed
 		r.mu.Unlock()
 		if tooMany { // counted before the reset, which the peer sees
@@ -47,17 +46,11 @@ func (r *Router) handleStream(s network.Stream) {
 		}
 		return
 	}
-	r.inbound[key] = append(r.inbound[key], self)
 	r.wg.Add(1)
 	r.mu.Unlock()
 	defer func() {
 		r.mu.Lock()
-		rs := slices.DeleteFunc(r.inbound[key], func(o *reader) bool { return o == self })
-		if len(rs) == 0 {
-			delete(r.inbound, key)
-		} else {
-			r.inbound[key] = rs
-		}
+		r.peers.streamEnded(key, self)
 		r.mu.Unlock()
 		close(self.done)
 		r.wg.Done()
@@ -269,7 +262,7 @@ type inbound struct {
 	helloed    bool         // the stream's hello came
 	stale      bool         // a stream its writer opened later is being read (see supersede)
 	key        inboundKey   // its peer and protocol
-	self       *reader      // its entry in Router.inbound
+	self       *reader      // its entry in the peer table's streams
 	budget     codec.Budget // charged for a large message; nil: nothing is
 	peer       *peerBudget  // the peer's budget for what its actors hold; nil in tests without one
 	size       int          // the bytes of the message being dispatched
@@ -290,7 +283,7 @@ const maxInboundStreams = 4
 type reader struct {
 	s        network.Stream
 	done     chan struct{}
-	helloed  bool // guarded by Router.mu, as inc and seq
+	helloed  bool // the peer table's (under Router.mu), as inc and seq
 	inc, seq uint64
 }
 
@@ -308,36 +301,22 @@ type reader struct {
 // a number, streams are taken in the order they arrived.
 func (in *inbound) supersede(h helloBody) bool {
 	r := in.r
+	var buf [maxInboundStreams]peerAction
 	r.mu.Lock()
-	in.self.helloed, in.self.inc, in.self.seq = true, h.Incarnation, h.Stream
-	var older []*reader
-	arrived := true // o arrived before in's stream
-	for _, o := range r.inbound[in.key] {
-		switch {
-		case o == in.self:
-			arrived = false
-		case h.Stream != 0 && o.helloed && o.seq != 0 && o.inc == h.Incarnation:
-			if o.seq > h.Stream {
-				r.mu.Unlock()
-				return false
-			}
-			older = append(older, o)
-		case h.Stream != 0 && !o.helloed:
-			// Its hello will tell which came first.
-		case arrived:
-			older = append(older, o)
-		}
-	}
+	older, ok := r.peers.streamHello(buf[:0], in.key, in.self, h)
 	r.mu.Unlock()
+	if !ok {
+		return false
+	}
 	for _, o := range older {
-		_ = o.s.Reset()
+		_ = o.rd.s.Reset()
 	}
 	if r.hooks.superseded != nil && len(older) > 0 {
 		r.hooks.superseded()
 	}
 	for _, o := range older {
 		select {
-		case <-o.done:
+		case <-o.rd.done:
 		case <-r.ctx.Done():
 			return true
 		}

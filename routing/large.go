@@ -24,7 +24,7 @@ const (
 	// its encoding the writer's scratch buffer.
 	fragmentData = 56 << 10
 	// maxHeld is the most messages a writer holds back behind a large
-	// message (fewer with a smaller link queue, see heldLimit): when that
+	// message (fewer with a smaller link queue, see newPlanner): when that
 	// many wait, it writes the rest of the large message at once. Held
 	// messages have left the queue, so without a bound a sender that
 	// keeps the queue busy with messages of the large message's pair
@@ -32,12 +32,6 @@ const (
 	// back).
 	maxHeld = chunkSize
 )
-
-// heldLimit is the most messages l's writer holds back: maxHeld, and no
-// more than the link queue holds, so that the messages a writer has
-// taken but not written stay within twice the queue's bound and a stuck
-// peer still fills the queue (link full, SendCtx waits).
-func (l *link) heldLimit() int { return min(maxHeld, l.r.cfg.LinkQueue) }
 
 // fragmentBody is one fragment. The first of a message carries its type,
 // whether it is a reply and its length; the others carry only data. The
@@ -172,30 +166,6 @@ func (lg *largeOut) abandon(lost func(*outMsg)) {
 	}
 	lg.release(nil)
 	lg.settle()
-}
-
-// nextFragment writes the next fragment of the large message and reports
-// whether it was the last.
-func (l *link) nextFragment(fw *codec.FrameWriter, lg *largeOut, scratch *[]byte) (bool, error) {
-	end := min(lg.off+fragmentSize(l.r.cfg.MaxFrame), len(lg.body))
-	f := fragmentBody{Data: lg.body[lg.off:end]}
-	if lg.off == 0 {
-		f.Type, f.Reply, f.Total = lg.typ, lg.reply, uint64(len(lg.body))
-	}
-	_, body, err := l.r.cfg.Registry.AppendEncode((*scratch)[:0], f)
-	if err != nil {
-		return false, err // cannot happen: the type is registered and plain
-	}
-	if cap(body) <= maxScratch {
-		*scratch = body
-	}
-	env := lg.env
-	env.Body = body
-	if err := fw.WriteEnvelope(&env); err != nil {
-		return false, err
-	}
-	lg.off, lg.since = end, 0
-	return end == len(lg.body), nil
 }
 
 // fragmentSize is the most message bytes in one fragment under a maximum

@@ -34,7 +34,7 @@ type arrival struct {
 }
 
 // loopback is a router and actor system without a network: a test writes
-// with a writerSim into memory and reads that with the router's inbound
+// with a writer's planner (memWriter) into memory and reads that with the router's inbound
 // read loop, so every interleaving of batches is reproducible.
 type loopback struct {
 	h   host.Host
@@ -143,42 +143,51 @@ func (lb *loopback) collect(tb testing.TB, n int) []arrival {
 	return out
 }
 
-// writerSim does what a link's writer does with the batches it takes from
-// its queue, writing into memory: the link's own putBatch, and idleFragment when the
-// queue is empty after a batch.
-type writerSim struct {
-	l       *link
-	lg      largeOut
-	buf     bytes.Buffer
-	fw      *codec.FrameWriter
-	scratch []byte
-	sent    uint64
+// memWriter is a writer's batch planner writing into memory, called as
+// writer.send calls it: putBatch for each batch taken from the queue,
+// and idleFragment when the queue was empty after it.
+type memWriter struct {
+	p   planner
+	lg  largeOut
+	buf bytes.Buffer
+	fw  *codec.FrameWriter
+	planned
 }
 
-func (lb *loopback) writer() *writerSim {
-	w := &writerSim{l: &link{r: lb.r, peer: lb.h.ID()}}
+func (lb *loopback) writer() *memWriter {
+	w := &memWriter{p: newPlanner(lb.r.cfg)}
 	w.fw = codec.NewFrameWriter(&w.buf, lb.r.cfg.MaxFrame, codec.WithCompact(true))
 	return w
 }
 
 // batch writes one batch; idle says that the queue was empty after it.
-func (w *writerSim) batch(tb testing.TB, b []outMsg, idle bool) {
+// Every message the planner refuses must be too large.
+func (w *memWriter) batch(tb testing.TB, b []outMsg, idle bool) {
 	tb.Helper()
-	before := w.l.r.sent.Load()
 	b = slices.Clone(b) // a writer owns the batch it takes, and marks moved messages in it
-	err := w.l.putBatch(w.fw, b, &w.scratch, true, &w.lg)
+	err := w.p.putBatch(w.fw, b, true, &w.lg)
 	if err == nil && idle && w.lg.active {
-		err = w.l.idleFragment(w.fw, &w.lg, &w.scratch)
+		err = w.p.idleFragment(w.fw, &w.lg)
 	}
-	w.sent += w.l.r.sent.Load() - before
 	if err != nil {
 		tb.Fatalf("writing: %v", err)
 	}
+	d := &w.p.done
+	for _, f := range d.failed {
+		if !errors.Is(f.reason, ErrTooLarge) || f.m.to == "" {
+			tb.Fatalf("message %+v refused: %v", f.m, f.reason)
+		}
+	}
+	w.sent += d.sent
+	w.tooLarge += d.tooLarge
+	w.encodeErrors += d.encodeErrors
+	w.failed = append(w.failed, d.failed...)
+	w.p.done = planned{}
 }
 
 // finish writes the rest of the large messages, as a writer with an
 // empty queue does, and returns the bytes written.
-func (w *writerSim) finish(tb testing.TB) []byte {
+func (w *memWriter) finish(tb testing.TB) []byte {
 	tb.Helper()
 	for w.lg.active {
 		w.batch(tb, nil, true)
@@ -287,8 +296,13 @@ func TestFragmentInterleavings(t *testing.T) {
 		if want := uint64(len(sent) - len(refused)); w.sent != want || after.Received-before.Received != want {
 			t.Fatalf("seed %d: %d sent and %d received, want %d", seed, w.sent, after.Received-before.Received, want)
 		}
-		if tl := after.TooLarge - before.TooLarge; tl != uint64(len(refused)) || after.DecodeErrors != before.DecodeErrors {
-			t.Fatalf("seed %d: %d refused as too large, want %d; stats %+v", seed, tl, len(refused), after)
+		if w.tooLarge != uint64(len(refused)) || len(w.failed) != len(refused) || w.encodeErrors != 0 || after.DecodeErrors != before.DecodeErrors {
+			t.Fatalf("seed %d: %d refused as too large (%d failed), want %d; stats %+v", seed, w.tooLarge, len(w.failed), len(refused), after)
+		}
+		for _, f := range w.failed {
+			if m := f.m.msg.(largeMsg); !refused[m.Seq] {
+				t.Fatalf("seed %d: message %d refused", seed, m.Seq)
+			}
 		}
 	}
 }
@@ -308,7 +322,6 @@ func TestFragmentThresholds(t *testing.T) {
 		{maxFrame, (maxFrame + fragmentData - 1) / fragmentData, false},
 		{maxFrame + 1, 0, true},
 	} {
-		before := lb.r.Stats()
 		w := lb.writer()
 		e := lb.msg(t, "s0", "t0", 1, c.size)
 		w.batch(t, []outMsg{e}, true)
@@ -325,8 +338,8 @@ func TestFragmentThresholds(t *testing.T) {
 			n = 0
 		}
 		checkOrder(t, []outMsg{e}, refused, lb.collect(t, n))
-		if tl := lb.r.Stats().TooLarge - before.TooLarge; (tl == 1) != c.refused || w.sent != uint64(n) {
-			t.Errorf("%d bytes: %d refused, %d sent", c.size, tl, w.sent)
+		if (w.tooLarge == 1) != c.refused || len(w.failed) != int(w.tooLarge) || w.sent != uint64(n) {
+			t.Errorf("%d bytes: %d refused, %d sent", c.size, w.tooLarge, w.sent)
 		}
 	}
 }

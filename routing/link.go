@@ -24,18 +24,22 @@ type queue struct {
 }
 
 // writer is what the writer of a queue has in hand: its stream and the
-// batch being written. mu is held while a batch is written: by the writer
-// goroutine, which lets go of it only while it sleeps on an empty queue,
-// or by plain code writing its own request through (writeThrough).
+// batch being written. mu guards the fields below it; it is held while a
+// batch is written: by the writer goroutine, which lets go of it only
+// while it sleeps on an empty queue or runs what it left for after the
+// lock (later, see release), or by plain code writing its own request
+// through (writeThrough).
 type writer struct {
-	l       *link
-	q       *queue
-	mu      sync.Mutex
-	s       network.Stream
-	fw      *codec.FrameWriter
-	pw      *progressWriter // under fw: s with its write deadline
-	batch   []outMsg
-	scratch []byte // one message body at a time
+	l     *link
+	q     *queue
+	mu    sync.Mutex
+	later effects // calls into the router and the actor system, for after mu
+	busy  bool    // the writer goroutine let go of mu mid-round (release): no write-through
+	s     network.Stream
+	fw    *codec.FrameWriter
+	pw    *progressWriter // under fw: s with its write deadline
+	batch []outMsg
+	p     planner // turns its batches into frames
 	// lg is the large message in fragments: only on user streams whose
 	// reader knows fragments (1.1.0), nil otherwise.
 	lg, lgState *largeOut
@@ -69,6 +73,10 @@ type link struct {
 	// (the peer disconnected or restarted since) and not sent.
 	traffic, resetQueued atomic.Bool
 	lossFloor            atomic.Uint64
+	// lost is this node's last declaration toward the peer (see
+	// drawLoss), which its next user stream's hello announces unless
+	// lossFloor covers it.
+	lost atomic.Uint64
 
 	mu      sync.Mutex // guards streams
 	streams map[network.Stream]struct{}
@@ -104,8 +112,10 @@ func newLink(r *Router, id libp2ppeer.ID, idStr string) *link {
 		user: queue{proto: ProtoMsg, proto10: ProtoMsg10, q: newOutQueue(r.cfg.LinkQueue)},
 		ctl:  queue{proto: ProtoCtl, proto10: ProtoCtl10, q: newOutQueue(r.cfg.LinkQueue)},
 	}
-	l.user.w.l, l.user.w.q = l, &l.user
-	l.ctl.w.l, l.ctl.w.q = l, &l.ctl
+	for _, q := range [2]*queue{&l.user, &l.ctl} {
+		q.w.l, q.w.q = l, q
+		q.w.p = newPlanner(r.cfg)
+	}
 	return l
 }
 
@@ -129,37 +139,25 @@ var errRetired = errors.New("routing: link retired")
 // and drain lets its writers stop. It reports whether it did. The
 // caller removes the link from the router's maps first or after, under
 // the router's lock, so that the next lookup makes a new link; a sender
-// that still held this one finds it retired and looks again.
+// that still held this one finds it retired and looks again. It takes
+// only the queues' locks: what it needs of the writers they published
+// there as they went to sleep (outQueue.idle).
 func (l *link) retire() bool {
-	qs := [2]*queue{&l.user, &l.ctl}
-	for i, q := range qs {
-		if !q.w.mu.TryLock() { // the writer is at work (or a write-through)
-			for _, p := range qs[:i] {
-				p.w.mu.Unlock()
-			}
-			return false
-		}
-	}
-	defer func() {
-		for _, q := range qs {
-			q.w.mu.Unlock()
-		}
-	}()
+	qs := [2]*outQueue{l.user.q, l.ctl.q}
 	for _, q := range qs {
-		q.q.mu.Lock()
+		q.mu.Lock()
 	}
 	idle := true
 	for _, q := range qs {
-		w := &q.w
-		idle = idle && q.q.n == 0 && len(w.batch) == 0 && len(w.undo) == 0 && (w.lg == nil || !w.lg.active) &&
-			(w.s == nil || w.s.Conn().IsClosed()) // a stream on a live connection: what it carried may be unread
+		idle = idle && q.n == 0 && q.idle &&
+			(q.idleOn == nil || q.idleOn.Conn().IsClosed()) // a stream on a live connection: what it carried may be unread
 	}
 	// A push that finds its queue retired checks l.retired to tell that
 	// from a full queue: it is set before the queues let anyone in.
 	l.retired.Store(idle)
 	for _, q := range qs {
-		q.q.retired = idle
-		q.q.mu.Unlock()
+		q.retired = idle
+		q.mu.Unlock()
 	}
 	if idle {
 		l.drain()
@@ -218,23 +216,14 @@ func (l *link) enqueueCtx(ctx context.Context, e *actor.Envelope) error {
 	return err
 }
 
-// fail reports that m will not be sent, or may not have arrived, and hands
-// it back to the actor system (actor.Port.Bounce): an Ask request is
-// answered with Undeliverable so the asker fails fast, a monitor or link
-// request fires as Down or exit, another message becomes a dead letter.
-// An outMsg whose target was cleared (it moved elsewhere: see
-// largeOut.hold) is skipped.
-func (l *link) fail(m *outMsg, reason error) {
-	if isLoss(m.msg) { // the router's own: nothing to hand back
-		l.dropLoss(m)
-		m.to = ""
-	}
-	if m.to == "" {
-		return
-	}
+// bounce hands m, which will not be sent or may not have arrived, back
+// to the actor system (actor.Port.Bounce): an Ask request is answered
+// with Undeliverable so the asker fails fast, a monitor or link request
+// fires as Down or exit, another message becomes a dead letter. No
+// writer's lock may be held (see effects.fail, which collects them).
+func (l *link) bounce(m *outMsg, reason error) {
 	// The names came from valid Refs, so NewRef does not fail.
 	to, _ := actor.NewRef(l.peerStr, m.to)
-	m.to = "" // handed back once: a later failure of its batch skips it
 	l.r.undeliverable.Add(1)
 	l.r.log.Debug("routing: message not sent", "to", to, "err", reason)
 	var from actor.Ref
@@ -261,10 +250,8 @@ func (l *link) open(protos ...protocol.ID) (network.Stream, *progressWriter, *co
 	pw := &progressWriter{s: s}
 	fw := codec.NewFrameWriter(pw, l.r.cfg.MaxFrame, codec.WithCompact(isCompact(s.Protocol())))
 	h := helloBody{Incarnation: l.r.incarnation, Stream: l.r.streams.Add(1)}
-	if !isCtl(s.Protocol()) {
-		l.r.mu.Lock()
-		h.Lost = l.r.lost[l.peer]
-		l.r.mu.Unlock()
+	if lost := l.lost.Load(); !isCtl(s.Protocol()) && lost > l.lossFloor.Load() {
+		h.Lost = lost // not when the peer left or restarted since (actForget)
 	}
 	_, body, err := l.r.cfg.Registry.Encode(h)
 	if err == nil {

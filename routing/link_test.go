@@ -47,10 +47,12 @@ func TestWriterFailsRefusedAsk(t *testing.T) {
 		}
 		batch = l.user.q.takeBatch(nil)
 	}
-	var scratch []byte
-	if err := l.putBatch(codec.NewFrameWriter(io.Discard, 512), batch, &scratch, true, nil); err != nil {
+	w := &l.user.w
+	w.fw, w.batch = codec.NewFrameWriter(io.Discard, 512), batch
+	if err := w.put(); err != nil {
 		t.Fatal(err)
 	}
+	l.perform(&w.later)
 	if res := <-done; !errors.Is(res.err, ErrTooLarge) {
 		t.Fatalf("Ask = %v, %v; want an error wrapping ErrTooLarge", res.v, res.err)
 	}
@@ -99,6 +101,7 @@ func TestBrokenStreamHandsBackEachMessageOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 			w.broken(errors.New("stream reset"))
+			l.perform(&w.later)
 			if got := r.undeliverable.Load() - before; got != tc.want {
 				t.Fatalf("%d messages handed back, want %d", got, tc.want)
 			}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -14,7 +13,7 @@ import (
 
 // Losses. A stream that breaks while its connection lives loses what its
 // reader had not read, and no disconnection says so. The node that gives
-// it up declares the loss (declareLoss): PeerDown here, and a lostBody on
+// it up declares the loss (lossDeclared): PeerDown here, and a lostBody on
 // the control stream, where the peer takes this node down at that point;
 // a reader that cannot read asks the writer to declare (resetBody). A
 // user stream opened after a loss hands nothing on before the lostBody
@@ -26,7 +25,7 @@ import (
 // asks), nor when the connection closed (the disconnection takes the peer
 // down on both sides; when another connection to the peer lives, nothing
 // does: see Limits).
-func (r *Router) lossAt(s network.Stream, err error) bool {
+func lossAt(s network.Stream, err error) bool {
 	if s == nil || err == nil || s.Conn().IsClosed() {
 		return false
 	}
@@ -46,42 +45,46 @@ func isLoss(msg any) bool {
 	return false
 }
 
-// declareLoss declares that messages to p may have been lost (see
-// Losses above): p's actors are down here, and this node's will be there.
-// asked says that p asked for it (resetBody), which is logged at debug
-// level only. The declaration goes first in front's cancellations when
-// front, the control writer whose stream broke, is given (what was queued
-// while its write hung was sent after the loss), and at the end of the
-// control queue otherwise.
-func (r *Router) declareLoss(p libp2ppeer.ID, why string, asked bool, front *writer) {
+// drawLoss numbers a declaration that messages to l's peer may have been
+// lost (see Losses above), with no lock of the router's: a writer does it
+// under its own, and puts the lostBody first among its cancellations when
+// its control stream broke. The next user stream's hello announces it;
+// a request (resetBody) must follow new traffic. lossDeclared acts on
+// it.
+func (l *link) drawLoss() uint64 {
+	s := l.r.lossSeq.Add(1)
+	for old := l.lost.Load(); s > old && !l.lost.CompareAndSwap(old, s); old = l.lost.Load() {
+	}
+	l.traffic.Store(false) // covered
+	return s
+}
+
+// lossDeclared acts on declaration s of l (drawLoss), for why: the peer's
+// actors are down here, and this node's will be there once the lostBody
+// arrives, which push queues at the end of the control queue (otherwise
+// it is first among the control writer's cancellations). asked says that
+// the peer asked for it (resetBody), which is logged at debug level only.
+// A declaration drawn before the peer left or restarted (actForget)
+// is not remembered, nor its lostBody sent, as if it had come before.
+func (r *Router) lossDeclared(l *link, s uint64, why string, asked, push bool) {
 	if r.ctx.Err() != nil {
 		return
 	}
+	var buf [2]peerAction
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
 		return
 	}
-	s := r.lossSeq.Add(1) // under mu: forgetLosses's floor is above or below it
-	r.lost[p] = s
+	acts := r.peers.declared(buf[:0], l.peer, s, s <= l.lossFloor.Load(), push)
 	r.mu.Unlock()
-	if l, ok := r.fast.Load(p.String()); ok {
-		l.(*link).traffic.Store(false) // covered: a request must follow new traffic
-	}
 	r.lossesDeclared.Add(1)
 	level := slog.LevelWarn
 	if asked {
 		level = slog.LevelDebug
 	}
-	r.log.Log(context.Background(), level, "routing: messages to a peer may have been lost: its actors are down here, and ours there", "peer", p, "why", why)
-	// Before the Downs: what they cause comes after it.
-	if front != nil {
-		front.undo = slices.Insert(front.undo, 0, outMsg{to: lossTo, msg: lostBody{Session: s}, corr: s})
-	} else {
-		r.pushLoss(p, lostBody{Session: s}, s)
-	}
-	r.peersDown.Add(1)
-	r.sys.PeerDown(p.String())
+	r.log.Log(context.Background(), level, "routing: messages to a peer may have been lost: its actors are down here, and ours there", "peer", l.peer, "why", why)
+	r.perform(acts) // the lostBody before the Downs: what they cause comes after it
 }
 
 // asked handles p's request to declare a loss (resetBody): honoured when
@@ -90,10 +93,11 @@ func (r *Router) declareLoss(p libp2ppeer.ID, why string, asked bool, front *wri
 // declaration per burst of traffic to it.
 func (r *Router) asked(p libp2ppeer.ID) {
 	l, ok := r.fast.Load(p.String())
-	if !ok || !l.(*link).traffic.Swap(false) {
+	if !ok || !l.(*link).traffic.Swap(false) || r.ctx.Err() != nil {
 		return
 	}
-	r.declareLoss(p, "the peer reset a stream of ours that it could not read", true, nil)
+	s := l.(*link).drawLoss()
+	r.lossDeclared(l.(*link), s, "the peer reset a stream of ours that it could not read", true, true)
 }
 
 // askLoss asks p to declare a loss (resetBody): this node reset a stream
@@ -104,18 +108,16 @@ func (r *Router) askLoss(p libp2ppeer.ID, user bool, why string) {
 	if r.ctx.Err() != nil {
 		return
 	}
+	var buf [1]peerAction
 	r.mu.Lock()
-	_, known := r.remote[p]
-	if known && user {
-		r.want[p] = max(r.want[p], r.heard[p]+1)
-	}
-	n := r.lossSeq.Add(1) // under mu, as in declareLoss
+	n := r.lossSeq.Add(1) // under mu: an actForget's floor is above or below it
+	acts := r.peers.askLoss(buf[:0], p, user, n)
 	r.mu.Unlock()
-	if !known {
+	if len(acts) == 0 {
 		return // gone: its disconnection took it down
 	}
 	r.log.Warn("routing: a peer's messages were lost: asking it to declare the loss", "peer", p, "why", why)
-	r.pushLoss(p, resetBody{}, n)
+	r.perform(acts)
 }
 
 // pushLoss queues msg (lostBody or resetBody), numbered n (see
@@ -151,62 +153,34 @@ func (r *Router) pushLoss(p libp2ppeer.ID, msg any, n uint64) {
 const lossTo = "troupe"
 
 // lossHeard acts on p's declaration s (a lostBody read on p's control
-// stream, or one awaited in vain): p is taken down here unless a later
-// declaration of p's was taken on already, or p is gone (its disconnection
-// took it down).
+// stream): p is taken down here unless a later declaration of p's was
+// taken on already, or p is gone (its disconnection took it down).
 func (r *Router) lossHeard(p libp2ppeer.ID, s uint64) {
+	var buf [1]peerAction
 	r.mu.Lock()
-	_, known := r.remote[p]
-	done := !known || s <= r.heard[p]
-	if !done {
-		r.heard[p] = s // taken on: another caller with s does nothing
-	}
+	acts := r.peers.heard(buf[:0], p, s)
 	r.mu.Unlock()
-	if done {
+	if len(acts) == 0 {
 		return
 	}
-	r.lossesHeard.Add(1)
-	r.log.Debug("routing: a peer declared that messages it sent may have been lost: its actors are down", "peer", p)
-	r.peersDown.Add(1)
-	r.sys.PeerDown(p.String())
+	r.perform(acts)
 	// Acted on only now: a reader that waits for it hands on nothing
 	// before the Downs are in their mailboxes.
 	r.mu.Lock()
-	if s > r.acted[p] {
-		r.acted[p] = s
-		if r.want[p] <= s {
-			delete(r.want, p)
-		}
-		close(r.lossCh) // wakes the readers in awaitLoss
-		r.lossCh = make(chan struct{})
-	}
+	r.bookLocked(r.peers.actedOn(buf[:0], p, s))
 	r.mu.Unlock()
 }
 
 // lossPresumed takes p down when a declaration awaited did not come within
-// lossWait (awaitLoss). The one its hello announced, lost, is a number of
-// p's and counts as heard and acted on; the one this node asked for
-// (want) is dropped, never recorded as a number of p's, which it is not:
-// p's next declaration, whatever its number, is still acted on.
+// lossWait (awaitLoss; see peerTable.presumed).
 func (r *Router) lossPresumed(p libp2ppeer.ID, lost uint64) {
+	var buf [1]peerAction
 	r.mu.Lock()
-	_, known := r.remote[p]
-	delete(r.want, p)
-	if known && lost > r.heard[p] {
-		r.heard[p] = lost
-	}
+	acts := r.peers.presumed(buf[:0], p, lost)
 	r.mu.Unlock()
-	if known {
-		r.lossesHeard.Add(1)
-		r.peersDown.Add(1)
-		r.sys.PeerDown(p.String())
-	}
+	r.perform(acts)
 	r.mu.Lock()
-	if _, still := r.remote[p]; still && lost > r.acted[p] {
-		r.acted[p] = lost
-	}
-	close(r.lossCh) // wakes the readers in awaitLoss: want is gone
-	r.lossCh = make(chan struct{})
+	r.bookLocked(r.peers.presumedDone(buf[:0], p, lost))
 	r.mu.Unlock()
 }
 
@@ -220,8 +194,7 @@ func (r *Router) awaitLoss(p libp2ppeer.ID, c network.Conn, lost uint64) {
 	var timeout <-chan time.Time
 	for {
 		r.mu.Lock()
-		target := max(lost, r.want[p])
-		if r.acted[p] >= target || c != nil && c.IsClosed() {
+		if r.peers.awaited(p, lost) || c != nil && c.IsClosed() {
 			r.mu.Unlock()
 			return
 		}
@@ -247,18 +220,52 @@ func (r *Router) awaitLoss(p libp2ppeer.ID, c network.Conn, lost uint64) {
 	}
 }
 
-// forgetLosses drops what the router remembers of losses with p, which
-// disconnected or restarted: its declarations start anew, and loss
-// messages still queued to it are not sent (link.lossFloor). r.mu is
-// held.
-func (r *Router) forgetLosses(p libp2ppeer.ID) {
-	delete(r.lost, p)
-	delete(r.heard, p)
-	delete(r.acted, p)
-	delete(r.want, p)
-	if l := r.links[p.String()]; l != nil {
-		l.lossFloor.Store(r.lossSeq.Load())
+// bookLocked does the bookkeeping actions of acts: after actForget, loss
+// messages numbered so far to the peer are stale (link.lossFloor); after
+// either, the readers in awaitLoss look again. r.mu is held.
+func (r *Router) bookLocked(acts []peerAction) {
+	for _, a := range acts {
+		switch a.kind {
+		case actForget:
+			if l := r.links[a.peer.String()]; l != nil {
+				l.lossFloor.Store(r.lossSeq.Load()) // every number drawn so far
+			}
+		case actWake:
+		default:
+			continue
+		}
+		close(r.lossCh) // wakes the readers in awaitLoss
+		r.lossCh = make(chan struct{})
 	}
-	close(r.lossCh) // a reader waiting for p sees its connection closed
-	r.lossCh = make(chan struct{})
+}
+
+// perform does the other actions of acts, in order, with r.mu not held.
+func (r *Router) perform(acts []peerAction) {
+	for _, a := range acts {
+		switch a.kind {
+		case actCloseConn:
+			r.log.Info("routing: closing a connection of a former incarnation", "peer", a.peer, "conn", a.conn.ID())
+			_ = a.conn.Close()
+		case actPeerDown:
+			switch a.why {
+			case downRestarted:
+				r.log.Info("routing: peer restarted", "peer", a.peer)
+			case downHeard:
+				r.lossesHeard.Add(1)
+				r.log.Debug("routing: a peer declared that messages it sent may have been lost: its actors are down", "peer", a.peer)
+			case downPresumed:
+				r.lossesHeard.Add(1)
+			}
+			r.peersDown.Add(1)
+			r.sys.PeerDown(a.peer.String())
+		case actRestarted:
+			if r.restarted != nil {
+				_ = r.restarted.Emit(EvtPeerRestarted{Peer: a.peer})
+			}
+		case actSendLost:
+			r.pushLoss(a.peer, lostBody{Session: a.seq}, a.seq)
+		case actAskLoss:
+			r.pushLoss(a.peer, resetBody{}, a.seq)
+		}
+	}
 }

@@ -15,7 +15,7 @@ import (
 // declarations, presumed losses, refused streams.
 
 // Loss messages queued to a peer that disconnected or restarted since
-// (forgetLosses raised the link's floor) are not sent: the peer starts
+// (actForget raised the link's floor) are not sent: the peer starts
 // anew, and would take this node down for nothing.
 func TestStaleLossMessagesAreNotSent(t *testing.T) {
 	r, l, _, _ := newSender(t)
@@ -77,8 +77,9 @@ func TestDroppedRequestMakesRoomForTheNext(t *testing.T) {
 	q.pushBelow(lossTo, "", resetBody{}, 1, false, q.max)
 	w.batch = q.takeBatch(w.batch[:0])
 	for i := range w.batch {
-		l.fail(&w.batch[i], ErrUnreachable)
+		w.later.fail(l, &w.batch[i], ErrUnreachable)
 	}
+	l.perform(&w.later)
 	if l.resetQueued.Load() {
 		t.Fatal("a request handed back still blocks the next")
 	}
@@ -102,9 +103,10 @@ func TestPresumedLossSwallowsNoDeclaration(t *testing.T) {
 	_, r, _ := testRouterTimed(t, timings{lossWait: 50 * time.Millisecond})
 	p := testhost.NewPeerID(t)
 	r.mu.Lock()
-	r.remote[p] = 1
-	r.heard[p], r.acted[p] = 5, 5 // its declaration 5 was acted on
-	r.want[p] = r.heard[p] + 1    // and a reset here asked for another (askLoss)
+	r.peers.peers[p] = &peerState{known: true, inc: 1,
+		heard: 5, acted: 5, // its declaration 5 was acted on
+		want: 6, // and a reset here asked for another (askLoss)
+	}
 	r.mu.Unlock()
 	r.awaitLoss(p, nil, 0) // the peer sent nothing since 5: it does not declare
 	if st := r.Stats(); st.LossesHeard != 1 {

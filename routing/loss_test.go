@@ -378,7 +378,7 @@ func TestControlWriterDeclaresFirst(t *testing.T) {
 	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
 	defer r.cancel()
-	r.lost = map[libp2ppeer.ID]uint64{}
+	r.peers = newPeerTable(network.Conn.IsClosed)
 	w, q := &l.ctl.w, l.ctl.q
 	w.use(&fakeStream{err: &network.StreamError{Remote: false}}) // reset here
 	w.batch = append(w.batch[:0], outMsg{to: "sink", from: "source", msg: actor.DownSignal{ID: 1}})
@@ -386,6 +386,7 @@ func TestControlWriterDeclaresFirst(t *testing.T) {
 	if err := w.send(time.Time{}); err == nil {
 		t.Fatal("a broken stream took a flush")
 	}
+	l.perform(&w.later)
 	if st := r.Stats(); st.LossesDeclared != 1 {
 		t.Fatalf("%d losses declared, want 1", st.LossesDeclared)
 	}

@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"slices"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/event"
@@ -60,14 +61,13 @@ func (r *Router) watchPeers(sub event.Subscription) {
 }
 
 func (r *Router) peerGone(id libp2ppeer.ID, retries *retryRetire) {
+	var buf [2]peerAction
 	r.mu.Lock()
-	delete(r.remote, id)
-	delete(r.conns, id)
-	r.forgetLosses(id)
+	acts := r.peers.gone(buf[:0], id)
+	r.bookLocked(acts)
 	r.mu.Unlock()
 	r.counts.Delete(id)
-	r.peersDown.Add(1)
-	r.sys.PeerDown(id.String())
+	r.perform(acts)
 	if _, busy := r.retire(id.String()); busy {
 		retries.add(id.String(), 0)
 	}
@@ -222,7 +222,7 @@ func (r *Router) hello(id libp2ppeer.ID, inc uint64, c network.Conn) {
 	if c != nil && c.IsClosed() {
 		return // late news from a connection that ended, perhaps closed here as stale
 	}
-	var stale []network.Conn
+	var buf [4]peerAction
 	r.mu.Lock()
 	if c != nil && c.IsClosed() {
 		// Closed since: the peer's disconnection (peerGone) may have
@@ -230,39 +230,22 @@ func (r *Router) hello(id libp2ppeer.ID, inc uint64, c network.Conn) {
 		r.mu.Unlock()
 		return
 	}
-	old, seen := r.remote[id]
-	r.remote[id] = inc
-	if seen && old != inc {
-		r.forgetLosses(id) // a new incarnation numbers its declarations anew
-	}
-	if c != nil {
-		conns := r.conns[id]
-		if conns == nil {
-			conns = make(map[network.Conn]uint64, 1)
-			r.conns[id] = conns
-		}
-		conns[c] = inc
-		for o, oinc := range conns {
-			switch {
-			case o.IsClosed():
-				delete(conns, o)
-			case oinc != inc:
-				delete(conns, o)
-				stale = append(stale, o)
-			}
-		}
+	acts := r.peers.hello(buf[:0], id, inc, c)
+	r.bookLocked(acts)
+	// The table's actions: the closes of stale connections, then those
+	// of a restart.
+	closes := slices.IndexFunc(acts, func(a peerAction) bool { return a.kind == actPeerDown })
+	if closes < 0 {
+		closes = len(acts)
 	}
 	closing := r.closing[id] // another hello's closes, still running
 	var done chan struct{}
-	if len(stale) > 0 {
+	if slices.ContainsFunc(acts[:closes], func(a peerAction) bool { return a.kind == actCloseConn }) {
 		done = make(chan struct{})
 		r.closing[id] = done
 	}
 	r.mu.Unlock()
-	for _, o := range stale {
-		r.log.Info("routing: closing a connection of a former incarnation", "peer", id, "conn", o.ID())
-		_ = o.Close()
-	}
+	r.perform(acts[:closes])
 	if done != nil {
 		r.mu.Lock()
 		if r.closing[id] == done {
@@ -274,14 +257,7 @@ func (r *Router) hello(id libp2ppeer.ID, inc uint64, c network.Conn) {
 	if closing != nil {
 		<-closing
 	}
-	if seen && old != inc {
-		r.log.Info("routing: peer restarted", "peer", id)
-		r.peersDown.Add(1)
-		r.sys.PeerDown(id.String())
-		if r.restarted != nil {
-			_ = r.restarted.Emit(EvtPeerRestarted{Peer: id})
-		}
-	}
+	r.perform(acts[closes:]) // a restart: PeerDown, then EvtPeerRestarted
 }
 
 // EvtPeerRestarted is emitted on the host's event bus when a peer turns

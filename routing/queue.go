@@ -5,6 +5,7 @@ import (
 	"math"
 	"sync"
 
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/troupe-mesh/troupe/actor"
 )
 
@@ -45,12 +46,26 @@ type outQueue struct {
 	small   int  // small batches in a row
 	asleep  bool // the writer found the queue empty: the next push wakes it
 	retired bool // its link is retired (see link.retire): it takes nothing
+	// idle says that the writer sleeps with nothing in hand, its stream
+	// idleOn (nil: none): what link.retire needs of it, without the
+	// writer's lock. Set by sleeping, under the writer's lock; cleared by
+	// a batch taken and by wakeIfQueued's wake.
+	idle   bool
+	idleOn network.Stream
 
 	ready chan struct{} // capacity 1: wakes the writer
 }
 
 func newOutQueue(max int) *outQueue {
-	return &outQueue{max: max, ready: make(chan struct{}, 1)}
+	return &outQueue{max: max, ready: make(chan struct{}, 1), idle: true} // a new writer has nothing
+}
+
+// sleeping says that the writer, which found the queue empty, sleeps
+// with nothing in hand, its stream s. The writer's lock is held.
+func (q *outQueue) sleeping(s network.Stream) {
+	q.mu.Lock()
+	q.idle, q.idleOn = true, s
+	q.mu.Unlock()
 }
 
 // push appends e unless the queue is full.
@@ -111,11 +126,15 @@ func (q *outQueue) pushClaim(to, from string, msg any, corr uint64, reply bool) 
 // wakeIfQueued wakes the writer if messages wait or force says so, and
 // otherwise marks it asleep (a spurious wake-up costs nothing; a missed
 // one would strand the next message): for a caller of pushClaim, done
-// writing through.
+// writing through. A writer woken is not idle until it sleeps again.
 func (q *outQueue) wakeIfQueued(force bool) {
 	q.mu.Lock()
 	q.asleep = true
-	q.unlockWaking(force || q.n > 0)
+	wake := force || q.n > 0
+	if wake {
+		q.idle, q.idleOn = false, nil
+	}
+	q.unlockWaking(wake)
 }
 
 // appendLocked appends a message unless limit or more envelopes wait,
@@ -288,6 +307,7 @@ func (q *outQueue) takeBatch(done []outMsg) []outMsg {
 			q.chunks, q.head = q.chunks[:n], 0
 		}
 		q.n -= len(out)
+		q.idle, q.idleOn = false, nil
 	} else {
 		q.asleep = true
 	}

@@ -38,8 +38,8 @@ func TestRetiredLinksLoseNoMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Its writers hold their locks from the start until they first sleep:
-	// until then the new link is busy.
+	// Its writers may be busy a moment yet (a first round that finds
+	// nothing): retire until it takes.
 	for deadline := time.Now().Add(10 * time.Second); !didRetire(r.retire(peerStr)); runtime.Gosched() {
 		if time.Now().After(deadline) {
 			t.Fatal("the idle link could not be retired")

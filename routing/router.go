@@ -21,6 +21,39 @@ import (
 	"github.com/troupe-mesh/troupe/codec"
 )
 
+// Locks. These are all the mutexes of a Router and what each guards. A
+// lock is never taken while one to its right is held:
+//
+//	writer.mu → Router.mu → outQueue.mu, link.mu, unreachableMu
+//
+// and a writer's mu and Router.mu are never held together: code holding
+// either calls into neither the other nor the actor system.
+//
+//   - writer.mu (link.go), one per queue of a link: the writer's fields
+//     below it (its stream, FrameWriter, planner, batch in hand, large
+//     message, cancellations). Held by the writer goroutine while it
+//     works and by plain code writing through. Under it: the leaves,
+//     libp2p (NewStream, writes) and the router's atomics. What it has
+//     for the router and the actor system it collects (writer.later,
+//     effects.go) and performs after letting go.
+//   - Router.mu: the fields of Router after it up to lossCh (links,
+//     budgets, the peer table: incarnations, connections, losses and
+//     inbound streams per peer; closed). The peer table is pure: the
+//     router does the bookkeeping actions it returns under Router.mu,
+//     and the others after unlocking. Under it: the leaves and libp2p's
+//     IsClosed and resource scopes; never a writer's mu (link.retire
+//     reads what the writers published in their queues).
+//   - outQueue.mu (queue.go): a queue's messages, its sleeping flags and
+//     what its writer published for retire (idle, idleOn). link.mu: the
+//     link's open streams. unreachableMu: Router.unreachable. Leaves:
+//     they take no other lock (under a queue's: libp2p's IsClosed and
+//     the actor system's lock-free InEventLoop).
+//
+// The router calls the actor system (Bounce, PeerDown, its Inbound) with
+// none of these held, so the actor system may call the router with its
+// own locks held. Groups.mu, TopicFilter.mu and the presence order's mu
+// are leaves of their own, never held with Router.mu.
+
 // Protocols: user messages, and control traffic on its own stream so that
 // a burst of large user messages never delays a Down or an Exit. Version
 // 1.1.0 carries compact frames (codec.WithCompact); 1.0.0, which peers of
@@ -140,29 +173,22 @@ type Router struct {
 
 	protected map[string]bool // WithProtected
 
-	mu      sync.Mutex                    // guards links, remote, inbound, closed
-	inbound map[inboundKey][]*reader      // inbound streams open per peer and protocol, oldest first
+	mu      sync.Mutex                    // guards the fields below up to lossCh, but restarted (set once, by Bind)
 	budgets map[libp2ppeer.ID]*peerBudget // per peer whose streams are read or whose messages actors hold
 	sweepAt int                           // the size of budgets at which budgetFor sweeps it next
 	links   map[string]*link
-	remote  map[libp2ppeer.ID]uint64 // incarnation last seen per peer
-	// conns holds the incarnation each open connection's peer announced
-	// on it (identify, or a stream's hello), to close those of an
-	// incarnation that ended.
-	conns map[libp2ppeer.ID]map[network.Conn]uint64
+	// peers is the protocol state per peer: incarnations, connections,
+	// losses, inbound streams (peertable.go), whose actions the router
+	// performs.
+	peers peerTable
 	// closing holds, per peer, a channel closed once the hello that found
 	// connections of a former incarnation closed them all (see hello).
 	closing   map[libp2ppeer.ID]chan struct{}
 	restarted event.Emitter // of EvtPeerRestarted, from Bind
 	closed    bool
-	// Losses (see loss.go), per peer: this node's last declaration toward
-	// it; the last of its declarations taken on here, and acted on (its
-	// PeerDown done); and the one a user stream of its must wait for
-	// after a reset here. lossCh is closed and replaced when acted
-	// changes.
-	lost, heard, acted, want map[libp2ppeer.ID]uint64
-	lossCh                   chan struct{}
-	lossSeq                  atomic.Uint64 // numbers this node's declarations
+	lossCh    chan struct{} // closed and replaced when a peer's losses were acted on or forgotten (awaitLoss)
+
+	lossSeq atomic.Uint64 // numbers this node's declarations and requests: drawn under a writer's lock too (link.drawLoss)
 
 	sent, received, linkFull, tooLarge, tooLargeIn, decodeErrors, streamsReset atomic.Uint64
 	lossesDeclared, lossesHeard                                                atomic.Uint64
@@ -225,17 +251,11 @@ func newRouter(cfg config) (*Router, error) {
 		cfg: cfg, h: cfg.Host, log: cfg.Logger,
 		incarnation:     cfg.Incarnation,
 		links:           make(map[string]*link),
-		inbound:         make(map[inboundKey][]*reader),
 		budgets:         make(map[libp2ppeer.ID]*peerBudget),
 		protected:       make(map[string]bool),
 		unreachableNews: make(chan struct{}, 1),
-		remote:          make(map[libp2ppeer.ID]uint64),
-		conns:           make(map[libp2ppeer.ID]map[network.Conn]uint64),
+		peers:           newPeerTable(network.Conn.IsClosed),
 		closing:         make(map[libp2ppeer.ID]chan struct{}),
-		lost:            make(map[libp2ppeer.ID]uint64),
-		heard:           make(map[libp2ppeer.ID]uint64),
-		acted:           make(map[libp2ppeer.ID]uint64),
-		want:            make(map[libp2ppeer.ID]uint64),
 		lossCh:          make(chan struct{}),
 	}
 	for _, name := range cfg.Protected {

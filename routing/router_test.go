@@ -99,13 +99,12 @@ func TestHelloWaitsForStaleConnectionsToClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := &Router{
 			log:     slog.New(slog.DiscardHandler),
-			remote:  make(map[libp2ppeer.ID]uint64),
-			conns:   make(map[libp2ppeer.ID]map[network.Conn]uint64),
+			peers:   newPeerTable(network.Conn.IsClosed),
 			closing: make(map[libp2ppeer.ID]chan struct{}),
 		}
 		id := libp2ppeer.ID("restarted")
 		old := &closeWaiter{closing: make(chan struct{}), release: make(chan struct{})}
-		r.conns[id] = map[network.Conn]uint64{old: 11}
+		r.peers.peers[id] = &peerState{conns: map[network.Conn]uint64{old: 11}}
 		current := &closeWaiter{}
 		go r.hello(id, 12, current) // identify: closes old
 		<-old.closing

@@ -2,19 +2,18 @@ package routing
 
 import (
 	"errors"
-	"fmt"
 	"net"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/troupe-mesh/troupe/codec"
 )
 
-// How a writer puts its messages on its stream: batches, fragments of
-// large messages, write-through from a caller's goroutine, and the write
-// deadline that bounds a stall rather than a batch.
+// How a writer puts its messages on its stream: a batch through its
+// planner (plan.go: frames, fragments of large messages), write-through
+// from a caller's goroutine, and the write deadline that bounds a stall
+// rather than a batch.
 
 // writeTimeout bounds how long a writer's stream may go without progress:
 // a peer that stops reading for this long (between half of it and all of
@@ -113,7 +112,9 @@ func (w *writer) send(deadline time.Time) error {
 	}
 	err := w.put()
 	if err == nil && lg != nil && lg.active && w.q.q.len() == 0 {
-		err = l.idleFragment(w.fw, lg, &w.scratch)
+		l.traffic.Store(true) // before it is written (see Router.asked)
+		err = w.p.idleFragment(w.fw, lg)
+		w.took()
 	}
 	if err == nil {
 		err = w.fw.Flush()
@@ -138,15 +139,44 @@ func (w *writer) send(deadline time.Time) error {
 }
 
 // put encodes into the stream's FrameWriter the cancellations a broken
-// stream left (undo), then the batch in hand.
+// stream left (undo), then the batch in hand (the planner's work, which
+// took then acts on).
 func (w *writer) put() error {
 	l := w.l
+	defer w.took()
+	w.p.floor = l.lossFloor.Load()
+	if hasReset(w.undo) || hasReset(w.batch) {
+		l.resetQueued.Store(false) // taken, to be sent or dropped: the next request is queued anew
+	}
 	if len(w.undo) > 0 {
-		if err := l.putBatch(w.fw, w.undo, &w.scratch, false, nil); err != nil {
+		if hasTraffic(w.undo, false) {
+			l.traffic.Store(true) // before any of it is written (see Router.asked)
+		}
+		if err := w.p.putBatch(w.fw, w.undo, false, nil); err != nil {
 			return err
 		}
 	}
-	return l.putBatch(w.fw, w.batch, &w.scratch, w.q == &l.user, w.lg)
+	user := w.q == &l.user
+	if hasTraffic(w.batch, user) {
+		l.traffic.Store(true)
+	}
+	return w.p.putBatch(w.fw, w.batch, user, w.lg)
+}
+
+// took acts on what the planner did: counts it, and keeps the messages
+// that failed for after the lock (w.later).
+func (w *writer) took() {
+	l, d := w.l, &w.p.done
+	l.counted(d.sent)
+	if d.tooLarge > 0 {
+		l.r.tooLarge.Add(d.tooLarge)
+	}
+	if d.encodeErrors > 0 {
+		l.r.encodeErrors.Add(d.encodeErrors)
+	}
+	w.later.failed = append(w.later.failed, d.failed...)
+	clear(d.failed)
+	*d = planned{failed: d.failed[:0]}
 }
 
 // writeThrough is called by plain code that queued a message and found
@@ -164,7 +194,16 @@ func (w *writer) writeThrough(deadline time.Time) {
 	if !w.mu.TryLock() {
 		return // the writer is at work and will see what was queued
 	}
-	defer w.mu.Unlock() // before the wake-up
+	if w.busy {
+		w.mu.Unlock()
+		return // the writer is at work, running what it left for after its lock (release)
+	}
+	var fx effects
+	defer func() { // before the wake-up
+		fx, w.later = w.later, effects{}
+		w.mu.Unlock()
+		w.l.perform(&fx)
+	}()
 	if w.s != nil && !w.stopped && w.l.r.ctx.Err() == nil && !w.s.Conn().IsClosed() && (w.lg == nil || !w.lg.active) {
 		w.batch = w.q.q.takeBatch(w.batch[:0])
 		if n := len(w.batch); n > 0 {
@@ -175,75 +214,14 @@ func (w *writer) writeThrough(deadline time.Time) {
 		}
 	}
 	wake = len(w.undo) > 0 || (w.lg != nil && w.lg.active) || w.buffered()
+	if !wake && !w.stopped {
+		w.q.q.sleeping(w.s) // idle again, under the writer's lock as the writer does it
+	}
 }
 
 // buffered reports whether frames wait in the stream's FrameWriter: those
 // a write-through's deadline cut short (see send).
 func (w *writer) buffered() bool { return w.fw != nil && w.fw.Buffered() > 0 }
-
-// putBatch encodes the envelopes of batch into fw, counting those sent,
-// and returns the first stream error. user says that batch comes from the
-// user queue, which holds no signals (see isControl). With lg (a 1.1.0 user
-// stream), a large message goes out in fragments between the others, and
-// what must wait behind it is held back (see large.go); a large message
-// counts as sent with its last fragment.
-func (l *link) putBatch(fw *codec.FrameWriter, batch []outMsg, scratch *[]byte, user bool, lg *largeOut) error {
-	if user && len(batch) > 0 || !user && slices.ContainsFunc(batch, func(m outMsg) bool { return !isLoss(m.msg) }) {
-		l.traffic.Store(true) // before any of it is written (see Router.asked)
-	}
-	sent := uint64(0)
-	defer func() { l.counted(sent) }()
-	for len(batch) > 0 {
-		m := &batch[0]
-		batch = batch[1:]
-		if lg.holds(m) {
-			lg.hold(m)
-		} else {
-			ok, err := l.put(fw, m, scratch, user, lg)
-			if err != nil {
-				return err
-			}
-			if ok {
-				sent++
-			}
-		}
-		if lg == nil || !lg.active {
-			continue
-		}
-		var (
-			last bool
-			err  error
-		)
-		switch {
-		case len(lg.held) >= l.heldLimit():
-			for !last && err == nil { // the rest at once
-				last, err = l.nextFragment(fw, lg, scratch)
-			}
-		case lg.since >= fragmentData:
-			last, err = l.nextFragment(fw, lg, scratch)
-		}
-		if err != nil {
-			return err
-		}
-		if last {
-			sent++
-			batch = lg.complete(batch)
-		}
-	}
-	return nil
-}
-
-// idleFragment writes the next fragment of the large message lg when
-// nothing else waits, and after the last one what was held back.
-func (l *link) idleFragment(fw *codec.FrameWriter, lg *largeOut, scratch *[]byte) error {
-	l.traffic.Store(true)
-	last, err := l.nextFragment(fw, lg, scratch)
-	if err != nil || !last {
-		return err
-	}
-	l.counted(1)
-	return l.putBatch(fw, lg.complete(nil), scratch, true, lg)
-}
 
 // counted counts n messages written to the link's streams.
 func (l *link) counted(n uint64) {
@@ -252,87 +230,3 @@ func (l *link) counted(n uint64) {
 		l.r.countsOf(l.peer).sent.Add(n)
 	}
 }
-
-// put encodes m into fw, encoding its body in scratch first, and reports
-// whether it did. Errors about m itself (too large, unencodable) fail m and
-// return a nil error; only stream errors are returned. user says that m is
-// not a signal. With lg, a large m starts going out in fragments (put
-// reports false: it counts when done) or, when another is on its way, is
-// held back.
-func (l *link) put(fw *codec.FrameWriter, m *outMsg, scratch *[]byte, user bool, lg *largeOut) (bool, error) {
-	if m.to == "" {
-		return false, nil
-	}
-	var (
-		kind codec.Kind
-		typ  string
-		body []byte
-		err  error
-	)
-	corr, loss := m.corr, false
-	if user {
-		kind, typ, body, err = appendUser(l.r.cfg.Registry, (*scratch)[:0], m.msg, m.reply)
-	} else {
-		if isLoss(m.msg) {
-			if _, ok := m.msg.(resetBody); ok {
-				l.resetQueued.Store(false) // the next request is queued anew
-			}
-			if m.corr <= l.lossFloor.Load() {
-				return false, nil // stale: the peer left or restarted since
-			}
-			corr, loss = 0, true // m.corr numbers it here only
-		}
-		kind, typ, body, err = appendWire(l.r.cfg.Registry, (*scratch)[:0], m.msg, m.reply)
-	}
-	if cap(body) <= maxScratch {
-		*scratch = body
-	}
-	if err != nil {
-		l.r.encodeErrors.Add(1)
-		l.fail(m, err)
-		return false, nil
-	}
-	if len(body) > fragmentData && lg != nil {
-		switch {
-		case len(body) > l.r.cfg.MaxFrame:
-			l.r.tooLarge.Add(1)
-			l.fail(m, fmt.Errorf("%w: message of %d bytes exceeds limit of %d", ErrTooLarge, len(body), l.r.cfg.MaxFrame))
-			return false, nil
-		case lg.active:
-			lg.hold(m) // one large message at a time
-			return false, nil
-		}
-		// The body must stay as it is while its fragments go out: the
-		// scratch buffer starts anew.
-		*scratch = nil
-		lg.start(m, kind, typ, body)
-		_, err := l.nextFragment(fw, lg, scratch)
-		return false, err
-	}
-	// Set field by field: a composite literal would be built aside and
-	// copied in 16-byte moves, stalling on the 8-byte stores just made.
-	var env codec.Envelope
-	env.Kind, env.To, env.FromName, env.Type, env.Body, env.Corr = kind, m.to, m.from, typ, body, corr
-	err = fw.WriteEnvelope(&env)
-	switch {
-	case err == nil && loss:
-		return false, nil // not counted as sent, nor as traffic
-	case err == nil:
-		if lg != nil {
-			lg.since += len(body)
-		}
-		return true, nil
-	case errors.Is(err, codec.ErrFrameTooLarge):
-		l.r.tooLarge.Add(1)
-		l.fail(m, fmt.Errorf("%w: %w", ErrTooLarge, err))
-		return false, nil
-	case errors.Is(err, codec.ErrMalformed):
-		l.r.encodeErrors.Add(1)
-		l.fail(m, err)
-		return false, nil
-	}
-	return false, err
-}
-
-// maxScratch is the largest body buffer a writer keeps between messages.
-const maxScratch = 64 << 10

@@ -62,22 +62,19 @@ func newSender(tb testing.TB) (*Router, *link, *actor.System, actor.Ref) {
 func BenchmarkSendPathRuns(b *testing.B) {
 	r, l, sys, to := newSender(b)
 	var msg any = benchBlob{Data: make([]byte, 100)}
-	fw := codec.NewFrameWriter(io.Discard, 0)
-	var (
-		batch   []outMsg
-		scratch []byte
-	)
+	w := &l.user.w // its goroutine asleep: the queue is drained here
+	w.fw = codec.NewFrameWriter(io.Discard, 0)
 	q := l.user.q
 	drain := func() {
 		for q.len() > 0 {
-			batch = q.takeBatch(batch[:0])
-			if err := l.putBatch(fw, batch, &scratch, true, nil); err != nil {
+			w.batch = q.takeBatch(w.batch[:0])
+			if err := w.put(); err != nil {
 				b.Fatal(err)
 			}
-			if err := fw.Flush(); err != nil {
+			if err := w.fw.Flush(); err != nil {
 				b.Fatal(err)
 			}
-			clear(batch)
+			clear(w.batch)
 		}
 	}
 	from, err := actor.NewRef(sys.Peer(), "source")
@@ -113,25 +110,22 @@ func BenchmarkSendPathRuns(b *testing.B) {
 func benchSendPath(b *testing.B, window int, withCtx bool) {
 	r, l, sys, to := newSender(b)
 	var msg any = benchBlob{Data: make([]byte, 100)}
-	fw := codec.NewFrameWriter(io.Discard, 0)
-	var (
-		batch   []outMsg
-		scratch []byte
-	)
+	w := &l.user.w // its goroutine asleep: the queue is drained here
+	w.fw = codec.NewFrameWriter(io.Discard, 0)
 	q := l.user.q
 	drain := func(keep int) {
 		for q.len() > keep {
-			batch = q.takeBatch(batch[:0])
-			if len(batch) == 0 {
+			w.batch = q.takeBatch(w.batch[:0])
+			if len(w.batch) == 0 {
 				return
 			}
-			if err := l.putBatch(fw, batch, &scratch, true, nil); err != nil {
+			if err := w.put(); err != nil {
 				b.Fatal(err)
 			}
-			if err := fw.Flush(); err != nil {
+			if err := w.fw.Flush(); err != nil {
 				b.Fatal(err)
 			}
-			clear(batch)
+			clear(w.batch)
 		}
 	}
 	ctx := context.Background()

@@ -39,7 +39,7 @@ type (
 		Lost uint64 `cbor:"3,keyasint,omitempty"`
 	}
 	// lostBody, on a control stream, declares that messages its writer
-	// sent the reader may have been lost (see Router.declareLoss): the
+	// sent the reader may have been lost (see Router.lossDeclared): the
 	// reader takes the writer down here, at this point of the stream.
 	// Session numbers the writer's declarations, increasing.
 	lostBody struct {

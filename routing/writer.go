@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
@@ -28,9 +29,13 @@ func (l *link) write(q *queue) {
 			w.s = nil
 		}
 		w.stopped = true
+		fx := w.later
+		w.later = effects{}
 		w.mu.Unlock()
+		l.perform(&fx)
 	}()
 	for {
+		w.release() // what the last round left for after the lock
 		select {
 		case <-l.r.ctx.Done():
 			w.reset()
@@ -41,6 +46,7 @@ func (l *link) write(q *queue) {
 		// wakes it through ready, or writes itself (writeThrough).
 		w.batch = q.q.takeBatch(w.batch[:0])
 		if len(w.batch) == 0 && (w.lg == nil || !w.lg.active) && len(w.undo) == 0 && !w.buffered() {
+			q.q.sleeping(w.s) // idle: link.retire may take the link
 			w.mu.Unlock()
 			stop := false
 			select {
@@ -70,10 +76,11 @@ func (l *link) write(q *queue) {
 			// before the batch is lost on the old one. Only a large
 			// message in fragments was on its way.
 			reason := connGone(l.peer, errors.New("connection closed"))
-			w.lg.abandon(func(m *outMsg) { l.fail(m, reason) })
+			w.lg.abandon(func(m *outMsg) { w.later.fail(l, m, reason) })
 			w.dropDeclaring(nil)
 		}
 		w.moveOffRelay()
+		w.release() // before dialing: what was given up goes back at once
 		for attempts := 1; w.s == nil; attempts++ {
 			var err error
 			if w.s, w.pw, w.fw, err = l.open(q.proto, q.proto10); err == nil {
@@ -93,10 +100,10 @@ func (l *link) write(q *queue) {
 				// dropped: a peer this far away drops our monitors and
 				// links when the connection goes.
 				for i := range w.batch {
-					l.fail(&w.batch[i], fmt.Errorf("%w: %v: %w", ErrUnreachable, l.peer, err))
+					w.later.fail(l, &w.batch[i], fmt.Errorf("%w: %v: %w", ErrUnreachable, l.peer, err))
 				}
 				w.dropUndo("peer unreachable")
-				l.r.retireLater(l.peer)
+				w.later.unreachable = true
 				break
 			}
 			select {
@@ -140,24 +147,23 @@ func (w *writer) reset() {
 // dropDeclaring drops the stream, which broke with err (nil: its
 // connection closed, which declares nothing), and declares the loss of
 // what the peer may not have read when it is this node's to declare
-// (Router.lossAt): after the drop, so that the next stream's hello says
-// so.
+// (lossAt): numbered now (drawLoss), so that the next stream's hello says
+// so, and acted on once the lock is let go (lossDeclared).
 func (w *writer) dropDeclaring(err error) {
 	l := w.l
-	lost := l.r.lossAt(w.s, err)
+	lost := lossAt(w.s, err) && l.r.ctx.Err() == nil
 	w.drop()
 	if !lost {
 		return
 	}
-	why := "its connection closed"
-	if err != nil {
-		why = err.Error()
+	s := l.drawLoss()
+	front := w.q == &l.ctl
+	if front {
+		// Before what was queued while its write hung, which was sent
+		// after the loss.
+		w.undo = slices.Insert(w.undo, 0, outMsg{to: lossTo, msg: lostBody{Session: s}, corr: s})
 	}
-	var front *writer
-	if w.q == &l.ctl {
-		front = w
-	}
-	l.r.declareLoss(l.peer, why, false, front)
+	w.later.losses = append(w.later.losses, declared{s: s, why: err.Error(), push: !front})
 }
 
 // dropLoss notes that m, if it is a loss message, will not be sent: a
@@ -180,7 +186,7 @@ func (w *writer) drop() {
 // broken hands back what the writer had in hand when its stream broke
 // with err: the batch, and a large message in fragments with the messages
 // held behind it and those released since the last flush. At most once:
-// they may or may not have arrived; each is handed back once (fail), so
+// they may or may not have arrived; each is handed back once (effects.fail), so
 // that an Ask fails at once and a monitor or link fires, which undo then
 // cancels at the peer. The signals that a second copy cannot harm (see
 // sentAgain) go on the next stream instead: nothing else would tell the
@@ -206,9 +212,9 @@ func (w *writer) broken(err error) {
 			continue
 		}
 		w.addUndo(m)
-		l.fail(m, reason)
+		w.later.fail(l, m, reason)
 	}
-	w.lg.abandon(func(m *outMsg) { l.fail(m, reason) })
+	w.lg.abandon(func(m *outMsg) { w.later.fail(l, m, reason) })
 }
 
 // connGone is the reason given for what a stream had in hand when its

@@ -162,3 +162,37 @@ func TestCancelledAskLeavesAWriteThroughSoon(t *testing.T) {
 		t.Fatalf("written through %d, buffered %v: want the request left to the writer", r.Stats().WrittenThrough, w.buffered())
 	}
 }
+
+// A write-through that finds the writer between rounds, running what it
+// left for after its lock (release), writes nothing, leaves that alone,
+// and wakes the writer for what it queued.
+func TestWriteThroughLeavesABusyWriterAlone(t *testing.T) {
+	r, l, _, _ := newSender(t)
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	defer r.cancel()
+	w, q := &l.user.w, l.user.q
+	var wire bytes.Buffer
+	w.use(&fakeStream{w: &wire})
+	pending := outMsg{to: "sink", from: "source", msg: "handed back"}
+	w.later.failed = append(w.later.failed, failure{pending, ErrStreamBroken})
+	w.busy = true
+	if q.takeBatch(nil) != nil { // the writer found the queue empty
+		t.Fatal("a batch from an empty queue")
+	}
+	if ok, claimed := q.pushClaim("sink", "source", "m", 0, false); !ok || !claimed {
+		t.Fatalf("push: queued %v, claimed %v; want both", ok, claimed)
+	}
+	w.writeThrough(time.Time{})
+	select {
+	case <-q.ready:
+	default:
+		t.Fatal("the writer was not woken")
+	}
+	if wire.Len() != 0 || q.len() != 1 || len(w.later.failed) != 1 || w.later.failed[0].m != pending {
+		t.Fatalf("wrote %d bytes, %d queued, left for after the lock %+v", wire.Len(), q.len(), w.later)
+	}
+	if q.mu.Lock(); q.idle {
+		t.Error("a writer at work is marked idle")
+	}
+	q.mu.Unlock()
+}
