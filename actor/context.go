@@ -168,7 +168,8 @@ func (c *Context) send(to Ref, msg any, corr uint64, kind uint8) {
 			n = new(node)
 		}
 	}
-	c.spare, n.next = n.next, nil
+	// n.next stays stale: the push links it (or undeliverable frees n).
+	c.spare = n.next
 	n.msg, n.from, n.corr, n.kind = msg, Ref{s: c.ref}, corr, kind
 	if hit && last.pushFrom(n, c.loop.Load()) {
 		return
