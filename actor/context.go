@@ -328,6 +328,17 @@ func (c *Context) receive(cases []Case, d time.Duration, within bool) {
 		if !sameCase(c.cont, cases[0]) {
 			c.cont = cases[0]
 		}
+	} else if m, ok := c.cont.(*multiCase); ok && !m.loop {
+		// The actor's own multiCase from an earlier Receive: nothing else
+		// refers to it (match hands out its cases, never itself; a Loop's
+		// is the user's and never reused), so it takes the new cases in
+		// place. An actor that builds fresh cases per message, as in the
+		// paper, then allocates only its closures.
+		old := m.cases
+		m.cases = append(old[:0], cases...)
+		if len(old) > len(cases) {
+			clear(old[len(cases):]) // let the old closures go
+		}
 	} else {
 		// Copied, so that the variadic slice can stay on the caller's stack.
 		c.cont = &multiCase{cases: append([]Case(nil), cases...)}
