@@ -239,7 +239,7 @@ func (c *Context) terminate(reason error) {
 	s := c.sys
 	s.names.remove(c)
 	s.residents[c.loop.Load().Index()].n.Add(-1)
-	s.namesChanged(c.name)
+	s.namesChanged(c.name())
 	if c.timer != nil {
 		c.timer.Cancel()
 		c.timer = nil

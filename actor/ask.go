@@ -34,7 +34,7 @@ func (c *Context) Ask(to Ref, msg any, d time.Duration, then func(reply any, err
 		return
 	}
 	a := &askCase{corr: newCorr(), then: then}
-	if to.peer != c.sys.peer && !to.IsZero() {
+	if !to.on(c.sys.peer) && !to.IsZero() {
 		// Recorded before the request leaves, so that the peer going
 		// away at any point after fails the Ask.
 		a.to = to
@@ -112,18 +112,18 @@ func (s *System) Ask(ctx context.Context, to Ref, msg any) (any, error) {
 		return nil, ErrClosed
 	}
 	w := &waiter{corr: newCorr(), ch: make(chan *node, 1)}
-	c := &Context{sys: s, name: s.genName(), cont: w}
+	c := &Context{sys: s, ref: s.genRef(), cont: w}
 	c.state.Store(waiting)
 	if !s.names.add(c) {
-		return nil, fmt.Errorf("%w: %q", ErrNameTaken, c.name)
+		return nil, fmt.Errorf("%w: %q", ErrNameTaken, c.name())
 	}
 	defer s.names.remove(c)
-	if to.peer != s.peer && !to.IsZero() {
+	if !to.on(s.peer) && !to.IsZero() {
 		e := remoteEdge{kind: edgeAsk, local: c.Self(), remote: to, id: MonitorID(w.corr)}
 		s.remote.add(e)
 		defer s.remote.remove(e)
 	}
-	if s.direct != nil && to.peer != s.peer && !to.IsZero() {
+	if s.direct != nil && !to.on(s.peer) && !to.IsZero() {
 		// The request may be written on this goroutine: see DirectRemote.
 		if err := s.direct.DeliverDirect(ctx, to, c.Self(), msg, w.corr, false); err != nil {
 			s.undeliverable(to, s.newNode(msg, c.Self(), w.corr, kindUser), err)

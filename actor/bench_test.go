@@ -81,14 +81,35 @@ func benchPairs(b *testing.B, pairs, inflight int, colocate bool) {
 	benchPairsStyle(b, pairs, inflight, colocate, false)
 }
 
+// pongPaper2 is pongPaper with a second case per Receive, as README's
+// counter has: two fresh closures per message.
+func pongPaper2(c *Context) {
+	c.Receive(
+		On(func(p ping) { peer := c.Sender(); c.Send(peer, p); pongPaper2Loop(c, peer) }),
+		On(func(struct{}) { c.Stop() }),
+	)
+}
+
+func pongPaper2Loop(c *Context, peer Ref) {
+	c.Receive(
+		On(func(p ping) { c.Send(peer, p); pongPaper2Loop(c, peer) }),
+		On(func(struct{}) { c.Send(peer, ping{}); c.Stop() }),
+	)
+}
+
 func benchPairsStyle(b *testing.B, pairs, inflight int, colocate, paper bool) {
-	s := newSys(b, WithWatchdog(0))
-	done := make(chan struct{}, pairs)
-	per := max(b.N/pairs, inflight)
 	ponger, pinger := Behavior(pongForever), pingUntil
 	if paper {
 		ponger, pinger = pongPaper, pingPaper
 	}
+	benchPairsWith(b, pairs, inflight, colocate, ponger, pinger)
+}
+
+func benchPairsWith(b *testing.B, pairs, inflight int, colocate bool, ponger Behavior,
+	pinger func(c *Context, pong Ref, inflight, total int, done chan<- struct{})) {
+	s := newSys(b, WithWatchdog(0))
+	done := make(chan struct{}, pairs)
+	per := max(b.N/pairs, inflight)
 	b.ReportAllocs()
 	b.ResetTimer()
 	start := time.Now()
@@ -122,13 +143,15 @@ func BenchmarkPingPong(b *testing.B) {
 
 // BenchmarkPairs: 8 pairs with 1 and with 100 messages in flight per pair,
 // with each pair split over two loops (round-robin) or colocated on one;
-// cross-loop-paper installs a fresh case per message (issue 22's workload).
+// cross-loop-paper installs a fresh case per message (issue 22's workload),
+// and -2cases two on the ponger's side.
 func BenchmarkPairs(b *testing.B) {
 	b.Run("8x1/cross-loop", func(b *testing.B) { benchPairs(b, 8, 1, false) })
 	b.Run("8x1/colocated", func(b *testing.B) { benchPairs(b, 8, 1, true) })
 	b.Run("8x100/cross-loop", func(b *testing.B) { benchPairs(b, 8, 100, false) })
 	b.Run("8x100/colocated", func(b *testing.B) { benchPairs(b, 8, 100, true) })
 	b.Run("8x100/cross-loop-paper", func(b *testing.B) { benchPairsStyle(b, 8, 100, false, true) })
+	b.Run("8x100/cross-loop-paper-2cases", func(b *testing.B) { benchPairsWith(b, 8, 100, false, pongPaper2, pingPaper) })
 }
 
 type token struct{ hops int }

@@ -58,7 +58,7 @@ type Context struct {
 	loop  atomic.Pointer[eventloop.Loop] // changed only by whoever schedules the actor (see wake, follow)
 	task  eventloop.Task                 // the activation; Run is its body
 	sys   *System
-	name  string
+	ref   string // Self's Ref: "<peer>/<name>" (see name)
 
 	// Owned by the activation.
 	fresh *node // taken from the inbox, not yet tested, oldest first (Run keeps it in a local while it runs)
@@ -113,10 +113,14 @@ func (c *Context) extra() *ext {
 }
 
 // Self returns the actor's own Ref.
-func (c *Context) Self() Ref { return Ref{peer: c.sys.peer, name: c.name} }
+func (c *Context) Self() Ref { return Ref{s: c.ref} }
+
+// name returns the actor's name: its Ref after the peer. Safe for
+// concurrent use.
+func (c *Context) name() string { return c.ref[len(c.sys.peer)+1:] }
 
 // String returns the actor's Ref as text. Safe for concurrent use.
-func (c *Context) String() string { return c.sys.peer + "/" + c.name }
+func (c *Context) String() string { return c.ref }
 
 // System returns the system the actor lives in.
 func (c *Context) System() *System { return c.sys }
@@ -145,7 +149,11 @@ func (c *Context) Send(to Ref, msg any) {
 // send is System.send with the actor's own lookup cache.
 func (c *Context) send(to Ref, msg any, corr uint64, kind uint8) {
 	s := c.sys
-	if to.peer != s.peer {
+	// The partner of the last send is local, and its Ref mostly the very
+	// string to holds: then the peer needs no comparing.
+	last := c.lastTo
+	hit := last != nil && sameString(to.s, last.ref)
+	if !hit && !to.on(s.peer) {
 		if s.batch != nil && !to.IsZero() {
 			c.sendOut(to, msg, corr, kind == kindReply)
 			return
@@ -160,12 +168,13 @@ func (c *Context) send(to Ref, msg any, corr uint64, kind uint8) {
 			n = new(node)
 		}
 	}
-	c.spare, n.next = n.next, nil
-	n.msg, n.from, n.corr, n.kind = msg, Ref{peer: s.peer, name: c.name}, corr, kind
-	if last := c.lastTo; last != nil && sameString(to.name, last.name) && last.pushFrom(n, c.loop.Load()) {
+	// n.next stays stale: the push links it (or undeliverable frees n).
+	c.spare = n.next
+	n.msg, n.from, n.corr, n.kind = msg, Ref{s: c.ref}, corr, kind
+	if hit && last.pushFrom(n, c.loop.Load()) {
 		return
 	}
-	if target := s.names.load(to.name); target != nil && target.pushFrom(n, c.loop.Load()) {
+	if target := s.names.load(to.Name()); target != nil && target.pushFrom(n, c.loop.Load()) {
 		c.lastTo = target
 		return
 	}
@@ -206,7 +215,7 @@ func (c *Context) flushOut() {
 		return
 	}
 	s := c.sys
-	from := Ref{peer: s.peer, name: c.name}
+	from := Ref{s: c.ref}
 	for msgs := o.msgs; len(msgs) > 0; {
 		n, err := s.batch.DeliverBatch(from, msgs)
 		if err == nil || n >= len(msgs) {
@@ -318,6 +327,17 @@ func (c *Context) receive(cases []Case, d time.Duration, within bool) {
 		// the same value in place saves a store to the heap.
 		if !sameCase(c.cont, cases[0]) {
 			c.cont = cases[0]
+		}
+	} else if m, ok := c.cont.(*multiCase); ok && !m.loop {
+		// The actor's own multiCase from an earlier Receive: nothing else
+		// refers to it (match hands out its cases, never itself; a Loop's
+		// is the user's and never reused), so it takes the new cases in
+		// place. An actor that builds fresh cases per message, as in the
+		// paper, then allocates only its closures.
+		old := m.cases
+		m.cases = append(old[:0], cases...)
+		if len(old) > len(cases) {
+			clear(old[len(cases):]) // let the old closures go
 		}
 	} else {
 		// Copied, so that the variadic slice can stay on the caller's stack.

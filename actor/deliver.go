@@ -79,7 +79,7 @@ func isSignal(m any) bool {
 
 // send routes a message: to a local actor's inbox, or to the Remote.
 func (s *System) send(to, from Ref, msg any, corr uint64, kind uint8) {
-	if to.peer == s.peer {
+	if to.on(s.peer) {
 		s.deliverLocal(to, s.newNode(msg, from, corr, kind))
 		return
 	}
@@ -109,7 +109,7 @@ func (p *Port) Bounce(e Envelope, reason error) {
 }
 
 func (s *System) deliverLocal(to Ref, n *node) {
-	if c := s.names.load(to.name); c != nil && c.push(n) {
+	if c := s.names.load(to.Name()); c != nil && c.push(n) {
 		return
 	}
 	s.undeliverable(to, n, ErrNoSuchActor)

@@ -231,7 +231,7 @@ func (p *Port) PeerLeftGroups(peer string) {
 	var gone []Left
 	for g, r := range t.remote {
 		for m := range r {
-			if m.peer == peer {
+			if m.Peer() == peer {
 				gone = append(gone, Left{Group: g, Member: m})
 			}
 		}

@@ -26,7 +26,7 @@ func TestLocalGroupBroadcastReachesEachMemberOnce(t *testing.T) {
 	for range 3 {
 		recv(t, ready)
 	}
-	downs := watcher(t, s, Ref{peer: s.Peer(), name: "c"})
+	downs := watcher(t, s, refOf(s.Peer(), "c"))
 	recv(t, downs) // c left the group by stopping
 	if err := s.Publish("room", Ref{}, "hi"); err != nil {
 		t.Fatal(err)
@@ -108,7 +108,7 @@ func TestLocalPresence(t *testing.T) {
 // when the transport stops listening, unless a local member joined again.
 func TestRemoteMembersOnlyWhileListening(t *testing.T) {
 	s := newSys(t)
-	far := Ref{peer: "other", name: "far"}
+	far := refOf("other", "far")
 	if s.Port().DeliverPresence("g", far, true) {
 		t.Fatal("a member of another peer was recorded for a group without a local member")
 	}
@@ -129,7 +129,7 @@ func TestRemoteMembersOnlyWhileListening(t *testing.T) {
 	if s.Port().DeliverPresence("g", far, true) {
 		t.Fatal("forgotten while the group has a local member")
 	}
-	s.Send(Ref{peer: s.Peer(), name: "m"}, struct{}{})
+	s.Send(refOf(s.Peer(), "m"), struct{}{})
 	recv(t, stop)
 	s.Port().ForgetGroupMembers("g")
 	if s.Port().DeliverPresence("g", far, false) {

@@ -104,7 +104,7 @@ func (in *Inbound) Flush() {
 	in.runs, in.n = in.runs[:0], 0
 	for i := range runs {
 		r := &runs[i]
-		if c := s.names.load(r.to.name); c == nil || !c.pushRun(r.first, r.last) {
+		if c := s.names.load(r.to.Name()); c == nil || !c.pushRun(r.first, r.last) {
 			for n := reverseNodes(r.first); n != nil; {
 				next := n.next
 				n.next = nil
@@ -134,5 +134,5 @@ func (in *Inbound) Close() {
 // same is r == o, quicker when their strings are the same in memory, as
 // those of consecutive remote messages mostly are.
 func (r Ref) same(o Ref) bool {
-	return sameString(r.name, o.name) && sameString(r.peer, o.peer)
+	return sameString(r.s, o.s)
 }

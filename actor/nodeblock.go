@@ -87,7 +87,11 @@ func (f *freeList) add(s *System, n *node) {
 		f.k++
 		return
 	}
-	*n = node{next: f.run}
+	// Only msg needs clearing (so that the message may be collected):
+	// a pooled node's other fields are set when it is used again, and
+	// each store of a pointer costs a write barrier while the GC marks.
+	// from keeps a sender's Ref text alive until then.
+	n.msg, n.next = nil, f.run
 	if f.run == nil {
 		f.last = n
 	}

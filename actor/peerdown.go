@@ -51,22 +51,23 @@ func (x *remoteIndex) addWithin(e remoteEdge, limit int) bool {
 		x.peers = make(map[string]map[remoteEdge]struct{})
 		x.watches = make(map[string]int)
 	}
-	m := x.peers[e.remote.peer]
+	peer := e.remote.Peer()
+	m := x.peers[peer]
 	if e.isWatch() {
 		if _, ok := m[e]; ok {
 			return true
 		}
-		if limit > 0 && x.watches[e.remote.peer] >= limit {
+		if limit > 0 && x.watches[peer] >= limit {
 			return false
 		}
-		x.watches[e.remote.peer]++
+		x.watches[peer]++
 	}
 	if m == nil {
 		m, x.spare = x.spare, nil
 		if m == nil {
 			m = make(map[remoteEdge]struct{})
 		}
-		x.peers[e.remote.peer] = m
+		x.peers[peer] = m
 	}
 	m[e] = struct{}{}
 	return true
@@ -75,18 +76,19 @@ func (x *remoteIndex) addWithin(e remoteEdge, limit int) bool {
 func (x *remoteIndex) remove(e remoteEdge) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if m := x.peers[e.remote.peer]; m != nil {
+	peer := e.remote.Peer()
+	if m := x.peers[peer]; m != nil {
 		if e.isWatch() {
 			if _, ok := m[e]; !ok {
 				return
 			}
-			if x.watches[e.remote.peer]--; x.watches[e.remote.peer] == 0 {
-				delete(x.watches, e.remote.peer)
+			if x.watches[peer]--; x.watches[peer] == 0 {
+				delete(x.watches, peer)
 			}
 		}
 		delete(m, e)
 		if len(m) == 0 {
-			delete(x.peers, e.remote.peer)
+			delete(x.peers, peer)
 			x.spare = m
 		}
 	}
@@ -131,7 +133,7 @@ func (p *Port) PeerDown(peer string) {
 
 // trackRemote records an edge when other is on another peer.
 func (c *Context) trackRemote(kind edgeKind, other Ref, id MonitorID, add bool) {
-	if other.peer == c.sys.peer || other.IsZero() {
+	if other.on(c.sys.peer) || other.IsZero() {
 		return
 	}
 	e := remoteEdge{kind: kind, local: c.Self(), remote: other, id: id}
@@ -146,7 +148,7 @@ func (c *Context) trackRemote(kind edgeKind, other Ref, id MonitorID, add bool) 
 // on another peer, and reports false when its peer's watches are at the
 // limit (the edge is then not made).
 func (c *Context) admitRemote(kind edgeKind, other Ref, id MonitorID) bool {
-	if other.peer == c.sys.peer || other.IsZero() {
+	if other.on(c.sys.peer) || other.IsZero() {
 		return true
 	}
 	return c.sys.remote.addWithin(remoteEdge{kind: kind, local: c.Self(), remote: other, id: id}, c.sys.cfg.watchLimit)

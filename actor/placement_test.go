@@ -114,7 +114,7 @@ func idlePair(t *testing.T, s *System) (lo, hi *Context) {
 	a, b := mustSpawn(t, s, "", idle), mustSpawn(t, s, "", idle)
 	recv(t, started)
 	recv(t, started)
-	lo, hi = s.names.load(a.name), s.names.load(b.name)
+	lo, hi = s.names.load(a.Name()), s.names.load(b.Name())
 	if before(hi, lo) {
 		lo, hi = hi, lo
 	}

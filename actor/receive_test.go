@@ -3,6 +3,7 @@ package actor
 import (
 	"errors"
 	"runtime"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -309,4 +310,45 @@ func TestThroughputKeepsChattyActorFromStarving(t *testing.T) {
 	mustSpawn(t, s, "", func(c *Context) { close(reached) })
 	recv(t, reached)
 	close(stop)
+}
+
+// An actor that installs fresh cases per message, as in the paper, keeps
+// one multiCase: Receive refills it, and lets go of the cases it drops.
+func TestFreshCasesRefillTheActorsMultiCase(t *testing.T) {
+	s := newSys(t)
+	type get struct{}
+	out := make(chan string, 1)
+	var first *multiCase
+	var counter func(c *Context, v int)
+	counter = func(c *Context, v int) {
+		m, _ := c.cont.(*multiCase)
+		if first == nil {
+			first = m
+		} else if m != first {
+			out <- "a new multiCase"
+			return
+		}
+		if v == 3 { // one case fewer: the dropped slot is cleared
+			c.Receive(On(func(int) { counter(c, v+1) }), On(func(get) {}))
+			if tail := first.cases[:3]; tail[2] != nil {
+				out <- "a dropped case kept"
+			}
+			return
+		}
+		c.Receive(
+			On(func(int) { counter(c, v+1) }),
+			On(func(get) { out <- "got " + strconv.Itoa(v) }),
+			On(func(string) {}),
+		)
+	}
+	ref := mustSpawn(t, s, "", func(c *Context) {
+		c.Receive(On(func(int) { counter(c, 1) }), On(func(bool) {}))
+	})
+	for range 5 {
+		s.Send(ref, 0)
+	}
+	s.Send(ref, get{})
+	if got := recv(t, out); got != "got 5" {
+		t.Fatal(got)
+	}
 }

@@ -13,9 +13,24 @@ const MaxNameLen = 255
 // Ref addresses an actor: the ID of the peer that hosts it plus its name on
 // that peer. It is a small comparable value, usable as a map key; two Refs
 // are equal when they name the same actor. The zero Ref addresses nothing.
+//
+// A Ref is one string, "<peer>/<name>" (neither part holds '/'): two
+// words with one pointer, which is what a closure that captures a Ref
+// (as a paper-style handler does, once per message) and a mailbox node
+// pay for it.
 type Ref struct {
-	peer string
-	name string
+	s string
+}
+
+// refOf returns the Ref of name on peer, both valid.
+func refOf(peer, name string) Ref { return Ref{s: peer + "/" + name} }
+
+// split returns where the peer ends in r.s, or -1 for the zero Ref.
+func (r Ref) split() int { return strings.IndexByte(r.s, '/') }
+
+// on reports whether r's peer is peer (not empty).
+func (r Ref) on(peer string) bool {
+	return len(r.s) > len(peer) && r.s[len(peer)] == '/' && r.s[:len(peer)] == peer
 }
 
 // NewRef returns the Ref of the actor called name on peer. It does not check
@@ -23,13 +38,18 @@ type Ref struct {
 // holds '/', and ErrInvalidName for a bad name (generated names, which start
 // with '$', are accepted here).
 func NewRef(peer, name string) (Ref, error) {
-	if peer == "" || strings.ContainsRune(peer, '/') || !utf8.ValidString(peer) {
-		return Ref{}, fmt.Errorf("%w: peer %q", ErrInvalidRef, peer)
-	}
-	if err := checkName(name, true); err != nil {
+	if err := checkRef(peer, name); err != nil {
 		return Ref{}, err
 	}
-	return Ref{peer: peer, name: name}, nil
+	return refOf(peer, name), nil
+}
+
+// checkRef returns NewRef's error for peer and name, or nil.
+func checkRef(peer, name string) error {
+	if peer == "" || strings.ContainsRune(peer, '/') || !utf8.ValidString(peer) {
+		return fmt.Errorf("%w: peer %q", ErrInvalidRef, peer)
+	}
+	return checkName(name, true)
 }
 
 // ParseRef parses "<peer>/<name>" or "/p2p/<peer>/actor/<name>".
@@ -45,24 +65,37 @@ func ParseRef(s string) (Ref, error) {
 	if !ok {
 		return Ref{}, fmt.Errorf("%w: %q is not <peer>/<name>", ErrInvalidRef, s)
 	}
-	return NewRef(peer, name)
+	if err := checkRef(peer, name); err != nil {
+		return Ref{}, err
+	}
+	return Ref{s: s}, nil // s is the Ref already: no copy
 }
 
 // Peer returns the ID of the peer that hosts the actor.
-func (r Ref) Peer() string { return r.peer }
+func (r Ref) Peer() string {
+	if i := r.split(); i >= 0 {
+		return r.s[:i]
+	}
+	return ""
+}
 
 // Name returns the actor's name on its peer.
-func (r Ref) Name() string { return r.name }
+func (r Ref) Name() string {
+	if i := r.split(); i >= 0 {
+		return r.s[i+1:]
+	}
+	return ""
+}
 
 // IsZero reports whether r is the zero Ref.
-func (r Ref) IsZero() bool { return r == Ref{} }
+func (r Ref) IsZero() bool { return r.s == "" }
 
 // String returns "<peer>/<name>", or "<none>" for the zero Ref.
 func (r Ref) String() string {
 	if r.IsZero() {
 		return "<none>"
 	}
-	return r.peer + "/" + r.name
+	return r.s
 }
 
 // MarshalText encodes r as "<peer>/<name>" (empty for the zero Ref).

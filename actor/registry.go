@@ -43,22 +43,22 @@ func (r *registry) load(name string) *Context {
 
 // add registers c under its name unless the name is taken.
 func (r *registry) add(c *Context) bool {
-	s := r.shard(c.name)
+	s := r.shard(c.name())
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, taken := s.m[c.name]; taken {
+	if _, taken := s.m[c.name()]; taken {
 		return false
 	}
-	s.m[c.name] = c
+	s.m[c.name()] = c
 	return true
 }
 
 // remove unregisters c if its name still maps to it.
 func (r *registry) remove(c *Context) {
-	s := r.shard(c.name)
+	s := r.shard(c.name())
 	s.mu.Lock()
-	if s.m[c.name] == c {
-		delete(s.m, c.name)
+	if s.m[c.name()] == c {
+		delete(s.m, c.name())
 	}
 	s.mu.Unlock()
 }

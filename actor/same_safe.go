@@ -14,4 +14,4 @@ func sameCase(a, b Case) bool { return false }
 
 // before orders two actors for the tie rule of follow: by name (unique
 // per system; the default build compares addresses, which needs unsafe).
-func before(a, b *Context) bool { return a.name < b.name }
+func before(a, b *Context) bool { return a.ref < b.ref }

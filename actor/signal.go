@@ -122,7 +122,7 @@ func (c *Context) Demonitor(id MonitorID) {
 
 // isRemote reports whether ref is an actor of another peer.
 func (c *Context) isRemote(ref Ref) bool {
-	return ref.peer != c.sys.peer && !ref.IsZero()
+	return !ref.on(c.sys.peer) && !ref.IsZero()
 }
 
 // linkedTo reports whether this actor is linked to ref.

@@ -100,7 +100,8 @@ func (c *Context) SpawnLink(name string, b Behavior, opts ...SpawnOption) (Ref, 
 	return child.start(), nil
 }
 
-// genName returns a new generated name: '$' and a number in base 36. The
+// genRef returns the Ref (as text) of a new generated name: '$' and a
+// number in base 36, made in one allocation with the peer. The
 // numbers of a system start at a random point of a 2^48 range, so a peer
 // that restarts (a new system, a new incarnation) does not hand the names
 // of its former actors to new ones: a Ref to an unnamed actor of an
@@ -108,9 +109,10 @@ func (c *Context) SpawnLink(name string, b Behavior, opts ...SpawnOption) (Ref, 
 // ErrNoSuchActor) rather than an unrelated one, as a pid of an earlier
 // Erlang node creation does. A name chosen by the application is the
 // service's, as an Erlang registered name is: it finds the new actor.
-func (s *System) genName() string {
-	var buf [16]byte
-	return string(strconv.AppendUint(append(buf[:0], '$'), s.nameSeq.Add(1), 36))
+func (s *System) genRef() string {
+	var buf [96]byte
+	b := append(append(buf[:0], s.peer...), '/', '$')
+	return string(strconv.AppendUint(b, s.nameSeq.Add(1), 36))
 }
 
 // randomNameBase returns where a system's generated names start: at random
@@ -132,12 +134,16 @@ func (s *System) spawn(name string, b Behavior, parent *Context, opts []SpawnOpt
 	for _, o := range opts {
 		o(&sc)
 	}
+	var ref string
 	if name == "" {
-		name = s.genName()
+		ref = s.genRef()
+		name = ref[len(s.peer)+1:]
 	} else if err := checkName(name, sc.system); err != nil {
 		return nil, err
+	} else {
+		ref = s.peer + "/" + name
 	}
-	c := &Context{sys: s, name: name, cont: startCase{b}, opts: sc.opts}
+	c := &Context{sys: s, ref: ref, cont: startCase{b}, opts: sc.opts}
 	if sc.limit > 0 {
 		c.acct.Store(&mailboxAcct{limit: int32(sc.limit)})
 	}

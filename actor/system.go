@@ -83,16 +83,17 @@ func (s *System) Group() *eventloop.Group { return s.group }
 // them). For transports. Safe for concurrent use.
 func (p *Port) AcceptsUnknownTypes(to Ref) bool {
 	s := p.s
-	c := s.names.load(to.name)
+	c := s.names.load(to.Name())
 	return c != nil && c.opts&oAcceptUnknown != 0
 }
 
 // Whereis returns the Ref of the local actor registered as name.
 func (s *System) Whereis(name string) (Ref, bool) {
-	if s.names.load(name) == nil {
+	c := s.names.load(name)
+	if c == nil {
 		return Ref{}, false
 	}
-	return Ref{peer: s.peer, name: name}, true
+	return c.Self(), true
 }
 
 // Actors returns how many actors live on this system.
@@ -153,8 +154,8 @@ func (s *System) Shutdown(ctx context.Context) error {
 func (s *System) Names() []string {
 	var out []string
 	for _, c := range s.names.all() {
-		if c.name[0] != '$' {
-			out = append(out, c.name)
+		if name := c.name(); name[0] != '$' {
+			out = append(out, name)
 		}
 	}
 	slices.Sort(out)

@@ -23,7 +23,10 @@ type (
 // protoRunner runs the workloads on Proto.Actor with what a user gets by
 // default: the default dispatcher (a goroutine per active mailbox,
 // throughput 300) and the default unbounded mailbox. Its logger is silenced.
-type protoRunner struct{ timeout time.Duration }
+type protoRunner struct {
+	timeout time.Duration
+	garbage bool // ping-pong actors allocate what Troupe's paper-style closures do (protoactor_garbage.go)
+}
 
 func newProto() *actor.ActorSystem {
 	return actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
@@ -84,9 +87,9 @@ func (r protoRunner) pingPong(pairs, inflight int, d time.Duration, _ bool) (flo
 	st := newPairState(pairs)
 	pingers := make([]*actor.PID, pairs)
 	for i := range pairs {
-		pong := sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return &pPonger{} }))
+		pong := sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return r.ponger() }))
 		pingers[i] = sys.Root.Spawn(actor.PropsFromProducer(func() actor.Actor {
-			return &pPinger{pong: pong, pair: i, inflight: inflight, st: st}
+			return r.pinger(pPinger{pong: pong, pair: i, inflight: inflight, st: st})
 		}))
 	}
 	return st.measure(func() {

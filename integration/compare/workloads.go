@@ -152,12 +152,26 @@ func workloads(cfg config) []workload {
 		}
 		return w
 	}
+	// Troupe in paper style against Proto.Actor actors that allocate as
+	// much per round trip (the closures' bytes, as garbage): what the
+	// garbage collector costs both, apart from the runtimes.
+	ppGarbage := func(name string, pairs, inflight int) workload {
+		w := pp(name, pairs, inflight, false, 0)
+		w.run = func(s string) result {
+			if s == protoSys {
+				return wrap(protoRunner{timeout: cfg.timeout, garbage: true}.pingPong(pairs, inflight, cfg.dur, false))
+			}
+			return wrap(r(s).pingPong(pairs, inflight, cfg.dur, false))
+		}
+		return w
+	}
 	ws := []workload{
 		pp("ping-pong, 1 pair (Troupe cross-loop)", 1, 1, false, 11),
 		pp("ping-pong, 1 pair (Troupe colocated)", 1, 1, true, 11),
 		ppReuse("ping-pong, 1 pair (Troupe colocated, reused case)", 1, 1, true, 11),
 		pp("8 pairs × 1 in flight", 8, 1, false, 0),
 		pp("8 pairs × 100 in flight", 8, 100, false, 1.5),
+		ppGarbage("8 pairs × 100 in flight (Proto.Actor allocating as much)", 8, 100),
 		ppReuse("8 pairs × 100 in flight (Troupe reused case)", 8, 100, false, 1.5),
 		ppReuse("8 pairs × 100 in flight (Troupe colocated, reused case)", 8, 100, true, 1.5),
 	}
