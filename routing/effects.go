@@ -67,15 +67,21 @@ func (l *link) perform(fx *effects) {
 }
 
 // release runs what the writer collected (w.later) with its lock let go,
-// and takes the lock again; busy keeps a write-through out meanwhile. w.mu
-// is held.
+// and takes the lock again; busy keeps a write-through out meanwhile. The
+// effects are moved out under the lock, so nothing else can touch them
+// while they run; their emptied slices come back for reuse. w.mu is held.
 func (w *writer) release() {
 	if w.later.empty() {
 		return
 	}
+	fx := w.later
+	w.later = effects{}
 	w.busy = true
 	w.mu.Unlock()
-	w.l.perform(&w.later)
+	w.l.perform(&fx)
 	w.mu.Lock()
 	w.busy = false
+	if w.later.empty() && cap(w.later.failed) == 0 && cap(w.later.losses) == 0 {
+		w.later = fx // emptied by perform: its slices are reused
+	}
 }

@@ -167,7 +167,7 @@ func (r *Router) lossHeard(p libp2ppeer.ID, s uint64) {
 	// Acted on only now: a reader that waits for it hands on nothing
 	// before the Downs are in their mailboxes.
 	r.mu.Lock()
-	r.bookLocked(r.peers.actedOn(buf[:0], p, s))
+	r.bookLocked(r.peers.actedOn(buf[:0], p, s, acts[0].gen))
 	r.mu.Unlock()
 }
 
@@ -177,10 +177,14 @@ func (r *Router) lossPresumed(p libp2ppeer.ID, lost uint64) {
 	var buf [1]peerAction
 	r.mu.Lock()
 	acts := r.peers.presumed(buf[:0], p, lost)
+	gen := uint64(0)
+	if len(acts) > 0 {
+		gen = acts[0].gen
+	}
 	r.mu.Unlock()
 	r.perform(acts)
 	r.mu.Lock()
-	r.bookLocked(r.peers.presumedDone(buf[:0], p, lost))
+	r.bookLocked(r.peers.presumedDone(buf[:0], p, lost, gen))
 	r.mu.Unlock()
 }
 

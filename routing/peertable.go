@@ -8,10 +8,11 @@ import (
 )
 
 // The peer table: the router's protocol state per peer (incarnations,
-// connections, losses, the inbound streams being read), pure. Its methods take an event, change the
-// table, and append the actions it calls for to acts; it does no IO,
-// starts no goroutine, takes no lock and calls neither libp2p nor the
-// actor system. The Router, its driver, holds it under Router.mu and
+// connections, losses, the inbound streams being read). Its methods take
+// an event, change the table, and append the actions it calls for to
+// acts; it does no IO, starts no goroutine, takes no lock and calls
+// neither the actor system nor libp2p, but for the connection predicate
+// it is given (closed) and the reader fields that streamHello sets. The Router, its driver, holds it under Router.mu and
 // performs the actions (peers.go, loss.go): the bookkeeping ones before
 // it unlocks, the others after. docs/routing.md has the loss protocol
 // as a table; peertable_test.go follows its rows.
@@ -22,6 +23,7 @@ type peerTable struct {
 	// a test's.
 	closed func(network.Conn) bool
 	peers  map[libp2ppeer.ID]*peerState
+	gen    uint64 // counts forgets: a peerState's losses belong to one
 	// streams are the inbound streams being read per peer and protocol,
 	// oldest first (handles: the table never touches their streams).
 	streams map[inboundKey][]*reader
@@ -39,6 +41,7 @@ type peerState struct {
 	// on (its PeerDown done); and the one a user stream of its must wait
 	// for after a reset here.
 	lost, heard, acted, want uint64
+	gen                      uint64 // the table's gen when its losses were last forgotten (or it was made)
 }
 
 func newPeerTable(closed func(network.Conn) bool) peerTable {
@@ -89,6 +92,7 @@ type peerAction struct {
 	peer libp2ppeer.ID
 	why  downReason   // actPeerDown
 	seq  uint64       // actSendLost, actAskLoss
+	gen  uint64       // actPeerDown of heard and presumed: pass back to actedOn, presumedDone
 	conn network.Conn // actCloseConn
 	rd   *reader      // actResetStream
 }
@@ -97,7 +101,7 @@ type peerAction struct {
 func (t *peerTable) state(p libp2ppeer.ID) *peerState {
 	st := t.peers[p]
 	if st == nil {
-		st = new(peerState)
+		st = &peerState{gen: t.gen}
 		t.peers[p] = st
 	}
 	return st
@@ -105,8 +109,10 @@ func (t *peerTable) state(p libp2ppeer.ID) *peerState {
 
 // forget drops what the table knows of p's losses.
 func (t *peerTable) forget(acts []peerAction, p libp2ppeer.ID) []peerAction {
+	t.gen++
 	if st := t.peers[p]; st != nil {
 		st.lost, st.heard, st.acted, st.want = 0, 0, 0, 0
+		st.gen = t.gen
 	}
 	return append(acts, peerAction{kind: actForget, peer: p})
 }
@@ -208,14 +214,14 @@ func (t *peerTable) heard(acts []peerAction, p libp2ppeer.ID, s uint64) []peerAc
 		return acts
 	}
 	st.heard = s // taken on: another with s does nothing
-	return append(acts, peerAction{kind: actPeerDown, peer: p, why: downHeard})
+	return append(acts, peerAction{kind: actPeerDown, peer: p, why: downHeard, gen: st.gen})
 }
 
 // actedOn: the Downs of p's declaration s are done: the readers waiting
 // for it may hand on.
-func (t *peerTable) actedOn(acts []peerAction, p libp2ppeer.ID, s uint64) []peerAction {
+func (t *peerTable) actedOn(acts []peerAction, p libp2ppeer.ID, s, gen uint64) []peerAction {
 	st := t.peers[p]
-	if st == nil || s <= st.acted {
+	if st == nil || st.gen != gen || s <= st.acted {
 		return acts
 	}
 	st.acted = s
@@ -240,13 +246,13 @@ func (t *peerTable) presumed(acts []peerAction, p libp2ppeer.ID, lost uint64) []
 	}
 	st.want = 0
 	st.heard = max(st.heard, lost)
-	return append(acts, peerAction{kind: actPeerDown, peer: p, why: downPresumed})
+	return append(acts, peerAction{kind: actPeerDown, peer: p, why: downPresumed, gen: st.gen})
 }
 
 // presumedDone: the Downs of a presumed declaration are done (see
 // presumed): the readers waiting for p look again.
-func (t *peerTable) presumedDone(acts []peerAction, p libp2ppeer.ID, lost uint64) []peerAction {
-	if st := t.peers[p]; st != nil && st.known && lost > st.acted {
+func (t *peerTable) presumedDone(acts []peerAction, p libp2ppeer.ID, lost, gen uint64) []peerAction {
+	if st := t.peers[p]; st != nil && st.known && st.gen == gen && lost > st.acted {
 		st.acted = lost
 	}
 	return append(acts, peerAction{kind: actWake, peer: p})

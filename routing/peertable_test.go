@@ -86,7 +86,7 @@ func TestPeerTableScenarios(t *testing.T) {
 			check(ev("its lostBody", func(t *peerTable, a []peerAction) []peerAction { return t.heard(a, tp, 1) },
 				down(downHeard)),
 				func(t *peerTable) bool { return !t.awaited(tp, 0) }), // heard, not yet acted on
-			check(ev("acted on", func(t *peerTable, a []peerAction) []peerAction { return t.actedOn(a, tp, 1) }, wakeP),
+			check(ev("acted on", func(t *peerTable, a []peerAction) []peerAction { return t.actedOn(a, tp, 1, genOf(t)) }, wakeP),
 				func(t *peerTable) bool { return t.awaited(tp, 0) }),
 		}},
 		{"a control stream reset asks, and holds back no user stream", []step{
@@ -113,9 +113,9 @@ func TestPeerTableScenarios(t *testing.T) {
 			check(ev("nothing yet", func(*peerTable, []peerAction) []peerAction { return nil }),
 				func(t *peerTable) bool { return !t.awaited(tp, 5) }),
 			ev("lost 5", func(t *peerTable, a []peerAction) []peerAction { return t.heard(a, tp, 5) }, down(downHeard)),
-			check(ev("acted on", func(t *peerTable, a []peerAction) []peerAction { return t.actedOn(a, tp, 5) }, wakeP),
+			check(ev("acted on", func(t *peerTable, a []peerAction) []peerAction { return t.actedOn(a, tp, 5, genOf(t)) }, wakeP),
 				func(t *peerTable) bool { return t.awaited(tp, 5) && !t.awaited(tp, 6) }),
-			ev("acted on again", func(t *peerTable, a []peerAction) []peerAction { return t.actedOn(a, tp, 5) }),
+			ev("acted on again", func(t *peerTable, a []peerAction) []peerAction { return t.actedOn(a, tp, 5, genOf(t)) }),
 		}},
 		{"an older peer sends no lostBody: presumed after lossWait, and its next real one still counts", []step{
 			helloP(1, nil),
@@ -123,14 +123,14 @@ func TestPeerTableScenarios(t *testing.T) {
 				peerAction{kind: actAskLoss, peer: tp, seq: 1}),
 			ev("presumed (hello said Lost 0)", func(t *peerTable, a []peerAction) []peerAction { return t.presumed(a, tp, 0) },
 				down(downPresumed)),
-			check(ev("done", func(t *peerTable, a []peerAction) []peerAction { return t.presumedDone(a, tp, 0) }, wakeP),
+			check(ev("done", func(t *peerTable, a []peerAction) []peerAction { return t.presumedDone(a, tp, 0, genOf(t)) }, wakeP),
 				func(t *peerTable) bool { return t.awaited(tp, 0) }),
 			ev("its real declaration 1", func(t *peerTable, a []peerAction) []peerAction { return t.heard(a, tp, 1) }, down(downHeard)),
 		}},
 		{"presumed, the one its hello announced counts as heard and acted on", []step{
 			helloP(1, nil),
 			ev("presumed 4", func(t *peerTable, a []peerAction) []peerAction { return t.presumed(a, tp, 4) }, down(downPresumed)),
-			check(ev("done", func(t *peerTable, a []peerAction) []peerAction { return t.presumedDone(a, tp, 4) }, wakeP),
+			check(ev("done", func(t *peerTable, a []peerAction) []peerAction { return t.presumedDone(a, tp, 4, genOf(t)) }, wakeP),
 				func(t *peerTable) bool { return t.awaited(tp, 4) }),
 			ev("lost 4 arrives late", func(t *peerTable, a []peerAction) []peerAction { return t.heard(a, tp, 4) }),
 		}},
@@ -142,7 +142,7 @@ func TestPeerTableScenarios(t *testing.T) {
 			check(ev("gone", func(t *peerTable, a []peerAction) []peerAction { return t.gone(a, tp) }, forgetP, down(downGone)),
 				func(t *peerTable) bool { return t.lost(tp) == 0 && !t.known(tp) && len(t.peers) == 0 }),
 			ev("its lostBody 3, read late", func(t *peerTable, a []peerAction) []peerAction { return t.heard(a, tp, 3) }),
-			ev("acted on late", func(t *peerTable, a []peerAction) []peerAction { return t.actedOn(a, tp, 3) }),
+			ev("acted on late", func(t *peerTable, a []peerAction) []peerAction { return t.actedOn(a, tp, 3, genOf(t)) }),
 		}},
 		{"the peer restarts: its old connections close, losses go, down, restarted", []step{
 			with(helloP(1, old), nil...),
@@ -170,6 +170,9 @@ func TestPeerTableScenarios(t *testing.T) {
 			tab := newPeerTable(func(c network.Conn) bool { return c.(*tconn).closed })
 			for i, s := range sc.steps {
 				got := s.ev(&tab, nil)
+				for i := range got {
+					got[i].gen = 0
+				}
 				sortCloses(got)
 				if !slices.Equal(got, s.want) {
 					t.Fatalf("step %d (%s): actions %+v, want %+v", i, s.name, got, s.want)
@@ -289,4 +292,11 @@ func TestPeerTableStreams(t *testing.T) {
 	if len(tab.streams) != 0 {
 		t.Fatalf("streams left: %v", tab.streams)
 	}
+}
+
+func genOf(t *peerTable) uint64 {
+	if st := t.peers[tp]; st != nil {
+		return st.gen
+	}
+	return 0
 }

@@ -10,9 +10,10 @@ import (
 
 // The batch planner: what turns the messages a writer takes from its
 // queue into frames (batches, fragments of large messages between the
-// others, refusals), pure. It writes to a codec.FrameWriter over any
-// io.Writer, holds no lock and calls neither the router nor the actor
-// system: what it did, and which messages failed and why, it reports in
+// others, refusals). Its only IO is the codec.FrameWriter it is given
+// (over any io.Writer; it flushes when the buffer fills), and it runs the
+// messages' encoders; it holds no lock and calls neither the router nor
+// the actor system: what it did, and which messages failed and why, it reports in
 // planner.done, which the writer acts on (writer.took).
 
 // planner is a writer's batch planner. Not safe for concurrent use: its

@@ -21,12 +21,13 @@ import (
 	"github.com/troupe-mesh/troupe/codec"
 )
 
-// Locks. These are all the mutexes of a Router and what each guards. A
-// lock is never taken while one to its right is held:
+// Locks. These are all the mutexes of a Router and what each guards. Two
+// roots over the same leaves, never nested:
 //
-//	writer.mu → Router.mu → outQueue.mu, link.mu, unreachableMu
+//	writer.mu → outQueue.mu, link.mu, unreachableMu
+//	Router.mu → outQueue.mu, link.mu, unreachableMu
 //
-// and a writer's mu and Router.mu are never held together: code holding
+// A writer's mu and Router.mu are never held together: code holding
 // either calls into neither the other nor the actor system.
 //
 //   - writer.mu (link.go), one per queue of a link: the writer's fields
