@@ -398,6 +398,12 @@ func (c *Context) pushRun(first, last *node) bool {
 		return false // one at a time, as the limits refuse some
 	}
 	if !c.inbox.pushRun(first, last) {
+		for n := first; ; n = n.next {
+			c.unadmit(c.acct.Load(), n)
+			if n == last {
+				break
+			}
+		}
 		return false
 	}
 	if c.state.Load() == idle && c.state.CompareAndSwap(idle, scheduled) {
@@ -417,9 +423,9 @@ func (c *Context) pushFrom(n *node, from *eventloop.Loop) bool {
 	if c.state.Load() == waiting {
 		return c.cont.(*waiter).offer(n)
 	}
+	var a *mailboxAcct
 	if n.kind == kindUser {
-		a := c.acct.Load()
-		if a == nil && n.size != 0 {
+		if a = c.acct.Load(); a == nil && n.size != 0 {
 			a = c.acctOrNew()
 		}
 		if a != nil && !c.admit(a, n) {
@@ -428,6 +434,7 @@ func (c *Context) pushFrom(n *node, from *eventloop.Loop) bool {
 		}
 	}
 	if !c.inbox.push(n) {
+		c.unadmit(a, n) // dead: n goes on to another actor, or a dead letter
 		return false
 	}
 	if c.state.Load() == idle && c.state.CompareAndSwap(idle, scheduled) {

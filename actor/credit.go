@@ -173,6 +173,20 @@ func (c *Context) admit(a *mailboxAcct, n *node) bool {
 	return true
 }
 
+// unadmit gives back what admit counted of n against a (nil: nothing was
+// counted) when c's inbox refused n: c is dead, and n goes on to another
+// actor (a new one of the same name) or becomes a dead letter, neither of
+// which may give back c's counts.
+func (c *Context) unadmit(a *mailboxAcct, n *node) {
+	if a != nil && n.acct&acctMsg != 0 {
+		a.msgs.Add(-1)
+	}
+	if a != nil && n.acct&acctBytes != 0 {
+		a.unhold(n.charged(), int64(n.size))
+	}
+	n.acct = 0
+}
+
 // admitRun counts the user messages of a run of nodes from another peer,
 // linked from first to last and all charged to one Credit, against c's
 // backlog for that Credit at once, and reports false, having counted
