@@ -88,9 +88,10 @@ type Directory struct {
 	mu    sync.Mutex // guards peers, bytes, gone, closed and answering
 	peers map[libp2ppeer.ID]adEntry
 	bytes int // signed bytes of the advertisements in peers
-	// gone holds when peers disconnected: an advertisement of theirs
-	// relayed by a third peer is refused for its TTL after that.
-	gone   map[libp2ppeer.ID]time.Time
+	// gone holds when peers disconnected, with the advertisement then
+	// held: one of theirs relayed by a third peer is refused for its TTL
+	// after that, unless it is newer (see departed).
+	gone   map[libp2ppeer.ID]goneEntry
 	closed bool // no more directory requests are answered
 	// answering holds the peers whose directory request is being answered
 	// (one at a time each).
@@ -126,7 +127,7 @@ func StartAds(h host.Host, ps *pubsub.PubSub, source AdSource, opts ...Option) (
 	d := &Directory{
 		cfg: cfg, h: h, peers: make(map[libp2ppeer.ID]adEntry), kick: make(chan struct{}, 1),
 		syncq: make(chan libp2ppeer.ID, syncQueue), serving: make(chan struct{}, syncServing),
-		pullNow: make(chan struct{}, 1), gone: make(map[libp2ppeer.ID]time.Time),
+		pullNow: make(chan struct{}, 1), gone: make(map[libp2ppeer.ID]goneEntry),
 	}
 	name := AdsTopic(cfg.Mesh)
 	err = cfg.PubSub.RegisterTopicValidator(name, func(_ context.Context, _ libp2ppeer.ID, m *pubsub.Message) pubsub.ValidationResult {

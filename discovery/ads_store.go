@@ -62,12 +62,36 @@ func (d *Directory) store(ad *Advertisement, raw []byte, ttl time.Duration, rela
 		return false, false
 	case ok && old.ad.Incarnation != ad.Incarnation && relayed:
 		return false, false
-	case relayed && time.Since(d.gone[id]) < d.ttl(ad):
+	case relayed && d.departedLocked(id, ad):
 		return false, false // a departed peer's advertisement, still held elsewhere
 	}
 	d.bytes += len(raw) - len(old.raw)
 	d.peers[id] = adEntry{ad: ad, raw: raw, expires: time.Now().Add(ttl)}
 	return true, !ok
+}
+
+// goneEntry is when a peer disconnected and which of its advertisements
+// was held then (0, 0: none).
+type goneEntry struct {
+	at       time.Time
+	inc, seq uint64
+}
+
+// departedLocked reports whether ad, relayed, is of a peer that
+// disconnected from this node within ad's TTL and has published nothing
+// since as far as ad shows: a peer that left stops publishing, while one
+// that is only no longer connected here (a connection closed, a limit)
+// goes on, and its next advertisement, newer than the one held when it
+// disconnected (or of a new incarnation), is taken from any peer.
+func (d *Directory) departedLocked(id libp2ppeer.ID, ad *Advertisement) bool {
+	g, ok := d.gone[id]
+	if !ok || time.Since(g.at) >= d.ttl(ad) {
+		return false
+	}
+	if g.inc == 0 {
+		return true // nothing held then to compare with
+	}
+	return ad.Incarnation == g.inc && ad.Seq <= g.seq
 }
 
 // evictForLocked makes room in a full directory for the advertisement (of
@@ -120,9 +144,13 @@ func (d *Directory) expire(events event.Subscription) {
 			case e.Connectedness == network.Connected:
 				delete(d.gone, e.Peer)
 			case e.Connectedness == network.NotConnected:
+				g := goneEntry{at: time.Now()}
+				if held, ok := d.peers[e.Peer]; ok {
+					g.inc, g.seq = held.ad.Incarnation, held.ad.Seq
+				}
 				d.dropLocked(e.Peer)
 				if len(d.gone) < maxDirectory {
-					d.gone[e.Peer] = time.Now()
+					d.gone[e.Peer] = g
 				}
 			}
 			d.mu.Unlock()
@@ -145,8 +173,8 @@ func (d *Directory) expire(events event.Subscription) {
 					}
 				}
 			}
-			for id, t := range d.gone {
-				if now.Sub(t) > d.cfg.TTL && now.Sub(t) > defaultTTL {
+			for id, g := range d.gone {
+				if now.Sub(g.at) > d.cfg.TTL && now.Sub(g.at) > defaultTTL {
 					delete(d.gone, id)
 				}
 			}
