@@ -102,6 +102,7 @@ func (in *inbound) forRouter(msg any) bool {
 				in.stale = true
 				return true
 			}
+			in.inc = b.Incarnation
 			r.hello(in.remote, b.Incarnation, in.conn)
 			if !in.ctl {
 				r.awaitLoss(in.remote, in.conn, b.Lost)
@@ -114,7 +115,7 @@ func (in *inbound) forRouter(msg any) bool {
 		}
 		in.flush()
 		if l, ok := b.(lostBody); ok {
-			r.lossHeard(in.remote, l.Session)
+			r.lossHeard(in.remote, l.Session, in.inc)
 		} else {
 			r.asked(in.remote)
 		}

@@ -260,6 +260,7 @@ type inbound struct {
 	v11        bool         // the stream is 1.1.0: compact frames and fragments
 	ctl        bool         // the stream is a control stream: no fragments
 	helloed    bool         // the stream's hello came
+	inc        uint64       // the incarnation its hello announced
 	stale      bool         // a stream its writer opened later is being read (see supersede)
 	key        inboundKey   // its peer and protocol
 	self       *reader      // its entry in the peer table's streams

@@ -153,12 +153,14 @@ func (r *Router) pushLoss(p libp2ppeer.ID, msg any, n uint64) {
 const lossTo = "troupe"
 
 // lossHeard acts on p's declaration s (a lostBody read on p's control
-// stream): p is taken down here unless a later declaration of p's was
-// taken on already, or p is gone (its disconnection took it down).
-func (r *Router) lossHeard(p libp2ppeer.ID, s uint64) {
+// stream, whose hello announced incarnation inc, 0 if none): p is taken
+// down here unless a later declaration of p's was taken on already, p is
+// gone (its disconnection took it down), or the stream is a former
+// incarnation's.
+func (r *Router) lossHeard(p libp2ppeer.ID, s, inc uint64) {
 	var buf [1]peerAction
 	r.mu.Lock()
-	acts := r.peers.heard(buf[:0], p, s)
+	acts := r.peers.heard(buf[:0], p, s, inc)
 	r.mu.Unlock()
 	if len(acts) == 0 {
 		return

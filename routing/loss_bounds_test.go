@@ -112,11 +112,11 @@ func TestPresumedLossSwallowsNoDeclaration(t *testing.T) {
 	if st := r.Stats(); st.LossesHeard != 1 {
 		t.Fatalf("after the wait: %d losses acted on, want 1 (presumed)", st.LossesHeard)
 	}
-	r.lossHeard(p, 6) // the peer's next real declaration
+	r.lossHeard(p, 6, 0) // the peer's next real declaration
 	if st := r.Stats(); st.LossesHeard != 2 {
 		t.Fatalf("the peer's declaration 6 after a presumed one: %d losses acted on, want 2", st.LossesHeard)
 	}
-	r.lossHeard(p, 6) // the same again: once
+	r.lossHeard(p, 6, 0) // the same again: once
 	if st := r.Stats(); st.LossesHeard != 2 {
 		t.Fatalf("declaration 6 acted on twice: %d", st.LossesHeard)
 	}

@@ -205,13 +205,16 @@ func (t *peerTable) askLoss(acts []peerAction, p libp2ppeer.ID, user bool, n uin
 	return append(acts, peerAction{kind: actAskLoss, peer: p, seq: n})
 }
 
-// heard: p's declaration s arrived (a lostBody). p is down, unless a later
-// declaration of its was taken on already or p is not known; the driver
-// reports with actedOn once the Downs are done.
-func (t *peerTable) heard(acts []peerAction, p libp2ppeer.ID, s uint64) []peerAction {
+// heard: p's declaration s arrived (a lostBody) on a control stream whose
+// hello announced incarnation inc (0: none). p is down, unless a later
+// declaration of its was taken on already, p is not known, or inc is not
+// p's incarnation now (the stream is a former incarnation's: its numbers
+// are not the new one's); the driver reports with actedOn once the Downs
+// are done.
+func (t *peerTable) heard(acts []peerAction, p libp2ppeer.ID, s, inc uint64) []peerAction {
 	st := t.peers[p]
-	if st == nil || !st.known || s <= st.heard {
-		return acts
+	if st == nil || !st.known || s <= st.heard || inc != 0 && inc != st.inc {
+		return acts // inc: a former incarnation's, read after the new one's hello
 	}
 	st.heard = s // taken on: another with s does nothing
 	return append(acts, peerAction{kind: actPeerDown, peer: p, why: downHeard, gen: st.gen})

@@ -14,7 +14,7 @@ import (
 func TestPeerTableActedOnAfterRestartDoesNotCoverTheNewIncarnation(t *testing.T) {
 	tab := newPeerTable(func(network.Conn) bool { return false })
 	tab.hello(nil, tp, 1, nil)
-	acts := tab.heard(nil, tp, 5) // old incarnation's lostBody 5: PeerDown being performed
+	acts := tab.heard(nil, tp, 5, 0) // old incarnation's lostBody 5: PeerDown being performed
 	if len(acts) != 1 {
 		t.Fatalf("heard 5: %+v", acts)
 	}
@@ -46,9 +46,9 @@ func TestPeerTablePresumedDoneAfterRestartDoesNotCoverTheNewIncarnation(t *testi
 func TestPeerTableActedOnAcrossReconnectKeepsWhatWasAskedSince(t *testing.T) {
 	tab := newPeerTable(func(network.Conn) bool { return false })
 	tab.hello(nil, tp, 1, nil)
-	acts := tab.heard(nil, tp, 5) // its lostBody 5: PeerDown being performed
-	tab.gone(nil, tp)             // it disconnects
-	tab.hello(nil, tp, 1, nil)    // and reconnects (identify)
+	acts := tab.heard(nil, tp, 5, 0) // its lostBody 5: PeerDown being performed
+	tab.gone(nil, tp)                // it disconnects
+	tab.hello(nil, tp, 1, nil)       // and reconnects (identify)
 	tab.askLoss(nil, tp, true, 9)
 	if tab.awaited(tp, 0) {
 		t.Fatal("setup: the request does not hold back the next user stream")
@@ -56,5 +56,24 @@ func TestPeerTableActedOnAcrossReconnectKeepsWhatWasAskedSince(t *testing.T) {
 	tab.actedOn(nil, tp, 5, acts[0].gen) // lossHeard's second half, from before the disconnection
 	if tab.awaited(tp, 0) {
 		t.Fatal("a user stream hands on before the declaration asked for after the reconnection: a stale actedOn cleared want")
+	}
+}
+
+// A lostBody of the peer's former incarnation, read on its control
+// stream after the new incarnation's hello came on another, is not a
+// declaration of the new one: no PeerDown. One on a stream of the new
+// incarnation, or on a stream without a hello, is.
+func TestPeerTableFormerIncarnationsLostBodyIgnored(t *testing.T) {
+	tab := newPeerTable(func(network.Conn) bool { return false })
+	tab.hello(nil, tp, 1, nil)
+	tab.hello(nil, tp, 2, nil) // restarted: the old control stream is still read
+	if acts := tab.heard(nil, tp, 5, 1); len(acts) != 0 {
+		t.Fatalf("the former incarnation's lostBody 5: %+v, want nothing", acts)
+	}
+	if acts := tab.heard(nil, tp, 1, 2); len(acts) != 1 || acts[0].kind != actPeerDown {
+		t.Fatalf("the new incarnation's lostBody 1: %+v, want a PeerDown", acts)
+	}
+	if acts := tab.heard(nil, tp, 2, 0); len(acts) != 1 || acts[0].kind != actPeerDown {
+		t.Fatalf("lostBody 2 on a stream without a hello: %+v, want a PeerDown", acts)
 	}
 }
