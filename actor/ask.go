@@ -112,7 +112,7 @@ func (s *System) Ask(ctx context.Context, to Ref, msg any) (any, error) {
 		return nil, ErrClosed
 	}
 	w := &waiter{corr: newCorr(), ch: make(chan *node, 1)}
-	c := &Context{sys: s, ref: s.genRef(), cont: w}
+	c := &Context{sys: s, ref: s.genRef(s.names.gen.take()), cont: w}
 	c.state.Store(waiting)
 	if !s.names.add(c) {
 		return nil, fmt.Errorf("%w: %q", ErrNameTaken, c.name())

@@ -13,6 +13,7 @@ const registryShards = 256
 type registry struct {
 	seed   maphash.Seed
 	shards [registryShards]registryShard
+	gen    genTable // generated names (gentable.go)
 }
 
 type registryShard struct {
@@ -34,6 +35,12 @@ func (r *registry) shard(name string) *registryShard {
 }
 
 func (r *registry) load(name string) *Context {
+	if slot, ok := genSlot(name); ok {
+		if c := r.gen.load(slot); c != nil && c.name() == name {
+			return c
+		}
+		return nil
+	}
 	s := r.shard(name)
 	s.mu.RLock()
 	c := s.m[name]
@@ -41,8 +48,13 @@ func (r *registry) load(name string) *Context {
 	return c
 }
 
-// add registers c under its name unless the name is taken.
+// add registers c under its name unless the name is taken. A generated
+// name goes to the slot it names, which take reserved.
 func (r *registry) add(c *Context) bool {
+	if slot, ok := genSlot(c.name()); ok {
+		r.gen.set(slot, c)
+		return true
+	}
 	s := r.shard(c.name())
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -55,6 +67,10 @@ func (r *registry) add(c *Context) bool {
 
 // remove unregisters c if its name still maps to it.
 func (r *registry) remove(c *Context) {
+	if slot, ok := genSlot(c.name()); ok {
+		r.gen.release(slot, c)
+		return
+	}
 	s := r.shard(c.name())
 	s.mu.Lock()
 	if s.m[c.name()] == c {
@@ -65,7 +81,7 @@ func (r *registry) remove(c *Context) {
 
 // all returns the registered actors.
 func (r *registry) all() []*Context {
-	var out []*Context
+	out := r.gen.all(nil)
 	for i := range r.shards {
 		s := &r.shards[i]
 		s.mu.RLock()

@@ -100,19 +100,20 @@ func (c *Context) SpawnLink(name string, b Behavior, opts ...SpawnOption) (Ref, 
 	return child.start(), nil
 }
 
-// genRef returns the Ref (as text) of a new generated name: '$' and a
-// number in base 36, made in one allocation with the peer. The
-// numbers of a system start at a random point of a 2^48 range, so a peer
+// genRef returns the Ref (as text) of a new generated name in slot (see
+// gentable.go): '$', a number and the slot in base 36, made in one
+// allocation with the peer. The numbers of a system start at a random point of a 2^48 range, so a peer
 // that restarts (a new system, a new incarnation) does not hand the names
 // of its former actors to new ones: a Ref to an unnamed actor of an
 // earlier incarnation reaches no actor (a dead letter; an Ask fails with
 // ErrNoSuchActor) rather than an unrelated one, as a pid of an earlier
 // Erlang node creation does. A name chosen by the application is the
 // service's, as an Erlang registered name is: it finds the new actor.
-func (s *System) genRef() string {
-	var buf [96]byte
+func (s *System) genRef(slot uint32) string {
+	var buf [112]byte
 	b := append(append(buf[:0], s.peer...), '/', '$')
-	return string(strconv.AppendUint(b, s.nameSeq.Add(1), 36))
+	b = append(strconv.AppendUint(b, s.nameSeq.Add(1), 36), '.')
+	return string(strconv.AppendUint(b, uint64(slot), 36))
 }
 
 // randomNameBase returns where a system's generated names start: at random
@@ -123,6 +124,16 @@ func randomNameBase() uint64 {
 	return binary.LittleEndian.Uint64(b[:])
 }
 
+// spawnOptions applies opts (apart, so that a Spawn without options does
+// not move its config to the heap).
+func spawnOptions(opts []SpawnOption) spawnConfig {
+	var sc spawnConfig
+	for _, o := range opts {
+		o(&sc)
+	}
+	return sc
+}
+
 func (s *System) spawn(name string, b Behavior, parent *Context, opts []SpawnOption) (*Context, error) {
 	if b == nil {
 		return nil, ErrNilBehavior
@@ -131,15 +142,17 @@ func (s *System) spawn(name string, b Behavior, parent *Context, opts []SpawnOpt
 		return nil, ErrClosed
 	}
 	var sc spawnConfig
-	for _, o := range opts {
-		o(&sc)
+	if len(opts) > 0 {
+		sc = spawnOptions(opts)
 	}
 	var ref string
 	if name == "" {
-		ref = s.genRef()
+		ref = s.genRef(s.names.gen.take())
 		name = ref[len(s.peer)+1:]
 	} else if err := checkName(name, sc.system); err != nil {
 		return nil, err
+	} else if _, gen := genSlot(name); gen {
+		return nil, fmt.Errorf("%w: %q has the form of a generated name", ErrInvalidName, name)
 	} else {
 		ref = s.peer + "/" + name
 	}
