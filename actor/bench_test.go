@@ -77,6 +77,49 @@ func pingPaperLoop(c *Context, pong Ref, got, sent, total int, done chan<- struc
 	}))
 }
 
+// BenchmarkPaperClosures makes, per op, the closures one round trip of
+// the paper-style actors makes (pongPaperLoop's and pingPaperLoop's, same
+// captures, installed where the next call finds them), on every core and
+// with no actor: the floor under BenchmarkPairs/8x100/cross-loop-paper
+// that no runtime taking closures can go below.
+func BenchmarkPaperClosures(b *testing.B) {
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		var pongs, pings closureSlot
+		peer := Ref{s: "local/$pong.1"}
+		pongClosures(&pongs, peer)
+		pingClosures(&pings, peer, 0, 0, 1<<62, nil)
+		for pb.Next() {
+			pongs.f(ping{})
+			pings.f(ping{})
+		}
+	})
+}
+
+// closureSlot stands for an actor's installed continuation.
+type closureSlot struct{ f func(ping) }
+
+//go:noinline
+func (s *closureSlot) install(f func(ping)) { s.f = f }
+
+func pongClosures(s *closureSlot, peer Ref) {
+	s.install(func(p ping) { _ = peer; pongClosures(s, peer) })
+}
+
+func pingClosures(s *closureSlot, pong Ref, got, sent, total int, done chan<- struct{}) {
+	s.install(func(p ping) {
+		if got++; got == total {
+			done <- struct{}{}
+			return
+		}
+		if sent < total {
+			sent++
+			_ = pong
+		}
+		pingClosures(s, pong, got, sent, total, done)
+	})
+}
+
 func benchPairs(b *testing.B, pairs, inflight int, colocate bool) {
 	benchPairsStyle(b, pairs, inflight, colocate, false)
 }

@@ -172,6 +172,11 @@ func workloads(cfg config) []workload {
 		pp("8 pairs × 1 in flight", 8, 1, false, 0),
 		pp("8 pairs × 100 in flight", 8, 100, false, 1.5),
 		ppGarbage("8 pairs × 100 in flight (Proto.Actor allocating as much)", 8, 100),
+		{
+			name: "8 pairs × 100: paper-style closures alone, no actors (the floor)",
+			unit: "msgs/s", higher: true, rounds: cfg.rounds, systems: []string{troupeSys},
+			run: func(string) result { return wrap(paperClosures(cfg.dur)) },
+		},
 		ppReuse("8 pairs × 100 in flight (Troupe reused case)", 8, 100, false, 1.5),
 		ppReuse("8 pairs × 100 in flight (Troupe colocated, reused case)", 8, 100, true, 1.5),
 	}
