@@ -25,8 +25,9 @@ type Ref struct {
 // refOf returns the Ref of name on peer, both valid.
 func refOf(peer, name string) Ref { return Ref{s: peer + "/" + name} }
 
-// split returns where the peer ends in r.s, or -1 for the zero Ref.
-func (r Ref) split() int { return strings.IndexByte(r.s, '/') }
+// split returns where the peer ends in r.s, or -1 for the zero Ref. It
+// looks from the end: the name is mostly shorter than the peer's ID.
+func (r Ref) split() int { return strings.LastIndexByte(r.s, '/') }
 
 // on reports whether r's peer is peer (not empty).
 func (r Ref) on(peer string) bool {

@@ -46,16 +46,24 @@ func (in *inbound) admit(env *codec.Envelope, msg any) bool {
 // refCache remembers the last target and sender of a stream: consecutive
 // frames mostly repeat them, and building a Ref validates its name.
 type refCache struct {
-	to, from actor.Ref
+	to, from cachedRef
 }
 
-func cachedRef(last *actor.Ref, peer, name string) (actor.Ref, error) {
-	if sameString(last.Name(), name) && sameString(last.Peer(), peer) && name != "" {
-		return *last, nil
+// cachedRef is a Ref with the strings it was built from, compared
+// without splitting the Ref again.
+type cachedRef struct {
+	ref        actor.Ref
+	peer, name string
+}
+
+// get returns the Ref of name on peer, from c when it is the last one.
+func (c *cachedRef) get(peer, name string) (actor.Ref, error) {
+	if name != "" && sameString(c.name, name) && sameString(c.peer, peer) {
+		return c.ref, nil
 	}
 	ref, err := actor.NewRef(peer, name)
 	if err == nil {
-		*last = ref
+		*c = cachedRef{ref: ref, peer: peer, name: name}
 	}
 	return ref, err
 }
@@ -68,13 +76,13 @@ func cachedRef(last *actor.Ref, peer, name string) (actor.Ref, error) {
 // when a name is not valid.
 func (in *inbound) envRefs(env *codec.Envelope) (to, from actor.Ref, ok bool) {
 	r := in.r
-	to, err := cachedRef(&in.refs.to, r.sys.Peer(), env.To)
+	to, err := in.refs.to.get(r.sys.Peer(), env.To)
 	if err == nil {
 		name := env.FromName
 		if name == "" {
 			name = anonymousSender
 		}
-		from, err = cachedRef(&in.refs.from, in.remoteStr, name)
+		from, err = in.refs.from.get(in.remoteStr, name)
 	}
 	if err != nil {
 		r.decodeErrors.Add(1)
