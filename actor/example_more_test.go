@@ -72,8 +72,10 @@ func ExampleContext_ReceiveWithin() {
 	// Output: nothing within 20ms
 }
 
-// Members of a group each get what is broadcast or published to it (on
-// every peer when the node has a group transport; here, locally).
+// Members of a group each get what is broadcast to it, once: with
+// Context.Broadcast from an actor (a member or not) or System.Publish from
+// plain code. On every peer when the node has a group transport
+// (peer.WithGroups); here, locally.
 func ExampleContext_Join() {
 	sys, _ := actor.New()
 	defer sys.Shutdown(context.Background())
@@ -87,9 +89,24 @@ func ExampleContext_Join() {
 		})
 		<-joined
 	}
-	sys.Publish("room", actor.Ref{}, "hello")
-	lines := []string{<-got, <-got}
-	slices.Sort(lines)
-	fmt.Println(lines)
-	// Output: [ann got hello bob got hello]
+	both := func() []string { // the two deliveries, in either order
+		var lines []string
+		for range 2 {
+			select {
+			case s := <-got:
+				lines = append(lines, s)
+			case <-time.After(5 * time.Second):
+				lines = append(lines, "nothing within 5s")
+			}
+		}
+		slices.Sort(lines)
+		return lines
+	}
+	sys.Spawn("host", func(c *actor.Context) { c.Broadcast("room", "welcome") }) // not a member
+	fmt.Println(both())
+	sys.Publish("room", actor.Ref{}, "bye")
+	fmt.Println(both())
+	// Output:
+	// [ann got welcome bob got welcome]
+	// [ann got bye bob got bye]
 }

@@ -21,6 +21,7 @@ func Example_embedding() {
 		log.Fatal(err)
 	}
 	defer node.Close(ctx)
+	fmt.Println("peer", node.ID()) // this node's peer ID: the <peer> of its Refs
 
 	node.System().Spawn("greeter", func(c *actor.Context) {
 		c.Receive(actor.Loop(actor.On(func(name string) { c.Reply("hello, " + name) })))

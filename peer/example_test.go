@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"time"
 
 	"github.com/troupe-mesh/troupe/actor"
@@ -32,21 +33,32 @@ func connectedPair(ctx context.Context) (a, b *peer.Node) {
 	return a, b
 }
 
-// Two peers in one process: an actor on b answers an Ask from a exactly as
-// a local actor would.
+// Two peers in one process: b's actor answers an Ask from a exactly as a
+// local actor would. Both listen on loopback only; a dials b's address.
 func Example_twoPeers() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	a, b := connectedPair(ctx) // two peer.Nodes on 127.0.0.1, a connected to b
+	a, err := peer.New(ctx, peer.WithListenAddrs("/ip4/127.0.0.1/tcp/0"))
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer a.Close(ctx)
+	b, err := peer.New(ctx, peer.WithListenAddrs("/ip4/127.0.0.1/tcp/0"))
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer b.Close(ctx)
+
 	b.System().Spawn("greeter", func(c *actor.Context) {
-		c.Receive(actor.Loop(actor.On(func(g Greet) { c.Reply("hello, " + g.Name) })))
+		c.Receive(actor.Loop(actor.On(func(name string) { c.Reply("hello, " + name) })))
 	})
-	greeter, _ := peer.Ref(b.ID(), "greeter")
-	reply, err := a.System().Ask(ctx, greeter, Greet{"a"})
-	fmt.Println(reply, err)
-	// Output: hello, a <nil>
+	if err := a.Connect(ctx, *b.AddrInfo()); err != nil { // b's ID and addresses
+		log.Fatal(err)
+	}
+	greeter, _ := peer.Ref(b.ID(), "greeter") // "<b's peer ID>/greeter"
+	reply, err := actor.AskAs[string](ctx, a.System(), greeter, "ann")
+	fmt.Println(reply, err) // hello, ann <nil>
+	// Output: hello, ann <nil>
 }
 
 // Finding an actor by name on another peer, and starting one there: a
