@@ -85,9 +85,12 @@ type Directory struct {
 	pullNow chan struct{}
 	serving chan struct{} // a token per directory request being answered
 
-	mu    sync.Mutex // guards peers, bytes, gone, closed and answering
+	mu    sync.Mutex // guards peers, bytes, gone, closed, answering and updated
 	peers map[libp2ppeer.ID]adEntry
-	bytes int // signed bytes of the advertisements in peers
+	// updated, made when someone waits (Updated), is closed and dropped
+	// when an advertisement is stored.
+	updated chan struct{}
+	bytes   int // signed bytes of the advertisements in peers
 	// gone holds when peers disconnected, with the advertisement then
 	// held: one of theirs relayed by a third peer is refused for its TTL
 	// after that, unless it is newer (see departed).

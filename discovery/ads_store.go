@@ -67,7 +67,23 @@ func (d *Directory) store(ad *Advertisement, raw []byte, ttl time.Duration, rela
 	}
 	d.bytes += len(raw) - len(old.raw)
 	d.peers[id] = adEntry{ad: ad, raw: raw, expires: time.Now().Add(ttl)}
+	if d.updated != nil {
+		close(d.updated)
+		d.updated = nil
+	}
 	return true, !ok
+}
+
+// Updated returns a channel that is closed when the next advertisement
+// is stored (a new peer's, or a newer one of a peer held): read what is
+// wanted after taking the channel, and wait on it if it is not there.
+func (d *Directory) Updated() <-chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.updated == nil {
+		d.updated = make(chan struct{})
+	}
+	return d.updated
 }
 
 // goneEntry is when a peer disconnected and which of its advertisements

@@ -12,6 +12,10 @@ import (
 	"github.com/troupe-mesh/troupe/discovery"
 )
 
+// ErrNoDirectory is returned by Directory.Await on a node without
+// WithGroups, which keeps no directory.
+var ErrNoDirectory = errors.New("peer: no directory (the node runs without WithGroups)")
+
 // Directory is what the node knows of the other peers of its mesh from
 // their advertisements. Safe for concurrent use.
 type Directory struct{ d *discovery.Directory }
@@ -40,6 +44,26 @@ func (d Directory) Lookup(name string) []actor.Ref {
 		}
 	}
 	return out
+}
+
+// Await returns the Refs of the actors called name that other peers
+// advertise, waiting until at least one is advertised or ctx is done. It
+// fails at once with ErrNoDirectory on a node without WithGroups.
+func (d Directory) Await(ctx context.Context, name string) ([]actor.Ref, error) {
+	if d.d == nil {
+		return nil, ErrNoDirectory
+	}
+	for {
+		updated := d.d.Updated()
+		if refs := d.Lookup(name); len(refs) > 0 {
+			return refs, nil
+		}
+		select {
+		case <-updated:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("peer: no advertisement of %q: %w", name, ctx.Err())
+		}
+	}
 }
 
 // Peers returns the IDs of the peers the node is connected to.

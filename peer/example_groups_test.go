@@ -68,7 +68,7 @@ func Example_groups() {
 // WithGroups): their named actors, groups and addresses, signed by each
 // peer's key. A peer that connects asks for the advertisements it lacks;
 // Whereis looks in the directory before it asks any peer.
-func ExampleDirectory_Lookup() {
+func ExampleDirectory_Await() {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	a, b := groupNode(ctx), groupNode(ctx)
@@ -81,17 +81,10 @@ func ExampleDirectory_Lookup() {
 		log.Fatal(err)
 	}
 
-	// No event announces an advertisement's arrival: poll, within ctx.
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for len(a.Directory().Lookup("db")) == 0 {
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-			log.Fatal("no advertisement of db: ", ctx.Err())
-		}
+	refs, err := a.Directory().Await(ctx, "db") // until b's advertisement is here
+	if err != nil {
+		log.Fatal(err)
 	}
-	refs := a.Directory().Lookup("db")
 	fmt.Println(len(refs), refs[0].Peer() == b.ID().String(), refs[0].Name())
 
 	db, err := a.Whereis(ctx, "db") // found in the directory
