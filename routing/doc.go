@@ -26,8 +26,9 @@
 // Router.mu are never held together, and code holding either calls into
 // neither the other nor the actor system (a writer collects what it has
 // for them and performs it after letting go: effects.go); the queues'
-// and links' own mutexes are leaves. NewStream can still take 10 s under
-// a writer's mu, which only that writer and a write-through wait for.
+// and links' own mutexes are leaves. A writer dials and waits for a
+// stream's end with its mu let go: under it, only its stream's writes
+// block (writeTimeout).
 //
 // # Files
 //

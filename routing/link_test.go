@@ -258,8 +258,8 @@ func TestWriterReopensForCancellations(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the cancellations were neither sent nor dropped within 10 s")
 	}
-	// The writer holds mu until it sleeps again, for good if it kept
-	// redialing for them.
+	// Whenever the writer lets go of mu next (it sleeps, or dials
+	// again), it keeps none: it does not redial for them.
 	locked := make(chan struct{})
 	go func() { w.mu.Lock(); close(locked) }()
 	select {

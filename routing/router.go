@@ -33,10 +33,14 @@ import (
 //   - writer.mu (link.go), one per queue of a link: the writer's fields
 //     below it (its stream, FrameWriter, planner, batch in hand, large
 //     message, cancellations). Held by the writer goroutine while it
-//     works and by plain code writing through. Under it: the leaves,
-//     libp2p (NewStream, writes) and the router's atomics. What it has
-//     for the router and the actor system it collects (writer.later,
-//     effects.go) and performs after letting go.
+//     works and by plain code writing through, which only tries it
+//     (TryLock) and never waits. Under it: the leaves, the stream's
+//     writes (writeTimeout without progress, or a caller's deadline) and
+//     the router's atomics. The writer lets go of it mid-round (letGo;
+//     busy keeps write-throughs out) to dial (NewStream, up to 10 s, and
+//     the backoff), to wait for the peer to read a stream to its end
+//     (finish, up to writeTimeout), and to perform what it collected for
+//     the router and the actor system (writer.later, effects.go).
 //   - Router.mu: the fields of Router after it up to lossCh (links,
 //     budgets, the peer table: incarnations, connections, losses and
 //     inbound streams per peer; closed). The peer table is pure: the
