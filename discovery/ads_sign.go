@@ -19,18 +19,24 @@ type signedAd struct {
 	Sig []byte `cbor:"2,keyasint"`
 }
 
-var adDecMode = func() cbor.DecMode {
+// adDecMode decodes signed advertisements.
+var adDecMode = peerDecMode(MaxAdNames)
+
+// peerDecMode returns the CBOR decoding of what peers send
+// (advertisements, ad sync messages): duplicate map keys refused, at most
+// 4 levels deep, maxArray elements per array and 16 pairs per map.
+func peerDecMode(maxArray int) cbor.DecMode {
 	dm, err := cbor.DecOptions{
 		DupMapKey:        cbor.DupMapKeyEnforcedAPF,
 		MaxNestedLevels:  4,
-		MaxArrayElements: MaxAdNames,
+		MaxArrayElements: maxArray,
 		MaxMapPairs:      16,
 	}.DecMode()
 	if err != nil {
-		panic(err)
+		panic(err) // the options are constant: a bad one is a bug
 	}
 	return dm
-}()
+}
 
 // Sign encodes ad and signs it with the host's private key.
 func Sign(h host.Host, ad *Advertisement) ([]byte, error) {

@@ -88,18 +88,8 @@ type syncAd struct {
 	TTLSeconds uint32 `cbor:"2,keyasint"`
 }
 
-var syncDecMode = func() cbor.DecMode {
-	dm, err := cbor.DecOptions{
-		DupMapKey:        cbor.DupMapKeyEnforcedAPF,
-		MaxNestedLevels:  4,
-		MaxArrayElements: MaxSyncAds,
-		MaxMapPairs:      16,
-	}.DecMode()
-	if err != nil {
-		panic(err)
-	}
-	return dm
-}()
+// syncDecMode decodes ad sync requests and responses.
+var syncDecMode = peerDecMode(MaxSyncAds)
 
 // readCapped reads r to its end, failing when it holds more than limit bytes.
 func readCapped(r io.Reader, limit int) ([]byte, error) {

@@ -26,34 +26,36 @@
 // Router.mu are never held together, and code holding either calls into
 // neither the other nor the actor system (a writer collects what it has
 // for them and performs it after letting go: effects.go); the queues'
-// and links' own mutexes are leaves. NewStream can still take 10 s under
-// a writer's mu, which only that writer and a write-through wait for.
+// and links' own mutexes are leaves. A writer dials and waits for a
+// stream's end with its mu let go: under it, only its stream's writes
+// block (writeTimeout).
 //
 // # Files
 //
-//	router.go          Router, Config, New, Close, Stats
-//	timings.go         waits and test hooks, per router
-//	deliver.go         the actor system's Remote: messages going out
-//	link.go            a peer's link: two queues and their writers
-//	queue.go           a link's bounded queue
-//	writer.go          a writer goroutine: streams, dials, backoff
-//	effects.go         what a writer does after letting go of its lock
-//	send.go            a writer's batch on its stream: deadlines, write-through
-//	plan.go            the batch planner: frames, fragments, refusals (pure)
-//	relaymove.go       moving a link off a relayed connection
-//	large.go           large messages in fragments
-//	inbound.go         reading a stream, handing messages to actors
-//	inbound_limits.go  what bounds one stream's reader
-//	budget.go          per-peer inbound byte budgets
-//	dispatch.go        what a decoded message becomes
-//	wire.go            system messages on the wire
-//	peertable.go       the state per peer and its streams: events in, actions out (pure)
-//	loss.go            the loss protocol: the router's side, the table's actions
-//	peers.go           peers coming and going; links retired
-//	traffic.go         per-peer counters
-//	errors.go          sentinel errors
-//	groups*.go         groups over GossipSub: topics, presence, mesh, filters
-//	groups_gate.go     spacing the answers to grafts and questions
-//	presence.go        the order of presence messages
-//	same_*.go          string identity (unsafe / nounsafe builds)
+//	router.go            Router, Config, New, Close, Stats
+//	timings.go           waits and test hooks, per router
+//	deliver.go           the actor system's Remote: messages going out
+//	link.go              a peer's link: two queues and their writers
+//	queue.go             a link's bounded queue
+//	writer.go            a writer goroutine: streams, dials, backoff
+//	effects.go           what a writer does after letting go of its lock
+//	send.go              a writer's batch on its stream: deadlines, write-through
+//	plan.go              the batch planner: frames, fragments, refusals (pure)
+//	relaymove.go         moving a link off a relayed connection
+//	large.go             large messages in fragments
+//	inbound.go           reading a stream, handing messages to actors
+//	inbound_limits.go    what bounds one stream's reader
+//	budget.go            per-peer inbound byte budgets
+//	dispatch.go          what a decoded message becomes
+//	wire.go              system messages on the wire
+//	peertable.go         the state per peer and its streams: events in, actions out (pure)
+//	peertable_retire.go  the links to retire, and when (pure)
+//	loss.go              the loss protocol: the router's side, the table's actions
+//	peers.go             peers coming and going; links retired
+//	traffic.go           per-peer counters
+//	errors.go            sentinel errors
+//	groups*.go           groups over GossipSub: topics, presence, mesh, filters
+//	groups_gate.go       spacing the answers to grafts and questions
+//	presence.go          the order of presence messages
+//	same_*.go            string identity (unsafe / nounsafe builds)
 package routing

@@ -66,21 +66,19 @@ func (l *link) perform(fx *effects) {
 	*fx = effects{failed: fx.failed[:0], losses: fx.losses[:0]}
 }
 
-// release runs what the writer collected (w.later) with its lock let go,
-// and takes the lock again; busy keeps a write-through out meanwhile. The
-// effects are moved out under the lock, so nothing else can touch them
-// while they run; their emptied slices come back for reuse. w.mu is held.
+// release runs what the writer collected (w.later) with its lock let go
+// (letGo), and takes the lock again. The effects are moved out under the
+// lock, so nothing else can touch them while they run; their emptied
+// slices come back for reuse. w.mu is held.
 func (w *writer) release() {
 	if w.later.empty() {
 		return
 	}
 	fx := w.later
 	w.later = effects{}
-	w.busy = true
-	w.mu.Unlock()
+	w.letGo()
 	w.l.perform(&fx)
-	w.mu.Lock()
-	w.busy = false
+	w.retake()
 	if w.later.empty() && cap(w.later.failed) == 0 && cap(w.later.losses) == 0 {
 		w.later = fx // emptied by perform: its slices are reused
 	}

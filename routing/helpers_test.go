@@ -61,8 +61,16 @@ func testPeer(t *testing.T, maxFrame int, logger *slog.Logger, groups bool, opts
 // options for the actor system.
 func testPeerTuned(t *testing.T, base config, sysOpts []actor.Option, groups bool, opts ...libp2p.Option) (host.Host, *Router, *actor.System) {
 	t.Helper()
-	logger := base.Logger
 	h := testhost.NewHost(t, opts...)
+	r, sys := testPeerOn(t, h, base, sysOpts, groups)
+	return h, r, sys
+}
+
+// testPeerOn is testPeerTuned on host h (a test's wrapper of one), which
+// the test closes.
+func testPeerOn(t *testing.T, h host.Host, base config, sysOpts []actor.Option, groups bool) (*Router, *actor.System) {
+	t.Helper()
+	logger := base.Logger
 	reg, err := codec.NewRegistry()
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +107,7 @@ func testPeerTuned(t *testing.T, base config, sysOpts []actor.Option, groups boo
 		}
 		_ = r.Close(ctx) // then NewHost's cleanup closes h
 	})
-	return h, r, sys
+	return r, sys
 }
 
 // rawFrames writes envelopes on a raw stream of the message protocol.

@@ -25,16 +25,18 @@ type queue struct {
 
 // writer is what the writer of a queue has in hand: its stream and the
 // batch being written. mu guards the fields below it; it is held while a
-// batch is written: by the writer goroutine, which lets go of it only
-// while it sleeps on an empty queue or runs what it left for after the
-// lock (later, see release), or by plain code writing its own request
-// through (writeThrough).
+// batch is written: by the writer goroutine, which lets go of it while it
+// sleeps on an empty queue, and mid-round (letGo, busy) while it dials
+// (dial), waits for the peer to read a stream to its end (finish) or
+// runs what it left for after the lock (later, see release); or by plain
+// code writing its own request through (writeThrough), which never
+// waits for it.
 type writer struct {
 	l     *link
 	q     *queue
 	mu    sync.Mutex
 	later effects // calls into the router and the actor system, for after mu
-	busy  bool    // the writer goroutine let go of mu mid-round (release): no write-through
+	busy  bool    // the writer goroutine let go of mu mid-round (letGo): no write-through
 	s     network.Stream
 	fw    *codec.FrameWriter
 	pw    *progressWriter // under fw: s with its write deadline

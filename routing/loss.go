@@ -272,6 +272,12 @@ func (r *Router) perform(acts []peerAction) {
 			r.pushLoss(a.peer, lostBody{Session: a.seq}, a.seq)
 		case actAskLoss:
 			r.pushLoss(a.peer, resetBody{}, a.seq)
+		case actRetire:
+			if _, busy := r.retire(a.peer.String()); busy {
+				r.mu.Lock()
+				r.peers.retireBusy(a.peer, a.next, time.Now())
+				r.mu.Unlock()
+			}
 		}
 	}
 }

@@ -16,30 +16,31 @@ import (
 // watchPeers turns disconnections into PeerDown, so that monitors and links
 // on the departed peer's actors fire, and records the incarnation a peer
 // announces when a connection to it is identified (a new one is a
-// restart: see hello).
+// restart: see hello). It also retires links when the peer table's
+// retries are due.
 func (r *Router) watchPeers(sub event.Subscription) {
 	defer r.wg.Done()
 	defer sub.Close()
-	retries := retryRetire{delays: r.cfg.timings.retireDelays}
-	defer retries.stop()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
 	for {
+		r.mu.Lock()
+		next, ok := r.peers.nextRetire()
+		r.mu.Unlock()
+		var due <-chan time.Time
+		if ok {
+			timer.Reset(time.Until(next))
+			due = timer.C
+		}
 		select {
 		case <-r.ctx.Done():
 			return
-		case <-retries.due():
-			retries.run(func(peer string) bool { _, busy := r.retire(peer); return busy })
-		case <-r.unreachableNews:
-			r.unreachableMu.Lock()
-			ids := r.unreachable
-			r.unreachable = nil
-			r.unreachableMu.Unlock()
-			for id := range ids {
-				// A link made after its peer left (a message sent to it
-				// since) gets no disconnection event of its own.
-				if r.h.Network().Connectedness(id) != network.Connected {
-					retries.add(id.String(), 0)
-				}
-			}
+		case now := <-due:
+			r.mu.Lock()
+			acts := r.peers.retiresDue(nil, now)
+			r.mu.Unlock()
+			r.perform(acts)
+		case <-r.retireNews: // a retry was added: the timer is armed anew
 		case ev, ok := <-sub.Out():
 			if !ok {
 				return
@@ -47,7 +48,7 @@ func (r *Router) watchPeers(sub event.Subscription) {
 			switch e := ev.(type) {
 			case event.EvtPeerConnectednessChanged:
 				if e.Connectedness == network.NotConnected {
-					r.peerGone(e.Peer, &retries)
+					r.peerGone(e.Peer)
 				}
 			case event.EvtPeerIdentificationCompleted:
 				// One subscription for both: a peer's disconnection
@@ -60,122 +61,32 @@ func (r *Router) watchPeers(sub event.Subscription) {
 	}
 }
 
-func (r *Router) peerGone(id libp2ppeer.ID, retries *retryRetire) {
-	var buf [2]peerAction
+// peerGone: id disconnected. Its actors are down, and its link is
+// retired once idle.
+func (r *Router) peerGone(id libp2ppeer.ID) {
+	var buf [3]peerAction
 	r.mu.Lock()
 	acts := r.peers.gone(buf[:0], id)
 	r.bookLocked(acts)
 	r.mu.Unlock()
 	r.counts.Delete(id)
 	r.perform(acts)
-	if _, busy := r.retire(id.String()); busy {
-		retries.add(id.String(), 0)
-	}
 }
 
-// retireLater asks watchPeers to retire the link to id, which just gave up
-// messages as unreachable, once it is idle, unless the peer is connected
-// again. It never blocks, and forgets none however many links give up at
-// once: each would keep its goroutines and buffers until Close.
+// retireLater has the link to id, which just gave up messages as
+// unreachable, retired once idle, unless the peer is connected (its
+// disconnection will): a link made after its peer left gets no
+// disconnection of its own. It does not wait for watchPeers, and none is
+// forgotten however many links give up at once: each would keep its
+// goroutines and buffers until Close. No writer's lock may be held.
 func (r *Router) retireLater(id libp2ppeer.ID) {
-	r.unreachableMu.Lock()
-	if r.unreachable == nil {
-		r.unreachable = make(map[libp2ppeer.ID]struct{})
-	}
-	r.unreachable[id] = struct{}{}
-	r.unreachableMu.Unlock()
+	connected := r.h.Network().Connectedness(id) == network.Connected
+	r.mu.Lock()
+	r.peers.linkUnreachable(id, connected, time.Now())
+	r.mu.Unlock()
 	select {
-	case r.unreachableNews <- struct{}{}:
-	default: // watchPeers was woken already and will see id
-	}
-}
-
-// retryRetire holds the links that watchPeers tries to retire again, each
-// after the next of delays (timings.retireDelays).
-type retryRetire struct {
-	delays  [3]time.Duration
-	pending []pendingRetire
-	held    map[string]bool // the peers in pending
-	timer   *time.Timer
-}
-
-type pendingRetire struct {
-	peer    string
-	attempt int // index in delays of the wait now running
-	at      time.Time
-}
-
-// add schedules a retry of peer's link after t.delays[attempt],
-// unless one is pending already.
-func (t *retryRetire) add(peer string, attempt int) {
-	if t.held[peer] {
-		return
-	}
-	if t.held == nil {
-		t.held = make(map[string]bool)
-	}
-	t.held[peer] = true
-	t.pending = append(t.pending, pendingRetire{peer, attempt, time.Now().Add(t.delays[attempt])})
-	t.arm()
-}
-
-// arm sets the timer for the earliest pending retry.
-func (t *retryRetire) arm() {
-	if len(t.pending) == 0 {
-		return
-	}
-	next := t.pending[0].at
-	for _, p := range t.pending[1:] {
-		if p.at.Before(next) {
-			next = p.at
-		}
-	}
-	if t.timer == nil {
-		t.timer = time.NewTimer(time.Until(next))
-	} else {
-		t.timer.Reset(time.Until(next))
-	}
-}
-
-// due fires when a retry is due (never without one).
-func (t *retryRetire) due() <-chan time.Time {
-	if t.timer == nil || len(t.pending) == 0 {
-		return nil
-	}
-	return t.timer.C
-}
-
-// run retries what is due with retire, which reports whether the link is
-// still busy, and keeps that for later.
-func (t *retryRetire) run(retire func(peer string) (busy bool)) {
-	now, kept := time.Now(), t.pending[:0]
-	var again []pendingRetire
-	for _, p := range t.pending {
-		switch {
-		case p.at.After(now):
-			kept = append(kept, p)
-		case p.attempt+1 < len(t.delays):
-			if retire(p.peer) {
-				again = append(again, p)
-			} else {
-				delete(t.held, p.peer)
-			}
-		default:
-			retire(p.peer)
-			delete(t.held, p.peer)
-		}
-	}
-	clear(t.pending[len(kept):])
-	t.pending = kept
-	for _, p := range again {
-		t.pending = append(t.pending, pendingRetire{p.peer, p.attempt + 1, now.Add(t.delays[p.attempt+1])})
-	}
-	t.arm()
-}
-
-func (t *retryRetire) stop() {
-	if t.timer != nil {
-		t.timer.Stop()
+	case r.retireNews <- struct{}{}:
+	default: // watchPeers was woken already and will see it
 	}
 }
 

@@ -2,13 +2,15 @@ package routing
 
 import (
 	"slices"
+	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 )
 
 // The peer table: the router's protocol state per peer (incarnations,
-// connections, losses, the inbound streams being read). Its methods take
+// connections, losses, the inbound streams being read, the links to
+// retire: peertable_retire.go). Its methods take
 // an event, change the table, and append the actions it calls for to
 // acts; it does no IO, starts no goroutine, takes no lock and calls
 // neither the actor system nor libp2p, but for the connection predicate
@@ -27,6 +29,10 @@ type peerTable struct {
 	// streams are the inbound streams being read per peer and protocol,
 	// oldest first (handles: the table never touches their streams).
 	streams map[inboundKey][]*reader
+	// retries are the links to try to retire again, per peer; delays
+	// the waits before each (timings.retireDelays, set by the driver).
+	retries map[libp2ppeer.ID]retry
+	delays  [3]time.Duration
 }
 
 // peerState is what the router knows of one peer.
@@ -45,7 +51,8 @@ type peerState struct {
 }
 
 func newPeerTable(closed func(network.Conn) bool) peerTable {
-	return peerTable{closed: closed, peers: make(map[libp2ppeer.ID]*peerState), streams: make(map[inboundKey][]*reader)}
+	return peerTable{closed: closed, peers: make(map[libp2ppeer.ID]*peerState), streams: make(map[inboundKey][]*reader),
+		retries: make(map[libp2ppeer.ID]retry)}
 }
 
 // actionKind says what a peerAction asks of the driver.
@@ -73,6 +80,9 @@ const (
 	// actResetStream: reset the stream read by rd, which a newer one of
 	// its writer supersedes, and wait for its reader to return.
 	actResetStream
+	// actRetire: retire p's link if it is idle (Router.retire); report
+	// one still busy with retireBusy(p, next).
+	actRetire
 )
 
 // downReason says why a peer is taken down (actPeerDown).
@@ -95,6 +105,7 @@ type peerAction struct {
 	gen  uint64       // actPeerDown of heard and presumed: pass back to actedOn, presumedDone
 	conn network.Conn // actCloseConn
 	rd   *reader      // actResetStream
+	next int          // actRetire: the index in the delays of the wait before the next try
 }
 
 // state returns p's entry, made if it has none.
@@ -117,11 +128,12 @@ func (t *peerTable) forget(acts []peerAction, p libp2ppeer.ID) []peerAction {
 	return append(acts, peerAction{kind: actForget, peer: p})
 }
 
-// gone: p disconnected. Everything known of it goes, and it is down.
+// gone: p disconnected. Everything known of it goes, it is down, and its
+// link is retired if idle.
 func (t *peerTable) gone(acts []peerAction, p libp2ppeer.ID) []peerAction {
 	acts = t.forget(acts, p)
 	delete(t.peers, p)
-	return append(acts, peerAction{kind: actPeerDown, peer: p, why: downGone})
+	return append(acts, peerAction{kind: actPeerDown, peer: p, why: downGone}, peerAction{kind: actRetire, peer: p})
 }
 
 // hello: p announced incarnation inc on connection c (nil: none known),

@@ -134,12 +134,12 @@ func TestPeerTableScenarios(t *testing.T) {
 				func(t *peerTable) bool { return t.awaited(tp, 4) }),
 			ev("lost 4 arrives late", func(t *peerTable, a []peerAction) []peerAction { return t.heard(a, tp, 4, 0) }),
 		}},
-		{"the peer disconnects: down, and what was known of its losses goes", []step{
+		{"the peer disconnects: down, what was known of its losses goes, its link is retired if idle", []step{
 			helloP(1, cur),
 			ev("declared", func(t *peerTable, a []peerAction) []peerAction { return t.declared(a, tp, 7, false, true) },
 				peerAction{kind: actSendLost, peer: tp, seq: 7}, down(downDeclared)),
 			ev("lost 3", func(t *peerTable, a []peerAction) []peerAction { return t.heard(a, tp, 3, 0) }, down(downHeard)),
-			check(ev("gone", func(t *peerTable, a []peerAction) []peerAction { return t.gone(a, tp) }, forgetP, down(downGone)),
+			check(ev("gone", func(t *peerTable, a []peerAction) []peerAction { return t.gone(a, tp) }, forgetP, down(downGone), peerAction{kind: actRetire, peer: tp}),
 				func(t *peerTable) bool { return t.lost(tp) == 0 && !t.known(tp) && len(t.peers) == 0 }),
 			ev("its lostBody 3, read late", func(t *peerTable, a []peerAction) []peerAction { return t.heard(a, tp, 3, 0) }),
 			ev("acted on late", func(t *peerTable, a []peerAction) []peerAction { return t.actedOn(a, tp, 3, genOf(t)) }),

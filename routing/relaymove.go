@@ -21,7 +21,8 @@ const directEvery = time.Second
 // and a direct one to the peer exists, between batches; the next batch
 // then opens a new stream. A peer that does not confirm it read the old
 // stream to its end (a reset, or nothing within writeTimeout) may have
-// lost some of it: the loss is declared, as for a broken stream.
+// lost some of it: the loss is declared, as for a broken stream. w.mu is
+// held, and let go while the peer reads the stream to its end.
 func (w *writer) moveOffRelay() {
 	if w.s == nil || !w.s.Conn().Stat().Limited || w.buffered() || w.lg != nil && (w.lg.active || len(w.lg.held) > 0) {
 		return
@@ -34,7 +35,11 @@ func (w *writer) moveOffRelay() {
 	if !w.l.hasDirect() {
 		return
 	}
-	if err := w.finish(); err != nil {
+	s := w.s
+	w.letGo() // up to writeTimeout: no one else waits for it
+	err := finish(s)
+	w.retake()
+	if err != nil {
 		w.l.r.log.Debug("routing: leaving a relayed stream: the peer did not read it to its end", "peer", w.l.peer, "err", err)
 		w.dropDeclaring(err)
 		return

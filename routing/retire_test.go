@@ -2,12 +2,14 @@ package routing
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/libp2p/go-libp2p"
@@ -177,39 +179,44 @@ func TestRetiredLinksLoseNoMessage(t *testing.T) {
 func didRetire(retired, _ bool) bool { return retired }
 
 // A link that was busy when its peer left is tried again after 1, 5 and
-// 30 s, until it is retired; then no more.
+// 30 s, until it is retired; then no more. One that gave messages up as
+// unreachable is tried after 1 s when its peer is not connected; when it
+// is, its disconnection will tell. The peer table alone, no hosts.
 func TestBusyLinksAreRetiredLater(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		rt := retryRetire{delays: defaultTimings().retireDelays}
-		defer rt.stop()
-		start := time.Now()
-		var tries []time.Duration
-		busyFor := map[string]int{"a": 1, "b": 99} // a: busy once more; b: always
-		retire := func(peer string) bool {
-			tries = append(tries, time.Since(start))
-			busyFor[peer]--
-			return busyFor[peer] >= 0
-		}
-		rt.add("a", 0)
-		rt.add("b", 0)
-		rt.add("a", 0) // pending already: one retry
-		for rt.due() != nil {
-			<-rt.due()
-			rt.run(retire)
-		}
-		want := []time.Duration{time.Second, time.Second, 6 * time.Second, 6 * time.Second, 36 * time.Second}
-		if len(tries) != len(want) {
-			t.Fatalf("tries at %v, want %v", tries, want)
-		}
-		for i := range want {
-			if tries[i] != want[i] {
-				t.Fatalf("tries at %v, want %v", tries, want)
+	tab := newPeerTable(nil)
+	tab.delays = defaultTimings().retireDelays
+	start := time.Unix(0, 0)
+	now := start
+	busyFor := map[libp2ppeer.ID]int{"a": 2, "b": 99, "c": 0} // tries that find it busy
+	var tries []string
+	perform := func(acts []peerAction) {
+		slices.SortFunc(acts, func(x, y peerAction) int { return strings.Compare(string(x.peer), string(y.peer)) })
+		for _, a := range acts {
+			if a.kind != actRetire {
+				continue
+			}
+			tries = append(tries, fmt.Sprintf("%s@%v", string(a.peer), now.Sub(start)))
+			if busyFor[a.peer]--; busyFor[a.peer] >= 0 {
+				tab.retireBusy(a.peer, a.next, now)
 			}
 		}
-		if busyFor["a"] != -1 {
-			t.Fatalf("a tried %d times after it was retired", -1-busyFor["a"])
-		}
-	})
+	}
+	perform(tab.gone(nil, "a"))
+	perform(tab.gone(nil, "b"))
+	tab.linkUnreachable("b", false, now) // pending already: one retry
+	tab.linkUnreachable("c", false, now)
+	tab.linkUnreachable("d", true, now)
+	for next, ok := tab.nextRetire(); ok; next, ok = tab.nextRetire() {
+		now = next
+		perform(tab.retiresDue(nil, now))
+	}
+	want := []string{"a@0s", "b@0s", "a@1s", "b@1s", "c@1s", "a@6s", "b@6s", "b@36s"}
+	if !slices.Equal(tries, want) {
+		t.Fatalf("tries %v, want %v", tries, want)
+	}
+	if busyFor["a"] != -1 || busyFor["c"] != -1 {
+		t.Fatalf("a or c tried again after it was retired: %v", busyFor)
+	}
 }
 
 // Every link that gave its messages up as unreachable is retired once

@@ -24,8 +24,8 @@ import (
 // Locks. These are all the mutexes of a Router and what each guards. Two
 // roots over the same leaves, never nested:
 //
-//	writer.mu → outQueue.mu, link.mu, unreachableMu
-//	Router.mu → outQueue.mu, link.mu, unreachableMu
+//	writer.mu → outQueue.mu, link.mu
+//	Router.mu → outQueue.mu, link.mu
 //
 // A writer's mu and Router.mu are never held together: code holding
 // either calls into neither the other nor the actor system.
@@ -33,22 +33,26 @@ import (
 //   - writer.mu (link.go), one per queue of a link: the writer's fields
 //     below it (its stream, FrameWriter, planner, batch in hand, large
 //     message, cancellations). Held by the writer goroutine while it
-//     works and by plain code writing through. Under it: the leaves,
-//     libp2p (NewStream, writes) and the router's atomics. What it has
-//     for the router and the actor system it collects (writer.later,
-//     effects.go) and performs after letting go.
+//     works and by plain code writing through, which only tries it
+//     (TryLock) and never waits. Under it: the leaves, the stream's
+//     writes (writeTimeout without progress, or a caller's deadline) and
+//     the router's atomics. The writer lets go of it mid-round (letGo;
+//     busy keeps write-throughs out) to dial (NewStream, up to 10 s, and
+//     the backoff), to wait for the peer to read a stream to its end
+//     (finish, up to writeTimeout), and to perform what it collected for
+//     the router and the actor system (writer.later, effects.go).
 //   - Router.mu: the fields of Router after it up to lossCh (links,
-//     budgets, the peer table: incarnations, connections, losses and
-//     inbound streams per peer; closed). The peer table is pure: the
-//     router does the bookkeeping actions it returns under Router.mu,
-//     and the others after unlocking. Under it: the leaves and libp2p's
+//     budgets, the peer table: incarnations, connections, losses,
+//     inbound streams and links to retire per peer; closed). The peer
+//     table is pure: the router does the bookkeeping actions it returns
+//     under Router.mu, and the others after unlocking. Under it: the leaves and libp2p's
 //     IsClosed and resource scopes; never a writer's mu (link.retire
 //     reads what the writers published in their queues).
 //   - outQueue.mu (queue.go): a queue's messages, its sleeping flags and
 //     what its writer published for retire (idle, idleOn). link.mu: the
-//     link's open streams. unreachableMu: Router.unreachable. Leaves:
-//     they take no other lock (under a queue's: libp2p's IsClosed and
-//     the actor system's lock-free InEventLoop).
+//     link's open streams. Leaves: they take no other lock (under a
+//     queue's: libp2p's IsClosed and the actor system's lock-free
+//     InEventLoop).
 //
 // The router calls the actor system (Bounce, PeerDown, its Inbound) with
 // none of these held, so the actor system may call the router with its
@@ -165,12 +169,9 @@ type Router struct {
 	fast sync.Map             // peer ID string -> *link, read on every send without a lock
 	last atomic.Pointer[link] // the link used last: most sends go to the same peer
 
-	// unreachable holds the peers whose links gave up messages as
-	// unreachable, for watchPeers to retire their links (see
-	// retireLater), which unreachableNews wakes.
-	unreachableMu   sync.Mutex
-	unreachable     map[libp2ppeer.ID]struct{}
-	unreachableNews chan struct{}
+	// retireNews wakes watchPeers: a link gave messages up as unreachable
+	// and may be due for retirement sooner (retireLater).
+	retireNews chan struct{}
 
 	protected map[string]bool // WithProtected
 
@@ -250,15 +251,16 @@ func newRouter(cfg config) (*Router, error) {
 	}
 	r := &Router{
 		cfg: cfg, h: cfg.Host, log: cfg.Logger,
-		incarnation:     cfg.Incarnation,
-		links:           make(map[string]*link),
-		budgets:         make(map[libp2ppeer.ID]*peerBudget),
-		protected:       make(map[string]bool),
-		unreachableNews: make(chan struct{}, 1),
-		peers:           newPeerTable(network.Conn.IsClosed),
-		closing:         make(map[libp2ppeer.ID]chan struct{}),
-		lossCh:          make(chan struct{}),
+		incarnation: cfg.Incarnation,
+		links:       make(map[string]*link),
+		budgets:     make(map[libp2ppeer.ID]*peerBudget),
+		protected:   make(map[string]bool),
+		retireNews:  make(chan struct{}, 1),
+		peers:       newPeerTable(network.Conn.IsClosed),
+		closing:     make(map[libp2ppeer.ID]chan struct{}),
+		lossCh:      make(chan struct{}),
 	}
+	r.peers.delays = cfg.timings.retireDelays
 	for _, name := range cfg.Protected {
 		r.protected[name] = true
 	}

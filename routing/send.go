@@ -196,7 +196,7 @@ func (w *writer) writeThrough(deadline time.Time) {
 	}
 	if w.busy {
 		w.mu.Unlock()
-		return // the writer is at work, running what it left for after its lock (release)
+		return // the writer let go of its lock mid-round (letGo): to dial, end a stream, or run its effects
 	}
 	var fx effects
 	defer func() { // before the wake-up

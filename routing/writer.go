@@ -7,8 +7,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/codec"
 )
 
 // A link's writer goroutine, one per queue (user, control): it takes
@@ -64,7 +66,10 @@ func (l *link) write(q *queue) {
 				if l.r.ctx.Err() != nil {
 					w.reset()
 				} else {
-					_ = w.finish()
+					s := w.s
+					w.letGo() // the peer may take writeTimeout to read the rest
+					_ = finish(s)
+					w.retake()
 				}
 				return
 			}
@@ -81,37 +86,8 @@ func (l *link) write(q *queue) {
 		}
 		w.moveOffRelay()
 		w.release() // before dialing: what was given up goes back at once
-		for attempts := 1; w.s == nil; attempts++ {
-			var err error
-			if w.s, w.pw, w.fw, err = l.open(q.proto, q.proto10); err == nil {
-				w.lg = nil
-				if w.s.Protocol() == ProtoMsg {
-					if w.lgState == nil {
-						w.lgState = new(largeOut)
-					}
-					w.lg = w.lgState
-				}
-				break
-			}
-			l.r.log.Debug("routing: cannot open stream", "peer", l.peer, "protocol", q.proto, "attempt", attempts, "err", err)
-			if attempts == 3 {
-				// Give up on what is in hand (an Ask learns why at once);
-				// keep redialing for what comes next. Cancellations are
-				// dropped: a peer this far away drops our monitors and
-				// links when the connection goes.
-				for i := range w.batch {
-					w.later.fail(l, &w.batch[i], fmt.Errorf("%w: %v: %w", ErrUnreachable, l.peer, err))
-				}
-				w.dropUndo("peer unreachable")
-				w.later.unreachable = true
-				break
-			}
-			select {
-			case <-time.After(l.r.backoff(attempts)):
-			case <-l.r.ctx.Done():
-				l.r.undeliverable.Add(uint64(len(w.batch))) // closing: lost, as in reset
-				return
-			}
+		if w.s == nil && !w.dial() {
+			return // closing: what was in hand is lost, as in reset
 		}
 		if w.s != nil {
 			_ = w.send(time.Time{})
@@ -120,21 +96,88 @@ func (l *link) write(q *queue) {
 	}
 }
 
-// finish ends the stream of a writer that wrote everything it has: it
-// closes the stream for writing and waits until the peer closes its side,
-// which the peer's reader does once it handed every message to its actors
-// (or until writeTimeout, or until the router's close gives up and resets
+// dial opens the writer's stream, with w.mu let go (letGo): a slow
+// NewStream or a backoff holds up nobody else. Up to three attempts, 100
+// and 200 ms apart; after the third it gives up what is in hand (an Ask
+// learns why at once) and its cancellations, and the writer redials for
+// what comes next. It reports false when the router closes meanwhile.
+// w.mu is held.
+func (w *writer) dial() bool {
+	l, q := w.l, w.q
+	w.letGo()
+	var (
+		s   network.Stream
+		pw  *progressWriter
+		fw  *codec.FrameWriter
+		err error
+	)
+	for attempts := 1; ; attempts++ {
+		if s, pw, fw, err = l.open(q.proto, q.proto10); err == nil {
+			break
+		}
+		l.r.log.Debug("routing: cannot open stream", "peer", l.peer, "protocol", q.proto, "attempt", attempts, "err", err)
+		if attempts == 3 {
+			break
+		}
+		select {
+		case <-time.After(l.r.backoff(attempts)):
+		case <-l.r.ctx.Done():
+			w.retake()
+			l.r.undeliverable.Add(uint64(len(w.batch))) // closing: lost, as in reset
+			return false
+		}
+	}
+	w.retake()
+	if err != nil {
+		// Cancellations are dropped: a peer this far away drops our
+		// monitors and links when the connection goes.
+		for i := range w.batch {
+			w.later.fail(l, &w.batch[i], fmt.Errorf("%w: %v: %w", ErrUnreachable, l.peer, err))
+		}
+		w.dropUndo("peer unreachable")
+		w.later.unreachable = true
+		return true
+	}
+	w.s, w.pw, w.fw, w.lg = s, pw, fw, nil
+	if s.Protocol() == ProtoMsg {
+		if w.lgState == nil {
+			w.lgState = new(largeOut)
+		}
+		w.lg = w.lgState
+	}
+	return true
+}
+
+// letGo lets go of w.mu mid-round, for a call that may block (a dial, a
+// stream's end) or for what the writer left for after its lock (release):
+// busy keeps a write-through out until retake. w.mu is held.
+func (w *writer) letGo() {
+	w.busy = true
+	w.mu.Unlock()
+}
+
+// retake takes w.mu again after letGo.
+func (w *writer) retake() {
+	w.mu.Lock()
+	w.busy = false
+}
+
+// finish ends stream s of a writer that wrote everything it has: it
+// closes s for writing and waits until the peer closes its side, which
+// the peer's reader does once it handed every message to its actors (or
+// until writeTimeout, or until the router's close gives up and resets
 // the stream). Closing the connection before that could lose what the
 // peer had not read yet. It returns nil once the peer closed its side.
-func (w *writer) finish() error {
-	if w.s == nil {
+// The writer calls it with its lock let go (letGo): no one writes on s.
+func finish(s network.Stream) error {
+	if s == nil {
 		return nil
 	}
-	if err := w.s.CloseWrite(); err != nil {
+	if err := s.CloseWrite(); err != nil {
 		return err
 	}
-	_ = w.s.SetReadDeadline(time.Now().Add(writeTimeout))
-	_, err := io.Copy(io.Discard, w.s) // nothing comes this way: EOF (nil), a reset or the deadline
+	_ = s.SetReadDeadline(time.Now().Add(writeTimeout))
+	_, err := io.Copy(io.Discard, s) // nothing comes this way: EOF (nil), a reset or the deadline
 	return err
 }
 

@@ -5,10 +5,13 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/network"
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
 )
 
@@ -195,4 +198,123 @@ func TestWriteThroughLeavesABusyWriterAlone(t *testing.T) {
 		t.Error("a writer at work is marked idle")
 	}
 	q.mu.Unlock()
+}
+
+// A caller writing through leaves the writer awake when work is left (the
+// cancellations of a stream that broke under it) and asleep otherwise, so
+// that the next push wakes it.
+func TestWriteThroughLeavesTheWriterAsNeeded(t *testing.T) {
+	r, l, _, _ := newSender(t)
+	if err := registerWire(r.cfg.Registry); err != nil {
+		t.Fatal(err)
+	}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	defer r.cancel()
+	w, q := &l.ctl.w, l.ctl.q
+	claim := func(id actor.MonitorID) {
+		t.Helper()
+		if q.takeBatch(nil) != nil { // the writer finds the queue empty
+			t.Fatal("a batch from an empty queue")
+		}
+		if ok, claimed := q.pushClaim("sink", "source", actor.MonitorSignal{ID: id}, 0, false); !ok || !claimed {
+			t.Fatalf("push: queued %v, claimed %v; want both", ok, claimed)
+		}
+	}
+	woken := func() bool {
+		select {
+		case <-q.ready:
+			return true
+		default:
+			return false
+		}
+	}
+	w.use(&fakeStream{err: network.ErrReset})
+	claim(7)
+	w.writeThrough(time.Time{})
+	if !woken() || len(w.undo) != 1 || w.s != nil {
+		t.Fatalf("after a write-through broke: undo %+v, stream %v; the writer must be woken", w.undo, w.s)
+	}
+	var wire bytes.Buffer
+	w.use(&fakeStream{w: &wire})
+	claim(8)
+	w.writeThrough(time.Time{})
+	if woken() || len(w.undo) != 0 {
+		t.Fatalf("after a write-through with nothing left: undo %+v, woken", w.undo)
+	}
+	wantMessages(t, r, &wire, actor.DemonitorSignal{ID: 7}, actor.MonitorSignal{ID: 8})
+	if !q.pushBelow("sink", "source", actor.MonitorSignal{ID: 9}, 0, false, q.max) || !woken() {
+		t.Fatal("the next push did not wake the writer")
+	}
+	if st := r.Stats(); st.WrittenThrough != 1 {
+		t.Fatalf("written through: %d, want 1 (the write that broke does not count)", st.WrittenThrough)
+	}
+}
+
+// A write deadline left on a stream that has expired since (that of an Ask
+// written through, or the writer's own after the link idled for longer
+// than writeTimeout) does not break the next batch: the FrameWriter
+// flushes on its own while a batch of more than its buffer is put, and it
+// did so under the old deadline, which failed a healthy stream and gave
+// up the whole batch.
+func TestExpiredDeadlineBreaksNoBatch(t *testing.T) {
+	hA, rA, sysA := testRouter(t, 0)
+	hB, _, sysB := testRouter(t, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := hA.Connect(ctx, libp2ppeer.AddrInfo{ID: hB.ID(), Addrs: hB.Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	const batch = 64 // of 8 KiB: well over the FrameWriter's buffer
+	counted := make(chan int, batch+1)
+	if _, err := sysB.Spawn("count", func(c *actor.Context) {
+		n := 0
+		var h actor.Case
+		h = actor.On(func(s string) {
+			if s == "ping" {
+				c.Reply("pong")
+			} else {
+				n++
+				counted <- n
+			}
+			c.Receive(h)
+		})
+		c.Receive(h)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	to, _ := actor.NewRef(hB.ID().String(), "count")
+	sysA.Send(to, "warm") // opens the stream
+	select {
+	case <-counted:
+	case <-ctx.Done():
+		t.Fatal("the first message did not arrive")
+	}
+	// Asks until one is written through (the writer asleep with its
+	// stream), with a deadline that then passes.
+	for rA.Stats().WrittenThrough == 0 {
+		askCtx, askCancel := context.WithTimeout(ctx, minWriteThrough+100*time.Millisecond)
+		if _, err := sysA.Ask(askCtx, to, "ping"); err != nil {
+			t.Fatal(err)
+		}
+		<-askCtx.Done() // the stream's write deadline has passed
+		askCancel()
+	}
+	from, _ := actor.NewRef(sysA.Peer(), "sender")
+	msgs := make([]actor.Outbound, batch)
+	for i := range msgs {
+		msgs[i] = actor.Outbound{To: to, Msg: strings.Repeat("x", 8<<10)}
+	}
+	if n, err := rA.DeliverBatch(from, msgs); err != nil || n != batch {
+		t.Fatalf("DeliverBatch: %d, %v", n, err)
+	}
+	for n := 0; n < batch+1; {
+		select {
+		case n = <-counted:
+		case <-ctx.Done():
+			t.Fatalf("%d of %d messages arrived; %d undeliverable", n-1, batch, rA.Stats().Undeliverable)
+		}
+	}
+	if u := rA.Stats().Undeliverable; u != 0 {
+		t.Fatalf("%d messages undeliverable", u)
+	}
 }
