@@ -84,7 +84,8 @@
 //	system.go      System, New, Whereis, Shutdown, counters
 //	spawn.go       spawning and its options
 //	deliver.go     sending, nodes, dead letters
-//	context.go     Context: a behavior's view of its actor
+//	context.go     Context: a behavior's view of its actor, Receive
+//	context_send.go  an actor's sends, outbox, Reply and Respond
 //	case.go        Receive's cases (On, OnWhen, Any, Timeout, Loop)
 //	activation.go  the trampoline that runs an actor on its loop
 //	placement.go   which loop an actor runs on, and when it moves
@@ -96,7 +97,7 @@
 //	port.go        the transport's handle; remote.go: what it carries
 //	inbound.go     batches of remote messages; credit.go: their bytes
 //	peerdown.go    what a departed peer's actors leave behind
-//	registry.go    names; ref.go: Ref
+//	registry.go    names; ref.go: Ref; gentable.go: generated names
 //	options.go     System options; errors.go: sentinels
 //	same_*.go, owner_*.go  identity checks (unsafe / nounsafe builds)
 package actor
