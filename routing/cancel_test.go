@@ -105,8 +105,9 @@ func TestWriterReopensForCancellations(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the cancellations were neither sent nor dropped within 10 s")
 	}
-	// Whenever the writer lets go of mu next (it sleeps, or dials
-	// again), it keeps none: it does not redial for them.
+	// Whenever the writer lets go of mu next (to sleep, or mid-round:
+	// to run its effects, or to dial again, where the lock can be taken
+	// while NewStream runs), it keeps none: it does not redial for them.
 	locked := make(chan struct{})
 	go func() { w.mu.Lock(); close(locked) }()
 	select {
@@ -117,6 +118,6 @@ func TestWriterReopensForCancellations(t *testing.T) {
 			t.Fatalf("%d cancellations still kept", left)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatal("the writer did not go to sleep after giving up")
+		t.Fatal("the writer did not let go of its lock within 10 s of giving up")
 	}
 }

@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"testing"
@@ -40,8 +41,15 @@ func (h *slowOpenHost) NewStream(ctx context.Context, p libp2ppeer.ID, protos ..
 }
 
 // A writer whose stream takes long to open holds its lock meanwhile no
-// more: it used to for up to 10 s. What is sent meanwhile goes after the
-// batch it had in hand, on the stream it opens.
+// more (it used to for up to 10 s), and is marked busy. Then the writer's
+// round resumes as it should once it takes its lock back: the batch it
+// had in hand ("one") goes first on the stream it opened, and what was
+// queued meanwhile ("two", by Deliver) after it. That order held before
+// the lock was let go too, and no write-through is tried here: while it
+// dials a writer has no stream, so none could write ahead of its batch,
+// and the queue is not asleep, so Deliver never writes through. That
+// busy keeps a write-through out while the lock is let go is checked
+// where there is a stream to write on: TestMoveOffRelayLetsGoOfTheLock.
 func TestWriterDialsWithItsLockLetGo(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -118,13 +126,23 @@ type directNet struct{ network.Network }
 func (directNet) ConnsToPeer(libp2ppeer.ID) []network.Conn { return []network.Conn{openConn{}} }
 
 // A writer moving off a relay lets go of its lock while the peer reads
-// the relayed stream to its end, which may take writeTimeout.
+// the relayed stream to its end, which may take writeTimeout. A
+// write-through meanwhile finds it busy: it writes nothing on that
+// stream, leaves its message queued and wakes the writer for it.
 func TestMoveOffRelayLetsGoOfTheLock(t *testing.T) {
 	r, l, _, _ := newSender(t)
 	r.h = directHost{}
-	w := &l.user.w
-	s := &relayedStream{reading: make(chan struct{}, 1), eof: make(chan struct{})}
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	defer r.cancel()
+	w, q := &l.user.w, l.user.q
+	var wire bytes.Buffer
+	s := &relayedStream{fakeStream: fakeStream{w: &wire}, reading: make(chan struct{}, 1), eof: make(chan struct{})}
 	w.use(s)
+	// The writer found its queue empty (it moves off the relay with
+	// cancellations in hand, say): a push then claims the wake-up.
+	if q.takeBatch(nil) != nil {
+		t.Fatal("a batch from an empty queue")
+	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -141,10 +159,27 @@ func TestMoveOffRelayLetsGoOfTheLock(t *testing.T) {
 	}
 	busy := w.busy
 	w.mu.Unlock()
+	ok, claimed := q.pushClaim("sink", "source", "m", 0, false)
+	if ok && claimed {
+		w.writeThrough(time.Now().Add(5 * time.Second))
+	}
+	var woken bool
+	select {
+	case <-q.ready:
+		woken = true
+	default:
+	}
+	written, queued := wire.Len(), q.len()
 	close(s.eof)
 	recvWithin(t, ctx, done)
 	if !busy {
 		t.Fatal("a writer ending its stream is not busy")
+	}
+	if !ok || !claimed {
+		t.Fatalf("push: queued %v, claimed %v; want both", ok, claimed)
+	}
+	if written != 0 || queued != 1 || !woken {
+		t.Fatalf("a write-through while the writer ended its stream: wrote %d bytes, left %d queued, woke the writer: %v; want 0, 1, true", written, queued, woken)
 	}
 	if w.s != nil || r.movedOffRelay.Load() != 1 {
 		t.Fatalf("stream %v, moved off relay %d times; want none and once", w.s, r.movedOffRelay.Load())

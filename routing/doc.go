@@ -27,8 +27,10 @@
 // neither the other nor the actor system (a writer collects what it has
 // for them and performs it after letting go: effects.go); the queues'
 // and links' own mutexes are leaves. A writer dials and waits for a
-// stream's end with its mu let go: under it, only its stream's writes
-// block (writeTimeout).
+// stream's end with its mu let go. What may still block under it: its
+// stream's writes (writeTimeout without progress), closing or resetting
+// its stream (a yamux close or reset waits for room in the session's
+// send queue) and hasDirect's ConnsToPeer.
 //
 // # Files
 //

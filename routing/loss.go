@@ -277,6 +277,16 @@ func (r *Router) perform(acts []peerAction) {
 				r.mu.Lock()
 				r.peers.retireBusy(a.peer, a.next, time.Now())
 				r.mu.Unlock()
+				// A retry recorded wakes watchPeers to arm its timer for
+				// it (as retireLater does). actRetire is performed on
+				// watchPeers' own goroutine today (peerGone, a retry
+				// due), which re-reads nextRetire anyway: there this
+				// costs one more turn of its loop, and the rule holds
+				// wherever actRetire comes to be performed.
+				select {
+				case r.retireNews <- struct{}{}:
+				default: // watchPeers was woken already and will see it
+				}
 			}
 		}
 	}

@@ -80,7 +80,9 @@ func (r *Router) peerGone(id libp2ppeer.ID) {
 // forgotten however many links give up at once: each would keep its
 // goroutines and buffers until Close. No writer's lock may be held.
 func (r *Router) retireLater(id libp2ppeer.ID) {
-	connected := r.h.Network().Connectedness(id) == network.Connected
+	// r.h is nil in a bare test router (newSender), whose table is
+	// zero and which has no watchPeers: the retry is recorded, not run.
+	connected := r.h != nil && r.h.Network().Connectedness(id) == network.Connected
 	r.mu.Lock()
 	r.peers.linkUnreachable(id, connected, time.Now())
 	r.mu.Unlock()

@@ -10,14 +10,18 @@ import (
 
 // The peer table: the router's protocol state per peer (incarnations,
 // connections, losses, the inbound streams being read, the links to
-// retire: peertable_retire.go). Its methods take
-// an event, change the table, and append the actions it calls for to
-// acts; it does no IO, starts no goroutine, takes no lock and calls
-// neither the actor system nor libp2p, but for the connection predicate
-// it is given (closed) and the reader fields that streamHello sets. The Router, its driver, holds it under Router.mu and
-// performs the actions (peers.go, loss.go): the bookkeeping ones before
-// it unlocks, the others after. docs/routing.md has the loss protocol
-// as a table; peertable_test.go follows its rows.
+// retire: peertable_retire.go). Its methods take an event and change the
+// table; those that call for actions append them to acts, and those that
+// never do (linkUnreachable, retireBusy) take no acts. It does no IO,
+// starts no goroutine, takes no lock and calls neither the actor system
+// nor libp2p, but for the connection predicate it is given (closed) and
+// the reader fields that streamHello sets. Its maps are made as they are
+// first written, so that a zero table (a bare test router's) takes
+// events too, but for a hello with a connection, which needs closed.
+// The Router, its driver, holds it under Router.mu and performs
+// the actions (peers.go, loss.go): the bookkeeping ones before it
+// unlocks, the others after. docs/routing.md has the loss protocol as a
+// table; peertable_test.go follows its rows.
 
 // peerTable is the router's state per peer. Not safe for concurrent use.
 type peerTable struct {
@@ -113,6 +117,9 @@ func (t *peerTable) state(p libp2ppeer.ID) *peerState {
 	st := t.peers[p]
 	if st == nil {
 		st = &peerState{gen: t.gen}
+		if t.peers == nil {
+			t.peers = make(map[libp2ppeer.ID]*peerState)
+		}
 		t.peers[p] = st
 	}
 	return st
@@ -128,8 +135,11 @@ func (t *peerTable) forget(acts []peerAction, p libp2ppeer.ID) []peerAction {
 	return append(acts, peerAction{kind: actForget, peer: p})
 }
 
-// gone: p disconnected. Everything known of it goes, it is down, and its
-// link is retired if idle.
+// gone: p disconnected. What is known of its incarnation, connections
+// and losses goes, it is down, and its link is retired if idle. A retry
+// of its link pending (t.retries[p]) is kept, deliberately: the try that
+// gone asks for may find the link still busy, and then leaves that retry
+// as it is (retireBusy).
 func (t *peerTable) gone(acts []peerAction, p libp2ppeer.ID) []peerAction {
 	acts = t.forget(acts, p)
 	delete(t.peers, p)
@@ -289,6 +299,9 @@ func (t *peerTable) awaited(p libp2ppeer.ID, lost uint64) bool {
 func (t *peerTable) streamOpened(key inboundKey, rd *reader, max int) bool {
 	if len(t.streams[key]) >= max {
 		return false
+	}
+	if t.streams == nil {
+		t.streams = make(map[inboundKey][]*reader)
 	}
 	t.streams[key] = append(t.streams[key], rd)
 	return true

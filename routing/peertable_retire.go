@@ -13,7 +13,9 @@ import (
 // busy (its writers giving up what they held, which takes three dials) is
 // tried again after each of the delays (timings.retireDelays), then no
 // more. The driver tries (actRetire: Router.retire), reports a busy link
-// (retireBusy) and wakes at nextRetire for retiresDue.
+// (retireBusy), wakes its timer's goroutine after recording a retry
+// (linkUnreachable, retireBusy: they return no actions) and wakes at
+// nextRetire for retiresDue.
 
 // retry is a pending try of a peer's link: when, and the index in the
 // delays of the wait that led to it.
@@ -44,6 +46,9 @@ func (t *peerTable) retireBusy(p libp2ppeer.ID, next int, now time.Time) {
 func (t *peerTable) retryAt(p libp2ppeer.ID, attempt int, now time.Time, replace bool) {
 	if _, ok := t.retries[p]; ok && !replace {
 		return
+	}
+	if t.retries == nil {
+		t.retries = make(map[libp2ppeer.ID]retry)
 	}
 	t.retries[p] = retry{at: now.Add(t.delays[attempt]), attempt: attempt}
 }

@@ -265,3 +265,65 @@ func TestEveryUnreachableLinkIsRetired(t *testing.T) {
 		t.Fatalf("%d dead letters, want %d", got, peers)
 	}
 }
+
+// A link still busy when its peer left is tried again later, by the
+// router's own driver (watchPeers performing actRetire, which reports
+// the busy link back to the peer table), and retired once idle.
+func TestBusyLinkOfADepartedPeerIsRetiredLater(t *testing.T) {
+	quick := timings{retireDelays: [3]time.Duration{20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond}}
+	hA, r, _ := testRouterTimed(t, quick)
+	hB := testhost.NewHost(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := hA.Connect(ctx, libp2ppeer.AddrInfo{ID: hB.ID(), Addrs: hB.Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	l := newLink(r, hB.ID(), hB.ID().String()) // writers not started: busy while a message is queued
+	r.mu.Lock()
+	r.links[l.peerStr] = l
+	r.mu.Unlock()
+	if !l.user.q.pushBelow("x", "", "m", 0, false, l.user.q.max) {
+		t.Fatal("queue full")
+	}
+	_ = hA.Network().ClosePeer(hB.ID())
+	// Nothing signals the table's internal state or a link's retirement:
+	// both loops poll, each bounded by its own deadline.
+	pending := func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		_, ok := r.peers.retries[hB.ID()]
+		return ok
+	}
+	for dl := time.Now().Add(5 * time.Second); !pending(); time.Sleep(time.Millisecond) {
+		if time.Now().After(dl) {
+			t.Fatal("no retry pending for a link busy when its peer left")
+		}
+	}
+	l.user.q.takeBatch(nil)
+	l.user.q.sleeping(nil) // idle now
+	for dl := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		r.mu.Lock()
+		_, there := r.links[l.peerStr]
+		r.mu.Unlock()
+		if !there {
+			break
+		}
+		if time.Now().After(dl) {
+			t.Fatal("the link, idle since, was never retired")
+		}
+	}
+}
+
+// A bare router (newSender: no host, a zero peer table, no watchPeers)
+// takes a link's news that it gave messages up as unreachable without
+// a panic: the retry is recorded, and nothing runs it.
+func TestRetireLaterOnABareRouter(t *testing.T) {
+	r, _, _, _ := newSender(t)
+	id := testhost.NewPeerID(t)
+	r.retireLater(id)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.peers.retries[id]; !ok {
+		t.Fatal("no retry recorded")
+	}
+}

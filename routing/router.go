@@ -35,19 +35,21 @@ import (
 //     message, cancellations). Held by the writer goroutine while it
 //     works and by plain code writing through, which only tries it
 //     (TryLock) and never waits. Under it: the leaves, the stream's
-//     writes (writeTimeout without progress, or a caller's deadline) and
-//     the router's atomics. The writer lets go of it mid-round (letGo;
-//     busy keeps write-throughs out) to dial (NewStream, up to 10 s, and
-//     the backoff), to wait for the peer to read a stream to its end
+//     writes (writeTimeout without progress, or a caller's deadline),
+//     its Close and Reset (a yamux close or reset waits for room in the
+//     session's send queue), hasDirect's ConnsToPeer and the router's
+//     atomics. The writer lets go of it mid-round (letGo; busy keeps
+//     write-throughs out) to dial (NewStream, up to 10 s, and the
+//     backoff), to wait for the peer to read a stream to its end
 //     (finish, up to writeTimeout), and to perform what it collected for
 //     the router and the actor system (writer.later, effects.go).
 //   - Router.mu: the fields of Router after it up to lossCh (links,
 //     budgets, the peer table: incarnations, connections, losses,
 //     inbound streams and links to retire per peer; closed). The peer
 //     table is pure: the router does the bookkeeping actions it returns
-//     under Router.mu, and the others after unlocking. Under it: the leaves and libp2p's
-//     IsClosed and resource scopes; never a writer's mu (link.retire
-//     reads what the writers published in their queues).
+//     under Router.mu, and the others after unlocking. Under it: the
+//     leaves and libp2p's IsClosed and resource scopes; never a writer's
+//     mu (link.retire reads what the writers published in their queues).
 //   - outQueue.mu (queue.go): a queue's messages, its sleeping flags and
 //     what its writer published for retire (idle, idleOn). link.mu: the
 //     link's open streams. Leaves: they take no other lock (under a

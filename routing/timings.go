@@ -19,9 +19,12 @@ type timings struct {
 	// that its hello, or a reset of the peer's last stream here,
 	// announces (see awaitLoss). Router.
 	lossWait time.Duration
-	// retireDelays are the waits before retire tries again a link that
-	// was busy when its peer disconnected (its writers were giving up
-	// what they held, which takes three dials). Router.
+	// retireDelays are the waits before retire tries a link again: one
+	// that was busy when its peer disconnected, or at its try since (its
+	// writers were giving up what they held, which takes three dials),
+	// is tried after each in turn. The first is also the wait before the
+	// first try of a link that gave messages up as unreachable while its
+	// peer was not connected (peertable_retire.go). Router.
 	retireDelays [3]time.Duration
 	// presenceRenew is how often a peer announces its members of each
 	// group again (see groups_presence.go). Groups.
