@@ -24,11 +24,12 @@ type natHome struct {
 // connection's source port when it can (an endpoint-independent mapping:
 // hole punching can succeed); a symmetric home picks a random port per
 // connection (--random-fully), which defeats it. Like a home router, a
-// NAT drops unsolicited packets. It skips the test without iptables.
+// NAT drops unsolicited packets. It skips the test without iptables
+// (see skipNetns).
 func (n *netns) natWorld(pub int, symmetric ...bool) (public []string, homes []natHome) {
 	n.t.Helper()
 	if _, err := exec.LookPath("iptables"); err != nil {
-		n.t.Skip("iptables is missing (apt-get install iptables)")
+		skipNetns(n.t, "iptables is missing (apt-get install iptables)")
 	}
 	plug := n.publicBridge()
 	for i := range pub {
@@ -103,7 +104,7 @@ func (n *netns) waitWorld(public []string, homes []natHome) {
 func (n *netns) firewallWorld6(pub, k int) (public []string, homes []natHome) {
 	n.t.Helper()
 	if _, err := exec.LookPath("ip6tables"); err != nil {
-		n.t.Skip("ip6tables is missing (apt-get install iptables)")
+		skipNetns(n.t, "ip6tables is missing (apt-get install iptables)")
 	}
 	plug := n.publicBridge()
 	for i := range pub {
