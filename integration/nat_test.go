@@ -83,7 +83,7 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 // relay's advertisement); laptop A reaches laptop B through the relay's
 // circuit address and asks B's echo actor. Behind NATs that keep ports,
 // A's router first drops what goes directly between the homes, so that
-// the first asks certainly go through the relay; A keeps asking, one
+// the first ask certainly goes through the relay; A keeps asking, one
 // numbered ask after another, while the test lets direct traffic through,
 // hole punching replaces the relayed connection with a direct one and
 // both laptops end their links' relayed streams cleanly, and after the
@@ -163,7 +163,7 @@ func TestLaptopsBehindNATs(t *testing.T) {
 			punched := func() uint64 { return natID(t, a).HolePunches.Succeeded + natID(t, b).HolePunches.Succeeded }
 			if tc.symmetric {
 				eventually(t, 60*time.Second, "a hole punch is tried", func() bool { return tried() > 0 })
-				s.askN(9)
+				s.askN(19)
 				if relayed, connected := relayedTo(t, a, b.id.String()); !connected || !relayed || punched() != 0 {
 					t.Fatalf("behind symmetric NATs: connected %v, relayed %v, %d punches succeeded", connected, relayed, punched())
 				}
