@@ -15,6 +15,7 @@ import (
 type natHome struct {
 	nat, laptop string // namespaces
 	public      string // the NAT's address on the public bridge
+	seen        string // the laptop's address as others see it: public (IPv4), its own (IPv6)
 }
 
 // natWorld builds a public bridge with pub hosts (11.0.0.1, 11.0.0.2, …)
@@ -24,11 +25,12 @@ type natHome struct {
 // connection's source port when it can (an endpoint-independent mapping:
 // hole punching can succeed); a symmetric home picks a random port per
 // connection (--random-fully), which defeats it. Like a home router, a
-// NAT drops unsolicited packets. It skips the test without iptables.
+// NAT drops unsolicited packets. It skips the test without iptables
+// (see skipNetns).
 func (n *netns) natWorld(pub int, symmetric ...bool) (public []string, homes []natHome) {
 	n.t.Helper()
 	if _, err := exec.LookPath("iptables"); err != nil {
-		n.t.Skip("iptables is missing (apt-get install iptables)")
+		skipNetns(n.t, "iptables is missing (apt-get install iptables)")
 	}
 	plug := n.publicBridge()
 	for i := range pub {
@@ -38,6 +40,7 @@ func (n *netns) natWorld(pub int, symmetric ...bool) (public []string, homes []n
 	}
 	for i, sym := range symmetric {
 		home := natHome{nat: n.add(fmt.Sprintf("nat%d", i+1)), laptop: n.add(fmt.Sprintf("lap%d", i+1)), public: fmt.Sprintf("11.0.0.%d", 101+i)}
+		home.seen = home.public
 		plug(home.nat, "wan", home.public+"/24")
 		n.ip("link", "add", "lan", "netns", home.nat, "type", "veth", "peer", "name", "eth0", "netns", home.laptop)
 		n.ip("-n", home.nat, "addr", "add", fmt.Sprintf("10.%d.0.1/24", i+1), "dev", "lan")
@@ -103,7 +106,7 @@ func (n *netns) waitWorld(public []string, homes []natHome) {
 func (n *netns) firewallWorld6(pub, k int) (public []string, homes []natHome) {
 	n.t.Helper()
 	if _, err := exec.LookPath("ip6tables"); err != nil {
-		n.t.Skip("ip6tables is missing (apt-get install iptables)")
+		skipNetns(n.t, "ip6tables is missing (apt-get install iptables)")
 	}
 	plug := n.publicBridge()
 	for i := range pub {
@@ -120,6 +123,7 @@ func (n *netns) firewallWorld6(pub, k int) (public []string, homes []natHome) {
 		n.exec(home.nat, "sysctl", "-qw", "net.ipv6.conf.all.forwarding=1")
 		plug(home.nat, "wan", home.public+"/64")
 		prefix := fmt.Sprintf("2a00:1:%d::", i+1)
+		home.seen = prefix + "2"
 		n.ip("link", "add", "lan", "netns", home.nat, "type", "veth", "peer", "name", "eth0", "netns", home.laptop)
 		n.ip("-n", home.nat, "addr", "add", prefix+"1/64", "dev", "lan", "nodad")
 		n.ip("-n", home.nat, "link", "set", "lan", "up")
@@ -142,6 +146,29 @@ func (n *netns) firewallWorld6(pub, k int) (public []string, homes []natHome) {
 	}
 	n.waitWorld(public, homes)
 	return public, homes
+}
+
+// partition keeps a home from reaching another one directly, as if hole
+// punching between them could not succeed yet: the home's router drops
+// what goes to or comes from the other laptop's address (other.seen).
+// What passes through a public host, a relay's circuits, still passes.
+// It returns the function that lets direct traffic through again.
+func (n *netns) partition(home, other natHome) (reopen func()) {
+	n.t.Helper()
+	ipt := "iptables"
+	if strings.Contains(other.seen, ":") {
+		ipt = "ip6tables"
+	}
+	rules := [][]string{{"FORWARD", "-d", other.seen, "-j", "DROP"}, {"FORWARD", "-s", other.seen, "-j", "DROP"}}
+	for _, r := range rules {
+		n.exec(home.nat, append([]string{ipt, "-I"}, r...)...)
+	}
+	return func() {
+		n.t.Helper()
+		for _, r := range rules {
+			n.exec(home.nat, append([]string{ipt, "-D"}, r...)...)
+		}
+	}
 }
 
 // exec runs a command inside namespace ns and fails the test if it fails.

@@ -40,10 +40,14 @@ func relayOptions(cfg config, hp *holePunches, src *relaySource) []libp2p.Option
 	if cfg.relayService {
 		o = append(o, libp2p.EnableRelayService(), libp2p.EnableNATService())
 	}
-	if cfg.relayService || len(cfg.relays) > 0 {
+	if cfg.relayService || len(cfg.relays) > 0 || cfg.findRelays {
 		// Beyond the LAN, AutoNAT v2 checks each address (v1, always on,
-		// gives the node's reachability). It runs a second, dial-back
-		// host: LAN-only nodes do without.
+		// gives the node's reachability): a node that reserves relay
+		// slots advertises its relay addresses until one of its own is
+		// confirmed reachable. libp2p has no client-only v2: it also
+		// answers other peers' checks (public addresses only, at most 60
+		// a minute, 12 per peer) from a second, dial-back host. LAN-only
+		// nodes do without.
 		o = append(o, libp2p.EnableAutoNATv2())
 	}
 	if len(cfg.relays) > 0 || cfg.findRelays {

@@ -161,3 +161,55 @@ func TestLinkMovesOffTheRelay(t *testing.T) {
 		t.Fatalf("losses or downs: caller %+v, hidden %+v", a, b)
 	}
 }
+
+// TestAsksMoveOffTheRelay: a link that only carries Asks from plain code
+// moves off the relay as one that carries sends does. An Ask writes its
+// request on the calling goroutine when the link's writer sleeps
+// (routing's write-through); on a relayed stream it must leave that to
+// the writer, which is what looks for a direct connection.
+func TestAsksMoveOffTheRelay(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, hidden, caller := relayedTrio(t, ctx)
+	if _, err := hidden.System().Spawn("echo", func(c *actor.Context) {
+		c.Receive(actor.Loop(actor.Any(func(m any) { c.Reply(m) })))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	echo, _ := Ref(hidden.ID(), "echo")
+	ask := func(i int) {
+		t.Helper()
+		if got, err := actor.AskAs[int](ctx, caller.System(), echo, i); err != nil || got != i {
+			t.Fatalf("ask %d: %d, %v", i, got, err)
+		}
+	}
+	i := 0
+	for ; i < 10; i++ {
+		ask(i)
+	}
+	if r, d := msgStreams(caller, hidden.ID()); r != 1 || d != 0 {
+		t.Fatalf("before a direct connection: %d relayed and %d direct streams, want 1 and 0", r, d)
+	}
+	caller.Host().Peerstore().AddAddrs(hidden.ID(), hidden.AddrInfo().Addrs, time.Minute)
+	if _, err := caller.Host().Network().DialPeer(network.WithForceDirectDial(ctx, "test"), hidden.ID()); err != nil {
+		t.Fatal(err)
+	}
+	// The writer looks for a direct connection at most once a second.
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.After(5 * time.Second); caller.Stats().MovedOffRelay == 0; i++ {
+		ask(i)
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("after %d asks, the link is still on the relay", i)
+		}
+	}
+	ask(i)
+	if r, d := msgStreams(caller, hidden.ID()); r != 0 || d != 1 {
+		t.Fatalf("after moving: %d relayed and %d direct streams, want 0 and 1", r, d)
+	}
+	if a, b := caller.Stats(), hidden.Stats(); a.LossesDeclared+b.LossesDeclared+a.PeersDown+b.PeersDown != 0 {
+		t.Fatalf("losses or downs: caller %+v, hidden %+v", a, b)
+	}
+}

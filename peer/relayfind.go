@@ -40,7 +40,8 @@ const relayBackoff = time.Minute
 // WithRelayDiscovery makes the node, when not publicly reachable and
 // given no WithRelays, reserve slots on the relays of its mesh it is
 // connected to (peers with WithRelayService that run it), and turns hole
-// punching on (default off; the daemon's find_relays is on by default).
+// punching and AutoNAT v2 on (default off; the daemon's find_relays is
+// on by default).
 // It needs advertisements: WithGroups.
 func WithRelayDiscovery(on bool) Option {
 	return func(c *config) error { c.findRelays = on; return nil }

@@ -2,6 +2,7 @@ package peer
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/libp2p/go-libp2p"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/protocol/autonatv2"
 )
 
 // TestRelayCandidates: static relays, when there are any, are the only
@@ -72,6 +74,26 @@ func TestRelayFoundInAdvertisements(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatalf("no reservation on the advertised relay; the relay's ad was seen: %v", len(hidden.Directory().Peers()) > 0)
 		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// TestRelayDiscoveryTurnsOnAutoNATv2: a node that looks for relays (the
+// daemon's default) runs AutoNAT v2, as one with static relays or a relay
+// service does; a LAN-only node does not. libp2p's v2 has no client-only
+// mode: the node answers dial requests too.
+func TestRelayDiscoveryTurnsOnAutoNATv2(t *testing.T) {
+	speaksV2 := func(n *Node) bool { return slices.Contains(n.Host().Mux().Protocols(), autonatv2.DialProtocol) }
+	if n := newTestNode(t, WithGroups(true)); speaksV2(n) {
+		t.Fatal("a LAN-only node runs AutoNAT v2")
+	}
+	for name, o := range map[string]Option{
+		"find_relays":   WithRelayDiscovery(true),
+		"relays":        WithRelays(libp2ppeer.AddrInfo{ID: testhost.NewPeerID(t)}),
+		"relay_service": WithRelayService(true),
+	} {
+		if n := newTestNode(t, WithGroups(true), o); !speaksV2(n) {
+			t.Errorf("with %s: no AutoNAT v2", name)
 		}
 	}
 }

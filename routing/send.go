@@ -186,8 +186,11 @@ func (w *writer) took() {
 // deadline at most (if not zero); otherwise, and for what was queued
 // meanwhile, it wakes the writer. So does it when the writer has work left
 // after the write: the rest of a large message, or cancellations to send
-// after the stream broke. A panic on the way (a message's encoder) leaves
-// the writer unlocked and awake.
+// after the stream broke. It leaves a stream over a relayed connection to
+// the writer, which looks for a direct one between batches (relaymove.go):
+// written through, a link that only asks use would stay on the relay until
+// its limits cut the stream. A panic on the way (a message's encoder)
+// leaves the writer unlocked and awake.
 func (w *writer) writeThrough(deadline time.Time) {
 	wake := true
 	defer func() { w.q.q.wakeIfQueued(wake) }()
@@ -204,7 +207,7 @@ func (w *writer) writeThrough(deadline time.Time) {
 		w.mu.Unlock()
 		w.l.perform(&fx)
 	}()
-	if w.s != nil && !w.stopped && w.l.r.ctx.Err() == nil && !w.s.Conn().IsClosed() && (w.lg == nil || !w.lg.active) {
+	if w.s != nil && !w.stopped && w.l.r.ctx.Err() == nil && !w.s.Conn().IsClosed() && !w.s.Conn().Stat().Limited && (w.lg == nil || !w.lg.active) {
 		w.batch = w.q.q.takeBatch(w.batch[:0])
 		if n := len(w.batch); n > 0 {
 			if w.send(deadline) == nil {

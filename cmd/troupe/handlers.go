@@ -31,6 +31,9 @@ type idResult struct {
 	Home         string   `json:"home"`
 	// HolePunches are the hole punches tried and succeeded (with relays).
 	HolePunches holePunchCount `json:"hole_punches"`
+	// MovedOffRelay counts the link streams ended cleanly on a relayed
+	// connection once a direct one came (docs/nat.md).
+	MovedOffRelay uint64 `json:"moved_off_relay"`
 }
 
 type holePunchCount struct {
@@ -118,6 +121,7 @@ func (d *runningDaemon) handle(ctx context.Context, req request, conn net.Conn) 
 func (d *runningDaemon) id() idResult {
 	r := idResult{ID: d.node.ID().String(), Reachability: strings.ToLower(d.node.Reachability().String()), Mesh: d.cfg.Mesh, Version: buildVersion(), Home: string(d.home), Addrs: []string{}}
 	r.HolePunches.Tried, r.HolePunches.Succeeded = d.node.HolePunches()
+	r.MovedOffRelay = d.node.Stats().MovedOffRelay
 	for _, a := range d.node.Addrs() {
 		r.Addrs = append(r.Addrs, a.String())
 	}
