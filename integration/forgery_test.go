@@ -45,7 +45,8 @@ func TestAskRepliesCannotBeForged(t *testing.T) {
 		got <- result{v, err}
 	}()
 	waiter := recv(t, waiting)
-	id, err := strconv.ParseUint(strings.TrimPrefix(waiter.Name(), "$"), 36, 64)
+	seq, _, _ := strings.Cut(strings.TrimPrefix(waiter.Name(), "$"), ".") // "$<seq>.<slot>"
+	id, err := strconv.ParseUint(seq, 36, 64)
 	if err != nil {
 		t.Fatalf("waiter name %q: %v", waiter.Name(), err)
 	}
