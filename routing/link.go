@@ -53,6 +53,9 @@ type writer struct {
 	breaks   int       // streams broken in a row; at maxBreaks, undo is dropped
 	stopped  bool      // the writer goroutine returned
 	directAt time.Time // on a relayed stream: when to look for a direct connection next (relaymove.go)
+	// limitedOf is the stream limited was read for (onRelay).
+	limitedOf network.Stream
+	limited   bool
 }
 
 // maxBreaks is how many streams in a row may break before a writer drops

@@ -24,7 +24,7 @@ const directEvery = time.Second
 // lost some of it: the loss is declared, as for a broken stream. w.mu is
 // held, and let go while the peer reads the stream to its end.
 func (w *writer) moveOffRelay() {
-	if w.s == nil || !w.s.Conn().Stat().Limited || w.buffered() || w.lg != nil && (w.lg.active || len(w.lg.held) > 0) {
+	if !w.onRelay() || w.buffered() || w.lg != nil && (w.lg.active || len(w.lg.held) > 0) {
 		return
 	}
 	now := time.Now()
@@ -48,6 +48,20 @@ func (w *writer) moveOffRelay() {
 	_ = w.s.Close()
 	w.l.track(w.s, false)
 	w.s, w.pw, w.fw = nil, nil, nil
+}
+
+// onRelay reports whether w's stream runs over a connection a relay
+// limits. Whether a connection is limited never changes, and reading it
+// takes the connection's lock (which NewStream shares), so it is read
+// once per stream.
+func (w *writer) onRelay() bool {
+	if w.s == nil {
+		return false
+	}
+	if w.limitedOf != w.s {
+		w.limitedOf, w.limited = w.s, w.s.Conn().Stat().Limited
+	}
+	return w.limited
 }
 
 // hasDirect reports whether a connection to the link's peer that no

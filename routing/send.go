@@ -207,7 +207,7 @@ func (w *writer) writeThrough(deadline time.Time) {
 		w.mu.Unlock()
 		w.l.perform(&fx)
 	}()
-	if w.s != nil && !w.stopped && w.l.r.ctx.Err() == nil && !w.s.Conn().IsClosed() && !w.s.Conn().Stat().Limited && (w.lg == nil || !w.lg.active) {
+	if w.s != nil && !w.stopped && w.l.r.ctx.Err() == nil && !w.s.Conn().IsClosed() && !w.onRelay() && (w.lg == nil || !w.lg.active) {
 		w.batch = w.q.q.takeBatch(w.batch[:0])
 		if n := len(w.batch); n > 0 {
 			if w.send(deadline) == nil {
