@@ -23,11 +23,7 @@ func TestPanickingHandlerGivesBackItsCredit(t *testing.T) {
 	in.Add(&Envelope{To: ref, From: mustRef(t, "them/x"), Msg: "second", Size: 10})
 	in.Close()
 	recv(t, down)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := credit.WaitLow(ctx); err != nil {
-		t.Fatalf("held %d after the actor died: %v", credit.Held(), err)
-	}
+	creditBack(t, credit, "after the actor died")
 }
 
 // TestFlushPanicHandsNothingOverTwice: a hook that panics in Flush (the
@@ -76,11 +72,7 @@ func TestPanickingGuardGivesBackItsCredit(t *testing.T) {
 	in.Add(&Envelope{To: ref, From: mustRef(t, "them/x"), Msg: "first", Size: 100})
 	in.Close()
 	recv(t, down)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := credit.WaitLow(ctx); err != nil {
-		t.Fatalf("held %d after the actor died: %v", credit.Held(), err)
-	}
+	creditBack(t, credit, "after the actor died")
 }
 
 // TestPanickingDeadLetterHook: a dead-letter hook that panics costs no
@@ -130,5 +122,15 @@ func TestPanickingDeadLetterHook(t *testing.T) {
 	close(block)
 	if err := credit.WaitLow(ctx); err != nil {
 		t.Fatalf("held %d after the actor stopped: %v", credit.Held(), err)
+	}
+}
+
+// creditBack waits, 5 s at most, until credit holds nothing.
+func creditBack(t *testing.T, credit *Credit, when string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := credit.WaitLow(ctx); err != nil {
+		t.Fatalf("held %d %s: %v", credit.Held(), when, err)
 	}
 }

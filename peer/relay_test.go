@@ -132,24 +132,10 @@ func TestLinkMovesOffTheRelay(t *testing.T) {
 	if r, d := msgStreams(caller, hidden.ID()); r != 1 || d != 0 {
 		t.Fatalf("before a direct connection: %d relayed and %d direct streams, want 1 and 0", r, d)
 	}
-	// As hole punching does: a direct dial beside the relayed connection.
-	caller.Host().Peerstore().AddAddrs(hidden.ID(), hidden.AddrInfo().Addrs, time.Minute)
-	if _, err := caller.Host().Network().DialPeer(network.WithForceDirectDial(ctx, "test"), hidden.ID()); err != nil {
-		t.Fatal(err)
-	}
-	// The writer looks for a direct connection at most once a second,
-	// between batches: messages keep coming until it moved.
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for caller.Stats().MovedOffRelay == 0 {
+	moveOffRelay(t, ctx, caller, hidden, func() {
 		caller.System().Send(sink, next)
 		next++
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-			t.Fatal("the link never moved off the relay")
-		}
-	}
+	})
 	for end := next + 50; next < end; next++ {
 		caller.System().Send(sink, next)
 	}
@@ -190,26 +176,37 @@ func TestAsksMoveOffTheRelay(t *testing.T) {
 	if r, d := msgStreams(caller, hidden.ID()); r != 1 || d != 0 {
 		t.Fatalf("before a direct connection: %d relayed and %d direct streams, want 1 and 0", r, d)
 	}
-	caller.Host().Peerstore().AddAddrs(hidden.ID(), hidden.AddrInfo().Addrs, time.Minute)
-	if _, err := caller.Host().Network().DialPeer(network.WithForceDirectDial(ctx, "test"), hidden.ID()); err != nil {
-		t.Fatal(err)
-	}
-	// The writer looks for a direct connection at most once a second.
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for deadline := time.After(5 * time.Second); caller.Stats().MovedOffRelay == 0; i++ {
+	moveOffRelay(t, ctx, caller, hidden, func() {
 		ask(i)
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("after %d asks, the link is still on the relay", i)
-		}
-	}
+		i++
+	})
 	ask(i)
 	if r, d := msgStreams(caller, hidden.ID()); r != 0 || d != 1 {
 		t.Fatalf("after moving: %d relayed and %d direct streams, want 0 and 1", r, d)
 	}
 	if a, b := caller.Stats(), hidden.Stats(); a.LossesDeclared+b.LossesDeclared+a.PeersDown+b.PeersDown != 0 {
 		t.Fatalf("losses or downs: caller %+v, hidden %+v", a, b)
+	}
+}
+
+// moveOffRelay dials hidden directly from caller, beside their relayed
+// connection (as hole punching does), and calls traffic every 10 ms until
+// caller's link has moved off the relay: the writer looks for a direct
+// connection at most once a second, between batches.
+func moveOffRelay(t *testing.T, ctx context.Context, caller, hidden *Node, traffic func()) {
+	t.Helper()
+	caller.Host().Peerstore().AddAddrs(hidden.ID(), hidden.AddrInfo().Addrs, time.Minute)
+	if _, err := caller.Host().Network().DialPeer(network.WithForceDirectDial(ctx, "test"), hidden.ID()); err != nil {
+		t.Fatal(err)
+	}
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for n := 0; caller.Stats().MovedOffRelay == 0; n++ {
+		traffic()
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			t.Fatalf("after %d sends or asks, the link is still on the relay", n)
+		}
 	}
 }
