@@ -145,6 +145,14 @@ func TestLaptopsBehindNATs(t *testing.T) {
 			}
 			reserved := time.Since(start)
 			s := newNatAsks(t, a, b)
+			// libp2p runs one round of hole punching per relayed
+			// connection, from its start: three attempts of about 5 s
+			// each, the third of which (the roles swapped) does not
+			// succeed here. Until reopen, then, the test runs only what
+			// it needs, the connection through the relay and the first
+			// ask: the connection is relayed (connect says so), and the
+			// homes cannot reach each other directly (partition), or
+			// ever (symmetric NATs): the ask went through the relay.
 			connecting := time.Now()
 			out := cliOK(t, a.home, "connect", circuit)
 			if !strings.Contains(out, "connected "+b.id.String()+" (relayed)") {
@@ -152,16 +160,14 @@ func TestLaptopsBehindNATs(t *testing.T) {
 			}
 			s.ask()
 			first := time.Since(connecting)
-			// The homes cannot reach each other directly (partition),
-			// or ever (symmetric NATs): the ask went through the relay.
-			if relayed, connected := relayedTo(t, a, b.id.String()); !connected || !relayed {
-				t.Fatalf("after the first ask: connected %v, relayed %v", connected, relayed)
-			}
 			t.Logf("from the laptops' start: both reserved on the relay after %v; connecting through it and the first ask took %v more",
 				reserved.Round(time.Millisecond), first.Round(time.Millisecond))
 			tried := func() uint64 { return natID(t, a).HolePunches.Tried + natID(t, b).HolePunches.Tried }
 			punched := func() uint64 { return natID(t, a).HolePunches.Succeeded + natID(t, b).HolePunches.Succeeded }
 			if tc.symmetric {
+				if relayed, connected := relayedTo(t, a, b.id.String()); !connected || !relayed {
+					t.Fatalf("after the first ask: connected %v, relayed %v", connected, relayed)
+				}
 				eventually(t, 60*time.Second, "a hole punch is tried", func() bool { return tried() > 0 })
 				s.askN(19)
 				if relayed, connected := relayedTo(t, a, b.id.String()); !connected || !relayed || punched() != 0 {
@@ -171,7 +177,7 @@ func TestLaptopsBehindNATs(t *testing.T) {
 				t.Logf("ask p50 through the relay %.3f ms", s.p50(1, s.next))
 				return
 			}
-			s.across(relay, reopen, punched)
+			s.across(relay, reopen, connecting, punched)
 			// The chat, through each laptop's daemon.
 			ann, bob := startChatHome(t, a.home, "", "ann"), startChatHome(t, b.home, "", "bob")
 			ann.expectLine(t, 30*time.Second, "* bob joined #lobby")

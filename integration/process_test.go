@@ -108,6 +108,7 @@ func startDaemonHome(t *testing.T, home, ns string, args ...string) *daemonProc 
 		argv = append([]string{"ip", "netns", "exec", ns}, argv...)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
+	dieWithTest(cmd)
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
