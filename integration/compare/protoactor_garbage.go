@@ -21,28 +21,30 @@ type (
 	}
 )
 
-// Package-level sinks make the objects escape, as a closure installed as a
-// continuation does.
-var (
+// Each actor keeps its latest objects in its own fields, as an actor
+// keeps the closure installed as its continuation: they escape, and the
+// previous ones become garbage.
+type pPongerGarbage struct {
+	pPonger
 	sink32 *garbage32
-	sink64 *garbage64
-	sink8  *int64
-)
-
-type pPongerGarbage struct{ pPonger }
+}
 
 func (p *pPongerGarbage) Receive(ctx actor.Context) {
 	if _, ok := ctx.Message().(pPing); ok {
-		sink32 = &garbage32{}
+		p.sink32 = &garbage32{}
 	}
 	p.pPonger.Receive(ctx)
 }
 
-type pPingerGarbage struct{ pPinger }
+type pPingerGarbage struct {
+	pPinger
+	sink64 *garbage64
+	sink8  *int64
+}
 
 func (p *pPingerGarbage) Receive(ctx actor.Context) {
 	if _, ok := ctx.Message().(pPong); ok {
-		sink64, sink8 = &garbage64{}, new(int64)
+		p.sink64, p.sink8 = &garbage64{}, new(int64)
 	}
 	p.pPinger.Receive(ctx)
 }
@@ -57,7 +59,7 @@ func (r protoRunner) ponger() actor.Actor {
 
 func (r protoRunner) pinger(p pPinger) actor.Actor {
 	if r.garbage {
-		return &pPingerGarbage{p}
+		return &pPingerGarbage{pPinger: p}
 	}
 	return &p
 }
