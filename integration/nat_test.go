@@ -112,10 +112,6 @@ func TestLaptopsBehindNATs(t *testing.T) {
 			} else {
 				public, homes = n.natWorld(2, tc.symmetric, tc.symmetric)
 			}
-			var reopen func()
-			if !tc.symmetric { // until reopen, the laptops meet through the relay only
-				reopen = n.partition(homes[0], homes[1])
-			}
 			relay := natDaemon(t, public[0], ip, "", "-relay-service")
 			relayTCP := fmt.Sprintf("/%s/%s/tcp/", ip, publicIP(1))
 			relayAddr := relayTCP + "4001/p2p/" + relay.id.String()
@@ -147,12 +143,14 @@ func TestLaptopsBehindNATs(t *testing.T) {
 			s := newNatAsks(t, a, b)
 			// libp2p runs one round of hole punching per relayed
 			// connection, from its start: three attempts of about 5 s
-			// each, the third of which (the roles swapped) does not
-			// succeed here. Until reopen, then, the test runs only what
-			// it needs, the connection through the relay and the first
-			// ask: the connection is relayed (connect says so), and the
-			// homes cannot reach each other directly (partition), or
-			// ever (symmetric NATs): the ask went through the relay.
+			// each. The test does not hold the punch back (dropping the
+			// first attempt's packets made the round fail under a loaded
+			// CI's -race run): the connection starts relayed (connect
+			// says so) and the first ask most likely goes through the
+			// relay; that the link's traffic was on the relay and left
+			// it without loss is what moved_off_relay and the numbered
+			// asks below show, and the symmetric case shows asks over
+			// the relay alone.
 			connecting := time.Now()
 			out := cliOK(t, a.home, "connect", circuit)
 			if !strings.Contains(out, "connected "+b.id.String()+" (relayed)") {
@@ -160,6 +158,9 @@ func TestLaptopsBehindNATs(t *testing.T) {
 			}
 			s.ask()
 			first := time.Since(connecting)
+			// Still relayed after the first ask: the streams of its
+			// request and reply were opened on the relay, and must move.
+			relayedFirst, _ := relayedTo(t, a, b.id.String())
 			t.Logf("from the laptops' start: both reserved on the relay after %v; connecting through it and the first ask took %v more",
 				reserved.Round(time.Millisecond), first.Round(time.Millisecond))
 			tried := func() uint64 { return natID(t, a).HolePunches.Tried + natID(t, b).HolePunches.Tried }
@@ -177,7 +178,7 @@ func TestLaptopsBehindNATs(t *testing.T) {
 				t.Logf("ask p50 through the relay %.3f ms", s.p50(1, s.next))
 				return
 			}
-			s.across(relay, reopen, connecting, punched)
+			s.across(relay, connecting, punched, relayedFirst)
 			// The chat, through each laptop's daemon.
 			ann, bob := startChatHome(t, a.home, "", "ann"), startChatHome(t, b.home, "", "bob")
 			ann.expectLine(t, 30*time.Second, "* bob joined #lobby")

@@ -148,29 +148,6 @@ func (n *netns) firewallWorld6(pub, k int) (public []string, homes []natHome) {
 	return public, homes
 }
 
-// partition keeps a home from reaching another one directly, as if hole
-// punching between them could not succeed yet: the home's router drops
-// what goes to or comes from the other laptop's address (other.seen).
-// What passes through a public host, a relay's circuits, still passes.
-// It returns the function that lets direct traffic through again.
-func (n *netns) partition(home, other natHome) (reopen func()) {
-	n.t.Helper()
-	ipt := "iptables"
-	if strings.Contains(other.seen, ":") {
-		ipt = "ip6tables"
-	}
-	rules := [][]string{{"FORWARD", "-d", other.seen, "-j", "DROP"}, {"FORWARD", "-s", other.seen, "-j", "DROP"}}
-	for _, r := range rules {
-		n.exec(home.nat, append([]string{ipt, "-I"}, r...)...)
-	}
-	return func() {
-		n.t.Helper()
-		for _, r := range rules {
-			n.exec(home.nat, append([]string{ipt, "-D"}, r...)...)
-		}
-	}
-}
-
 // exec runs a command inside namespace ns and fails the test if it fails.
 func (n *netns) exec(ns string, argv ...string) {
 	n.t.Helper()
