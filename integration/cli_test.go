@@ -136,8 +136,16 @@ func TestCLIThroughControlSocket(t *testing.T) {
 	if code, _, errOut := cli(t, a.home, "send", aID+"/nobody", "1"); code != 1 || !strings.Contains(errOut, "no such actor") {
 		t.Fatalf("send to a missing local actor: %d %q", code, errOut)
 	}
-	if out := cliOK(t, a.home, "send", bID+"/echo", `"x"`); out != "queued\n" {
+	if out := cliOK(t, a.home, "send", bID+"/echo", `"x"`); out != "delivered to "+bID+"/echo (its actor replied)\n" {
 		t.Fatalf("send: %q", out)
+	}
+	// A send to a missing actor of another peer is bounced, never "queued".
+	if code, out, errOut := cli(t, a.home, "send", bID+"/nobody", "1"); code != 1 || out != "" ||
+		!strings.Contains(errOut, "the other peer answered") || !strings.Contains(errOut, "no such actor") {
+		t.Fatalf("send to a missing remote actor: %d %q %q", code, out, errOut)
+	}
+	if out := cliOK(t, b.home, "deadletters", "--json"); !strings.Contains(out, `"to":"`+bID+`/nobody"`) || !strings.Contains(out, `"from_peer":"`+aID+`"`) {
+		t.Fatalf("deadletters on the other peer: %s", out)
 	}
 
 	out := cliOK(t, a.home, "ping", bID, "-n", "2")

@@ -187,7 +187,7 @@ func validTypeName(s string) bool {
 }
 
 func sendCmd(args []string, stdout, stderr io.Writer) int {
-	return messageCmd("send", "send a JSON message to an actor (no reply is awaited); without -type it arrives as a codec.Raw of type "+jsonType,
+	return messageCmd("send", "send a JSON message to an actor; to another peer's it waits up to -wait for a bounce (no such actor, unknown type, full mailbox: an error) or a reply, and otherwise says delivery is unconfirmed; without -type it arrives as a codec.Raw of type "+jsonType,
 		"how long to wait for room in the link to the peer", args, stdout, stderr)
 }
 
@@ -198,9 +198,13 @@ func askCmd(args []string, stdout, stderr io.Writer) int {
 // messageCmd runs send or ask.
 func messageCmd(cmd, summary, timeoutUsage string, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet(cmd, "PEER/NAME JSON", summary, stderr)
-	f := addClientFlags(fs, cmd == "ask")
+	f := addClientFlags(fs, true)
 	typ := fs.String("type", "", "registered type name of the message (e.g. string, int, or an application type)")
 	timeout := fs.Duration("timeout", defaultAskTimeout, timeoutUsage)
+	var wait *time.Duration
+	if cmd == "send" {
+		wait = fs.Duration("wait", defaultSendWait, "how long to wait for another peer to bounce the message (or its actor to reply); 0: do not wait")
+	}
 	pos, ok, code := parseArgs(fs, args, 2, 2)
 	if !ok {
 		return code
@@ -210,10 +214,12 @@ func messageCmd(cmd, summary, timeoutUsage string, args []string, stdout, stderr
 		return fail(stderr, cmd, err)
 	}
 	if cmd == "send" {
-		// Fire and forget, as an actor's Send: queued on the link to the
-		// peer, with no word of whether it arrives ('troupe ask' waits for
-		// an answer).
-		return f.request(cmd, req, nil, stdout, stderr, func() { fmt.Fprintln(stdout, "queued") })
+		if *wait < 0 || *wait > maxRequestTime {
+			return fail(stderr, cmd, fmt.Errorf("%w: -wait must be from 0 to %v", errUsage, maxRequestTime))
+		}
+		req.Wait = *wait
+		var r sendResult
+		return f.request(cmd, req, &r, stdout, stderr, func() { fmt.Fprintln(stdout, sendLine(r)) })
 	}
 	var r askResult
 	return f.request(cmd, req, &r, stdout, stderr, func() { fmt.Fprintln(stdout, compactJSON(r.Reply)) })

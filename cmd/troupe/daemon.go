@@ -17,6 +17,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/peer"
 )
@@ -188,7 +189,8 @@ func startDaemon(ctx context.Context, h home, cfg Config, stderr, out io.Writer,
 	if err != nil {
 		return nil, err
 	}
-	opts = append(opts, peer.WithKeyFile(h.keyFile()), peer.WithLogger(logger), peer.WithRegistry(reg))
+	opts = append(opts, peer.WithKeyFile(h.keyFile()), peer.WithLogger(logger), peer.WithRegistry(reg),
+		peer.WithActorOptions(actor.WithDeadLetterLog(cfg.DeadLetters.Keep, describeMessage(reg))))
 	var prom *prometheus.Registry
 	if cfg.Metrics != "" {
 		prom = prometheus.NewRegistry()
@@ -207,7 +209,7 @@ func startDaemon(ctx context.Context, h home, cfg Config, stderr, out io.Writer,
 	}
 	d.view = newMeshHub(d.sampleView)
 	d.stopView = d.view.start()
-	view := newViewHandler(d.view)
+	view := newViewHandler(d.view, d.deadLetters)
 	if err == nil {
 		d.ctl, err = listenControl(h.socket(), d.handle, view)
 	}

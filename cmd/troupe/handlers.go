@@ -88,9 +88,14 @@ func (d *runningDaemon) handle(ctx context.Context, req request, conn net.Conn) 
 		}
 		return d.chat(ctx, req, conn)
 	}
+	if req.Cmd == "deadletters" && req.Follow {
+		return d.followDeadLetters(ctx, req, conn)
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	switch req.Cmd {
+	case "deadletters":
+		return d.deadLetters(req.Count, req.After), nil, nil
 	case "id":
 		return d.id(), nil, nil
 	case "peers":
@@ -214,15 +219,12 @@ func (d *runningDaemon) sendOrAsk(ctx context.Context, req request) (any, error)
 		}
 	}
 	if req.Cmd == "send" {
-		if err := d.node.SendCtx(ctx, ref, msg); err != nil {
-			return nil, fmt.Errorf("sending to %s: %w", ref, err)
-		}
-		return struct{}{}, nil
+		return d.send(ctx, ref, msg, req.Wait)
 	}
 	start := time.Now()
 	reply, err := sys.Ask(ctx, ref, msg)
 	if err != nil {
-		return nil, fmt.Errorf("asking %s: %w", ref, err)
+		return nil, fmt.Errorf("asking %s: %w", ref, askCause(err))
 	}
 	rtt := time.Since(start)
 	out, err := toJSON(reply)

@@ -36,6 +36,7 @@ commands:
   actors    list the actors of this peer, or of PEER
   send      send a JSON message to an actor: troupe send PEER/NAME JSON
   ask       send a JSON message and print the reply: troupe ask PEER/NAME JSON
+  deadletters  list the messages that reached no actor: troupe deadletters [--follow]
   ping      measure the round trip to a peer
   connect   connect to a peer at a multiaddr (direct, or a relay's circuit)
   doctor    say why this peer finds no others
@@ -75,6 +76,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return sendCmd(args[1:], stdout, stderr)
 	case "ask":
 		return askCmd(args[1:], stdout, stderr)
+	case "deadletters":
+		return deadlettersCmd(args[1:], stdout, stderr)
 	case "ping":
 		return pingCmd(args[1:], stdout, stderr)
 	case "connect":
@@ -113,7 +116,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 // commands are the names run takes, in usage's order.
-var commands = []string{"init", "daemon", "stop", "config", "id", "peers", "top", "actors", "send", "ask", "ping", "connect", "doctor", "chat", "demo", "version", "completion", "help"}
+var commands = []string{"init", "daemon", "stop", "config", "id", "peers", "top", "actors", "send", "ask", "deadletters", "ping", "connect", "doctor", "chat", "demo", "version", "completion", "help"}
 
 // helpCmd is 'troupe help COMMAND': the command's help (its -h), on
 // stdout, as it was asked for.

@@ -82,7 +82,7 @@ func testHub(t *testing.T) *meshHub {
 // streams one event per sample with rates, another Host is refused, and
 // the page is served with a policy that allows only its own files.
 func TestViewAPI(t *testing.T) {
-	srv := httptest.NewServer(newViewHandler(testHub(t)))
+	srv := httptest.NewServer(newViewHandler(testHub(t), noDeadLetters))
 	defer srv.Close()
 	get := func(path string) *http.Response {
 		t.Helper()
@@ -172,7 +172,7 @@ func TestViewOnTheControlSocket(t *testing.T) {
 	h := home(t.TempDir())
 	s, err := listenControl(h.socket(), func(context.Context, request, net.Conn) (any, func(), error) {
 		return idResult{ID: "json"}, nil, nil
-	}, newViewHandler(testHub(t)))
+	}, newViewHandler(testHub(t), noDeadLetters))
 	if err != nil {
 		t.Fatal(err)
 	}

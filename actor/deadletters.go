@@ -1,0 +1,178 @@
+package actor
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// DefaultDeadLetterKeep is how many dead letters a System remembers
+// (see WithDeadLetterLog).
+const DefaultDeadLetterKeep = 256
+
+// Caps on what a dead-letter record holds of text that may come from
+// another peer (a type name, a remote reason), and on the reasons counted
+// apart: a hostile peer must not make the log keep its bytes nor grow
+// the set of reasons without end.
+const (
+	maxRecordText   = 160
+	maxReasonKinds  = 24
+	otherReasonKind = "other"
+)
+
+// DeadLetterRecord is what a System remembers of a dead letter: who, what
+// type, how large and why, never the message itself.
+type DeadLetterRecord struct {
+	Seq    uint64    // 1 for the first dead letter of the system, then counting up
+	Time   time.Time // when it became a dead letter
+	To     Ref       // the actor it was addressed to
+	From   Ref       // the sender; zero when sent from plain Go code
+	Type   string    // the message's type name (cut past 160 bytes)
+	Size   int       // bytes of its encoding; -1 when not known
+	Kind   string    // the reason's kind: see DeadLetterKind
+	Reason string    // the reason's text (cut past 160 bytes)
+}
+
+// DeadLetterKind names the kind of a dead letter's reason: the text of
+// the innermost error it wraps without its package prefix ("no such
+// actor", "mailbox full", ...), or "" for nil. Safe for concurrent use.
+func DeadLetterKind(reason error) string {
+	if reason == nil {
+		return ""
+	}
+	for {
+		next := errors.Unwrap(reason)
+		if next == nil {
+			break
+		}
+		reason = next
+	}
+	s := reason.Error()
+	if i := strings.Index(s, ": "); i >= 0 && i < 16 && !strings.ContainsAny(s[:i], " ") {
+		s = s[i+2:]
+	}
+	return truncateText(s)
+}
+
+// deadLetterLog is a ring of the latest dead letters and a count per
+// reason kind. Its methods are safe for concurrent use.
+type deadLetterLog struct {
+	describe func(any) (string, int)
+
+	mu     sync.Mutex // guards the fields below
+	ring   []DeadLetterRecord
+	next   int    // where the next record goes in ring
+	seq    uint64 // records made so far
+	kinds  map[string]uint64
+	notify chan struct{} // closed at the next record; nil while nobody waits
+}
+
+func newDeadLetterLog(keep int, describe func(any) (string, int)) *deadLetterLog {
+	return &deadLetterLog{describe: describe, ring: make([]DeadLetterRecord, 0, keep), kinds: map[string]uint64{}}
+}
+
+// add records d.
+func (l *deadLetterLog) add(d DeadLetter) {
+	r := DeadLetterRecord{Time: time.Now(), To: d.To, From: d.From, Size: -1, Kind: DeadLetterKind(d.Reason)}
+	if l.describe != nil {
+		r.Type, r.Size = l.describe(d.Msg)
+	} else {
+		r.Type = typeName(d.Msg)
+	}
+	r.Type = truncateText(r.Type)
+	if d.Reason != nil {
+		r.Reason = truncateText(d.Reason.Error())
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.seq++
+	r.Seq = l.seq
+	kind := r.Kind
+	if _, ok := l.kinds[kind]; !ok && len(l.kinds) >= maxReasonKinds {
+		kind = otherReasonKind
+	}
+	l.kinds[kind]++
+	if cap(l.ring) > 0 {
+		if len(l.ring) < cap(l.ring) {
+			l.ring = append(l.ring, r)
+		} else {
+			l.ring[l.next] = r
+		}
+		l.next = (l.next + 1) % cap(l.ring)
+	}
+	if l.notify != nil {
+		close(l.notify)
+		l.notify = nil
+	}
+}
+
+// since returns the remembered records numbered above after, oldest
+// first, and a channel closed at the next record.
+func (l *deadLetterLog) since(after uint64) ([]DeadLetterRecord, <-chan struct{}) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []DeadLetterRecord
+	n := len(l.ring)
+	for i := range n {
+		r := l.ring[(l.next-n+i+cap(l.ring))%cap(l.ring)]
+		if r.Seq > after {
+			out = append(out, r)
+		}
+	}
+	if l.notify == nil {
+		l.notify = make(chan struct{})
+	}
+	return out, l.notify
+}
+
+// byKind returns a copy of the counts per reason kind.
+func (l *deadLetterLog) byKind() map[string]uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[string]uint64, len(l.kinds))
+	for k, v := range l.kinds {
+		out[k] = v
+	}
+	return out
+}
+
+// RecentDeadLetters returns the dead letters the system remembers (the
+// latest WithDeadLetterLog keeps) numbered above after, oldest first, and
+// a channel closed when the next one is recorded: a follower calls it
+// again with the last Seq it saw once the channel is closed. Safe for
+// concurrent use.
+func (s *System) RecentDeadLetters(after uint64) ([]DeadLetterRecord, <-chan struct{}) {
+	return s.deadLog.since(after)
+}
+
+// DeadLettersByKind returns how many dead letters there were so far per
+// reason kind (DeadLetterKind); past 24 kinds, new ones count as
+// "other". Safe for concurrent use.
+func (s *System) DeadLettersByKind() map[string]uint64 { return s.deadLog.byKind() }
+
+// typeName is the Go type of v, without its package path's directories.
+func typeName(v any) string {
+	if v == nil {
+		return "nil"
+	}
+	s := fmt.Sprintf("%T", v)
+	if i := strings.LastIndexByte(s, '/'); i >= 0 {
+		s = s[i+1:]
+	}
+	return s
+}
+
+// truncateText cuts s to at most maxRecordText bytes, on a rune boundary.
+func truncateText(s string) string {
+	if len(s) <= maxRecordText {
+		return s
+	}
+	s = s[:maxRecordText]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s + "…"
+}
