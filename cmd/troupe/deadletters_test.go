@@ -13,7 +13,9 @@ import (
 	"github.com/troupe-mesh/troupe/codec"
 )
 
-func noDeadLetters(int, uint64) deadLettersResult { return deadLettersResult{ByKind: map[string]uint64{}, Recent: []deadLetter{}} }
+func noDeadLetters(int, uint64) deadLettersResult {
+	return deadLettersResult{ByKind: map[string]uint64{}, Recent: []deadLetter{}}
+}
 
 // TestDeadLetterRecordsAreCleaned: text another peer chose (names, a type,
 // a reason) reaches the terminal with no control characters, and the
