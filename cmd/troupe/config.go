@@ -307,12 +307,22 @@ func parseLevel(s string) (slog.Level, error) {
 
 // newLogger returns the logger cfg asks for, writing to w.
 func newLogger(w io.Writer, cfg Config) *slog.Logger {
+	l, _ := newLeveledLogger(w, cfg)
+	return l
+}
+
+// newLeveledLogger returns the logger cfg asks for, writing to w, and the
+// level it logs from, which may change while it runs ('troupe log
+// level'). Both formats carry the time.
+func newLeveledLogger(w io.Writer, cfg Config) (*slog.Logger, *slog.LevelVar) {
 	level, _ := parseLevel(cfg.LogLevel)
-	opts := &slog.HandlerOptions{Level: level}
+	lv := new(slog.LevelVar)
+	lv.Set(level)
+	opts := &slog.HandlerOptions{Level: lv}
 	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		return slog.New(slog.NewJSONHandler(w, opts)), lv
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(slog.NewTextHandler(w, opts)), lv
 }
 
 // parsePeerAddr parses a multiaddr that ends in /p2p/<peer ID>.

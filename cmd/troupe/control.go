@@ -36,6 +36,7 @@ type request struct {
 	After   uint64          `json:"after_seq,omitempty"` // mesh: a sample other than the one numbered this; deadletters: records above it
 	Follow  bool            `json:"follow,omitempty"`    // deadletters: stream new ones
 	Wait    time.Duration   `json:"wait,omitempty"`      // send: how long to wait for another peer's bounce
+	Level   string          `json:"level,omitempty"`     // loglevel: the level to set; empty to read it
 }
 
 // response is the daemon's answer: a result or an error.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/prometheus/client_golang/prometheus"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -114,16 +115,25 @@ func daemon(args []string, stdout, stderr io.Writer) int {
 			}
 		})
 		defer lonely.Stop()
+		why := "troupe stop"
 		select {
 		case <-ctx.Done():
-		case <-d.stopped: // troupe stop
+			why = "signal"
+			if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) {
+				why = c.Error()
+			}
+		case <-d.stopped:
 		}
+		d.log.Info("daemon stopping", "reason", why, "peer", d.node.ID().String())
+	} else {
+		d.log.Error("daemon stopping", "reason", err.Error())
 	}
 	closeCtx, cancelClose := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancelClose()
 	if err = errors.Join(err, d.close(closeCtx)); err != nil {
 		return fail(stderr, "daemon", err)
 	}
+	d.log.Info("daemon stopped", "uptime", time.Since(d.started).Round(time.Millisecond).String())
 	return 0
 }
 
@@ -161,6 +171,8 @@ type runningDaemon struct {
 	cfg        Config
 	node       *peer.Node
 	reg        *codec.Registry
+	log        *slog.Logger
+	level      *slog.LevelVar // the log's, changed by 'troupe log level'
 	started    time.Time
 	out        io.Writer
 	ctl        *controlServer
@@ -179,7 +191,7 @@ type runningDaemon struct {
 // A chat's own peer (embeddedChat) serves every request but chat: the
 // chats of other terminals would end with it.
 func startDaemon(ctx context.Context, h home, cfg Config, stderr, out io.Writer, embeddedChat bool) (*runningDaemon, error) {
-	logger := newLogger(stderr, cfg)
+	logger, level := newLeveledLogger(stderr, cfg)
 	peer.LogLibp2pTo(logger.Handler())
 	reg, err := newRegistry()
 	if err != nil {
@@ -202,7 +214,7 @@ func startDaemon(ctx context.Context, h home, cfg Config, stderr, out io.Writer,
 	if err != nil {
 		return nil, err
 	}
-	d := &runningDaemon{home: h, cfg: cfg, node: node, reg: reg, started: time.Now(), out: out, embeddedChat: embeddedChat, stopped: make(chan struct{})}
+	d := &runningDaemon{home: h, cfg: cfg, node: node, reg: reg, started: time.Now(), out: out, embeddedChat: embeddedChat, stopped: make(chan struct{}), log: logger, level: level}
 	err = startBuiltins(node, cfg.Mesh, d.started, out)
 	if err == nil {
 		d.stopEvents, err = reportPeers(node, out)

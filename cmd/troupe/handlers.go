@@ -96,6 +96,9 @@ func (d *runningDaemon) handle(ctx context.Context, req request, conn net.Conn) 
 	switch req.Cmd {
 	case "deadletters":
 		return d.deadLetters(req.Count, req.After), nil, nil
+	case "loglevel":
+		r, err := d.logLevel(req.Level)
+		return r, nil, err
 	case "id":
 		return d.id(), nil, nil
 	case "peers":

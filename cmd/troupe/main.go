@@ -39,6 +39,7 @@ commands:
   deadletters  list the messages that reached no actor: troupe deadletters [--follow]
   ping      measure the round trip to a peer
   connect   connect to a peer at a multiaddr (direct, or a relay's circuit)
+  log       the daemon's log level: troupe log level [debug|info|warn|error]
   doctor    say why this peer finds no others
   chat      the LAN chat: troupe chat --nick NAME [--room ROOM]
   demo      run the paper's counter and a ring of actors locally
@@ -92,6 +93,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return configCmd(args[1:], stdout, stderr)
 	case "completion":
 		return completionCmd(args[1:], stdout, stderr)
+	case "log":
+		return logCmd(args[1:], stdout, stderr)
 	case "doctor":
 		return doctorCmd(args[1:], stdout, stderr)
 	case "__complete": // for the completion scripts; not in the usage
@@ -116,7 +119,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 // commands are the names run takes, in usage's order.
-var commands = []string{"init", "daemon", "stop", "config", "id", "peers", "top", "actors", "send", "ask", "deadletters", "ping", "connect", "doctor", "chat", "demo", "version", "completion", "help"}
+var commands = []string{"init", "daemon", "stop", "config", "id", "peers", "top", "actors", "send", "ask", "deadletters", "ping", "connect", "log", "doctor", "chat", "demo", "version", "completion", "help"}
 
 // helpCmd is 'troupe help COMMAND': the command's help (its -h), on
 // stdout, as it was asked for.
