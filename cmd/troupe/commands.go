@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -93,12 +94,61 @@ func idCmd(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	var r idResult
+	if _, err := dialDaemonProbe(home(*f.home)); errors.Is(err, errNoDaemon) {
+		return idOffline(home(*f.home), strings.Contains(err.Error(), "stale"), *f.json, stdout, stderr)
+	}
 	return f.request("id", request{Cmd: "id"}, &r, stdout, stderr, func() {
 		fmt.Fprintf(stdout, "peer %s\nmesh %s\nversion %s\nreachability %s\n", r.ID, r.Mesh, r.Version, r.Reachability)
 		for _, a := range r.Addrs {
 			fmt.Fprintf(stdout, "listen %s\n", a)
 		}
 	})
+}
+
+// dialDaemonProbe tells whether a daemon serves h (errNoDaemon if not).
+func dialDaemonProbe(h home) (bool, error) {
+	conn, err := dialDaemon(h)
+	if err != nil {
+		return false, err
+	}
+	conn.Close()
+	return true, nil
+}
+
+// idOffline is 'troupe id' with no daemon: the identity and mesh the
+// home gives, no addresses (nothing listens).
+// A stale control socket (a daemon that was killed) is said.
+func idOffline(h home, stale, asJSON bool, stdout, stderr io.Writer) int {
+	if _, err := os.Stat(h.keyFile()); err != nil {
+		return fail(stderr, "id", fmt.Errorf("%w on %s, and it has no identity yet: 'troupe init' or 'troupe daemon' creates one", errNoDaemon, h))
+	}
+	if err := h.checkPrivate(); err != nil {
+		return fail(stderr, "id", err)
+	}
+	key, err := peer.LoadOrCreateKey(h.keyFile()) // it exists: only loaded
+	if err != nil {
+		return fail(stderr, "id", err)
+	}
+	id, err := libp2ppeer.IDFromPrivateKey(key)
+	if err != nil {
+		return fail(stderr, "id", err)
+	}
+	cfg, _, err := loadConfig(h.configFile())
+	if err != nil {
+		return fail(stderr, "id", err)
+	}
+	r := idResult{ID: id.String(), Reachability: "unknown", Addrs: []string{}, Mesh: cfg.Mesh, Version: buildVersion(), Home: string(h), Offline: true}
+	if asJSON {
+		b, _ := marshalJSON(r)
+		fmt.Fprintln(stdout, string(b))
+		return 0
+	}
+	why := "daemon not running"
+	if stale {
+		why = "daemon not running (its control socket is stale: it was killed)"
+	}
+	fmt.Fprintf(stdout, "peer %s\nmesh %s\nversion %s\n%s: no addresses ('troupe daemon' starts it)\n", r.ID, r.Mesh, r.Version, why)
+	return 0
 }
 
 func peersCmd(args []string, stdout, stderr io.Writer) int {
@@ -268,6 +318,10 @@ func connectCmd(args []string, stdout, stderr io.Writer) int {
 		how := "direct"
 		if r.Relayed {
 			how = "relayed"
+		}
+		if r.Already {
+			fmt.Fprintf(stdout, "already connected to %s via another address, %s (%s); the address given was not dialed\n", r.Peer, r.Via, how)
+			return
 		}
 		fmt.Fprintf(stdout, "connected %s (%s)\n", r.Peer, how)
 	})

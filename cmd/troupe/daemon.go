@@ -111,7 +111,7 @@ func daemon(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(out, "ready")
 		lonely := time.AfterFunc(lonelyAfter, func() {
 			if len(d.node.Peers()) == 0 {
-				fmt.Fprintln(out, lonelyHint(cfg))
+				fmt.Fprintln(out, lonelyHintFor(cfg, multicastInterfaces(), len(d.node.DialFailures())))
 			}
 		})
 		defer lonely.Stop()

@@ -99,7 +99,7 @@ func TestDeadLettersAPI(t *testing.T) {
 // own "actor: ask <ref>:" wrapping; other errors stay as they are.
 func TestAskCauseSaysItOnce(t *testing.T) {
 	wrapped := errors.Join(errors.New("x"))
-	if askCause(wrapped) != wrapped {
+	if askCause(wrapped, "peerA") != wrapped {
 		t.Error("an error without actor's ask wrapping was changed")
 	}
 	to, _ := actor.NewRef("peerA", "ghost")
@@ -109,7 +109,7 @@ func TestAskCauseSaysItOnce(t *testing.T) {
 	}
 	defer s.Shutdown(t.Context())
 	_, err = s.Ask(t.Context(), to, 1)
-	if c := askCause(err); !errors.Is(c, actor.ErrNoRoute) || strings.Contains(c.Error(), "ask") {
+	if c := askCause(err, "peerA"); !errors.Is(c, actor.ErrNoRoute) || strings.Contains(c.Error(), "ask") {
 		t.Fatalf("askCause(%v) = %v", err, c)
 	}
 	if isBounce(actor.ErrNoRoute) || !isBounce(actor.ErrNoSuchActor) || !isBounce(actor.ErrMailboxFull) {

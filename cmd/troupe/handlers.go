@@ -34,6 +34,8 @@ type idResult struct {
 	// MovedOffRelay counts the link streams ended cleanly on a relayed
 	// connection once a direct one came (docs/nat.md).
 	MovedOffRelay uint64 `json:"moved_off_relay"`
+	// Offline: no daemon runs; the rest is what the home says.
+	Offline bool `json:"offline,omitempty"`
 }
 
 type holePunchCount struct {
@@ -148,8 +150,8 @@ func (d *runningDaemon) peers() []peerInfo {
 	out := []peerInfo{}
 	for _, id := range d.node.Peers() {
 		p := peerInfo{ID: id.String(), Addrs: []string{}, Relayed: d.node.Relayed(id)}
-		for _, c := range h.Network().ConnsToPeer(id) {
-			p.Addrs = append(p.Addrs, c.RemoteMultiaddr().String())
+		for _, c := range h.Network().ConnsToPeer(id) { // with /p2p/: 'troupe connect' takes them
+			p.Addrs = append(p.Addrs, c.RemoteMultiaddr().String()+"/p2p/"+p.ID)
 		}
 		slices.Sort(p.Addrs) // two connections (one each way) may share an address
 		p.Addrs = slices.Compact(p.Addrs)
@@ -185,7 +187,7 @@ func (d *runningDaemon) actors(ctx context.Context, peerStr string) (actorsResul
 	ref, _ := peer.Ref(id, "info")
 	reply, err := d.node.System().Ask(ctx, ref, Info{})
 	if err != nil {
-		return actorsResult{}, fmt.Errorf("asking %s: %w", ref, err)
+		return actorsResult{}, fmt.Errorf("asking %s: %w", ref, askCause(err, ref.Peer()))
 	}
 	info, ok := reply.(Info)
 	if !ok {
@@ -218,7 +220,7 @@ func (d *runningDaemon) sendOrAsk(ctx context.Context, req request) (any, error)
 	sys := d.node.System()
 	if ref.Peer() == sys.Peer() {
 		if _, ok := sys.Whereis(ref.Name()); !ok {
-			return nil, fmt.Errorf("%w: %q on this peer", actor.ErrNoSuchActor, ref.Name())
+			return nil, &trimmedError{text: fmt.Sprintf("no actor %q on this peer", ref.Name()), err: actor.ErrNoSuchActor}
 		}
 	}
 	if req.Cmd == "send" {
@@ -227,7 +229,7 @@ func (d *runningDaemon) sendOrAsk(ctx context.Context, req request) (any, error)
 	start := time.Now()
 	reply, err := sys.Ask(ctx, ref, msg)
 	if err != nil {
-		return nil, fmt.Errorf("asking %s: %w", ref, askCause(err))
+		return nil, fmt.Errorf("asking %s: %w", ref, askCause(err, ref.Peer()))
 	}
 	rtt := time.Since(start)
 	out, err := toJSON(reply)
@@ -261,7 +263,7 @@ func (d *runningDaemon) ping(ctx context.Context, peerStr string, count int) (pi
 		count = 3
 	}
 	if err := d.node.Connect(ctx, libp2ppeer.AddrInfo{ID: id}); err != nil {
-		return pingResult{}, fmt.Errorf("connecting to %s: %w", id, err)
+		return pingResult{}, fmt.Errorf("connecting to %s: %w", id, dialCause(err, id))
 	}
 	r := pingResult{Peer: id.String(), RTTsMS: []float64{}}
 	pctx, cancel := context.WithCancel(ctx)
@@ -282,7 +284,7 @@ func (d *runningDaemon) ping(ctx context.Context, peerStr string, count int) (pi
 	echo, _ := peer.Ref(id, "echo")
 	start := time.Now()
 	if _, err := d.node.System().Ask(ctx, echo, "ping"); err != nil {
-		return r, fmt.Errorf("asking %s: %w", echo, err)
+		return r, fmt.Errorf("asking %s: %w", echo, askCause(err, echo.Peer()))
 	}
 	r.EchoMS = ms(time.Since(start))
 	return r, nil
@@ -292,6 +294,11 @@ func (d *runningDaemon) ping(ctx context.Context, peerStr string, count int) (pi
 type connectResult struct {
 	Peer    string `json:"peer"`
 	Relayed bool   `json:"relayed"` // through relays only, for now
+	// Already: the peer was connected before, through Via, none of the
+	// addresses given; those were not dialed (libp2p keeps the connection
+	// it has).
+	Already bool   `json:"already,omitempty"`
+	Via     string `json:"via,omitempty"`
 }
 
 // connect connects to the peer at addr (with /p2p/).
@@ -303,10 +310,23 @@ func (d *runningDaemon) connect(ctx context.Context, addr string) (connectResult
 	if ai.ID == d.node.ID() {
 		return connectResult{}, errors.New("that is this peer")
 	}
-	if err := d.node.Connect(ctx, ai); err != nil {
-		return connectResult{}, fmt.Errorf("connecting to %s: %w", ai.ID, err)
+	r := connectResult{Peer: ai.ID.String()}
+	if conns := d.node.Host().Network().ConnsToPeer(ai.ID); len(conns) > 0 {
+		same := false
+		for _, c := range conns {
+			for _, a := range ai.Addrs {
+				same = same || c.RemoteMultiaddr().Equal(a)
+			}
+		}
+		if !same && len(ai.Addrs) > 0 {
+			r.Already, r.Via = true, conns[0].RemoteMultiaddr().String()+"/p2p/"+r.Peer
+		}
 	}
-	return connectResult{Peer: ai.ID.String(), Relayed: d.node.Relayed(ai.ID)}, nil
+	if err := d.node.Connect(ctx, ai); err != nil {
+		return connectResult{}, fmt.Errorf("connecting to %s: %w", ai.ID, dialCause(err, ai.ID))
+	}
+	r.Relayed = d.node.Relayed(ai.ID)
+	return r, nil
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

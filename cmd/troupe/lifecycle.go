@@ -86,12 +86,23 @@ const lonelyAfter = 10 * time.Second
 
 // lonelyHint is the one line a daemon prints when no peer came within
 // lonelyAfter: the usual reasons, and what of them cfg sets.
-func lonelyHint(cfg Config) string {
+func lonelyHint(cfg Config) string { return lonelyHintFor(cfg, nil, 0) }
+
+// lonelyHintFor is lonelyHint with what 'troupe doctor' checks too: the
+// interfaces that can carry multicast (nil: not looked at) and how many
+// peers discovery found but could not dial.
+func lonelyHintFor(cfg Config, ifaces []ifaceReport, dialFailures int) string {
 	var why []string
-	if !cfg.MDNS {
+	switch {
+	case !cfg.MDNS:
 		why = append(why, "mDNS is off")
-	} else {
+	case ifaces != nil && len(ifaces) == 0:
+		why = append(why, "no interface here can carry mDNS (none is up, multicast, not loopback, with an address)")
+	default:
 		why = append(why, "mDNS (UDP 5353) may be blocked: Wi-Fi client isolation, a firewall, or macOS's local-network permission")
+	}
+	if dialFailures > 0 {
+		why = append(why, fmt.Sprintf("%d peers were found but could not be dialed ('troupe doctor' lists why)", dialFailures))
 	}
 	why = append(why, fmt.Sprintf("other peers must use mesh %q", cfg.Mesh))
 	if cfg.PSKFile != "" {

@@ -43,7 +43,7 @@ commands:
   doctor    say why this peer finds no others
   chat      the LAN chat: troupe chat --nick NAME [--room ROOM]
   demo      run the paper's counter and a ring of actors locally
-  version   print the version
+  version   print the version, commit, Go version and OS/arch
   completion  print a shell completion script: troupe completion bash|zsh|fish
   help      print this help, or a command's: troupe help COMMAND
 
@@ -100,12 +100,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "__complete": // for the completion scripts; not in the usage
 		return completeCmd(args[1:], stdout)
 	case "version", "--version":
-		fs := newFlagSet("version", "", "print the version", stderr)
-		if _, ok, code := parseArgs(fs, args[1:], 0, 0); !ok {
-			return code
-		}
-		fmt.Fprintln(stdout, "troupe", buildVersion())
-		return 0
+		return versionCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		if args[0] == "help" && len(args) > 1 && args[1] != "help" {
 			return helpCmd(args[1:], stdin, stdout, stderr)
@@ -238,6 +233,8 @@ func parseArgs(fs *cmdFlags, args []string, min, max int) (pos []string, ok bool
 // configuration errors, 1 otherwise.
 func fail(stderr io.Writer, cmd string, err error) int {
 	msg := strings.ReplaceAll(err.Error(), "\n", "; ")
+	// errUsage sets the exit code; the line says what was wrong.
+	msg = strings.TrimPrefix(msg, errUsage.Error()+": ")
 	fmt.Fprintf(stderr, "troupe %s: %s\n", cmd, msg)
 	if errors.Is(err, errUsage) || errors.Is(err, errConfig) {
 		return 2

@@ -60,7 +60,7 @@ func (d *runningDaemon) send(ctx context.Context, ref actor.Ref, msg any, wait t
 	case ctx.Err() != nil:
 		return r, fmt.Errorf("sending to %s: %w", ref, ctx.Err())
 	default:
-		cause := askCause(err)
+		cause := askCause(err, ref.Peer())
 		if isBounce(cause) {
 			return r, fmt.Errorf("sending to %s: %w: %w", ref, errBounced, cause)
 		}
@@ -82,11 +82,13 @@ func isBounce(err error) bool {
 
 // askCause is the error of a failed Ask without actor's "actor: ask
 // <ref>:" wrapping, which the daemon's own "asking <ref>" says already.
-func askCause(err error) error {
+// Dial phrases that repeat the ID of peer, the target's, go too
+// (sayOnce).
+func askCause(err error, peer string) error {
 	if inner := errors.Unwrap(err); inner != nil && strings.HasPrefix(err.Error(), "actor: ask ") {
-		return inner
+		err = inner
 	}
-	return err
+	return sayOnce(err, peer)
 }
 
 // sendLine is a send's result for people.
