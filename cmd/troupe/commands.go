@@ -20,6 +20,7 @@ import (
 func initCmd(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("init", "", "create the home directory with an identity key (mode 0600) and a default config.json; an existing home is left as it is", stderr)
 	homeDir := homeFlag(fs)
+	asJSON := fs.Bool("json", false, "print the result as JSON")
 	if _, ok, code := parseArgs(fs, args, 0, 0); !ok {
 		return code
 	}
@@ -35,6 +36,16 @@ func initCmd(args []string, stdout, stderr io.Writer) int {
 	id, err := libp2ppeer.IDFromPrivateKey(key)
 	if err != nil {
 		return fail(stderr, "init", err)
+	}
+	if *asJSON {
+		b, _ := json.Marshal(struct {
+			Home    string `json:"home"`
+			Peer    string `json:"peer"`
+			Config  string `json:"config"`
+			Created bool   `json:"created"`
+		}{string(h), id.String(), h.configFile(), statErr != nil})
+		fmt.Fprintln(stdout, string(b))
+		return 0
 	}
 	if statErr == nil {
 		fmt.Fprintf(stdout, "%s already initialized\n", h)

@@ -150,8 +150,17 @@ func (d *runningDaemon) peers() []peerInfo {
 	out := []peerInfo{}
 	for _, id := range d.node.Peers() {
 		p := peerInfo{ID: id.String(), Addrs: []string{}, Relayed: d.node.Relayed(id)}
-		for _, c := range h.Network().ConnsToPeer(id) { // with /p2p/: 'troupe connect' takes them
-			p.Addrs = append(p.Addrs, c.RemoteMultiaddr().String()+"/p2p/"+p.ID)
+		// Addresses to dial it at, with /p2p/ ('troupe connect' takes
+		// them): those it listens on (identify told them), else those of
+		// its connections (a connection it opened comes from a port it
+		// does not listen on).
+		for _, a := range h.Peerstore().Addrs(id) {
+			p.Addrs = append(p.Addrs, a.String()+"/p2p/"+p.ID)
+		}
+		if len(p.Addrs) == 0 {
+			for _, c := range h.Network().ConnsToPeer(id) {
+				p.Addrs = append(p.Addrs, c.RemoteMultiaddr().String()+"/p2p/"+p.ID)
+			}
 		}
 		slices.Sort(p.Addrs) // two connections (one each way) may share an address
 		p.Addrs = slices.Compact(p.Addrs)
@@ -319,7 +328,11 @@ func (d *runningDaemon) connect(ctx context.Context, addr string) (connectResult
 			}
 		}
 		if !same && len(ai.Addrs) > 0 {
+			// Not dialed, and not remembered either (Connect would keep
+			// the addresses given, however wrong, for good).
 			r.Already, r.Via = true, conns[0].RemoteMultiaddr().String()+"/p2p/"+r.Peer
+			r.Relayed = d.node.Relayed(ai.ID)
+			return r, nil
 		}
 	}
 	if err := d.node.Connect(ctx, ai); err != nil {

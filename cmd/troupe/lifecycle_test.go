@@ -54,3 +54,64 @@ func TestIDWithoutADaemon(t *testing.T) {
 		t.Fatalf("id --json: %d %q %v", code, out, err)
 	}
 }
+
+// TestConfigSet: config set writes one key, checked as config.json is;
+// a bad key or value changes nothing and exits 2 with one line.
+func TestConfigSet(t *testing.T) {
+	home := t.TempDir()
+	for _, c := range []struct{ key, value, want string }{
+		{"mesh", "team-a", `mesh = "team-a"`},
+		{"mdns", "false", "mdns = false"},
+		{"limits.conns", "64", "limits.conns = 64"},
+		{"dead_letters.keep", "16", "dead_letters.keep = 16"},
+		{"allowlist", testPeer + ", " + testPeer, `allowlist = ["` + testPeer + `","` + testPeer + `"]`},
+		{"listen", `["/ip4/127.0.0.1/tcp/0"]`, `listen = ["/ip4/127.0.0.1/tcp/0"]`},
+	} {
+		code, out, errOut := runCLI(t, "config", "set", c.key, c.value, "-home", home)
+		if code != 0 || !strings.HasPrefix(out, c.want+" in ") {
+			t.Fatalf("set %s %s: %d %q %q", c.key, c.value, code, out, errOut)
+		}
+	}
+	cfg, _, err := loadConfig(home + "/config.json")
+	if err != nil || cfg.Mesh != "team-a" || cfg.MDNS || cfg.Limits.Conns != 64 || cfg.DeadLetters.Keep != 16 || len(cfg.Allowlist) != 2 || cfg.Listen[0] != "/ip4/127.0.0.1/tcp/0" {
+		t.Fatalf("config after set: %v %+v", err, cfg)
+	}
+	for _, c := range []struct{ key, value, want string }{
+		{"mesh", "Bad_Mesh", "mesh"},
+		{"nosuch", "1", `no key "nosuch"`},
+		{"limits", "1", "is a section"},
+		{"mesh.x", "1", "not a section"},
+		{"mdns", "yes", "mdns takes a bool"},
+		{"limits.conns", "-1", "limits.conns"},
+		{"limits.conns", "1.5", "limits.conns"},
+		{"dead_letters.keep", "100000", "dead_letters.keep"},
+		{"log_level", "loud", "log_level"},
+	} {
+		code, out, errOut := runCLI(t, "config", "-home", home, "set", c.key, "--", c.value)
+		if code != 2 || out != "" || !strings.Contains(errOut, c.want) {
+			t.Errorf("set %s %s: %d %q %q, want exit 2 naming %q", c.key, c.value, code, out, errOut, c.want)
+			continue
+		}
+		oneLine(t, "config set", errOut)
+	}
+	after, _, _ := loadConfig(home + "/config.json")
+	if after.Mesh != "team-a" || after.Limits.Conns != 64 {
+		t.Fatalf("a refused set changed the config: %+v", after)
+	}
+}
+
+// TestInitJSON: init --json names the home, the peer and whether it was
+// created now.
+func TestInitJSON(t *testing.T) {
+	home := t.TempDir() + "/h"
+	for _, created := range []bool{true, false} {
+		code, out, _ := runCLI(t, "init", "-home", home, "--json")
+		var r struct {
+			Home, Peer, Config string
+			Created            bool
+		}
+		if err := json.Unmarshal([]byte(out), &r); code != 0 || err != nil || r.Home != home || r.Peer == "" || r.Created != created {
+			t.Fatalf("init --json (created %v): %d %q %v", created, code, out, err)
+		}
+	}
+}
