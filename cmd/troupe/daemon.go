@@ -36,7 +36,7 @@ type daemonFlags struct {
 	listen, connect, bootstrp          listFlag
 	logLevel, logFormat, mesh, metrics *string
 	ui                                 *string
-	mdns, relayService                 *bool
+	mdns, relayService, timestamps     *bool
 }
 
 func daemon(args []string, stdout, stderr io.Writer) int {
@@ -52,6 +52,7 @@ func daemon(args []string, stdout, stderr io.Writer) int {
 	f.mdns = fs.Bool("mdns", true, "find peers of the same mesh on the LAN by multicast DNS (config mdns)")
 	f.mesh = fs.String("mesh", "", "mesh name: peers find each other per mesh, a-z, 0-9, '-' (config mesh)")
 	f.metrics = fs.String("metrics", "", "serve Prometheus metrics at http://HOST:PORT/metrics (config metrics)")
+	f.timestamps = fs.Bool("timestamps", isTerminal(stdout), "start each line of output (joined, left, ...) with the time; on by default on a terminal")
 	f.ui = fs.String("ui", "", "serve the live mesh view at http://HOST:PORT/, HOST a loopback address (config ui)")
 	if _, ok, code := parseArgs(fs, args, 0, 0); !ok {
 		return code
@@ -81,6 +82,9 @@ func daemon(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	out := &lockedWriter{w: stdout}
+	if *f.timestamps {
+		out.stamp = func() string { return time.Now().Format(eventTimeFormat) + " " }
+	}
 	d, err := startDaemon(ctx, h, cfg, stderr, out, false)
 	if err != nil {
 		return fail(stderr, "daemon", err)
@@ -305,14 +309,25 @@ func reportPeers(n *peer.Node, out io.Writer) (stop func(), err error) {
 	return func() { _ = sub.Close(); wg.Wait() }, nil
 }
 
-// lockedWriter serializes lines written from several actors.
+// eventTimeFormat is the time of a daemon's output lines with
+// -timestamps: slog's, to the millisecond.
+const eventTimeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// lockedWriter serializes lines written from several actors; with stamp,
+// each write (one line) starts with what stamp returns.
 type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu    sync.Mutex
+	w     io.Writer
+	stamp func() string
 }
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.stamp != nil {
+		if _, err := io.WriteString(l.w, l.stamp()); err != nil {
+			return 0, err
+		}
+	}
 	return l.w.Write(p)
 }

@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestLonelyHintUsesWhatDoctorChecks: with no multicast interface the
@@ -113,5 +115,20 @@ func TestInitJSON(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &r); code != 0 || err != nil || r.Home != home || r.Peer == "" || r.Created != created {
 			t.Fatalf("init --json (created %v): %d %q %v", created, code, out, err)
 		}
+	}
+}
+
+// TestEventLinesWithTimestamps: with a stamp, each line written starts
+// with it.
+func TestEventLinesWithTimestamps(t *testing.T) {
+	var b strings.Builder
+	w := &lockedWriter{w: &b, stamp: func() string { return "T " }}
+	fmt.Fprintf(w, "joined %s\n", "x")
+	fmt.Fprintln(w, "left x")
+	if b.String() != "T joined x\nT left x\n" {
+		t.Fatalf("%q", b.String())
+	}
+	if _, err := time.Parse(eventTimeFormat, time.Now().Format(eventTimeFormat)); err != nil {
+		t.Fatal(err)
 	}
 }
