@@ -37,14 +37,20 @@ type DeadLetterRecord struct {
 }
 
 // DeadLetterKind names the kind of a dead letter's reason: the text of
-// the innermost error it wraps without its package prefix ("no such
-// actor", "mailbox full", ...), or "" for nil. Safe for concurrent use.
+// the innermost error it wraps (through the first of several) without
+// its package prefix ("no such actor", "mailbox full", ...), or "" for
+// nil. Safe for concurrent use.
 func DeadLetterKind(reason error) string {
 	if reason == nil {
 		return ""
 	}
 	for {
 		next := errors.Unwrap(reason)
+		if multi, ok := reason.(interface{ Unwrap() []error }); ok && next == nil {
+			if errs := multi.Unwrap(); len(errs) > 0 {
+				next = errs[0] // fmt.Errorf("%w: ...: %w", kind, cause): the first says the kind
+			}
+		}
 		if next == nil {
 			break
 		}

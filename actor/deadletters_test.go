@@ -82,6 +82,7 @@ func TestDeadLetterKind(t *testing.T) {
 		{fmt.Errorf("%w: %q", ErrUnknownType, "a.b"), "message of an unknown type"},
 		{fmt.Errorf("wrapped: %w", fmt.Errorf("%w (remote: x)", ErrMailboxFull)), DeadLetterKind(ErrMailboxFull)},
 		{errors.New("plain words: here"), "plain words: here"},
+		{fmt.Errorf("%w: peer X: %w", errors.New("routing: peer unreachable"), errors.New("dial failed")), "peer unreachable"},
 	} {
 		if got := DeadLetterKind(c.err); got != c.want {
 			t.Errorf("DeadLetterKind(%v) = %q, want %q", c.err, got, c.want)
