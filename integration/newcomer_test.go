@@ -76,7 +76,7 @@ func TestNewcomerSession(t *testing.T) {
 	}
 
 	// Unknown actors: here an error at once; on a peer, what it answered.
-	if e := fails("unknown local actor", 1, "send", aID+"/nobody", "1"); !strings.Contains(e, `no actor "nobody" on this peer`) {
+	if e := fails("unknown local actor", 1, "send", aID+"/nobody", "1"); !strings.Contains(e, `no such actor "nobody" on this peer`) {
 		t.Fatalf("send to a missing local actor: %q", e)
 	}
 	if e := fails("unknown remote actor", 1, "send", bID+"/nobody", `{"n":1}`); !strings.Contains(e, "the other peer answered") || !strings.Contains(e, "no such actor") {

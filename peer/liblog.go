@@ -77,8 +77,37 @@ func (f *floorHandler) Enabled(ctx context.Context, l slog.Level) bool {
 	return l >= floor && f.Handler.Enabled(ctx, l)
 }
 
+// libNoiseOnExit are libp2p warnings that are noise when their error is
+// that of a connection going away (libExitErrors).
+var libNoiseOnExit = []string{"failed to identify peer"}
+
+// libExitErrors mark the error of a connection that went away.
+var libExitErrors = []string{"connection reset", "stream reset", "EOF", "closed", "canceled"}
+
+// libNoiseRecord reports whether r is a libp2p warning a healthy mesh makes.
+func libNoiseRecord(r slog.Record) bool {
+	if r.Level != slog.LevelWarn {
+		return false
+	}
+	if slices.Contains(libNoise, r.Message) {
+		return true
+	}
+	if !slices.Contains(libNoiseOnExit, r.Message) {
+		return false
+	}
+	exit := false
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "error" || a.Key == "err" {
+			text := a.Value.String()
+			exit = slices.ContainsFunc(libExitErrors, func(e string) bool { return strings.Contains(text, e) })
+		}
+		return !exit
+	})
+	return exit
+}
+
 func (f *floorHandler) Handle(ctx context.Context, r slog.Record) error {
-	if r.Level == slog.LevelWarn && slices.Contains(libNoise, r.Message) {
+	if libNoiseRecord(r) {
 		if !f.Handler.Enabled(ctx, slog.LevelDebug) {
 			return nil
 		}

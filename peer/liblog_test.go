@@ -74,8 +74,13 @@ func TestLibraryLogsFollowTheLevelAndDropNoise(t *testing.T) {
 	log.Print("a plain line from some library")
 	shim.Warn("error reading identify message", "err", "stream reset")
 	shim.Warn("a real warning")
+	shim.Warn("failed to identify peer", "error", "failed to open new stream: read: connection reset by peer")
+	shim.Warn("failed to identify peer", "error", "protocols not supported")
 	shim.Debug("a debug record at info")
 	got := out.String()
+	if strings.Count(got, "failed to identify peer") != 1 || !strings.Contains(got, "protocols not supported") {
+		t.Errorf("identify failures: one of a leaving peer (debug), one real (a warning):\n%s", got)
+	}
 	for _, bad := range []string{"quiet at info", "error reading identify", "a debug record"} {
 		if strings.Contains(got, bad) {
 			t.Errorf("at info the log has %q:\n%s", bad, got)

@@ -68,8 +68,8 @@ func TestErrorLinesSayItOnce(t *testing.T) {
 		want []string
 	}{
 		{"no daemon", []string{"peers", "-home", empty}, 1, []string{"troupe peers: no daemon is running on " + empty, "troupe daemon"}},
-		{"unknown local actor", []string{"send", self + "/nobody", "1"}, 1, []string{`troupe send: no actor "nobody" on this peer`}},
-		{"unknown local actor, ask", []string{"ask", self + "/nobody", "1"}, 1, []string{`no actor "nobody" on this peer`}},
+		{"unknown local actor", []string{"send", self + "/nobody", "1"}, 1, []string{`troupe send: no such actor "nobody" on this peer`}},
+		{"unknown local actor, ask", []string{"ask", self + "/nobody", "1"}, 1, []string{`no such actor "nobody" on this peer`}},
 		{"bad JSON", []string{"send", self + "/echo", "{bad"}, 2, []string{"troupe send: message is not JSON"}},
 		{"two JSON values", []string{"ask", self + "/echo", "1 2"}, 2, []string{"more than one JSON value"}},
 		{"not an actor address", []string{"send", "nobody", "1"}, 2, []string{`address "nobody" is not <peer ID>/<actor name>`}},

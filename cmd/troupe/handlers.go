@@ -229,7 +229,7 @@ func (d *runningDaemon) sendOrAsk(ctx context.Context, req request) (any, error)
 	sys := d.node.System()
 	if ref.Peer() == sys.Peer() {
 		if _, ok := sys.Whereis(ref.Name()); !ok {
-			return nil, &trimmedError{text: fmt.Sprintf("no actor %q on this peer", ref.Name()), err: actor.ErrNoSuchActor}
+			return nil, &trimmedError{text: fmt.Sprintf("no such actor %q on this peer", ref.Name()), err: actor.ErrNoSuchActor}
 		}
 	}
 	if req.Cmd == "send" {
