@@ -189,14 +189,29 @@ func TestMeshViewInABrowser(t *testing.T) {
 			type: row ? row.querySelector(".type").textContent : "",
 			empty: !document.getElementById("no-dead").hidden,
 			injected: document.querySelectorAll("main b, main i").length,
+			// Edge labels come after every edge (no edge hides one), and
+			// IDs wrap only where they must (no word broken at each letter).
+			labelsOnTop: (() => {
+				const kids = [...document.querySelectorAll("#graph > *")];
+				const lastEdge = kids.findLastIndex(k => k.classList.contains("edge"));
+				const firstLabel = kids.findIndex(k => k.classList.contains("edge-label"));
+				return lastEdge >= 0 && firstLabel > lastEdge;
+			})(),
+			wrap: (() => {
+				const td = document.querySelector("#peers tbody td.mono");
+				const cs = td ? getComputedStyle(td) : null;
+				return cs ? cs.wordBreak + "/" + cs.overflowWrap : "";
+			})(),
 		};
 	})()`, ghostRef.String())
 	type deadState struct {
-		Found    bool   `json:"found"`
-		Reason   string `json:"reason"`
-		Type     string `json:"type"`
-		Empty    bool   `json:"empty"`
-		Injected int    `json:"injected"`
+		Found       bool   `json:"found"`
+		Reason      string `json:"reason"`
+		Type        string `json:"type"`
+		Empty       bool   `json:"empty"`
+		Injected    int    `json:"injected"`
+		LabelsOnTop bool   `json:"labelsOnTop"`
+		Wrap        string `json:"wrap"`
 	}
 	for {
 		d, err := chromedp.Run(tctx, chromedp.Evaluate[deadState](deadProbe))
@@ -207,7 +222,7 @@ func TestMeshViewInABrowser(t *testing.T) {
 			t.Fatalf("a dead letter's name was parsed as HTML: %+v", d)
 		}
 		if d.Found {
-			if d.Reason != "no such actor" || d.Type != "string" || d.Empty {
+			if d.Reason != "no such actor" || d.Type != "string" || d.Empty || !d.LabelsOnTop || d.Wrap != "normal/anywhere" {
 				t.Fatalf("the dead-letter panel: %+v", d)
 			}
 			break

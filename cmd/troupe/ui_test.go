@@ -261,6 +261,11 @@ func TestCapNames(t *testing.T) {
 	if got, more := capNames(names[:3]); len(got) != 3 || more != 0 {
 		t.Fatalf("3 names: %d, %d more", len(got), more)
 	}
+	// None is [] in the JSON, never null (the page and scripts see one shape).
+	got, _ = capNames(nil)
+	if b, _ := json.Marshal(meshView{Actors: got, Groups: got}); !strings.Contains(string(b), `"actors":[],"groups":[]`) {
+		t.Fatalf("no names: %s", b)
+	}
 }
 
 // TestMeshHubNext: a watcher gets the sample after its own, waiting for
