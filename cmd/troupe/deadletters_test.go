@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -114,5 +117,49 @@ func TestAskCauseSaysItOnce(t *testing.T) {
 	}
 	if isBounce(actor.ErrNoRoute) || !isBounce(actor.ErrNoSuchActor) || !isBounce(actor.ErrMailboxFull) {
 		t.Fatal("isBounce: no route is ours, no such actor and a full mailbox are the other peer's")
+	}
+}
+
+// TestFollowDeadLetters: --follow prints the letters kept, then each new
+// one as it comes, and ends (exit 1, one line) when the daemon stops.
+func TestFollowDeadLetters(t *testing.T) {
+	d, h, stop := startStoppableDaemon(t, &lockedWriter{w: new(bytes.Buffer)})
+	ghost, _ := actor.NewRef(d.node.ID().String(), "ghost")
+	d.node.System().Send(ghost, "first")
+	out, outW := io.Pipe()
+	var errb bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run([]string{"deadletters", "--follow", "--json", "-home", string(h)}, strings.NewReader(""), outW, &errb)
+		outW.Close()
+	}()
+	sc := bufio.NewScanner(out)
+	next := func() deadLetter {
+		t.Helper()
+		if !sc.Scan() {
+			t.Fatalf("follow ended: %v, stderr %q", sc.Err(), errb.String())
+		}
+		var e deadLetter
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("follow printed %q: %v", sc.Text(), err)
+		}
+		return e
+	}
+	if e := next(); e.Seq != 1 || e.To != ghost.String() || e.Type != "string" || e.Size != 6 {
+		t.Fatalf("the kept letter: %+v", e)
+	}
+	d.node.System().Send(ghost, "second")
+	if e := next(); e.Seq != 2 || e.Kind != "no such actor" {
+		t.Fatalf("the new letter: %+v", e)
+	}
+	go func() { _, _ = io.Copy(io.Discard, out) }()
+	stop()
+	select {
+	case code := <-done:
+		if code != 1 || errb.String() != "troupe deadletters: the daemon stopped\n" {
+			t.Fatalf("after the daemon stopped: exit %d, stderr %q", code, errb.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("follow did not end with the daemon")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +16,13 @@ import (
 // startTestDaemon runs a daemon in this process on a fresh home (loopback
 // only, no mDNS) until the test ends, with its log in logs.
 func startTestDaemon(t *testing.T, logs *lockedWriter) (*runningDaemon, home) {
+	d, h, _ := startStoppableDaemon(t, logs)
+	return d, h
+}
+
+// startStoppableDaemon is startTestDaemon with a func that stops the
+// daemon before the test ends (once; the test's end then does nothing).
+func startStoppableDaemon(t *testing.T, logs *lockedWriter) (*runningDaemon, home, func()) {
 	t.Helper()
 	h := home(t.TempDir())
 	cfg, unlock, err := h.open()
@@ -29,15 +37,19 @@ func startTestDaemon(t *testing.T, logs *lockedWriter) (*runningDaemon, home) {
 		unlock()
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := d.close(ctx); err != nil {
-			t.Errorf("close: %v", err)
-		}
-		unlock()
-	})
-	return d, h
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := d.close(ctx); err != nil {
+				t.Errorf("close: %v", err)
+			}
+			unlock()
+		})
+	}
+	t.Cleanup(stop)
+	return d, h, stop
 }
 
 // repeatedPhrase returns a run of three words that s holds twice, or "".
