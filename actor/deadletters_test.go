@@ -104,3 +104,18 @@ func TestDeadLetterLogOff(t *testing.T) {
 		t.Fatal("a negative keep was taken")
 	}
 }
+
+// BenchmarkDeadLetter: what the log adds to a dead letter (keep 0
+// remembers none but still counts per kind).
+func BenchmarkDeadLetter(b *testing.B) {
+	for _, keep := range []int{0, DefaultDeadLetterKeep} {
+		b.Run(fmt.Sprintf("keep=%d", keep), func(b *testing.B) {
+			s := newSys(b, WithDeadLetterLog(keep, nil))
+			ghost, _ := NewRef(s.Peer(), "ghost")
+			b.ReportAllocs()
+			for b.Loop() {
+				s.Send(ghost, 1)
+			}
+		})
+	}
+}

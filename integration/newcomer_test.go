@@ -111,7 +111,7 @@ func TestNewcomerSession(t *testing.T) {
 
 	// The peer's dead letters: listed, and followed as they come.
 	out := cliOK(t, b.home, "deadletters")
-	if !strings.HasPrefix(out, "1 dead letters since the daemon started: 1 no such actor\n") || !strings.Contains(out, "to "+bID+"/nobody from "+aID+"/") || !strings.Contains(out, ", troupe.JSON, ") {
+	if !strings.HasPrefix(out, "1 dead letter since the daemon started: 1 no such actor\n") || !strings.Contains(out, "to "+bID+"/nobody from "+aID+"/") || !strings.Contains(out, ", troupe.JSON, ") {
 		t.Fatalf("deadletters: %q", out)
 	}
 	follow := exec.Command(troupeBinary(t), "deadletters", "--follow", "--json", "-home", b.home)

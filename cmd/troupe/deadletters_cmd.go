@@ -29,7 +29,11 @@ func deadlettersCmd(args []string, stdout, stderr io.Writer) int {
 	if !*follow {
 		var r deadLettersResult
 		return f.request("deadletters", req, &r, stdout, stderr, func() {
-			fmt.Fprintf(stdout, "%d dead letters since the daemon started%s\n", r.Total, kindSummary(r.ByKind))
+			noun := "dead letters"
+			if r.Total == 1 {
+				noun = "dead letter"
+			}
+			fmt.Fprintf(stdout, "%d %s since the daemon started%s\n", r.Total, noun, kindSummary(r.ByKind))
 			for _, e := range r.Recent {
 				fmt.Fprintln(stdout, deadLetterLine(e))
 			}
