@@ -2,7 +2,7 @@ package actor
 
 import (
 	"errors"
-	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -69,6 +69,7 @@ type deadLetterLog struct {
 	describe func(any) (string, int)
 
 	mu     sync.Mutex // guards the fields below
+	texts  map[error][2]string // kind and text of leaf reasons seen (sentinels, mostly), at most maxReasonKinds
 	ring   []DeadLetterRecord
 	next   int    // where the next record goes in ring
 	seq    uint64 // records made so far
@@ -77,42 +78,71 @@ type deadLetterLog struct {
 }
 
 func newDeadLetterLog(keep int, describe func(any) (string, int)) *deadLetterLog {
-	return &deadLetterLog{describe: describe, ring: make([]DeadLetterRecord, 0, keep), kinds: map[string]uint64{}}
+	return &deadLetterLog{describe: describe, ring: make([]DeadLetterRecord, 0, keep), kinds: map[string]uint64{}, texts: map[error][2]string{}}
 }
 
 // add records d.
 func (l *deadLetterLog) add(d DeadLetter) {
-	r := DeadLetterRecord{Time: time.Now(), To: d.To, From: d.From, Size: -1, Kind: DeadLetterKind(d.Reason)}
+	if cap(l.ring) == 0 { // only counted: no clock, no describe
+		kind := DeadLetterKind(d.Reason)
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.seq++
+		l.countLocked(kind)
+		return
+	}
+	r := DeadLetterRecord{Time: time.Now(), To: d.To, From: d.From, Size: -1}
 	if l.describe != nil {
 		r.Type, r.Size = l.describe(d.Msg)
 	} else {
 		r.Type = typeName(d.Msg)
 	}
 	r.Type = truncateText(r.Type)
-	if d.Reason != nil {
-		r.Reason = truncateText(d.Reason.Error())
+	// A reason that wraps nothing is most often a sentinel, seen again
+	// and again: its texts are kept (a comparable one; at most
+	// maxReasonKinds of them, as another peer's texts may differ each
+	// time).
+	leaf := d.Reason != nil && errors.Unwrap(d.Reason) == nil && reflect.TypeOf(d.Reason).Comparable()
+	var cached [2]string
+	ok := false
+	if leaf {
+		l.mu.Lock()
+		cached, ok = l.texts[d.Reason]
+		l.mu.Unlock()
+	}
+	switch {
+	case ok:
+		r.Kind, r.Reason = cached[0], cached[1]
+	case d.Reason != nil:
+		r.Kind, r.Reason = DeadLetterKind(d.Reason), truncateText(d.Reason.Error())
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if leaf && !ok && len(l.texts) < maxReasonKinds {
+		l.texts[d.Reason] = [2]string{r.Kind, r.Reason}
+	}
 	l.seq++
 	r.Seq = l.seq
-	kind := r.Kind
-	if _, ok := l.kinds[kind]; !ok && len(l.kinds) >= maxReasonKinds {
-		kind = otherReasonKind
+	l.countLocked(r.Kind)
+	if len(l.ring) < cap(l.ring) {
+		l.ring = append(l.ring, r)
+	} else {
+		l.ring[l.next] = r
 	}
-	l.kinds[kind]++
-	if cap(l.ring) > 0 {
-		if len(l.ring) < cap(l.ring) {
-			l.ring = append(l.ring, r)
-		} else {
-			l.ring[l.next] = r
-		}
-		l.next = (l.next + 1) % cap(l.ring)
-	}
+	l.next = (l.next + 1) % cap(l.ring)
 	if l.notify != nil {
 		close(l.notify)
 		l.notify = nil
 	}
+}
+
+// countLocked counts a dead letter of kind, as "other" past
+// maxReasonKinds kinds.
+func (l *deadLetterLog) countLocked(kind string) {
+	if _, ok := l.kinds[kind]; !ok && len(l.kinds) >= maxReasonKinds {
+		kind = otherReasonKind
+	}
+	l.kinds[kind]++
 }
 
 // since returns the remembered records numbered above after, oldest
@@ -164,7 +194,7 @@ func typeName(v any) string {
 	if v == nil {
 		return "nil"
 	}
-	s := fmt.Sprintf("%T", v)
+	s := reflect.TypeOf(v).String()
 	if i := strings.LastIndexByte(s, '/'); i >= 0 {
 		s = s[i+1:]
 	}

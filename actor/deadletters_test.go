@@ -108,7 +108,7 @@ func TestDeadLetterLogOff(t *testing.T) {
 // BenchmarkDeadLetter: what the log adds to a dead letter (keep 0
 // remembers none but still counts per kind).
 func BenchmarkDeadLetter(b *testing.B) {
-	for _, keep := range []int{0, DefaultDeadLetterKeep} {
+	for _, keep := range []int{DefaultDeadLetterKeep, 0, DefaultDeadLetterKeep} {
 		b.Run(fmt.Sprintf("keep=%d", keep), func(b *testing.B) {
 			s := newSys(b, WithDeadLetterLog(keep, nil))
 			ghost, _ := NewRef(s.Peer(), "ghost")
