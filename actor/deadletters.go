@@ -68,7 +68,7 @@ func DeadLetterKind(reason error) string {
 type deadLetterLog struct {
 	describe func(any) (string, int)
 
-	mu     sync.Mutex // guards the fields below
+	mu     sync.Mutex          // guards the fields below
 	texts  map[error][2]string // kind and text of leaf reasons seen (sentinels, mostly), at most maxReasonKinds
 	ring   []DeadLetterRecord
 	next   int    // where the next record goes in ring
