@@ -99,10 +99,10 @@ func (l *deadLetterLog) add(d DeadLetter) {
 	}
 	r.Type = truncateText(r.Type)
 	// A reason that wraps nothing is most often a sentinel, seen again
-	// and again: its texts are kept (a comparable one; at most
-	// maxReasonKinds of them, as another peer's texts may differ each
-	// time).
-	leaf := d.Reason != nil && errors.Unwrap(d.Reason) == nil && reflect.TypeOf(d.Reason).Comparable()
+	// and again: its texts are kept (for a pointer, always hashable; at
+	// most maxReasonKinds of them, with short texts, as another peer's
+	// may differ each time).
+	leaf := d.Reason != nil && errors.Unwrap(d.Reason) == nil && reflect.TypeOf(d.Reason).Kind() == reflect.Pointer
 	var cached [2]string
 	ok := false
 	if leaf {
@@ -118,7 +118,7 @@ func (l *deadLetterLog) add(d DeadLetter) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if leaf && !ok && len(l.texts) < maxReasonKinds {
+	if leaf && !ok && len(l.texts) < maxReasonKinds && len(r.Reason) <= maxRecordText {
 		l.texts[d.Reason] = [2]string{r.Kind, r.Reason}
 	}
 	l.seq++

@@ -119,3 +119,24 @@ func BenchmarkDeadLetter(b *testing.B) {
 		})
 	}
 }
+
+// unhashableError is an error whose value cannot be a map key.
+type unhashableError struct{ parts []string }
+
+func (e unhashableError) Error() string { return "parts" }
+
+// TestDeadLetterLogTakesAnyReason: a reason of any type (one that cannot
+// be hashed, one of another peer's long texts) is recorded, again and
+// again, without a panic.
+func TestDeadLetterLogTakesAnyReason(t *testing.T) {
+	s := newSys(t)
+	ghost, _ := NewRef(s.Peer(), "ghost")
+	for range 3 {
+		s.deadLetter(DeadLetter{To: ghost, Msg: 1, Reason: unhashableError{parts: []string{"a"}}})
+		s.deadLetter(DeadLetter{To: ghost, Msg: 1, Reason: errors.New(strings.Repeat("x", 1000))})
+	}
+	got, _ := s.RecentDeadLetters(0)
+	if len(got) != 6 || got[0].Kind != "parts" || got[5].Reason == "" {
+		t.Fatalf("records: %+v", got)
+	}
+}
