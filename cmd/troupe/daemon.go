@@ -196,6 +196,10 @@ type runningDaemon struct {
 // chats of other terminals would end with it.
 func startDaemon(ctx context.Context, h home, cfg Config, stderr, out io.Writer, embeddedChat bool) (*runningDaemon, error) {
 	logger, level := newLeveledLogger(stderr, cfg)
+	// The process's default logger too, for what logs through
+	// slog.Default(); then LogLibp2pTo takes Go's log package (which
+	// SetDefault pointed at the handler at info) with its own levels.
+	slog.SetDefault(logger)
 	peer.LogLibp2pTo(logger.Handler())
 	reg, err := newRegistry()
 	if err != nil {
