@@ -75,7 +75,7 @@ func addClientFlags(fs *cmdFlags, withJSON bool) clientFlags {
 func (f clientFlags) request(cmd string, req request, out any, stdout, stderr io.Writer, human func()) int {
 	ctx, stop := signalContext()
 	defer stop()
-	wait := req.Timeout
+	wait := max(req.Timeout, req.Wait) // as the daemon's handle
 	if wait <= 0 {
 		wait = defaultAskTimeout
 	}

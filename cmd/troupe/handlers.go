@@ -81,6 +81,11 @@ func (d *runningDaemon) handle(ctx context.Context, req request, conn net.Conn) 
 	if timeout <= 0 {
 		timeout = defaultAskTimeout
 	}
+	if req.Cmd == "send" {
+		// -wait is the send's own wait for a bounce, not bounded by
+		// -timeout (the wait for room in a link): see send.
+		timeout = max(timeout, req.Wait)
+	}
 	if timeout > maxRequestTime {
 		timeout = maxRequestTime
 	}

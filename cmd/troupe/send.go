@@ -55,7 +55,9 @@ func (d *runningDaemon) send(ctx context.Context, ref actor.Ref, msg any, wait t
 	switch {
 	case err == nil:
 		r.Status = "delivered"
-	case wctx.Err() != nil && ctx.Err() == nil:
+	case errors.Is(wctx.Err(), context.DeadlineExceeded) && !errors.Is(ctx.Err(), context.Canceled):
+		// The wait is over (the request's deadline, at least as far
+		// off, may end at the same time: handle).
 		r.Status, r.WaitMS = "unconfirmed", wait.Milliseconds()
 	case ctx.Err() != nil:
 		return r, fmt.Errorf("sending to %s: %w", ref, ctx.Err())

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/troupe-mesh/troupe/actor"
+)
+
+// TestSendWaitLongerThanTimeout: -wait is how long a send to another
+// peer waits for a bounce, whatever -timeout (the wait for room) says: a
+// live actor that never replies makes it "unconfirmed", not a deadline
+// error of the request.
+func TestSendWaitLongerThanTimeout(t *testing.T) {
+	a, _ := startTestDaemon(t, &lockedWriter{w: new(bytes.Buffer)})
+	b, _ := startTestDaemon(t, &lockedWriter{w: new(bytes.Buffer)})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := a.node.Connect(ctx, *b.node.AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan struct{}, 1)
+	var silentLoop func(c *actor.Context)
+	silentLoop = func(c *actor.Context) {
+		c.Receive(actor.On(func(string) {
+			select {
+			case got <- struct{}{}:
+			default:
+			}
+			silentLoop(c) // never replies
+		}))
+	}
+	silent, err := b.node.System().Spawn("silent", silentLoop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := request{Cmd: "send", Addr: silent.String(), Type: "string", Body: json.RawMessage(`"hi"`), Timeout: 50 * time.Millisecond, Wait: 300 * time.Millisecond}
+	res, _, err := a.handle(ctx, req, nil)
+	if err != nil {
+		t.Fatalf("send with -wait above -timeout: %v", err)
+	}
+	if r, ok := res.(sendResult); !ok || r.Status != "unconfirmed" || r.WaitMS != 300 {
+		t.Fatalf("send to an actor that never replies: %+v", res)
+	}
+	select {
+	case <-got:
+	case <-ctx.Done():
+		t.Fatal("the message did not arrive")
+	}
+}
