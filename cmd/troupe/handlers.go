@@ -14,6 +14,7 @@ import (
 
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/protocol/ping"
+	ma "github.com/multiformats/go-multiaddr"
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/peer"
@@ -143,6 +144,35 @@ func (d *runningDaemon) id() idResult {
 	return r
 }
 
+// maxPeerAddrs caps the addresses 'troupe peers' shows of one peer: the
+// ones it listens on are what it says (identify), up to hundreds.
+const maxPeerAddrs = 8
+
+// dialAddrs are the addresses to dial peer id at, with /p2p/ ('troupe
+// connect' takes them): those it listens on (listen: what identify told),
+// else those of its connections (conns: a connection it opened comes from
+// a port it does not listen on). The peer chose the first: one with text
+// that would reach a terminal as more than text (a DNS name with control
+// characters) is left out, and at most maxPeerAddrs are kept, sorted.
+func dialAddrs(id string, listen, conns []ma.Multiaddr) []string {
+	out := []string{}
+	for _, a := range listen {
+		if s := a.String(); s == clean(s) {
+			out = append(out, s+"/p2p/"+id)
+		}
+	}
+	if len(out) == 0 {
+		for _, a := range conns {
+			if s := a.String(); s == clean(s) {
+				out = append(out, s+"/p2p/"+id)
+			}
+		}
+	}
+	slices.Sort(out) // two connections (one each way) may share an address
+	out = slices.Compact(out)
+	return out[:min(len(out), maxPeerAddrs)]
+}
+
 func (d *runningDaemon) peers() []peerInfo {
 	ads := map[string]int{}
 	dir := d.node.Directory().Peers()
@@ -154,21 +184,12 @@ func (d *runningDaemon) peers() []peerInfo {
 	h := d.node.Host()
 	out := []peerInfo{}
 	for _, id := range d.node.Peers() {
-		p := peerInfo{ID: id.String(), Addrs: []string{}, Relayed: d.node.Relayed(id)}
-		// Addresses to dial it at, with /p2p/ ('troupe connect' takes
-		// them): those it listens on (identify told them), else those of
-		// its connections (a connection it opened comes from a port it
-		// does not listen on).
-		for _, a := range h.Peerstore().Addrs(id) {
-			p.Addrs = append(p.Addrs, a.String()+"/p2p/"+p.ID)
+		p := peerInfo{ID: id.String(), Relayed: d.node.Relayed(id)}
+		var conns []ma.Multiaddr
+		for _, c := range h.Network().ConnsToPeer(id) {
+			conns = append(conns, c.RemoteMultiaddr())
 		}
-		if len(p.Addrs) == 0 {
-			for _, c := range h.Network().ConnsToPeer(id) {
-				p.Addrs = append(p.Addrs, c.RemoteMultiaddr().String()+"/p2p/"+p.ID)
-			}
-		}
-		slices.Sort(p.Addrs) // two connections (one each way) may share an address
-		p.Addrs = slices.Compact(p.Addrs)
+		p.Addrs = dialAddrs(p.ID, h.Peerstore().Addrs(id), conns)
 		if l := h.Peerstore().LatencyEWMA(id); l > 0 {
 			p.LatencyMS = float64(l.Microseconds()) / 1000
 		}

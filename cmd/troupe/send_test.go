@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	ma "github.com/multiformats/go-multiaddr"
 	"github.com/troupe-mesh/troupe/actor"
 )
 
@@ -49,5 +53,32 @@ func TestSendWaitLongerThanTimeout(t *testing.T) {
 	case <-got:
 	case <-ctx.Done():
 		t.Fatal("the message did not arrive")
+	}
+}
+
+// TestDialAddrsFromAHostilePeer: the addresses a peer says it listens on
+// reach 'troupe peers' only as text, and only so many.
+func TestDialAddrsFromAHostilePeer(t *testing.T) {
+	const id = "12D3KooWExample"
+	evil, err := ma.NewComponent("dns4", "\x1b[2Jevil")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen := []ma.Multiaddr{{*evil}, ma.StringCast("/ip4/127.0.0.1/tcp/4001")}
+	for i := range 2 * maxPeerAddrs {
+		listen = append(listen, ma.StringCast(fmt.Sprintf("/ip4/10.0.0.%d/tcp/4001", i)))
+	}
+	got := dialAddrs(id, listen, nil)
+	if len(got) != maxPeerAddrs {
+		t.Fatalf("%d addresses kept of %d: %q", len(got), len(listen), got)
+	}
+	for _, a := range got {
+		if a != clean(a) || !strings.HasSuffix(a, "/p2p/"+id) {
+			t.Fatalf("address %q", a)
+		}
+	}
+	conn := ma.StringCast("/ip4/127.0.0.1/tcp/55555")
+	if got := dialAddrs(id, []ma.Multiaddr{{*evil}}, []ma.Multiaddr{conn, conn}); !slices.Equal(got, []string{conn.String() + "/p2p/" + id}) {
+		t.Fatalf("with no clean listen address: %q; want the connection's", got)
 	}
 }
