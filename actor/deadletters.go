@@ -66,7 +66,9 @@ func DeadLetterKind(reason error) string {
 // deadLetterLog is a ring of the latest dead letters and a count per
 // reason kind. Its methods are safe for concurrent use.
 type deadLetterLog struct {
+	// Set at construction, read-only after.
 	describe func(any) (string, int)
+	keep     int // cap(ring), which is not read without mu: append writes ring
 
 	mu     sync.Mutex          // guards the fields below
 	texts  map[error][2]string // kind and text of leaf reasons seen (sentinels, mostly), at most maxReasonKinds
@@ -78,12 +80,12 @@ type deadLetterLog struct {
 }
 
 func newDeadLetterLog(keep int, describe func(any) (string, int)) *deadLetterLog {
-	return &deadLetterLog{describe: describe, ring: make([]DeadLetterRecord, 0, keep), kinds: map[string]uint64{}, texts: map[error][2]string{}}
+	return &deadLetterLog{describe: describe, keep: keep, ring: make([]DeadLetterRecord, 0, keep), kinds: map[string]uint64{}, texts: map[error][2]string{}}
 }
 
 // add records d.
 func (l *deadLetterLog) add(d DeadLetter) {
-	if cap(l.ring) == 0 { // only counted: no clock, no describe
+	if l.keep == 0 { // only counted: no clock, no describe
 		kind := DeadLetterKind(d.Reason)
 		l.mu.Lock()
 		defer l.mu.Unlock()
@@ -206,9 +208,9 @@ func truncateText(s string) string {
 	if len(s) <= maxRecordText {
 		return s
 	}
-	s = s[:maxRecordText]
-	for len(s) > 0 && !utf8.ValidString(s) {
-		s = s[:len(s)-1]
+	i := maxRecordText
+	for i > 0 && !utf8.RuneStart(s[i]) { // not in the middle of a rune
+		i--
 	}
-	return s + "…"
+	return s[:i] + "…"
 }

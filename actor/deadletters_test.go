@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestDeadLetterLogKeepsTheLatestWithoutBodies(t *testing.T) {
@@ -138,5 +140,40 @@ func TestDeadLetterLogTakesAnyReason(t *testing.T) {
 	got, _ := s.RecentDeadLetters(0)
 	if len(got) != 6 || got[0].Kind != "parts" || got[5].Reason == "" {
 		t.Fatalf("records: %+v", got)
+	}
+}
+
+// TestTruncateTextKeepsTextBeforeABadByte: another peer's text with an
+// invalid byte early on is cut at the cap, not emptied.
+func TestTruncateTextKeepsTextBeforeABadByte(t *testing.T) {
+	s := "ab\xffcd" + strings.Repeat("é", maxRecordText)
+	got := truncateText(s)
+	if !strings.HasPrefix(got, "ab\xffcd") || len(got) < maxRecordText-1 || len(got) > maxRecordText+len("…") {
+		t.Fatalf("truncateText cut %d bytes to %q", len(s), got)
+	}
+	if got := strings.TrimSuffix(truncateText(strings.Repeat("é", maxRecordText)), "…"); !utf8.ValidString(got) {
+		t.Fatalf("cut in a rune: %q", got)
+	}
+}
+
+// TestDeadLetterLogConcurrentAdds: dead letters found on several
+// goroutines at once (links' writers, loops) are all counted, the latest
+// kept, with no data race.
+func TestDeadLetterLogConcurrentAdds(t *testing.T) {
+	const keep, workers, each = 512, 4, 200 // appends and overwrites
+	s := newSys(t, WithDeadLetterLog(keep, nil))
+	ghost, _ := NewRef(s.Peer(), "ghost")
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for range each {
+				s.deadLetter(DeadLetter{To: ghost, Msg: 1, Reason: ErrNoSuchActor})
+			}
+		})
+	}
+	wg.Wait()
+	got, _ := s.RecentDeadLetters(0)
+	if len(got) != keep || got[keep-1].Seq != workers*each || s.DeadLettersByKind()["no such actor"] != workers*each {
+		t.Fatalf("%d kept (last %+v), kinds %v", len(got), got[len(got)-1], s.DeadLettersByKind())
 	}
 }
