@@ -52,6 +52,9 @@ func configValue(t reflect.Type, key, value string) (json.RawMessage, error) {
 		return b, nil
 	case reflect.Slice:
 		if strings.HasPrefix(strings.TrimSpace(value), "[") {
+			if !json.Valid([]byte(value)) {
+				return nil, fmt.Errorf("%w: %s takes a JSON list or comma-separated words, not %q", errConfig, key, value)
+			}
 			return json.RawMessage(value), nil
 		}
 		items := []string{}

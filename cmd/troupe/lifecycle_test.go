@@ -88,6 +88,7 @@ func TestConfigSet(t *testing.T) {
 		{"limits.conns", "1.5", "limits.conns"},
 		{"dead_letters.keep", "100000", "dead_letters.keep"},
 		{"log_level", "loud", "log_level"},
+		{"listen", "[bad", "listen takes a JSON list"},
 	} {
 		code, out, errOut := runCLI(t, "config", "-home", home, "set", c.key, "--", c.value)
 		if code != 2 || out != "" || !strings.Contains(errOut, c.want) {
