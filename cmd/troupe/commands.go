@@ -249,7 +249,7 @@ func validTypeName(s string) bool {
 
 func sendCmd(args []string, stdout, stderr io.Writer) int {
 	return messageCmd("send", "send a JSON message to an actor; to another peer's it waits up to -wait for a bounce (no such actor, unknown type, full mailbox: an error) or a reply, and otherwise says delivery is unconfirmed; without -type it arrives as a codec.Raw of type "+jsonType,
-		"how long to wait for room in the link to the peer", args, stdout, stderr)
+		"how long a plain send (-wait 0, or to this peer) waits for room in the link; the request lasts at least -wait", args, stdout, stderr)
 }
 
 func askCmd(args []string, stdout, stderr io.Writer) int {
