@@ -121,12 +121,14 @@ func (d *runningDaemon) followDeadLetters(ctx context.Context, req request, conn
 			if len(rs) > maxFollowBatch {
 				rs = rs[:maxFollowBatch]
 			}
+			// Before the first Write: past 4 KiB, a Write flushes too,
+			// and the deadline of the last batch may be long gone.
+			_ = conn.SetWriteDeadline(time.Now().Add(viewWriteTimeout))
 			for _, e := range toDeadLetters(rs) {
 				after = e.Seq
 				b, _ := marshalJSON(e)
 				_, _ = w.Write(append(b, '\n'))
 			}
-			_ = conn.SetWriteDeadline(time.Now().Add(viewWriteTimeout))
 			if err := w.Flush(); err != nil {
 				return
 			}
