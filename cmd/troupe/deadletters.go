@@ -41,6 +41,9 @@ type deadLettersResult struct {
 	ByKind map[string]uint64 `json:"by_kind"` // per reason kind
 	Kept   int               `json:"kept"`    // how many the daemon remembers at most
 	Recent []deadLetter      `json:"recent"`  // oldest first
+	// Omitted counts older records kept but left out of this answer to
+	// bound its size (maxDeadLettersAnswer).
+	Omitted int `json:"omitted,omitempty"`
 }
 
 // maxFollowBatch caps the records written per wake-up of a follower; the
@@ -89,7 +92,28 @@ func (d *runningDaemon) deadLetters(count int, after uint64) deadLettersResult {
 	if count > 0 && len(rs) > count {
 		rs = rs[len(rs)-count:]
 	}
-	return deadLettersResult{Total: sys.DeadLetters(), ByKind: sys.DeadLettersByKind(), Kept: d.cfg.DeadLetters.Keep, Recent: toDeadLetters(rs)}
+	r := deadLettersResult{Total: sys.DeadLetters(), ByKind: sys.DeadLettersByKind(), Kept: d.cfg.DeadLetters.Keep}
+	r.Recent, r.Omitted = fitDeadLetters(toDeadLetters(rs), maxDeadLettersAnswer)
+	return r
+}
+
+// maxDeadLettersAnswer caps the bytes of records in one answer, well
+// below what a client takes (maxResponse): at the largest keep, other
+// peers' texts (long names, reasons of '<'s that JSON escapes) could
+// make the records kept weigh hundreds of MiB as JSON.
+const maxDeadLettersAnswer = 8 << 20
+
+// fitDeadLetters returns the latest of es whose JSON fits in budget
+// bytes, and how many older ones it left out.
+func fitDeadLetters(es []deadLetter, budget int) ([]deadLetter, int) {
+	i := len(es)
+	for ; i > 0; i-- {
+		b, _ := json.Marshal(es[i-1]) // escaped, as the mesh view's API writes it
+		if budget -= len(b) + 1; budget < 0 {
+			break
+		}
+	}
+	return es[i:], i
 }
 
 // followDeadLetters answers a deadletters request with follow: after the

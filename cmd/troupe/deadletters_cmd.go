@@ -34,6 +34,9 @@ func deadlettersCmd(args []string, stdout, stderr io.Writer) int {
 				noun = "dead letter"
 			}
 			fmt.Fprintf(stdout, "%d %s since the daemon started%s\n", r.Total, noun, kindSummary(r.ByKind))
+			if r.Omitted > 0 {
+				fmt.Fprintf(stdout, "(%d older ones kept but left out: too much text for one answer)\n", r.Omitted)
+			}
 			for _, e := range r.Recent {
 				fmt.Fprintln(stdout, deadLetterLine(e))
 			}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net"
 	"os"
 	"strings"
@@ -120,5 +121,26 @@ func TestFollowSurvivesABurstAfterQuiet(t *testing.T) {
 	}
 	if n := conn.lines(); n != burst {
 		t.Fatalf("%d lines, want %d", n, burst)
+	}
+}
+
+// TestDeadLettersAnswerIsBounded: however long the texts other peers
+// put in the records kept, an answer carries the latest that fit and
+// says how many older ones it left out.
+func TestDeadLettersAnswerIsBounded(t *testing.T) {
+	big := deadLetter{To: "p/" + strings.Repeat("n", 255), Type: strings.Repeat("<", 160), Reason: strings.Repeat("<", 160)}
+	es := make([]deadLetter, 100)
+	for i := range es {
+		es[i] = big
+		es[i].Seq = uint64(i + 1)
+	}
+	one, _ := json.Marshal(big)
+	budget := 10*(len(one)+1) + len(one)/2
+	got, omitted := fitDeadLetters(es, budget)
+	if len(got) != 10 || omitted != 90 || got[0].Seq != 91 || got[9].Seq != 100 {
+		t.Fatalf("%d kept (from %d), %d omitted; want the latest 10 and 90", len(got), got[0].Seq, omitted)
+	}
+	if got, omitted := fitDeadLetters(es[:3], budget); len(got) != 3 || omitted != 0 {
+		t.Fatalf("what fits: %d kept, %d omitted", len(got), omitted)
 	}
 }
