@@ -336,6 +336,24 @@ type connectResult struct {
 	Via     string `json:"via,omitempty"`
 }
 
+// connectedElsewhere returns the address of a connection (one of conns)
+// when a peer is connected through none of the addresses given, which
+// libp2p would then not dial. A peer reached through relays only
+// (relayed) is not: Connect dials it directly, as asked.
+func connectedElsewhere(conns []ma.Multiaddr, relayed bool, given []ma.Multiaddr) (ma.Multiaddr, bool) {
+	if len(conns) == 0 || relayed || len(given) == 0 {
+		return nil, false
+	}
+	for _, c := range conns {
+		for _, a := range given {
+			if c.Equal(a) {
+				return nil, false
+			}
+		}
+	}
+	return conns[0], true
+}
+
 // connect connects to the peer at addr (with /p2p/).
 func (d *runningDaemon) connect(ctx context.Context, addr string) (connectResult, error) {
 	ai, err := parsePeerAddr(addr)
@@ -346,20 +364,15 @@ func (d *runningDaemon) connect(ctx context.Context, addr string) (connectResult
 		return connectResult{}, errors.New("that is this peer")
 	}
 	r := connectResult{Peer: ai.ID.String()}
-	if conns := d.node.Host().Network().ConnsToPeer(ai.ID); len(conns) > 0 {
-		same := false
-		for _, c := range conns {
-			for _, a := range ai.Addrs {
-				same = same || c.RemoteMultiaddr().Equal(a)
-			}
-		}
-		if !same && len(ai.Addrs) > 0 {
-			// Not dialed, and not remembered either (Connect would keep
-			// the addresses given, however wrong, for good).
-			r.Already, r.Via = true, conns[0].RemoteMultiaddr().String()+"/p2p/"+r.Peer
-			r.Relayed = d.node.Relayed(ai.ID)
-			return r, nil
-		}
+	var conns []ma.Multiaddr
+	for _, c := range d.node.Host().Network().ConnsToPeer(ai.ID) {
+		conns = append(conns, c.RemoteMultiaddr())
+	}
+	if via, ok := connectedElsewhere(conns, d.node.Relayed(ai.ID), ai.Addrs); ok {
+		// Not dialed, and not remembered either (Connect would keep
+		// the addresses given, however wrong, for good).
+		r.Already, r.Via, r.Relayed = true, via.String()+"/p2p/"+r.Peer, false
+		return r, nil
 	}
 	if err := d.node.Connect(ctx, ai); err != nil {
 		return connectResult{}, fmt.Errorf("connecting to %s: %w", ai.ID, dialCause(err, ai.ID))

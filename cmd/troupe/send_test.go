@@ -82,3 +82,29 @@ func TestDialAddrsFromAHostilePeer(t *testing.T) {
 		t.Fatalf("with no clean listen address: %q; want the connection's", got)
 	}
 }
+
+// TestConnectedElsewhere: 'troupe connect' skips the dial of a peer
+// connected directly through another address, but dials one reached
+// through relays only (a direct address is then what the user wants).
+func TestConnectedElsewhere(t *testing.T) {
+	conn := ma.StringCast("/ip4/127.0.0.1/tcp/50000")
+	given := []ma.Multiaddr{ma.StringCast("/ip4/127.0.0.1/tcp/4001")}
+	if via, ok := connectedElsewhere([]ma.Multiaddr{conn}, false, given); !ok || !via.Equal(conn) {
+		t.Fatalf("direct, elsewhere: %v %v", via, ok)
+	}
+	for _, c := range []struct {
+		name    string
+		conns   []ma.Multiaddr
+		relayed bool
+		given   []ma.Multiaddr
+	}{
+		{"not connected", nil, false, given},
+		{"relayed only", []ma.Multiaddr{conn}, true, given},
+		{"through the address given", given, false, given},
+		{"no address given", []ma.Multiaddr{conn}, false, nil},
+	} {
+		if _, ok := connectedElsewhere(c.conns, c.relayed, c.given); ok {
+			t.Errorf("%s: the dial is skipped", c.name)
+		}
+	}
+}
