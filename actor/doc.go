@@ -83,7 +83,7 @@
 //
 //	system.go      System, New, Whereis, Shutdown, counters
 //	spawn.go       spawning and its options
-//	deliver.go     sending, nodes, dead letters
+//	deliver.go     sending, nodes, dead letters; deadletters.go: their log
 //	context.go     Context: a behavior's view of its actor, Receive
 //	context_send.go  an actor's sends, outbox, Reply and Respond
 //	case.go        Receive's cases (On, OnWhen, Any, Timeout, Loop)

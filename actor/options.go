@@ -26,6 +26,10 @@ type config struct {
 	// remoteBacklog is the most bytes of messages charged to Credits
 	// that one actor may hold unhandled.
 	remoteBacklog int64
+
+	// deadKeep and deadDescribe: WithDeadLetterLog.
+	deadKeep     int
+	deadDescribe func(any) (string, int)
 }
 
 func defaultConfig() config {
@@ -37,6 +41,7 @@ func defaultConfig() config {
 		logger:     slog.Default(),
 		peer:       "local",
 		watchLimit: DefaultRemoteWatchLimit,
+		deadKeep:   DefaultDeadLetterKeep,
 
 		remoteBacklog: DefaultRemoteBacklog,
 	}
@@ -56,6 +61,8 @@ func (c *config) validate() error {
 		return errors.New("actor: logger must not be nil")
 	case c.remoteBacklog < 1:
 		return fmt.Errorf("actor: remote backlog must be at least 1 byte, got %d", c.remoteBacklog)
+	case c.deadKeep < 0 || c.deadKeep > maxDeadLetterKeep:
+		return fmt.Errorf("actor: dead letters kept must be 0 to %d, got %d", maxDeadLetterKeep, c.deadKeep)
 	case c.watchLimit < 1:
 		return fmt.Errorf("actor: remote watch limit must be at least 1, got %d", c.watchLimit)
 	}
@@ -102,6 +109,20 @@ func WithNamesChanged(f func()) Option {
 func WithDeadLetterHook(f func(DeadLetter)) Option {
 	return func(c *config) error { c.deadLetter = f; return nil }
 }
+
+// WithDeadLetterLog sets how many of the latest dead letters the system
+// remembers for System.RecentDeadLetters (default DefaultDeadLetterKeep;
+// 0 remembers none, at most 65536) and describe, which tells a message's
+// type name and encoded size (-1: not known) for the record; nil names
+// the Go type and leaves the size unknown. describe runs where the dead
+// letter was found, often an event loop: it must be quick. The records
+// hold no message bodies.
+func WithDeadLetterLog(keep int, describe func(msg any) (typeName string, size int)) Option {
+	return func(c *config) error { c.deadKeep, c.deadDescribe = keep, describe; return nil }
+}
+
+// maxDeadLetterKeep caps WithDeadLetterLog's keep.
+const maxDeadLetterKeep = 1 << 16
 
 // WithPeer sets the ID of the peer this system is (default "local"): Refs
 // with this peer are local, all others go to the Remote.

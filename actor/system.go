@@ -33,6 +33,7 @@ type System struct {
 	nameSeq     atomic.Uint64 // generated names; starts at random (see genName)
 	live        atomic.Int64
 	deadLetters atomic.Uint64
+	deadLog     *deadLetterLog
 	mailboxFull atomic.Uint64
 
 	closing  atomic.Bool
@@ -52,6 +53,7 @@ func New(opts ...Option) (*System, error) {
 		return nil, err
 	}
 	s := &System{cfg: cfg, peer: cfg.peer, names: newRegistry(), drained: make(chan struct{})}
+	s.deadLog = newDeadLetterLog(cfg.deadKeep, cfg.deadDescribe)
 	s.port.s = s
 	s.nameSeq.Store(randomNameBase())
 	s.batch, _ = cfg.remote.(BatchRemote)

@@ -2,6 +2,7 @@ package peer
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -70,12 +71,38 @@ var metricDefs = []struct {
 	{"troupe_actors", "Live local actors.", false},
 }
 
+// labeledMetricDefs lists the exported counters with one label: name,
+// help, label.
+var labeledMetricDefs = []struct{ name, help, label string }{
+	{"troupe_dead_letters_by_reason_total", "Messages that reached no actor, per reason (actor.DeadLetterKind, as a label: no_such_actor, mailbox_full, ...; at most 25 values).", "reason"},
+}
+
 func newNodeCollector(n *Node) *nodeCollector {
 	c := &nodeCollector{node: n, descs: map[string]*prometheus.Desc{}}
 	for _, m := range metricDefs {
 		c.descs[m.name] = prometheus.NewDesc(m.name, m.help, nil, nil)
 	}
+	for _, m := range labeledMetricDefs {
+		c.descs[m.name] = prometheus.NewDesc(m.name, m.help, []string{m.label}, nil)
+	}
 	return c
+}
+
+// reasonLabel turns a dead-letter kind into a label value: lower case
+// letters and digits, runs of anything else as one '_'.
+func reasonLabel(kind string) string {
+	var b strings.Builder
+	under := false
+	for _, r := range strings.ToLower(kind) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+			under = false
+		} else if !under && b.Len() > 0 {
+			b.WriteByte('_')
+			under = true
+		}
+	}
+	return strings.TrimSuffix(b.String(), "_")
 }
 
 // Describe implements prometheus.Collector.
@@ -129,5 +156,16 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 			kind = prometheus.CounterValue
 		}
 		ch <- prometheus.MustNewConstMetric(c.descs[m.name], kind, values[m.name])
+	}
+	byReason := map[string]uint64{}
+	for k, v := range sys.DeadLettersByKind() {
+		l := reasonLabel(k)
+		if l == "" {
+			l = "other"
+		}
+		byReason[l] += v // two kinds may share a label
+	}
+	for label, v := range byReason {
+		ch <- prometheus.MustNewConstMetric(c.descs["troupe_dead_letters_by_reason_total"], prometheus.CounterValue, float64(v), label)
 	}
 }
