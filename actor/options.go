@@ -26,6 +26,7 @@ type config struct {
 	// remoteBacklog is the most bytes of messages charged to Credits
 	// that one actor may hold unhandled.
 	remoteBacklog int64
+	gcFloor       int64 // bytes; 0: no GC heap floor
 }
 
 func defaultConfig() config {
@@ -39,6 +40,7 @@ func defaultConfig() config {
 		watchLimit: DefaultRemoteWatchLimit,
 
 		remoteBacklog: DefaultRemoteBacklog,
+		gcFloor:       DefaultGCHeapFloor,
 	}
 }
 
@@ -56,6 +58,8 @@ func (c *config) validate() error {
 		return errors.New("actor: logger must not be nil")
 	case c.remoteBacklog < 1:
 		return fmt.Errorf("actor: remote backlog must be at least 1 byte, got %d", c.remoteBacklog)
+	case c.gcFloor < 0:
+		return fmt.Errorf("actor: GC heap floor must not be negative, got %d", c.gcFloor)
 	case c.watchLimit < 1:
 		return fmt.Errorf("actor: remote watch limit must be at least 1, got %d", c.watchLimit)
 	}
@@ -145,4 +149,29 @@ const DefaultRemoteBacklog = 16 << 20
 // that fills it costs the others nothing.
 func WithRemoteBacklog(bytes int64) Option {
 	return func(c *config) error { c.remoteBacklog = bytes; return nil }
+}
+
+// WithGCHeapFloor sets the GC heap floor (default DefaultGCHeapFloor,
+// 32 MiB; 0 turns it off): the smallest heap goal Go's collector gets
+// while the system runs. An actor program's live heap is often a few
+// MiB, and Go collects whenever the heap has grown by as much as it holds
+// live (GOGC=100), at least every 4 MiB allocated: hundreds of
+// collections a second for an actor that allocates per message, each
+// with its write barriers. With a floor, after every collection whose
+// live heap L is below floor/2, the GC percent is raised so that the
+// next goal, L × (1 + GOGC/100), is the floor; once L is at least half
+// the floor, it is back where it was. The heap may then grow to the floor
+// between collections: that much more resident memory, at most, in
+// exchange for fewer collections.
+//
+// The GC percent is one for the process, so the floor is too: the largest
+// floor of the running systems is in force, and when the last of them
+// shuts down the GC percent the process had comes back. It never comes
+// into force when the process has set GOGC or GOMEMLIMIT in its
+// environment, a memory limit with debug.SetMemoryLimit, or turned the GC
+// off; and it goes out of force for good when the program calls
+// debug.SetGCPercent itself: the program's own settings win. Nothing else
+// process-wide changes. System.GCHeapFloor says what is in force.
+func WithGCHeapFloor(bytes int64) Option {
+	return func(c *config) error { c.gcFloor = bytes; return nil }
 }

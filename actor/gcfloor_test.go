@@ -1,0 +1,216 @@
+package actor
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"strings"
+	"testing"
+	"time"
+)
+
+// gcPercent and heapGoal read the runtime's GC percent and heap goal.
+func gcPercent() int   { return int(readMetric("/gc/gogc:percent")) }
+func heapGoal() uint64 { return readMetric("/gc/heap/goal:bytes") }
+
+func readMetric(name string) uint64 {
+	s := []metrics.Sample{{Name: name}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// withGCEnv makes the floor see env as the process's environment, and
+// checks that no system holds a floor before and after the test.
+func withGCEnv(t *testing.T, env map[string]string) {
+	t.Helper()
+	f := &gcFloor
+	f.mu.Lock()
+	n, old := len(f.floors), f.env
+	f.env = func(k string) (string, bool) { v, ok := env[k]; return v, ok }
+	f.mu.Unlock()
+	if n != 0 {
+		for s := range f.floors {
+			t.Logf("leaked: %v %v %d", s.Peer(), s.Names(), s.Actors())
+		}
+		t.Fatalf("%d systems hold a GC floor before the test", n)
+	}
+	t.Cleanup(func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.env, f.yielded = old, false
+		if len(f.floors) != 0 {
+			t.Errorf("%d systems hold a GC floor after the test", len(f.floors))
+		}
+	})
+}
+
+func shutdown(t *testing.T, s *System) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// garbage allocates n bytes in 1 KiB objects that die at once and returns
+// how many collections ran meanwhile.
+func garbage(n int) uint32 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	before := m.NumGC
+	for range n >> 10 {
+		sink = make([]byte, 1<<10)
+	}
+	sink = nil
+	runtime.ReadMemStats(&m)
+	return m.NumGC - before
+}
+
+var sink []byte
+
+func TestGCHeapFloorCutsCollectionsAndShutdownRestores(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's shadow memory changes the heap")
+	}
+	withGCEnv(t, nil)
+	runtime.GC()
+	prev := gcPercent()
+
+	off, err := New(WithGCHeapFloor(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := off.GCHeapFloor(); f.Bytes != 0 || f.Reason != "off" || gcPercent() != prev {
+		t.Fatalf("floor 0: %+v, GOGC %d (was %d)", f, gcPercent(), prev)
+	}
+	gcsOff := garbage(256 << 20)
+	shutdown(t, off)
+
+	runtime.GC()
+	on, err := New() // the default floor
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := on.GCHeapFloor()
+	if f.Bytes != DefaultGCHeapFloor || f.GOGC <= prev || gcPercent() != f.GOGC {
+		t.Fatalf("default floor: %+v, GOGC %d (was %d)", f, gcPercent(), prev)
+	}
+	if g := heapGoal(); g < DefaultGCHeapFloor*9/10 || g > 2*DefaultGCHeapFloor {
+		t.Fatalf("heap goal %d MiB with the floor, want about %d", g>>20, DefaultGCHeapFloor>>20)
+	}
+	gcsOn := garbage(256 << 20)
+	t.Logf("collections for 256 MiB of garbage: %d without the floor, %d with it (GOGC %d)", gcsOff, gcsOn, f.GOGC)
+	if gcsOn*3 > gcsOff {
+		t.Fatalf("%d collections with the floor, %d without: want a third or fewer", gcsOn, gcsOff)
+	}
+	shutdown(t, on)
+	if p := gcPercent(); p != prev {
+		t.Fatalf("GOGC %d after the last system shut down, want %d", p, prev)
+	}
+	if f := on.GCHeapFloor(); f.Bytes != 0 {
+		t.Fatalf("after shutdown: %+v", f)
+	}
+}
+
+func TestGCHeapFloorLargestOfRunningSystems(t *testing.T) {
+	withGCEnv(t, nil)
+	prev := gcPercent()
+	a, err := New(WithGCHeapFloor(16 << 20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(WithGCHeapFloor(64 << 20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := a.GCHeapFloor(); f.Bytes != 64<<20 {
+		t.Fatalf("two systems: %+v, want the larger floor", f)
+	}
+	shutdown(t, b)
+	if f := a.GCHeapFloor(); f.Bytes != 16<<20 {
+		t.Fatalf("one left: %+v, want its floor", f)
+	}
+	shutdown(t, a)
+	if p := gcPercent(); p != prev {
+		t.Fatalf("GOGC %d after both shut down, want %d", p, prev)
+	}
+	if _, err := New(WithGCHeapFloor(-1)); err == nil {
+		t.Fatal("a negative floor was accepted")
+	}
+}
+
+func TestGCHeapFloorYieldsToTheProgram(t *testing.T) {
+	prev := gcPercent()
+	for _, tc := range []struct {
+		env    map[string]string
+		reason string
+	}{
+		{map[string]string{"GOGC": "200"}, "GOGC set"},
+		{map[string]string{"GOMEMLIMIT": "1GiB"}, "GOMEMLIMIT set"},
+	} {
+		t.Run(tc.reason, func(t *testing.T) {
+			withGCEnv(t, tc.env)
+			s := newSys(t)
+			if f := s.GCHeapFloor(); f.Bytes != 0 || f.Reason != tc.reason || gcPercent() != prev {
+				t.Fatalf("got %+v and GOGC %d, want reason %q and GOGC %d", f, gcPercent(), tc.reason, prev)
+			}
+		})
+	}
+	t.Run("memory limit", func(t *testing.T) {
+		withGCEnv(t, nil)
+		old := debug.SetMemoryLimit(1 << 40)
+		defer debug.SetMemoryLimit(old)
+		s := newSys(t)
+		if f := s.GCHeapFloor(); f.Bytes != 0 || f.Reason != "memory limit set" || gcPercent() != prev {
+			t.Fatalf("got %+v and GOGC %d", f, gcPercent())
+		}
+	})
+	t.Run("SetGCPercent", func(t *testing.T) {
+		withGCEnv(t, nil)
+		s, err := New(WithGCHeapFloor(1 << 30))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := s.GCHeapFloor(); f.GOGC == 0 {
+			t.Fatalf("a 1 GiB floor set no GOGC: %+v", f)
+		}
+		debug.SetGCPercent(150) // the program's own
+		defer debug.SetGCPercent(prev)
+		deadline := time.Now().Add(10 * time.Second)
+		for s.GCHeapFloor().Reason != "GC percent changed" {
+			if time.Now().After(deadline) {
+				t.Fatalf("the floor did not yield: %+v", s.GCHeapFloor())
+			}
+			runtime.GC() // the floor looks after each collection
+			runtime.Gosched()
+		}
+		if p := gcPercent(); p != 150 {
+			t.Fatalf("GOGC %d, want the program's 150", p)
+		}
+		shutdown(t, s)
+		if p := gcPercent(); p != 150 {
+			t.Fatalf("GOGC %d after shutdown, want the program's 150", p)
+		}
+	})
+}
+
+// A real GOGC in the environment of a real process wins.
+func TestGCHeapFloorGOGCEnvironment(t *testing.T) {
+	if os.Getenv("TROUPE_GCFLOOR_CHILD") == "1" {
+		s := newSys(t)
+		if f := s.GCHeapFloor(); f.Reason != "GOGC set" || gcPercent() != 150 {
+			t.Fatalf("child: %+v, GOGC %d; want no floor and GOGC 150", f, gcPercent())
+		}
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestGCHeapFloorGOGCEnvironment$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), "TROUPE_GCFLOOR_CHILD=1", "GOGC=150")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS") {
+		t.Fatalf("child: %v\n%s", err, out)
+	}
+}
