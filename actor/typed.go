@@ -58,7 +58,8 @@ func replyAs[R any](to Ref, v any, err error) (R, error) {
 //
 // A Loop must be the only case of a Receive (not of a ReceiveWithin) and
 // holds no Timeout case; Receive stops the actor with ErrBadReceive
-// otherwise.
+// otherwise. Where a handler says what comes next, as in the paper, Cases
+// is the same set as a value, installed again by the handler.
 func Loop(cases ...Case) Case {
 	return &multiCase{cases: append([]Case(nil), cases...), loop: true}
 }
