@@ -42,8 +42,8 @@
 //	}
 //
 // but each closure is an allocation per message (they escape), and their
-// garbage brings collections: about three times the CPU per message of the
-// prebuilt set with many messages in flight (docs/benchmarks.md). Loop
+// garbage brings collections: two to three times the CPU per message of
+// the prebuilt set with many messages in flight (docs/benchmarks.md). Loop
 // keeps a set installed until a handler installs something else, also
 // without allocations.
 //
