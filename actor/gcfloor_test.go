@@ -27,16 +27,27 @@ func readMetric(name string) uint64 {
 func withGCEnv(t *testing.T, env map[string]string) {
 	t.Helper()
 	f := &gcFloor
+	// A system of an earlier test may still be shutting down on another
+	// goroutine: it has a few seconds to finish.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		f.mu.Lock()
+		n := len(f.floors)
+		if n == 0 || time.Now().After(deadline) {
+			for s := range f.floors {
+				t.Logf("still running: a system with actors %v (%d live)", s.Names(), s.Actors())
+			}
+			f.mu.Unlock()
+			if n != 0 {
+				t.Fatalf("%d systems hold a GC floor before the test", n)
+			}
+			break
+		}
+		f.mu.Unlock()
+	}
 	f.mu.Lock()
-	n, old := len(f.floors), f.env
+	old := f.env
 	f.env = func(k string) (string, bool) { v, ok := env[k]; return v, ok }
 	f.mu.Unlock()
-	if n != 0 {
-		for s := range f.floors {
-			t.Logf("leaked: %v %v %d", s.Peer(), s.Names(), s.Actors())
-		}
-		t.Fatalf("%d systems hold a GC floor before the test", n)
-	}
 	t.Cleanup(func() {
 		f.mu.Lock()
 		defer f.mu.Unlock()
