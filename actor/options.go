@@ -158,11 +158,12 @@ func WithRemoteBacklog(bytes int64) Option {
 // live (GOGC=100), at least every 4 MiB allocated: hundreds of
 // collections a second for an actor that allocates per message, each
 // with its write barriers. With a floor, after every collection whose
-// live heap L is below floor/2, the GC percent is raised so that the
-// next goal, L × (1 + GOGC/100), is the floor; once L is at least half
-// the floor, it is back where it was. The heap may then grow to the floor
-// between collections: that much more resident memory, at most, in
-// exchange for fewer collections.
+// live heap L would give a smaller goal (at GOGC=100: L below half the
+// floor), the GC percent is raised so that the next goal is the floor;
+// once L is big enough, it is back where it was. The heap may then grow
+// to the floor between collections: up to that much more resident
+// memory (a node with libp2p: about 15 MiB more at the default,
+// docs/benchmarks.md) for fewer collections.
 //
 // The GC percent is one for the process, so the floor is too: the largest
 // floor of the running systems is in force, and when the last of them
