@@ -1,6 +1,7 @@
 package actor
 
 import (
+	"runtime"
 	"testing"
 )
 
@@ -96,20 +97,35 @@ func rallyAllocs(t *testing.T, pairs, inflight, total int, paper bool) float64 {
 			pingers[i] = mustSpawn(t, s, "", r.start)
 		}
 	}
-	return testing.AllocsPerRun(20, func() {
+	rally := func() {
 		for _, p := range pingers {
 			s.Send(p, serve{})
 		}
 		for range pingers {
 			<-done
 		}
-	})
+	}
+	// Steady state: the collections of earlier tests' garbage over (a
+	// collection empties the node pool), then enough rallies that the
+	// pool holds every node in flight.
+	runtime.GC()
+	for range 5 {
+		rally()
+	}
+	return testing.AllocsPerRun(20, rally)
 }
 
 // A continuation built once and installed per message costs no
 // allocation per message: not in a ping-pong, not with 8 pairs and 100
 // balls in flight each. The paper's style, measured the same way,
 // allocates (which shows the measurement sees allocations).
+//
+// The ping-pong makes none at all. With 8 × 100 the runs are mostly at 0
+// too, but on a loaded machine a few runs in ten make a handful per
+// 32,000 messages: the node pool (a sync.Pool) gets nodes put on one P
+// and taken on another, and its per-P chains then allocate a new segment
+// now and then. So that row allows one allocation per 1,000 messages,
+// which no allocation per message can stay under.
 func TestCasesAllocateNothingPerMessage(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates")
@@ -117,15 +133,18 @@ func TestCasesAllocateNothingPerMessage(t *testing.T) {
 	for _, tc := range []struct {
 		name                   string
 		pairs, inflight, total int
+		slack                  float64 // allocations allowed per message
 	}{
-		{"ping-pong", 1, 1, 2_000},
-		{"8x100", 8, 100, 2_000},
+		{"ping-pong", 1, 1, 2_000, 0},
+		{"8x100", 8, 100, 2_000, 1e-3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if a := rallyAllocs(t, tc.pairs, tc.inflight, tc.total, false); a != 0 {
-				t.Errorf("Cases: %v allocations per run of %d messages, want 0", a, 2*tc.pairs*tc.total)
-			}
 			msgs := float64(2 * tc.pairs * tc.total)
+			a := rallyAllocs(t, tc.pairs, tc.inflight, tc.total, false)
+			t.Logf("Cases: %v allocations per run of %v messages", a, msgs)
+			if a > tc.slack*msgs {
+				t.Errorf("Cases: %v allocations per run of %v messages, want at most %v", a, msgs, tc.slack*msgs)
+			}
 			if a := rallyAllocs(t, tc.pairs, tc.inflight, tc.total, true); a < msgs/2 {
 				t.Errorf("paper style: %v allocations per run of %v messages, want about one per message", a, msgs)
 			}
