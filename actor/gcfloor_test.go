@@ -225,3 +225,46 @@ func TestGCHeapFloorGOGCEnvironment(t *testing.T) {
 		t.Fatalf("child: %v\n%s", err, out)
 	}
 }
+
+// After each collection the floor looks at the live heap again: a live
+// heap that reaches the goal by itself gets the program's GC percent
+// back, and the floor returns once the heap is small again.
+func TestGCHeapFloorFollowsTheLiveHeap(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's shadow memory changes the heap")
+	}
+	withGCEnv(t, nil)
+	prev := gcPercent()
+	s, err := New(WithGCHeapFloor(16 << 20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shutdown(t, s)
+	// until collects (the floor looks after each collection) until the
+	// floor reports what want says, or fails after 10 s.
+	until := func(what string, want func(GCHeapFloor) bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !want(s.GCHeapFloor()); {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %+v, GOGC %d", what, s.GCHeapFloor(), gcPercent())
+			}
+			runtime.GC()
+			time.Sleep(time.Millisecond)
+		}
+	}
+	until("small heap", func(f GCHeapFloor) bool { return f.GOGC > prev })
+	live := make([][]byte, 24) // 24 MiB live: above half the floor
+	for i := range live {
+		live[i] = make([]byte, 1<<20)
+	}
+	until("big live heap", func(f GCHeapFloor) bool { return f.Bytes == 16<<20 && f.GOGC == 0 })
+	if p := gcPercent(); p != prev {
+		t.Fatalf("GOGC %d with a live heap above the floor, want %d", p, prev)
+	}
+	runtime.KeepAlive(live)
+	live = nil
+	until("small again", func(f GCHeapFloor) bool { return f.GOGC > prev })
+	if p := gcPercent(); p != s.GCHeapFloor().GOGC {
+		t.Fatalf("GOGC %d, the floor says %d", p, s.GCHeapFloor().GOGC)
+	}
+}
