@@ -17,6 +17,11 @@ const DefaultGCHeapFloor = 32 << 20
 // GOGC.
 const goHeapMinimum = 4 << 20
 
+// maxGCHeapFloor is the largest floor WithGCHeapFloor takes: its GC percent
+// (up to floor × 100 / 4 MiB) then fits the runtime's int32, which a
+// larger one would wrap, possibly to a negative percent: the GC off.
+const maxGCHeapFloor = 1 << 40
+
 // GCHeapFloor says what the GC heap floor of WithGCHeapFloor does in this
 // process (System.GCHeapFloor).
 type GCHeapFloor struct {
@@ -60,6 +65,8 @@ var gcFloorSamples = []metrics.Sample{
 	{Name: "/gc/heap/live:bytes"},
 	{Name: "/gc/gogc:percent"},
 	{Name: "/gc/gomemlimit:bytes"},
+	{Name: "/gc/scan/stack:bytes"},
+	{Name: "/gc/scan/globals:bytes"},
 }
 
 // readGCLocked returns the live heap after the last collection, the GC
@@ -68,6 +75,13 @@ func readGCLocked() (live uint64, percent int, limit int64) {
 	metrics.Read(gcFloorSamples)
 	return gcFloorSamples[0].Value.Uint64(), int(gcFloorSamples[1].Value.Uint64()),
 		int64(gcFloorSamples[2].Value.Uint64())
+}
+
+// rootsLocked returns the stack scanned by the last collection and the
+// globals: the roots the pacer counts with the live heap (after a
+// readGCLocked).
+func rootsLocked() uint64 {
+	return gcFloorSamples[3].Value.Uint64() + gcFloorSamples[4].Value.Uint64()
 }
 
 // startGCFloor registers s's floor (cfg.gcFloor bytes; 0: none).
@@ -149,27 +163,27 @@ func (f *gcFloorCtl) floorLocked() int64 {
 
 // adjustLocked sets the GC percent for the live heap L of the last
 // collection so that the next heap goal is the floor F. Go's goal is the
-// larger of L × (1 + GOGC/100) and 4 MiB × GOGC/100, so the percent is
-// the largest for which neither passes F; and the previous percent once
-// that is no more than it.
+// larger of L + (L + R) × GOGC/100, R the stacks and globals it scans,
+// and 4 MiB × GOGC/100, so the percent is the largest for which neither
+// passes F; and the previous percent once that is no more than it.
 func (f *gcFloorCtl) adjustLocked() {
 	live, percent, _ := readGCLocked()
+	// What the GC percent is unless the program set its own.
+	current := f.prev
+	if f.set != 0 {
+		current = f.set
+	}
+	if percent != current { // the program set its own
+		f.offLocked("GC percent changed")
+		f.yielded = true
+		return
+	}
 	want := f.prev
 	if floor := uint64(f.floorLocked()); live < floor {
-		live = max(live, 1)
-		p := min((floor-live)*100/live, floor*100/goHeapMinimum)
+		p := min((floor-live)*100/max(live+rootsLocked(), 1), floor*100/goHeapMinimum)
 		if p > uint64(f.prev) {
 			want = int(p)
 		}
-	}
-	current := f.prev
-	if f.set != 0 {
-		if percent != f.set { // the program set its own
-			f.offLocked("GC percent changed")
-			f.yielded = true
-			return
-		}
-		current = f.set
 	}
 	// Small changes are not worth a call: within an eighth, keep it.
 	if d := want - current; d == 0 || want != f.prev && d < current/8 && -d < current/8 {

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -266,5 +267,91 @@ func TestGCHeapFloorFollowsTheLiveHeap(t *testing.T) {
 	until("small again", func(f GCHeapFloor) bool { return f.GOGC > prev })
 	if p := gcPercent(); p != s.GCHeapFloor().GOGC {
 		t.Fatalf("GOGC %d, the floor says %d", p, s.GCHeapFloor().GOGC)
+	}
+}
+
+// The program's own GC percent wins also while the floor has set none (a
+// live heap above the floor): a system with a larger floor started later
+// must not overwrite it, nor must the last shutdown.
+func TestGCHeapFloorYieldsWhileItSetsNone(t *testing.T) {
+	withGCEnv(t, nil)
+	prev := gcPercent()
+	a := newSys(t, WithGCHeapFloor(1)) // every live heap is above it
+	if f := a.GCHeapFloor(); f.Bytes != 1 || f.GOGC != 0 || gcPercent() != prev {
+		t.Fatalf("a 1-byte floor: %+v, GOGC %d (was %d)", f, gcPercent(), prev)
+	}
+	debug.SetGCPercent(150) // the program's own
+	defer debug.SetGCPercent(prev)
+	b := newSys(t, WithGCHeapFloor(1<<30)) // would raise the GC percent
+	for deadline := time.Now().Add(10 * time.Second); b.GCHeapFloor().Reason != "GC percent changed"; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the floor did not yield: %+v, GOGC %d", b.GCHeapFloor(), gcPercent())
+		}
+		runtime.GC() // the floor looks after each collection
+		runtime.Gosched()
+	}
+	if p := gcPercent(); p != 150 {
+		t.Fatalf("GOGC %d, want the program's 150", p)
+	}
+	shutdown(t, b)
+	shutdown(t, a)
+	if p := gcPercent(); p != 150 {
+		t.Fatalf("GOGC %d after shutdown, want the program's 150", p)
+	}
+}
+
+// Go's heap goal counts the stacks and globals the collector scans, times
+// the GC percent: the floor's percent must count them too, or a program
+// with many goroutines gets a goal far above the floor.
+func TestGCHeapFloorCountsStacks(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's shadow memory changes the heap")
+	}
+	withGCEnv(t, nil)
+	const floor = 32 << 20
+	var ready, exited sync.WaitGroup
+	stop := make(chan struct{})
+	for range 128 { // 128 × 64 KiB: 8 MiB of stack to scan
+		ready.Add(1)
+		exited.Go(func() { deepStack(&ready, stop) })
+	}
+	ready.Wait()
+	defer exited.Wait()
+	defer close(stop)
+	s := newSys(t, WithGCHeapFloor(floor))
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		runtime.GC() // the stacks scanned, then the floor looks
+		runtime.Gosched()
+		g := heapGoal()
+		if g >= floor*8/10 && g <= floor*21/20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("heap goal %d MiB with a %d MiB floor (%+v, stacks %d MiB)",
+				g>>20, floor>>20, s.GCHeapFloor(), readMetric("/gc/scan/stack:bytes")>>20)
+		}
+	}
+}
+
+// deepStack holds 64 KiB of stack until stop closes.
+//
+//go:noinline
+func deepStack(ready *sync.WaitGroup, stop <-chan struct{}) byte {
+	var pad [64 << 10]byte
+	ready.Done()
+	<-stop
+	return pad[len(stop)]
+}
+
+// A floor whose GC percent would not fit the runtime's (an int32: a
+// larger one wraps, and may come out negative, turning the GC off) is
+// refused.
+func TestGCHeapFloorRefusesAbsurdFloors(t *testing.T) {
+	withGCEnv(t, nil)
+	for _, b := range []int64{1 << 47, 1<<63 - 1} {
+		if s, err := New(WithGCHeapFloor(b)); err == nil {
+			shutdown(t, s)
+			t.Errorf("a floor of %d bytes was accepted", b)
+		}
 	}
 }

@@ -58,8 +58,8 @@ func (c *config) validate() error {
 		return errors.New("actor: logger must not be nil")
 	case c.remoteBacklog < 1:
 		return fmt.Errorf("actor: remote backlog must be at least 1 byte, got %d", c.remoteBacklog)
-	case c.gcFloor < 0:
-		return fmt.Errorf("actor: GC heap floor must not be negative, got %d", c.gcFloor)
+	case c.gcFloor < 0 || c.gcFloor > maxGCHeapFloor:
+		return fmt.Errorf("actor: GC heap floor must be 0 to 1 TiB, got %d", c.gcFloor)
 	case c.watchLimit < 1:
 		return fmt.Errorf("actor: remote watch limit must be at least 1, got %d", c.watchLimit)
 	}
@@ -152,18 +152,19 @@ func WithRemoteBacklog(bytes int64) Option {
 }
 
 // WithGCHeapFloor sets the GC heap floor (default DefaultGCHeapFloor,
-// 32 MiB; 0 turns it off): the smallest heap goal Go's collector gets
-// while the system runs. An actor program's live heap is often a few
-// MiB, and Go collects whenever the heap has grown by as much as it holds
-// live (GOGC=100), at least every 4 MiB allocated: hundreds of
-// collections a second for an actor that allocates per message, each
+// 32 MiB; 0 turns it off; at most 1 TiB): the smallest heap goal Go's
+// collector gets while the system runs. An actor program's live heap is
+// often a few MiB, and Go collects whenever the heap has grown by as much
+// as it holds live (GOGC=100), at least every 4 MiB allocated: hundreds
+// of collections a second for an actor that allocates per message, each
 // with its write barriers. With a floor, after every collection whose
-// live heap L would give a smaller goal (at GOGC=100: L below half the
-// floor), the GC percent is raised so that the next goal is the floor;
-// once L is big enough, it is back where it was. The heap may then grow
-// to the floor between collections: up to that much more resident
-// memory (a node with libp2p: about 15 MiB more at the default,
-// docs/benchmarks.md) for fewer collections.
+// live heap L would give a smaller goal (at GOGC=100: L twice, plus the
+// goroutine stacks and globals the collector scans, below the floor), the
+// GC percent is raised so that the next goal is the floor; once L is big
+// enough, it is back where it was. The heap may then grow to the floor
+// between collections: up to that much more resident memory (a node with
+// libp2p: about 15 MiB more at the default, docs/benchmarks.md) for fewer
+// collections.
 //
 // The GC percent is one for the process, so the floor is too: the largest
 // floor of the running systems is in force, and when the last of them
