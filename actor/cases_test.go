@@ -2,6 +2,7 @@ package actor
 
 import (
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -279,5 +280,52 @@ func TestCasesSetIsNeverRefilled(t *testing.T) {
 		if g := recv(t, got); g != want {
 			t.Fatalf("got %q, want %q", g, want)
 		}
+	}
+}
+
+// A set is immutable once built: many actors on several loops may install
+// the same one at once, alone, inside another set, or beside other cases
+// in a Receive of several (whose multiCase the actor refills in place),
+// and go from it to a Receive of several.
+func TestCasesSharedByManyActors(t *testing.T) {
+	s := newSys(t)
+	type job struct {
+		n     int
+		reply chan<- int
+	}
+	type then struct{ f func() } // what an actor does next, from a handler it shares
+	shared := Cases(
+		On(func(j job) { j.reply <- 2 * j.n }), // stops the actor: installs nothing
+		On(func(m then) { m.f() }),
+	)
+	const actors = 64
+	refs := make([]Ref, actors)
+	for i := range refs {
+		refs[i] = mustSpawn(t, s, "", func(c *Context) {
+			next := func() { c.Receive(shared, On(func(int) {})) }
+			if i%2 == 1 {
+				next = func() { c.Receive(Cases(shared, On(func(int) {})), On(func(bool) {})) }
+			}
+			c.Send(c.Self(), then{func() {
+				c.Receive(shared, On(func(string) { next() }))
+			}})
+			c.Receive(shared)
+		})
+	}
+	reply := make(chan int, actors)
+	var senders sync.WaitGroup
+	for i, ref := range refs {
+		senders.Go(func() { s.Send(ref, "go on"); s.Send(ref, job{i, reply}) })
+	}
+	senders.Wait()
+	sum := 0
+	for range actors {
+		sum += recv(t, reply)
+	}
+	if want := actors * (actors - 1); sum != want {
+		t.Fatalf("replies sum to %d, want %d", sum, want)
+	}
+	if m := shared.(*multiCase); len(m.cases) != 2 || m.owned || m.loop {
+		t.Fatalf("the shared set changed: %+v", m)
 	}
 }

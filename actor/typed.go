@@ -83,7 +83,7 @@ func checkLoop(cases []Case, within bool) error {
 			case nil:
 				return fmt.Errorf("%w: case %d of a Loop is nil", ErrBadReceive, i)
 			case timeoutCase, *multiCase:
-				return fmt.Errorf("%w: case %d of a Loop is a Timeout or a Loop", ErrBadReceive, i)
+				return fmt.Errorf("%w: case %d of a Loop is a Timeout, a Loop or a Cases set", ErrBadReceive, i)
 			}
 		}
 	}
