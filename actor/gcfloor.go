@@ -119,7 +119,9 @@ func (s *System) startGCFloor() {
 	}
 	f.on, f.prev, f.set, f.reason = true, percent, 0, ""
 	f.adjustLocked()
-	armGCSentinel(f.gen)
+	if f.on { // adjustLocked may have yielded to the program at once
+		armGCSentinel(f.gen)
+	}
 }
 
 // stopGCFloor unregisters s; the last system to go gives the process its
