@@ -30,6 +30,7 @@ type config struct {
 	// deadKeep and deadDescribe: WithDeadLetterLog.
 	deadKeep     int
 	deadDescribe func(any) (string, int)
+	gcFloor      int64 // bytes; 0: no GC heap floor
 }
 
 func defaultConfig() config {
@@ -44,6 +45,7 @@ func defaultConfig() config {
 		deadKeep:   DefaultDeadLetterKeep,
 
 		remoteBacklog: DefaultRemoteBacklog,
+		gcFloor:       DefaultGCHeapFloor,
 	}
 }
 
@@ -63,6 +65,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("actor: remote backlog must be at least 1 byte, got %d", c.remoteBacklog)
 	case c.deadKeep < 0 || c.deadKeep > maxDeadLetterKeep:
 		return fmt.Errorf("actor: dead letters kept must be 0 to %d, got %d", maxDeadLetterKeep, c.deadKeep)
+	case c.gcFloor < 0 || c.gcFloor > maxGCHeapFloor:
+		return fmt.Errorf("actor: GC heap floor must be 0 to 1 TiB, got %d", c.gcFloor)
 	case c.watchLimit < 1:
 		return fmt.Errorf("actor: remote watch limit must be at least 1, got %d", c.watchLimit)
 	}
@@ -166,4 +170,31 @@ const DefaultRemoteBacklog = 16 << 20
 // that fills it costs the others nothing.
 func WithRemoteBacklog(bytes int64) Option {
 	return func(c *config) error { c.remoteBacklog = bytes; return nil }
+}
+
+// WithGCHeapFloor sets the GC heap floor (default DefaultGCHeapFloor,
+// 32 MiB; 0 turns it off; at most 1 TiB): the smallest heap goal Go's
+// collector gets while the system runs. An actor program's live heap is
+// often a few MiB, and Go collects whenever the heap has grown by as much
+// as it holds live (GOGC=100), at least every 4 MiB allocated: hundreds
+// of collections a second for an actor that allocates per message, each
+// with its write barriers. With a floor, after every collection whose
+// live heap L would give a smaller goal (at GOGC=100: L twice, plus the
+// goroutine stacks and globals the collector scans, below the floor), the
+// GC percent is raised so that the next goal is the floor; once L is big
+// enough, it is back where it was. The heap may then grow to the floor
+// between collections: up to that much more resident memory (a node with
+// libp2p: about 15 MiB more at the default, docs/benchmarks.md) for fewer
+// collections.
+//
+// The GC percent is one for the process, so the floor is too: the largest
+// floor of the running systems is in force, and when the last of them
+// shuts down the GC percent the process had comes back. It never comes
+// into force when the process has set GOGC or GOMEMLIMIT in its
+// environment, a memory limit with debug.SetMemoryLimit, or turned the GC
+// off; and it goes out of force for good when the program calls
+// debug.SetGCPercent itself: the program's own settings win. Nothing else
+// process-wide changes. System.GCHeapFloor says what is in force.
+func WithGCHeapFloor(bytes int64) Option {
+	return func(c *config) error { c.gcFloor = bytes; return nil }
 }

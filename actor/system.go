@@ -69,6 +69,7 @@ func New(opts ...Option) (*System, error) {
 	}
 	s.group = g
 	s.residents = make([]residents, g.Len())
+	s.startGCFloor()
 	return s, nil
 }
 
@@ -142,6 +143,7 @@ func (s *System) Shutdown(ctx context.Context) error {
 	if s.live.Load() == 0 {
 		s.drainOne.Do(func() { close(s.drained) })
 	}
+	defer s.stopGCFloor()
 	select {
 	case <-s.drained:
 	case <-ctx.Done():

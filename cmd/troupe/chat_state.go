@@ -62,12 +62,16 @@ func (st *chatState) enter(c *actor.Context, room string) {
 	st.checkCollision(c)
 }
 
+// loop installs the actor's one state, its cases built once and
+// installed again after each message while the actor goes on.
 func (st *chatState) loop(c *actor.Context) {
-	c.Receive(actor.Any(func(m any) {
+	var chatting actor.Case
+	chatting = actor.Cases(actor.Any(func(m any) {
 		if st.handle(c, m) {
-			st.loop(c)
+			c.Receive(chatting)
 		}
 	}))
+	c.Receive(chatting)
 }
 
 // handle handles one message and reports whether the actor goes on.

@@ -37,6 +37,9 @@ type idResult struct {
 	MovedOffRelay uint64 `json:"moved_off_relay"`
 	// Offline: no daemon runs; the rest is what the home says.
 	Offline bool `json:"offline,omitempty"`
+	// GCHeapFloor is the actor system's GC heap floor in force (bytes 0
+	// and a reason when none is; actor.WithGCHeapFloor).
+	GCHeapFloor actor.GCHeapFloor `json:"gc_heap_floor"`
 }
 
 type holePunchCount struct {
@@ -138,6 +141,7 @@ func (d *runningDaemon) id() idResult {
 	r := idResult{ID: d.node.ID().String(), Reachability: strings.ToLower(d.node.Reachability().String()), Mesh: d.cfg.Mesh, Version: buildVersion(), Home: string(d.home), Addrs: []string{}}
 	r.HolePunches.Tried, r.HolePunches.Succeeded = d.node.HolePunches()
 	r.MovedOffRelay = d.node.Stats().MovedOffRelay
+	r.GCHeapFloor = d.node.System().GCHeapFloor()
 	for _, a := range d.node.Addrs() {
 		r.Addrs = append(r.Addrs, a.String())
 	}
