@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"runtime/debug"
 
@@ -37,7 +38,7 @@ func (r *Router) handleStream(s network.Stream) {
 		r.mu.Unlock()
 		if tooMany { // counted before the reset, which the peer sees
 			r.streamsReset.Add(1)
-			r.log.Warn("routing: refusing inbound stream: too many open", "peer", remote, "protocol", s.Protocol())
+			r.logPeer(slog.LevelWarn, remote, "routing: refusing inbound stream: too many open", "protocol", s.Protocol())
 		}
 		_ = s.Reset()
 		if tooMany && !s.Conn().IsClosed() {
@@ -81,18 +82,18 @@ func (r *Router) handleStream(s network.Stream) {
 		_ = s.Close()
 	case r.ctx.Err() == nil && errors.Is(err, codec.ErrBufferRefused):
 		r.streamsReset.Add(1)
-		r.log.Warn("routing: resetting inbound stream: over a memory limit", "peer", remote, "protocol", s.Protocol(), "err", err)
+		r.logPeer(slog.LevelWarn, remote, "routing: resetting inbound stream: over a memory limit", "protocol", s.Protocol(), "err", err)
 		_ = s.ResetWithError(network.StreamResourceLimitExceeded) // tells the writer why
 		r.lostInbound(&in, err)
 	case errors.Is(err, errReaderPanic):
 		r.readerPanics.Add(1)
 		r.streamsReset.Add(1)
-		r.log.Error("routing: resetting inbound stream: its reader panicked", "peer", remote, "protocol", s.Protocol(), "err", err)
+		r.logPeer(slog.LevelError, remote, "routing: resetting inbound stream: its reader panicked", "protocol", s.Protocol(), "err", err)
 		_ = s.Reset()
 		r.lostInbound(&in, err)
 	case r.ctx.Err() == nil && (isCodecError(err) || errors.As(err, &ne) && ne.Timeout()):
 		r.streamsReset.Add(1)
-		r.log.Warn("routing: resetting inbound stream", "peer", remote, "protocol", s.Protocol(), "err", err)
+		r.logPeer(slog.LevelWarn, remote, "routing: resetting inbound stream", "protocol", s.Protocol(), "err", err)
 		_ = s.Reset()
 		r.lostInbound(&in, err)
 	default:
@@ -158,7 +159,7 @@ func (in *inbound) read(fr *codec.FrameReader) error {
 			if fr.Err() != nil || errors.Is(err, codec.ErrMalformedEnvelope) {
 				return err // resets the stream
 			}
-			r.log.Debug("routing: skipping bad frame", "peer", in.remote, "type", env.Type, "err", err)
+			r.logPeer(slog.LevelDebug, in.remote, "routing: skipping bad frame", "type", env.Type, "err", err)
 			continue
 		}
 		// Only a system message can be a fragment: a user message is not
@@ -223,7 +224,7 @@ func (in *inbound) tooLarge(env *codec.Envelope, size int) {
 	r := in.r
 	r.tooLargeIn.Add(1)
 	reason := fmt.Errorf("%w: message of %d bytes exceeds the receiver's limit of %d", ErrTooLarge, size, r.cfg.MaxFrame)
-	r.log.Debug("routing: message refused", "peer", in.remote, "type", env.Type, "err", reason)
+	r.logPeer(slog.LevelDebug, in.remote, "routing: message refused", "type", env.Type, "err", reason)
 	to, from, ok := in.envRefs(env)
 	if !ok {
 		return

@@ -163,6 +163,7 @@ type Router struct {
 	sys         *actor.Port // the bound system's transport handle
 	incarnation uint64
 	log         *slog.Logger
+	logLimit    logLimiter // protocol errors' lines, per peer (loglimit.go)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -253,6 +254,7 @@ func newRouter(cfg config) (*Router, error) {
 	}
 	r := &Router{
 		cfg: cfg, h: cfg.Host, log: cfg.Logger,
+		logLimit:    logLimiter{every: cfg.timings.logEvery, max: maxLogKeys},
 		incarnation: cfg.Incarnation,
 		links:       make(map[string]*link),
 		budgets:     make(map[libp2ppeer.ID]*peerBudget),

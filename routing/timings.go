@@ -29,6 +29,9 @@ type timings struct {
 	// presenceRenew is how often a peer announces its members of each
 	// group again (see groups_presence.go). Groups.
 	presenceRenew time.Duration
+	// logEvery is the interval between two log lines of one kind of
+	// protocol error of one peer (see loglimit.go). Router.
+	logEvery time.Duration
 }
 
 // defaultTimings returns the timings outside tests.
@@ -39,6 +42,7 @@ func defaultTimings() timings {
 		lossWait:      5 * time.Second,
 		retireDelays:  [3]time.Duration{time.Second, 5 * time.Second, 30 * time.Second},
 		presenceRenew: 30 * time.Second,
+		logEvery:      logEvery,
 	}
 }
 
@@ -51,6 +55,9 @@ func (t timings) withDefaults() timings {
 	}
 	if t.stallTimeout <= 0 {
 		t.stallTimeout = d.stallTimeout
+	}
+	if t.logEvery <= 0 {
+		t.logEvery = d.logEvery
 	}
 	if t.lossWait <= 0 {
 		t.lossWait = d.lossWait
