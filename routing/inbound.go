@@ -24,7 +24,8 @@ import (
 // malformed (no troupe writer sends one), a fragment on a control stream,
 // or a stream that lost sync (bad length, oversize frame, truncated
 // frame), or one that stopped in the middle of a frame or of a large
-// message for stallTimeout, or whose large frame or message the resource
+// message for stallTimeout, or whose frame or large message came slower
+// than its deadline allows (a trickle; see stallGuard), or whose large frame or message the resource
 // manager's memory limits refused (see streamBudget). A stream beyond maxInboundStreams of its peer
 // and protocol is reset at once, and counted the same way; as with the
 // others, the peer is asked to declare the loss of what it wrote on it.
@@ -89,6 +90,12 @@ func (r *Router) handleStream(s network.Stream) {
 		r.readerPanics.Add(1)
 		r.streamsReset.Add(1)
 		r.logPeer(slog.LevelError, remote, "routing: resetting inbound stream: its reader panicked", "protocol", s.Protocol(), "err", err)
+		_ = s.Reset()
+		r.lostInbound(&in, err)
+	case r.ctx.Err() == nil && guard.tooSlow(err):
+		r.slowStreams.Add(1)
+		r.streamsReset.Add(1)
+		r.logPeer(slog.LevelWarn, remote, "routing: resetting inbound stream: a frame or large message came too slowly", "protocol", s.Protocol(), "err", err)
 		_ = s.Reset()
 		r.lostInbound(&in, err)
 	case r.ctx.Err() == nil && (isCodecError(err) || errors.As(err, &ne) && ne.Timeout()):

@@ -1,6 +1,9 @@
 package routing
 
 import (
+	"cmp"
+	"errors"
+	"net"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -47,24 +50,82 @@ func (b *streamBudget) Release(n int) {
 
 // stallGuard is an inbound stream as its FrameReader reads it: while the
 // stream is in the middle of a frame or of a large message, each read
-// waits at most stallTimeout for data, so that a peer that stops there
-// does not keep what the frame or message holds (up to a maximum frame
-// each) for as long as the connection lives. Between messages a stream may
-// idle for ever.
+// waits at most stallTimeout for data, and the whole frame, or the whole
+// large message, must come at wholeRate at least: the time this reader
+// spends waiting for it is at most wholeBase + its size / wholeRate (the
+// size its length prefix or first fragment announced). A peer that stops
+// there, or trickles a byte now and then, does not keep what the frame
+// or message holds (up to a maximum frame each) for longer; its stream is
+// reset and counted (Stats.SlowStreams). Only the waits in Read count:
+// while this reader is paused at its peer's budget, the peer is not the
+// one being slow. Between messages a stream may idle for ever.
 type stallGuard struct {
 	s     network.Stream
 	in    *inbound
 	fr    *codec.FrameReader
-	armed bool // a read deadline is set
+	armed bool      // a read deadline is set
+	whole bool      // the deadline set is a frame's or message's, not the stall timeout
+	frame unitClock // the frame being read
+	large unitClock // the large message being reassembled
+}
+
+// unitClock is the time spent waiting for one frame or large message.
+type unitClock struct {
+	on     bool
+	size   int
+	waited time.Duration
+}
+
+// track starts, ends or goes on timing a unit (on: the reader is inside
+// it) of size bytes.
+func (u *unitClock) track(on bool, size int) {
+	switch {
+	case !on:
+		*u = unitClock{}
+	case !u.on:
+		*u = unitClock{on: true, size: size}
+	default:
+		u.size = max(u.size, size)
+	}
+}
+
+// left returns the time the unit may still take.
+func (u *unitClock) left(t *timings) time.Duration {
+	rate := cmp.Or(t.wholeRate, defaultWholeRate) // a Router a test built by hand
+	allowed := t.wholeBase + time.Duration(float64(u.size)/float64(rate)*float64(time.Second))
+	return max(allowed-u.waited, 0)
 }
 
 func (g *stallGuard) Read(p []byte) (int, error) {
-	if g.fr.Pending() > 0 || g.in.large.active {
-		_ = g.s.SetReadDeadline(time.Now().Add(g.in.r.cfg.timings.stallTimeout))
-		g.armed = true
-	} else if g.armed {
-		_ = g.s.SetReadDeadline(time.Time{})
-		g.armed = false
+	t := &g.in.r.cfg.timings
+	g.frame.track(g.fr.Pending() > 0, g.fr.PendingSize())
+	g.large.track(g.in.large.active, g.in.large.total)
+	if !g.frame.on && !g.large.on {
+		if g.armed {
+			_ = g.s.SetReadDeadline(time.Time{})
+			g.armed = false
+		}
+		return g.s.Read(p)
 	}
-	return g.s.Read(p)
+	wait, whole := t.stallTimeout, false
+	for _, u := range [...]*unitClock{&g.frame, &g.large} {
+		if l := u.left(t); u.on && l < wait {
+			wait, whole = l, true
+		}
+	}
+	start := time.Now()
+	_ = g.s.SetReadDeadline(start.Add(wait))
+	g.armed, g.whole = true, whole
+	n, err := g.s.Read(p)
+	waited := time.Since(start)
+	g.frame.waited += waited
+	g.large.waited += waited
+	return n, err
+}
+
+// tooSlow reports whether err, a read's, is a frame's or a large
+// message's deadline passing.
+func (g *stallGuard) tooSlow(err error) bool {
+	var ne net.Error
+	return g.whole && errors.As(err, &ne) && ne.Timeout()
 }

@@ -135,6 +135,7 @@ type Stats struct {
 	TooLargeIn       uint64 // messages refused at the receiver: over its maximum frame, from a sender whose maximum is larger
 	DecodeErrors     uint64 // frames that could not be decoded
 	StreamsReset     uint64 // inbound streams reset for bad input, a stall, or a memory limit
+	SlowStreams      uint64 // of those, streams whose frame or large message came slower than its deadline allows (trickled)
 	Undeliverable    uint64 // messages lost when a stream failed
 	PeersDown        uint64 // peer disconnections and restarts seen
 	EncodeErrors     uint64 // messages whose body could not be encoded
@@ -195,12 +196,12 @@ type Router struct {
 
 	lossSeq atomic.Uint64 // numbers this node's declarations and requests: drawn under a writer's lock too (link.drawLoss)
 
-	sent, received, linkFull, tooLarge, tooLargeIn, decodeErrors, streamsReset atomic.Uint64
-	lossesDeclared, lossesHeard                                                atomic.Uint64
-	refused, unknownTypes, readerPanics, paused, shed, movedOffRelay           atomic.Uint64
-	undeliverable, peersDown, encodeErrors, hellos, writtenThrough             atomic.Uint64
-	streams                                                                    atomic.Uint64 // streams opened: numbers them in hellos
-	counts                                                                     sync.Map      // libp2ppeer.ID → *peerCounts (traffic.go)
+	sent, received, linkFull, tooLarge, tooLargeIn, decodeErrors, streamsReset, slowStreams atomic.Uint64
+	lossesDeclared, lossesHeard                                                             atomic.Uint64
+	refused, unknownTypes, readerPanics, paused, shed, movedOffRelay                        atomic.Uint64
+	undeliverable, peersDown, encodeErrors, hellos, writtenThrough                          atomic.Uint64
+	streams                                                                                 atomic.Uint64 // streams opened: numbers them in hellos
+	counts                                                                                  sync.Map      // libp2ppeer.ID → *peerCounts (traffic.go)
 
 	hooks hooks // tests only: all nil outside tests
 }
@@ -313,7 +314,7 @@ func (r *Router) Stats() Stats {
 	st := Stats{
 		Sent: r.sent.Load(), Received: r.received.Load(), LinkFull: r.linkFull.Load(),
 		TooLarge: r.tooLarge.Load(), TooLargeIn: r.tooLargeIn.Load(), DecodeErrors: r.decodeErrors.Load(),
-		StreamsReset: r.streamsReset.Load(), Undeliverable: r.undeliverable.Load(),
+		StreamsReset: r.streamsReset.Load(), SlowStreams: r.slowStreams.Load(), Undeliverable: r.undeliverable.Load(),
 		PeersDown: r.peersDown.Load(), EncodeErrors: r.encodeErrors.Load(),
 		LossesDeclared: r.lossesDeclared.Load(), LossesHeard: r.lossesHeard.Load(),
 		Refused: r.refused.Load(), UnknownTypes: r.unknownTypes.Load(), ReaderPanics: r.readerPanics.Load(),
