@@ -69,6 +69,7 @@ var metricDefs = []struct {
 	{"troupe_link_queue_depth", "Messages waiting in link queues to other peers.", false},
 	{"troupe_peers", "Connected peers.", false},
 	{"troupe_actors", "Live local actors.", false},
+	{"troupe_remote_watches", "Monitors and links between local actors and other peers' (capped per peer and node-wide).", false},
 }
 
 func newNodeCollector(n *Node) *nodeCollector {
@@ -124,6 +125,7 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		"troupe_link_queue_depth":             float64(rs.QueuedUser + rs.QueuedCtl),
 		"troupe_peers":                        float64(len(c.node.Peers())),
 		"troupe_actors":                       float64(sys.Actors()),
+		"troupe_remote_watches":               float64(sys.RemoteWatches()),
 	}
 	for _, m := range metricDefs {
 		kind := prometheus.GaugeValue
