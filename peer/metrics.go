@@ -69,6 +69,7 @@ var metricDefs = []struct {
 	{"troupe_link_queue_depth", "Messages waiting in link queues to other peers.", false},
 	{"troupe_peers", "Connected peers.", false},
 	{"troupe_actors", "Live local actors.", false},
+	{"troupe_reader_bytes", "Bytes inbound stream readers hold for unfinished frames and large messages, node-wide.", false},
 	{"troupe_remote_watches", "Monitors and links between local actors and other peers' (capped per peer and node-wide).", false},
 }
 
@@ -126,6 +127,7 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		"troupe_peers":                        float64(len(c.node.Peers())),
 		"troupe_actors":                       float64(sys.Actors()),
 		"troupe_remote_watches":               float64(sys.RemoteWatches()),
+		"troupe_reader_bytes":                 float64(rs.ReaderBytes),
 	}
 	for _, m := range metricDefs {
 		kind := prometheus.GaugeValue

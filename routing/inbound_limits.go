@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/codec"
 )
 
@@ -25,6 +26,8 @@ import (
 // and no longer charged.)
 type streamBudget struct {
 	scope network.StreamScope
+	node  *readerBudget // the node's, over all streams (reader_budget.go); nil: none
+	peer  libp2ppeer.ID
 	held  int
 }
 
@@ -34,7 +37,13 @@ type streamBudget struct {
 const budgetPriority = network.ReservationPriorityHigh
 
 func (b *streamBudget) Reserve(n int) error {
+	if b.node != nil && !b.node.reserve(b.peer, int64(n)) {
+		return errReaderMemory
+	}
 	if err := b.scope.ReserveMemory(n, budgetPriority); err != nil {
+		if b.node != nil {
+			b.node.release(b.peer, int64(n))
+		}
 		return err
 	}
 	b.held += n
@@ -44,6 +53,9 @@ func (b *streamBudget) Reserve(n int) error {
 func (b *streamBudget) Release(n int) {
 	if n > 0 {
 		b.scope.ReleaseMemory(n)
+		if b.node != nil {
+			b.node.release(b.peer, int64(n))
+		}
 		b.held -= n
 	}
 }

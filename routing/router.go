@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -98,6 +99,9 @@ type config struct {
 	OnChange    func() // Groups only
 
 	timings timings // tests only: shorter waits (zero: the defaults)
+	// readerMemory and readerFloor are tests' node-wide reader budget and
+	// per-peer floor (zero: DefaultReaderMemory, MaxFrame).
+	readerMemory, readerFloor int64
 }
 
 // NewIncarnation draws a random incarnation number (never 0).
@@ -152,6 +156,8 @@ type Stats struct {
 	Paused           uint64 // times a peer's stream reader paused, the peer at its budget (see WithPeerBudget)
 	Shed             uint64 // times a peer stayed paused for WithPauseGrace and its actors' saved messages were shed
 	MovedOffRelay    uint64 // outbound streams ended cleanly on a relayed connection once a direct one came (relaymove.go)
+	ReaderBytes      int64  // bytes inbound stream readers now hold for unfinished frames and large messages, node-wide (at most DefaultReaderMemory beyond a maximum frame per peer)
+	ReaderPeers      int    // peers whose readers now hold some
 }
 
 // Router carries actor messages between peers over libp2p streams: one
@@ -164,7 +170,8 @@ type Router struct {
 	sys         *actor.Port // the bound system's transport handle
 	incarnation uint64
 	log         *slog.Logger
-	logLimit    logLimiter // protocol errors' lines, per peer (loglimit.go)
+	logLimit    logLimiter   // protocol errors' lines, per peer (loglimit.go)
+	readers     readerBudget // what stream readers hold node-wide (reader_budget.go)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -256,6 +263,7 @@ func newRouter(cfg config) (*Router, error) {
 	r := &Router{
 		cfg: cfg, h: cfg.Host, log: cfg.Logger,
 		logLimit:    logLimiter{every: cfg.timings.logEvery, max: maxLogKeys},
+		readers:     readerBudget{limit: cmp.Or(cfg.readerMemory, DefaultReaderMemory), floor: cmp.Or(cfg.readerFloor, int64(cfg.MaxFrame))},
 		incarnation: cfg.Incarnation,
 		links:       make(map[string]*link),
 		budgets:     make(map[libp2ppeer.ID]*peerBudget),
@@ -330,6 +338,7 @@ func (r *Router) Stats() Stats {
 		st.ConnectedLinks++
 	}
 	r.mu.Unlock()
+	st.ReaderBytes, st.ReaderPeers = r.readers.stat()
 	return st
 }
 
