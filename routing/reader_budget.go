@@ -13,15 +13,20 @@ import (
 // per-peer limits of the resource manager hold per identity, and
 // identities are free. Past DefaultReaderMemory for the whole node, a
 // reader may reserve more only while its peer holds less than one
-// maximum frame (so that no crowd locks an honest peer's one large
-// message out): many identities hold at most the total plus a maximum
-// frame each. What is refused resets the stream, as a resource manager's
+// maximum frame and a frame buffer (readerFloor: so that no crowd locks
+// an honest peer's one large message out): many identities hold at most
+// the total plus that each. What is refused resets the stream, as a resource manager's
 // refusal does.
 
 // DefaultReaderMemory is the most bytes all inbound stream readers hold
-// for unfinished frames and large messages, beyond each peer's floor of
-// one maximum frame.
+// for unfinished frames and large messages, beyond each peer's floor
+// (readerFloor).
 const DefaultReaderMemory = 128 << 20
+
+// readerFloor is what a peer's readers may hold whatever the node's
+// total: one large message of the maximum frame and the buffer of the
+// frame carrying its last fragment.
+func readerFloor(maxFrame int) int64 { return int64(maxFrame) + 2*minReadFrame }
 
 // errReaderMemory is the cause of a reservation the node-wide reader
 // budget refused.

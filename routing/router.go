@@ -263,7 +263,7 @@ func newRouter(cfg config) (*Router, error) {
 	r := &Router{
 		cfg: cfg, h: cfg.Host, log: cfg.Logger,
 		logLimit:    logLimiter{every: cfg.timings.logEvery, max: maxLogKeys},
-		readers:     readerBudget{limit: cmp.Or(cfg.readerMemory, DefaultReaderMemory), floor: cmp.Or(cfg.readerFloor, int64(cfg.MaxFrame))},
+		readers:     readerBudget{limit: cmp.Or(cfg.readerMemory, DefaultReaderMemory), floor: cmp.Or(cfg.readerFloor, readerFloor(cfg.MaxFrame))},
 		incarnation: cfg.Incarnation,
 		links:       make(map[string]*link),
 		budgets:     make(map[libp2ppeer.ID]*peerBudget),
