@@ -265,6 +265,7 @@ type inbound struct {
 	received   uint64         // frames decoded and not yet counted in r.received
 	refs       refCache
 	large      largeIn      // a large message being reassembled
+	larges     uint64       // large messages begun on the stream: numbers them for stallGuard
 	v11        bool         // the stream is 1.1.0: compact frames and fragments
 	ctl        bool         // the stream is a control stream: no fragments
 	helloed    bool         // the stream's hello came

@@ -207,6 +207,7 @@ func (in *inbound) fragment(env *codec.Envelope, f fragmentBody) error {
 		if f.Reply {
 			kind = codec.KindReply
 		}
+		in.larges++
 		*lg = largeIn{
 			active: true, total: int(f.Total),
 			env: codec.Envelope{Kind: kind, To: env.To, FromName: env.FromName, Type: f.Type, Corr: env.Corr},
