@@ -80,10 +80,22 @@ func (l *logLimiter) allow(key logKey, now time.Time) (bool, int) {
 }
 
 // forgetLocked drops the slots whose interval is over and that have
-// nothing suppressed: a new event of theirs would be logged anyway.
+// nothing suppressed: a new event of theirs would be logged anyway. If
+// that frees nothing, it drops those whose interval is over with some
+// suppressed, the count of which is then never logged (the counters
+// have it): else peers that came, erred twice and left would keep
+// every newcomer in the overflow slot for good.
 func (l *logLimiter) forgetLocked(now time.Time) {
 	for k, s := range l.slots {
 		if s.suppressed == 0 && now.Sub(s.last) >= l.every {
+			delete(l.slots, k)
+		}
+	}
+	if len(l.slots) < l.max {
+		return
+	}
+	for k, s := range l.slots {
+		if now.Sub(s.last) >= l.every {
 			delete(l.slots, k)
 		}
 	}

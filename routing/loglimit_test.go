@@ -53,6 +53,28 @@ func TestLogLimiterOncePerInterval(t *testing.T) {
 	})
 }
 
+// TestLogLimiterForgetsTheGone: peers that erred twice (one line, one
+// suppressed) and went do not keep newcomers in the overflow slot once
+// their interval is over.
+func TestLogLimiterForgetsTheGone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &logLimiter{every: 10 * time.Second, max: 3}
+		for _, p := range []string{"A", "B", "C"} {
+			l.allow(logKey{p, "reset"}, time.Now())
+			l.allow(logKey{p, "reset"}, time.Now())
+		}
+		time.Sleep(10 * time.Second)
+		for _, p := range []string{"D", "E"} {
+			if ok, _ := l.allow(logKey{p, "reset"}, time.Now()); !ok {
+				t.Fatalf("newcomer %s was not logged after the others' interval ended", p)
+			}
+		}
+		if _, ok := l.slots[logKey{overflowPeer, "reset"}]; ok {
+			t.Fatal("a newcomer went to the overflow slot")
+		}
+	})
+}
+
 // countHandler counts the records at Warn and above.
 type countHandler struct {
 	mu *sync.Mutex
