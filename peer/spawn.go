@@ -174,6 +174,9 @@ func (n *Node) spawnFor(c *actor.Context, sp *spawnedBy, req spawnReq) (actor.Re
 	guard := func() (actor.Ref, error) { return sp.guards.of(c, p) }
 	ref, err := n.spawnLocal(req, guard)
 	if err != nil {
+		if sp.count[p] == 0 { // a guard made for this spawn guards nothing
+			sp.guards.release(c, p)
+		}
 		return actor.Ref{}, err
 	}
 	sp.count[p]++

@@ -117,3 +117,34 @@ func TestRemoteSpawnsStopWithTheirSpawner(t *testing.T) {
 	default:
 	}
 }
+
+// TestFailedRemoteSpawnLeavesNoGuard: a remote spawn that fails after
+// its peer's guard was made (the name is taken) leaves no guard behind.
+func TestFailedRemoteSpawnLeavesNoGuard(t *testing.T) {
+	host := newTestNode(t)
+	if err := host.RegisterBehavior("stopper", stopper); err != nil {
+		t.Fatal(err)
+	}
+	a := newTestNode(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := a.Connect(ctx, *host.AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := host.System().Spawn("remote.taken", func(c *actor.Context) { c.Receive(actor.Any(func(any) {})) }); err != nil {
+		t.Fatal(err)
+	}
+	before := host.System().Actors()
+	for range 3 {
+		if _, err := a.SpawnRemote(ctx, host.ID(), "stopper", "remote.taken", "x"); !errors.Is(err, actor.ErrNameTaken) {
+			t.Fatalf("a remote spawn of a taken name: %v, want ErrNameTaken", err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for host.System().Actors() != before {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d actors after the failed spawns, want %d: a guard was left", host.System().Actors(), before)
+		}
+		time.Sleep(10 * time.Millisecond) // a guard's stop has no event to await
+	}
+}
