@@ -125,7 +125,7 @@ func (g *stallGuard) Read(p []byte) (int, error) {
 	if !g.frame.on && !g.large.on {
 		if g.armed {
 			_ = g.s.SetReadDeadline(time.Time{})
-			g.armed = false
+			g.armed, g.whole = false, false
 		}
 		n, err := g.s.Read(p)
 		g.read += int64(n)

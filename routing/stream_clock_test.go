@@ -2,6 +2,7 @@ package routing
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"os"
@@ -23,6 +24,7 @@ type pacedStream struct {
 	gap            time.Duration
 	deadline       time.Time
 	during         func()
+	end            error // what a Read returns once data is out (nil: an error of its own)
 }
 
 func (s *pacedStream) SetReadDeadline(t time.Time) error { s.deadline = t; return nil }
@@ -37,7 +39,7 @@ func (s *pacedStream) Read(p []byte) (int, error) {
 	}
 	time.Sleep(s.gap)
 	if len(s.data) == 0 {
-		return 0, errors.New("end of test data")
+		return 0, cmp.Or(s.end, errors.New("end of test data"))
 	}
 	n := copy(p[:min(len(p), s.chunk)], s.data)
 	s.data = s.data[n:]
@@ -119,6 +121,24 @@ func TestInterleavedFramesEarnALargeMessageTime(t *testing.T) {
 		}
 		if err == nil || !g.tooSlow(err) {
 			t.Fatalf("a large message held open by other frames past twice its time: %v, want too slow", err)
+		}
+	})
+}
+
+// TestATimeoutBetweenFramesIsNotATrickle: a timeout of the stream (not
+// of a deadline this reader set) that comes between frames, after a
+// frame read under its whole deadline, is not counted as too slow.
+func TestATimeoutBetweenFramesIsNotATrickle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		frame := append(binary.AppendUvarint(nil, 100), bytes.Repeat([]byte{1}, 100)...)
+		s := &pacedStream{data: frame, chunk: 50, gap: 10 * time.Millisecond, end: os.ErrDeadlineExceeded}
+		g, fr := guardOn(s, timings{stallTimeout: 3 * time.Second, wholeBase: time.Second, wholeRate: 1 << 20})
+		if _, err := fr.Next(); err != nil {
+			t.Fatal(err)
+		}
+		_, err := fr.Next()
+		if !errors.Is(err, os.ErrDeadlineExceeded) || g.tooSlow(err) {
+			t.Fatalf("a timeout between frames: %v, too slow %v; want a timeout, not too slow", err, g.tooSlow(err))
 		}
 	})
 }
