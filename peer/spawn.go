@@ -91,7 +91,9 @@ type behaviorConfig struct {
 // OutlivesSpawner lets the actors another peer spawned with the behavior
 // live on when that peer is gone (disconnected, restarted, or its node
 // actor stopped). Without it they receive an exit signal with reason
-// ErrSpawnerGone, which stops them unless they trap exits.
+// ErrSpawnerGone, which stops them unless they trap exits; "gone" is a
+// Down of that peer's node actor, which a connection down for a moment
+// also brings (as a monitor's of any other peer).
 func OutlivesSpawner() BehaviorOption {
 	return func(c *behaviorConfig) { c.outlives = true }
 }
