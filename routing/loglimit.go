@@ -34,6 +34,12 @@ type logLimiter struct {
 	max   int           // 0: maxLogKeys
 	mu    sync.Mutex
 	slots map[logKey]*logSlot // guarded by mu
+	// freeAt (guarded by mu) is the earliest a slot's interval ends, as
+	// of the last forgetLocked: before it, a full table has nothing to
+	// forget, and a key beyond it goes to the overflow slot at once
+	// rather than scan every slot each time (many identities' errors).
+	freeAt time.Time
+	scans  int // forgetLocked's scans, for tests
 }
 
 type logKey struct{ peer, msg string }
@@ -58,7 +64,7 @@ func (l *logLimiter) allow(key logKey, now time.Time) (bool, int) {
 	}
 	s := l.slots[key]
 	if s == nil {
-		if len(l.slots) >= l.max {
+		if len(l.slots) >= l.max && !now.Before(l.freeAt) {
 			l.forgetLocked(now)
 		}
 		if len(l.slots) >= l.max {
@@ -85,18 +91,25 @@ func (l *logLimiter) allow(key logKey, now time.Time) (bool, int) {
 // suppressed, the count of which is then never logged (the counters
 // have it): else peers that came, erred twice and left would keep
 // every newcomer in the overflow slot for good.
+// It sets freeAt: slots made later end their interval after it.
 func (l *logLimiter) forgetLocked(now time.Time) {
+	l.scans++
 	for k, s := range l.slots {
 		if s.suppressed == 0 && now.Sub(s.last) >= l.every {
 			delete(l.slots, k)
 		}
 	}
-	if len(l.slots) < l.max {
-		return
+	if len(l.slots) >= l.max {
+		for k, s := range l.slots {
+			if now.Sub(s.last) >= l.every {
+				delete(l.slots, k)
+			}
+		}
 	}
-	for k, s := range l.slots {
-		if now.Sub(s.last) >= l.every {
-			delete(l.slots, k)
+	l.freeAt = now.Add(l.every)
+	for _, s := range l.slots {
+		if end := s.last.Add(l.every); end.Before(l.freeAt) {
+			l.freeAt = end
 		}
 	}
 }

@@ -75,6 +75,32 @@ func TestLogLimiterForgetsTheGone(t *testing.T) {
 	})
 }
 
+// TestLogLimiterFullScansOnlyWhenSomethingCanGo: a table full of slots
+// within their interval is not scanned for every event of a key beyond
+// it, only again once the first interval ends.
+func TestLogLimiterFullScansOnlyWhenSomethingCanGo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := &logLimiter{every: 10 * time.Second, max: 100}
+		for i := range 100 {
+			l.allow(logKey{string(rune('a' + i)), "reset"}, time.Now())
+		}
+		time.Sleep(time.Second)
+		for i := range 1000 {
+			l.allow(logKey{string(rune(1000 + i)), "reset"}, time.Now())
+		}
+		if l.scans != 1 {
+			t.Fatalf("%d scans of a full table for 1,000 newcomers within the others' interval, want 1", l.scans)
+		}
+		time.Sleep(9 * time.Second) // the first 100's interval ends
+		if ok, _ := l.allow(logKey{"late", "reset"}, time.Now()); !ok || l.scans != 2 {
+			t.Fatalf("a newcomer once slots can go: logged %v after %d scans, want true after 2", ok, l.scans)
+		}
+		if _, ok := l.slots[logKey{"late", "reset"}]; !ok {
+			t.Fatal("the newcomer did not get a slot of its own")
+		}
+	})
+}
+
 // countHandler counts the records at Warn and above.
 type countHandler struct {
 	mu *sync.Mutex
