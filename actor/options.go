@@ -23,6 +23,7 @@ type config struct {
 	groups     GroupTransport
 	names      func() // public names changed
 	watchLimit int    // monitors and links one other peer may hold
+	watchTotal int    // monitors and links all other peers may hold
 	// remoteBacklog is the most bytes of messages charged to Credits
 	// that one actor may hold unhandled.
 	remoteBacklog int64
@@ -43,6 +44,7 @@ func defaultConfig() config {
 		peer:       "local",
 		watchLimit: DefaultRemoteWatchLimit,
 		deadKeep:   DefaultDeadLetterKeep,
+		watchTotal: DefaultRemoteWatchTotal,
 
 		remoteBacklog: DefaultRemoteBacklog,
 		gcFloor:       DefaultGCHeapFloor,
@@ -69,6 +71,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("actor: GC heap floor must be 0 to 1 TiB, got %d", c.gcFloor)
 	case c.watchLimit < 1:
 		return fmt.Errorf("actor: remote watch limit must be at least 1, got %d", c.watchLimit)
+	case c.watchTotal < 1:
+		return fmt.Errorf("actor: remote watch total must be at least 1, got %d", c.watchTotal)
 	}
 	if _, err := NewRef(c.peer, "x"); err != nil {
 		return fmt.Errorf("actor: peer ID: %w", err)
@@ -152,6 +156,22 @@ const DefaultRemoteWatchLimit = 100_000
 // never refused.
 func WithRemoteWatchLimit(n int) Option {
 	return func(c *config) error { c.watchLimit = n; return nil }
+}
+
+// DefaultRemoteWatchTotal is the number of monitors and links that the
+// actors of all other peers together may hold on a system's actors unless
+// WithRemoteWatchTotal says otherwise: some 100 MiB.
+const DefaultRemoteWatchTotal = 250_000
+
+// WithRemoteWatchTotal caps the monitors and links between this system's
+// actors and the actors of all other peers together (default
+// DefaultRemoteWatchTotal), so that many identities, each within
+// WithRemoteWatchLimit, cannot make the system hold them without bound.
+// At the cap a peer that holds RemoteWatchFloor or more is refused as at
+// its own limit; one that holds fewer is still admitted, so that a few
+// peers holding many never lock out those that watch a few.
+func WithRemoteWatchTotal(n int) Option {
+	return func(c *config) error { c.watchTotal = n; return nil }
 }
 
 // DefaultRemoteBacklog is the most bytes of messages from one other peer

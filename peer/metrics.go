@@ -52,6 +52,7 @@ var metricDefs = []struct {
 	{"troupe_too_large_in_total", "Messages from other peers refused for their size (the sender's maximum frame is larger).", true},
 	{"troupe_decode_errors_total", "Frames from other peers that could not be decoded.", true},
 	{"troupe_streams_reset_total", "Inbound streams reset for bad input.", true},
+	{"troupe_streams_slow_total", "Of those, streams whose frame or large message came slower than its deadline (trickled).", true},
 	{"troupe_losses_declared_total", "Streams given up here while their connection lived, with messages perhaps lost: each took the peer down on both sides.", true},
 	{"troupe_losses_heard_total", "Losses other peers declared and this one acted on (their actors went down here).", true},
 	{"troupe_unknown_type_total", "Messages from other peers of a type unknown here, to actors that do not take them: dead letters.", true},
@@ -69,6 +70,8 @@ var metricDefs = []struct {
 	{"troupe_link_queue_depth", "Messages waiting in link queues to other peers.", false},
 	{"troupe_peers", "Connected peers.", false},
 	{"troupe_actors", "Live local actors.", false},
+	{"troupe_reader_bytes", "Bytes inbound stream readers hold for unfinished frames and large messages, node-wide.", false},
+	{"troupe_remote_watches", "Monitors and links between local actors and other peers' (capped per peer and node-wide).", false},
 }
 
 // labeledMetricDefs lists the exported counters with one label: name,
@@ -132,6 +135,7 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		"troupe_too_large_in_total":           float64(rs.TooLargeIn),
 		"troupe_decode_errors_total":          float64(rs.DecodeErrors),
 		"troupe_streams_reset_total":          float64(rs.StreamsReset),
+		"troupe_streams_slow_total":           float64(rs.SlowStreams),
 		"troupe_losses_declared_total":        float64(rs.LossesDeclared),
 		"troupe_losses_heard_total":           float64(rs.LossesHeard),
 		"troupe_unknown_type_total":           float64(rs.UnknownTypes),
@@ -149,6 +153,8 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		"troupe_link_queue_depth":             float64(rs.QueuedUser + rs.QueuedCtl),
 		"troupe_peers":                        float64(len(c.node.Peers())),
 		"troupe_actors":                       float64(sys.Actors()),
+		"troupe_remote_watches":               float64(sys.RemoteWatches()),
+		"troupe_reader_bytes":                 float64(rs.ReaderBytes),
 	}
 	for _, m := range metricDefs {
 		kind := prometheus.GaugeValue
