@@ -7,6 +7,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	rcmgr "github.com/libp2p/go-libp2p/p2p/host/resource-manager"
 	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
+	"github.com/troupe-mesh/troupe/codec"
 )
 
 // Limits caps what a node's libp2p host may use. A zero field keeps
@@ -115,6 +116,20 @@ func WithLimits(l Limits) Option {
 // message would reset its stream, so each grows to fit one. A memory
 // limit set in l that cannot fit one is an error.
 func resourceManager(l Limits, maxFrame int) (network.ResourceManager, error) {
+	cfg, err := limitConfig(l, maxFrame)
+	if err != nil {
+		return nil, err
+	}
+	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(cfg))
+	if err != nil {
+		return nil, fmt.Errorf("peer: resource manager: %w", err)
+	}
+	return rm, nil
+}
+
+// limitConfig is the resource manager's configuration for l on this
+// machine (resourceManager says how it is made).
+func limitConfig(l Limits, maxFrame int) (rcmgr.ConcreteLimitConfig, error) {
 	scaling := rcmgr.DefaultLimits
 	libp2p.SetDefaultServiceLimits(&scaling)
 	scaled := scaling.AutoScale()
@@ -124,7 +139,7 @@ func resourceManager(l Limits, maxFrame int) (network.ResourceManager, error) {
 	case l.Memory == 0:
 		system = atLeast(def.System.Memory, need)
 	case system < need:
-		return nil, invalid("resource limit memory is %d bytes: a message of the maximum frame (%d bytes) needs at least %d", l.Memory, maxFrame, need)
+		return rcmgr.ConcreteLimitConfig{}, invalid("resource limit memory is %d bytes: a message of the maximum frame (%d bytes) needs at least %d", l.Memory, maxFrame, need)
 	}
 	partial := rcmgr.PartialLimitConfig{
 		System: rcmgr.ResourceLimits{
@@ -140,11 +155,48 @@ func resourceManager(l Limits, maxFrame int) (network.ResourceManager, error) {
 		ProtocolDefault:     rcmgr.ResourceLimits{Memory: atLeast(def.ProtocolDefault.Memory, need)},
 		ProtocolPeerDefault: rcmgr.ResourceLimits{Memory: atLeast(def.ProtocolPeerDefault.Memory, need)},
 	}
-	rm, err := rcmgr.NewResourceManager(rcmgr.NewFixedLimiter(partial.Build(scaled)))
-	if err != nil {
-		return nil, fmt.Errorf("peer: resource manager: %w", err)
+	return partial.Build(scaled), nil
+}
+
+// EffectiveLimits returns the limits a node made with l and a maximum
+// frame of maxFrame bytes (0: codec's default) holds on this machine:
+// every zero field of l filled in with libp2p's default as scaled to
+// this machine's memory and file descriptors, StreamWindow with its
+// default. A field without a limit is -1. It fails as New would for
+// limits that cannot hold one message of the maximum frame.
+func EffectiveLimits(l Limits, maxFrame int) (Limits, error) {
+	if maxFrame == 0 {
+		maxFrame = codec.DefaultMaxFrame
 	}
-	return rm, nil
+	if err := l.validate(); err != nil {
+		return Limits{}, err
+	}
+	cfg, err := limitConfig(l, maxFrame)
+	if err != nil {
+		return Limits{}, err
+	}
+	p := cfg.ToPartialLimitConfig()
+	n := func(v rcmgr.LimitVal) int {
+		if v == rcmgr.Unlimited {
+			return -1
+		}
+		return int(v)
+	}
+	mem := int64(p.System.Memory)
+	if p.System.Memory == rcmgr.Unlimited64 {
+		mem = -1
+	}
+	window := l.StreamWindow
+	if window == 0 {
+		window = DefaultStreamWindow
+	}
+	return Limits{
+		Memory: mem, FDs: n(p.System.FD),
+		Conns: n(p.System.Conns), ConnsInbound: n(p.System.ConnsInbound),
+		Streams: n(p.System.Streams), StreamsInbound: n(p.System.StreamsInbound),
+		ConnsPerPeer: n(p.PeerDefault.Conns), StreamsPerPeer: n(p.PeerDefault.Streams),
+		StreamWindow: window,
+	}, nil
 }
 
 // streamMemory is the memory limit a stream (and each scope above it)

@@ -65,7 +65,7 @@ func stopCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 func configCmd(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("config", "show | set KEY VALUE", "show: print the home's configuration as JSON, config.json over the defaults (a limit of 0 is libp2p's default, scaled to this machine when the daemon starts). set: change one key of config.json (mesh, mdns, log_level, limits.conns, dead_letters.keep, ...; a list as JSON or comma-separated), checked before it is written; a running daemon takes it at its next start", stderr)
+	fs := newFlagSet("config", "show | set KEY VALUE", "show: print the home's configuration as JSON, config.json over the defaults (a limit of 0 is libp2p's default; limits_in_force shows what each is on this machine). set: change one key of config.json (mesh, mdns, log_level, limits.conns, dead_letters.keep, ...; a list as JSON or comma-separated), checked before it is written; a running daemon takes it at its next start", stderr)
 	hf := homeFlag(fs)
 	pos, ok, code := parseArgs(fs, args, 1, 3)
 	if !ok {
@@ -105,7 +105,7 @@ func configCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	b, err := json.MarshalIndent(cfg, "", "  ")
+	b, err := showConfig(cfg)
 	if err != nil {
 		return fail(stderr, "config", err)
 	}
