@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -290,16 +292,72 @@ func (d *DHT) find() {
 			d.cfg.Logger.Debug("discovery: find peers", "err", err)
 			continue
 		}
-		for ai := range peers {
-			if ai.ID == d.h.ID() || len(ai.Addrs) == 0 || d.h.Network().Connectedness(ai.ID) == network.Connected {
-				continue
-			}
-			if err := d.cfg.Connect(ctx, ai); err != nil {
-				d.cfg.Logger.Debug("discovery: DHT peer unreachable", "peer", ai.ID, "err", err)
+		for found := range batches(peers, findBatch) {
+			found = slices.DeleteFunc(found, func(ai libp2ppeer.AddrInfo) bool {
+				return ai.ID == d.h.ID() || len(ai.Addrs) == 0 || d.h.Network().Connectedness(ai.ID) == network.Connected
+			})
+			// Every peer finds the same providers in much the same
+			// order: dialed in that order, the first ones would take
+			// every newcomer's dials, and the dial budget would leave the
+			// others to nobody.
+			rand.Shuffle(len(found), func(i, j int) { found[i], found[j] = found[j], found[i] })
+			if !d.dialFound(ctx, found) {
+				break
 			}
 		}
 		cancel()
 	}
+}
+
+// findBatch is how long the rendezvous's providers are gathered, from
+// the first one, before they are dialed in random order.
+const findBatch = time.Second
+
+// batches gathers what ch yields into slices: each holds what arrived
+// within wait of its first element, or until ch closed.
+func batches[T any](ch <-chan T, wait time.Duration) func(func([]T) bool) {
+	return func(yield func([]T) bool) {
+		for {
+			first, ok := <-ch
+			if !ok {
+				return
+			}
+			batch := []T{first}
+			t := time.NewTimer(wait)
+		gather:
+			for {
+				select {
+				case v, ok := <-ch:
+					if !ok {
+						t.Stop()
+						yield(batch)
+						return
+					}
+					batch = append(batch, v)
+				case <-t.C:
+					break gather
+				}
+			}
+			if !yield(batch) {
+				return
+			}
+		}
+	}
+}
+
+// dialFound connects to the peers found, in order, and reports false once
+// the node's dial budget is reached (ErrDialBudget).
+func (d *DHT) dialFound(ctx context.Context, found []libp2ppeer.AddrInfo) bool {
+	for _, ai := range found {
+		err := d.cfg.Connect(ctx, ai)
+		if errors.Is(err, ErrDialBudget) {
+			return false
+		}
+		if err != nil {
+			d.cfg.Logger.Debug("discovery: DHT peer unreachable", "peer", ai.ID, "err", err)
+		}
+	}
+	return true
 }
 
 // Close stops the rendezvous and the DHT and waits for their goroutines

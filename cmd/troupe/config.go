@@ -69,6 +69,8 @@ type Config struct {
 	// Limits caps the peer's libp2p resources; 0 keeps libp2p's default,
 	// scaled to the machine.
 	Limits ConfigLimits `json:"limits"`
+	// Connections is the connection budget (config_conns.go).
+	Connections ConfigConnections `json:"connections"`
 }
 
 // ConfigLimits is the "limits" section of config.json (peer.Limits).
@@ -264,6 +266,9 @@ func (c *Config) validate() error {
 			return configError("ui", "%q: %v", c.UI, err)
 		}
 	}
+	if err := c.Connections.validate(); err != nil {
+		return err
+	}
 	if _, bad := c.Limits.peerLimits(); bad != "" {
 		return configError("limits."+bad, "must be 0 (libp2p's default) or positive")
 	}
@@ -327,6 +332,7 @@ func (c *Config) peerOptions(home string) ([]peer.Option, error) {
 	if l, _ := c.Limits.peerLimits(); l != (peer.Limits{}) {
 		opts = append(opts, peer.WithLimits(l))
 	}
+	opts = append(opts, peer.WithConnections(c.Connections.budget()))
 	var boots []libp2ppeer.AddrInfo
 	for _, b := range c.Bootstrap {
 		ai, _ := parsePeerAddr(b)

@@ -1,0 +1,110 @@
+package peer
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
+	"github.com/troupe-mesh/troupe/discovery"
+)
+
+// Connections is a node's connection budget: libp2p's connection manager
+// trims the connections that nothing protects (see protect.go) once there
+// are High of them, down to Low, sparing any younger than Grace; and
+// discovery (mDNS, the DHT) stops dialing the peers it finds once the
+// node is connected to Low peers (it still learns them). A zero field
+// takes its default.
+//
+// A mesh smaller than Low stays fully connected, as a LAN did before the
+// budget. Above it, a peer holds about Low connections plus those it
+// protects, and a message to a peer it is not connected to dials it
+// (lazily, on the first send).
+type Connections struct {
+	// Low is how many connections trimming keeps, besides the protected
+	// ones, and how many peers discovery dials (default DefaultConnsLow).
+	Low int
+	// High is how many connections start a trim (default
+	// DefaultConnsHigh; at least Low).
+	High int
+	// Grace is how long a new connection, or one that carried a message,
+	// is left alone (default DefaultConnsGrace).
+	Grace time.Duration
+}
+
+// The defaults of Connections. High is the 32 connections per peer that
+// a mesh of 100 or more peers may hold (docs/scale.md); Low is three
+// quarters of it, so that the dials of peers joining between two trims
+// do not start a trim each, and a LAN of up to 25 peers stays fully
+// connected. Grace outlasts the default Ask timeout and the first
+// exchanges of a new peer (identify, the DHT, GossipSub's first
+// heartbeats).
+const (
+	DefaultConnsLow   = 24
+	DefaultConnsHigh  = 32
+	DefaultConnsGrace = 30 * time.Second
+)
+
+// withDefaults returns c with its zero fields set to their defaults.
+func (c Connections) withDefaults() Connections {
+	if c.Low == 0 {
+		c.Low = DefaultConnsLow
+	}
+	if c.High == 0 {
+		c.High = max(DefaultConnsHigh, c.Low)
+	}
+	if c.Grace == 0 {
+		c.Grace = DefaultConnsGrace
+	}
+	return c
+}
+
+// validate reports a budget the connection manager cannot use.
+func (c Connections) validate() error {
+	switch {
+	case c.Low < 0 || c.High < 0 || c.Grace < 0:
+		return invalid("connections low %d, high %d, grace %v: none may be negative", c.Low, c.High, c.Grace)
+	case c.High != 0 && c.High < max(c.Low, 1):
+		return invalid("connections high %d below low %d", c.High, c.Low)
+	case c.Low == 0 && c.High != 0 && c.High < DefaultConnsLow:
+		return invalid("connections high %d below the default low %d: give low too", c.High, DefaultConnsLow)
+	}
+	return nil
+}
+
+// WithConnections sets the connection budget (see Connections; default:
+// DefaultConnsLow, DefaultConnsHigh, DefaultConnsGrace).
+func WithConnections(c Connections) Option {
+	return func(cfg *config) error {
+		if err := c.validate(); err != nil {
+			return err
+		}
+		cfg.conns = c
+		return nil
+	}
+}
+
+// newConnManager returns the host's connection manager for budget c
+// (its defaults applied).
+func newConnManager(c Connections) (*connmgr.BasicConnMgr, error) {
+	cm, err := connmgr.NewConnManager(c.Low, c.High, connmgr.WithGracePeriod(c.Grace))
+	if err != nil {
+		return nil, fmt.Errorf("peer: connection manager: %w", err)
+	}
+	return cm, nil
+}
+
+// ErrDialBudget is what a node's dial of a peer discovery found returns
+// once it is connected to Connections.Low peers: discovery leaves the
+// peer undialed (and does not count it as a failure). It is
+// discovery.ErrDialBudget.
+var ErrDialBudget = discovery.ErrDialBudget
+
+// dialBudgetFull reports whether discovery should dial no more peers:
+// the node is connected to Low peers or more.
+func (n *Node) dialBudgetFull() bool {
+	return len(n.host.Network().Peers()) >= n.cfg.conns.Low
+}
+
+// ConnManager returns the node's connection manager, for its tags and
+// to trim at once (TrimOpenConns). The node owns it.
+func (n *Node) ConnManager() *connmgr.BasicConnMgr { return n.cm }
