@@ -36,6 +36,7 @@ type dhtConfig struct {
 	FindEvery time.Duration
 	Logger    *slog.Logger
 	Client    bool
+	Wants     func() bool // nil: always
 }
 
 // DHT finds peers beyond the LAN: a Kademlia DHT in server mode under
@@ -52,18 +53,21 @@ type DHT struct {
 	wg        sync.WaitGroup
 	joinedNow chan struct{} // keepJoined joined: advertise now
 	bootDials atomic.Uint64 // dials of bootstrap peers
+	lookups   atomic.Uint64 // rendezvous lookups started
 }
 
 // StartDHT joins the DHT through the bootstrap peers and starts the
 // rendezvous, connecting to the peers it finds with connect (a node's
 // Connect). Options: WithMesh (required), WithBootstrap, WithFindEvery,
-// WithDHTClient, WithLogger. Close stops it (before the host is closed).
+// WithDHTClient, WithWantsPeers, WithLogger. Close stops it (before the
+// host is closed).
 func StartDHT(h host.Host, connect func(context.Context, libp2ppeer.AddrInfo) error, opts ...Option) (*DHT, error) {
 	o, err := apply(opts)
 	if err != nil {
 		return nil, err
 	}
-	cfg := dhtConfig{Mesh: o.mesh, Bootstrap: o.bootstrap, Connect: connect, FindEvery: o.findEvery, Logger: o.logger, Client: o.client}
+	cfg := dhtConfig{Mesh: o.mesh, Bootstrap: o.bootstrap, Connect: connect, FindEvery: o.findEvery, Logger: o.logger, Client: o.client,
+		Wants: o.wants}
 	if cfg.Connect == nil {
 		return nil, fmt.Errorf("discovery: DHT needs a Connect function")
 	}
@@ -279,12 +283,16 @@ func (d *DHT) sleepUnlessJoined(wait time.Duration, wake bool) bool {
 }
 
 // find looks the rendezvous up, sooner at first, and connects to the peers
-// found.
+// found, while the node wants peers (dhtConfig.Wants).
 func (d *DHT) find() {
 	defer d.wg.Done()
 	wait := min(500*time.Millisecond, d.cfg.FindEvery)
 	for d.sleep(wait) {
 		wait = min(2*wait, d.cfg.FindEvery)
+		if d.cfg.Wants != nil && !d.cfg.Wants() {
+			continue // the dial budget is full: nothing to look for
+		}
+		d.lookups.Add(1)
 		ctx, cancel := context.WithTimeout(d.ctx, 30*time.Second)
 		peers, err := d.rd.FindPeers(ctx, d.Rendezvous())
 		if err != nil {

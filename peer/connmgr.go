@@ -2,8 +2,11 @@ package peer
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/host"
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
 	"github.com/troupe-mesh/troupe/discovery"
 )
@@ -84,14 +87,22 @@ func WithConnections(c Connections) Option {
 }
 
 // newConnManager returns the host's connection manager for budget c
-// (its defaults applied).
+// (its defaults applied). Its own trims, every 10 s above the high mark,
+// are put off for good: the node's guard trims instead, right after it
+// brought the protections up to date (protect.go), so that a peer that
+// just became busy is not trimmed on what was known up to a second
+// before.
 func newConnManager(c Connections) (*connmgr.BasicConnMgr, error) {
-	cm, err := connmgr.NewConnManager(c.Low, c.High, connmgr.WithGracePeriod(c.Grace))
+	cm, err := connmgr.NewConnManager(c.Low, c.High, connmgr.WithGracePeriod(c.Grace), connmgr.WithSilencePeriod(neverTrim))
 	if err != nil {
 		return nil, fmt.Errorf("peer: connection manager: %w", err)
 	}
 	return cm, nil
 }
+
+// neverTrim is the connection manager's silence period: its background
+// trims never come.
+const neverTrim = 100 * 365 * 24 * time.Hour
 
 // ErrDialBudget is what a node's dial of a peer discovery found returns
 // once it is connected to Connections.Low peers: discovery leaves the
@@ -108,3 +119,22 @@ func (n *Node) dialBudgetFull() bool {
 // ConnManager returns the node's connection manager, for its tags and
 // to trim at once (TrimOpenConns). The node owns it.
 func (n *Node) ConnManager() *connmgr.BasicConnMgr { return n.cm }
+
+// departure returns the node's answer to "did a peer that disconnected
+// leave the mesh?", for the directory and the groups (their
+// WithDeparture): yes in a mesh of at most high peers (those h is
+// connected to, or dir holds advertisements of, and itself), where no
+// peer holds enough connections to start a trim, so that a disconnection
+// is a departure, as on a LAN; no in a larger one, where it is most
+// likely a trim (this peer's or the other's): the peer's advertisement
+// and group members then stay while gossip renews them, and go when it
+// does not. dir is nil until advertising starts.
+func departure(h host.Host, dir *atomic.Pointer[discovery.Directory], high int) func(libp2ppeer.ID) bool {
+	return func(libp2ppeer.ID) bool {
+		size := len(h.Network().Peers()) + 1
+		if d := dir.Load(); d != nil {
+			size = max(size, d.Len()+1)
+		}
+		return size <= high
+	}
+}

@@ -3,12 +3,14 @@ package peer
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/discovery"
 )
 
 func TestConnectionsOptions(t *testing.T) {
@@ -223,5 +225,46 @@ func TestDialBudget(t *testing.T) {
 	}
 	if f := n.DialFailures(); len(f) != 0 {
 		t.Fatalf("a skipped dial counted as a failure: %+v", f)
+	}
+}
+
+// TestGuardTrimsAboveHigh: nobody calls TrimOpenConns; the guard trims
+// once the high mark is reached and the grace period passed, until the
+// connections are below the high mark (a trim keeps Low, or more when
+// some were in their grace period then).
+func TestGuardTrimsAboveHigh(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	hub := newTestNode(t, WithConnections(Connections{Low: 2, High: 4, Grace: 100 * time.Millisecond}))
+	for range 6 {
+		if err := newTestNode(t).Connect(ctx, *hub.AddrInfo()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for len(hub.Host().Network().Peers()) >= 4 {
+		if ctx.Err() != nil {
+			t.Fatalf("%d peers still connected", len(hub.Host().Network().Peers()))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestDeparture: a disconnection is a departure in a mesh of at most
+// High peers, and not in a larger one.
+func TestDeparture(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	n := newTestNode(t)
+	var dir atomic.Pointer[discovery.Directory]
+	for high, want := range map[int]bool{1: false, 2: true, 3: true} {
+		left := departure(n.Host(), &dir, high)
+		if len(n.Host().Network().Peers()) == 0 {
+			if err := n.Connect(ctx, *newTestNode(t).AddrInfo()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := left(""); got != want { // a mesh of 2: n and the other
+			t.Errorf("mesh of 2, high %d: departed %v, want %v", high, got, want)
+		}
 	}
 }

@@ -176,6 +176,7 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 	var groups *routing.Groups
 	if cfg.groups {
 		groups, err = routing.NewGroups(h, reg, cfg.mesh, routing.WithLogger(cfg.logger),
+			routing.WithDeparture(departure(h, &dir, cfg.conns.High)),
 			// A group joined or left changes the advertisement at once.
 			routing.WithOnChange(func() {
 				if d := dir.Load(); d != nil {
@@ -224,7 +225,8 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 	if groups != nil {
 		n.dir, err = discovery.StartAds(h, groups.PubSub(), func() ([]string, []string) { return sys.Names(), sys.Groups() },
 			discovery.WithMesh(cfg.mesh), discovery.WithIncarnation(r.Incarnation()), discovery.WithAdTick(cfg.adTick),
-			discovery.WithAdTTL(cfg.adTTL), discovery.WithLogger(cfg.logger), discovery.WithRelayAd(cfg.relayService))
+			discovery.WithAdTTL(cfg.adTTL), discovery.WithLogger(cfg.logger), discovery.WithRelayAd(cfg.relayService),
+			discovery.WithDeparture(departure(h, &dir, cfg.conns.High)))
 		if err != nil {
 			_ = n.Close(ctx)
 			return nil, err
@@ -234,7 +236,8 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 	}
 	if cfg.dht {
 		n.dht, err = discovery.StartDHT(h, n.connectFound, discovery.WithMesh(cfg.mesh), discovery.WithBootstrap(cfg.bootstrap...),
-			discovery.WithLogger(cfg.logger), discovery.WithFindEvery(cfg.findEvery), discovery.WithDHTClient(cfg.dhtClient))
+			discovery.WithLogger(cfg.logger), discovery.WithFindEvery(cfg.findEvery), discovery.WithDHTClient(cfg.dhtClient),
+			discovery.WithWantsPeers(func() bool { return !n.dialBudgetFull() }))
 		if err != nil {
 			_ = n.Close(ctx)
 			return nil, err

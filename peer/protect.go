@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/connmgr"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
 	"github.com/troupe-mesh/troupe/routing"
 )
 
@@ -21,7 +21,8 @@ import (
 // protects, for good, the peers the application connected to (pinTag).
 //
 // protection decides, as a pure function of what is known of a peer; the
-// guard (below) gathers that every guardEvery, and at once when asked.
+// guard (below) gathers that every guardEvery, and at once when asked,
+// and trims right after a sweep that found the high mark reached.
 
 // busyTag is the tag under which the guard protects busy peers.
 const busyTag = "troupe-busy"
@@ -108,7 +109,7 @@ func guardEvery(grace time.Duration) time.Duration {
 // Its goroutine owns marks and kept.
 type guard struct {
 	n     *Node
-	cm    connmgr.ConnManager
+	cm    *connmgr.BasicConnMgr
 	grace time.Duration
 	now   chan chan struct{} // a sweep asked for; closed when done
 	stop  context.CancelFunc
@@ -121,7 +122,7 @@ type guard struct {
 // startGuard starts sweeping n's connections until close.
 func startGuard(n *Node) *guard {
 	ctx, cancel := context.WithCancel(context.Background())
-	g := &guard{n: n, cm: n.host.ConnManager(), grace: n.cfg.conns.Grace, now: make(chan chan struct{}),
+	g := &guard{n: n, cm: n.cm, grace: n.cfg.conns.Grace, now: make(chan chan struct{}),
 		stop: cancel, done: make(chan struct{}),
 		marks: map[libp2ppeer.ID]peerMark{}, kept: map[libp2ppeer.ID]protectReason{}}
 	go g.run(ctx)
@@ -138,6 +139,9 @@ func (g *guard) run(ctx context.Context) {
 			return
 		case <-tick.C:
 			g.sweep(time.Now())
+			if g.cm.GetInfo().ConnCount >= g.n.cfg.conns.High {
+				g.cm.TrimOpenConns(ctx)
+			}
 		case done := <-g.now:
 			g.sweep(time.Now())
 			close(done)
