@@ -55,10 +55,11 @@ func (n *Node) Connect(ctx context.Context, ai libp2ppeer.AddrInfo) error {
 // connectFound is Connect for discovery: the peer's addresses are not
 // pinned, nor its connections protected (protect.go keeps them while they
 // are busy). Once the node is connected to Connections.Low peers it
-// dials none: discovery still learns them, and a message to one of them
-// dials it.
+// dials none but its bootstrap peers (the DHT's way in): discovery still
+// learns them, and a message to one of them dials it.
 func (n *Node) connectFound(ctx context.Context, ai libp2ppeer.AddrInfo) error {
-	if n.dialBudgetFull() {
+	boot := slices.ContainsFunc(n.cfg.bootstrap, func(b libp2ppeer.AddrInfo) bool { return b.ID == ai.ID })
+	if !boot && n.dialBudgetFull() {
 		return fmt.Errorf("peer: connect %v: %w", ai.ID, ErrDialBudget)
 	}
 	if err := n.connect(ctx, ai); err != nil {

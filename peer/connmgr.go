@@ -11,22 +11,23 @@ import (
 	"github.com/troupe-mesh/troupe/discovery"
 )
 
-// Connections is a node's connection budget: libp2p's connection manager
-// trims the connections that nothing protects (see protect.go) once there
-// are High of them, down to Low, sparing any younger than Grace; and
-// discovery (mDNS, the DHT) stops dialing the peers it finds once the
-// node is connected to Low peers (it still learns them). A zero field
-// takes its default.
+// Connections is a node's connection budget: once High peers are
+// connected, libp2p's connection manager trims the connections that
+// nothing protects (see protect.go) down to Low, sparing any younger than
+// Grace; and discovery (mDNS, the DHT) stops dialing the peers it finds
+// once the node is connected to Low peers (it still learns them). A zero
+// field takes its default.
 //
-// A mesh smaller than Low stays fully connected, as a LAN did before the
-// budget. Above it, a peer holds about Low connections plus those it
+// A mesh of at most Low+1 peers stays fully connected, as a LAN did
+// before the budget, and one of fewer than High peers is never trimmed.
+// In a larger one a peer holds about Low connections plus those it
 // protects, and a message to a peer it is not connected to dials it
 // (lazily, on the first send).
 type Connections struct {
 	// Low is how many connections trimming keeps, besides the protected
 	// ones, and how many peers discovery dials (default DefaultConnsLow).
 	Low int
-	// High is how many connections start a trim (default
+	// High is how many connected peers start a trim (default
 	// DefaultConnsHigh; at least Low).
 	High int
 	// Grace is how long a new connection, or one that carried a message,

@@ -223,6 +223,12 @@ func TestDialBudget(t *testing.T) {
 			t.Fatal("dialed beyond the budget")
 		}
 	}
+	// A bootstrap peer is dialed whatever the budget.
+	boot := newTestNode(t)
+	n.cfg.bootstrap = append(n.cfg.bootstrap, *boot.AddrInfo())
+	if err := n.connectFound(ctx, *boot.AddrInfo()); err != nil {
+		t.Fatalf("a bootstrap peer beyond the budget: %v", err)
+	}
 	if f := n.DialFailures(); len(f) != 0 {
 		t.Fatalf("a skipped dial counted as a failure: %+v", f)
 	}

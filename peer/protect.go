@@ -22,7 +22,7 @@ import (
 //
 // protection decides, as a pure function of what is known of a peer; the
 // guard (below) gathers that every guardEvery, and at once when asked,
-// and trims right after a sweep that found the high mark reached.
+// and trims right after a sweep that found High peers connected.
 
 // busyTag is the tag under which the guard protects busy peers.
 const busyTag = "troupe-busy"
@@ -139,7 +139,10 @@ func (g *guard) run(ctx context.Context) {
 			return
 		case <-tick.C:
 			g.sweep(time.Now())
-			if g.cm.GetInfo().ConnCount >= g.n.cfg.conns.High {
+			// Peers, not connections: two peers that dialed each other
+			// at once, or over TCP and QUIC, hold two connections, and a
+			// LAN of fewer than High peers must never trim.
+			if len(g.n.host.Network().Peers()) >= g.n.cfg.conns.High {
 				g.cm.TrimOpenConns(ctx)
 			}
 		case done := <-g.now:

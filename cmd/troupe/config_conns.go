@@ -12,8 +12,8 @@ type ConfigConnections struct {
 	// Low is how many connections trimming keeps besides the protected
 	// ones, and how many peers discovery dials (default 24).
 	Low int `json:"low"`
-	// High is how many connections start a trim (default 32, and at
-	// least low).
+	// High is how many connected peers start a trim (default 32, and
+	// at least low).
 	High int `json:"high"`
 	// GraceSeconds is how long a new connection, or one that carried a
 	// message, is left alone (default 30).
