@@ -102,7 +102,17 @@ func scaleRun(b *testing.B, n int) {
 		select {
 		case <-tick.C:
 		case <-deadline:
-			b.Fatalf("after 4 minutes %d advertisements are still missing", unadvertised)
+			// Who lacks what: a few peers that hold few, or many that
+			// miss a few.
+			var short []int
+			for _, a := range nodes {
+				if k := len(a.Directory().Peers()); k < n-1 {
+					short = append(short, k)
+				}
+			}
+			slices.Sort(short)
+			b.Fatalf("after 4 minutes %d advertisements are still missing: %d peers hold fewer than %d, holding %v",
+				unadvertised, len(short), n-1, short)
 		}
 	}
 	known := time.Since(start)

@@ -12,20 +12,20 @@ import (
 )
 
 // Connections is a node's connection budget: once High peers are
-// connected, libp2p's connection manager trims the connections that
-// nothing protects (see protect.go) down to Low, sparing any younger than
-// Grace; and discovery (mDNS, the DHT) stops dialing the peers it finds
-// once the node is connected to Low peers (it still learns them). A zero
-// field takes its default.
+// connected, the node disconnects the peers that nothing protects (see
+// protect.go) and that are past their grace period, least valued first,
+// until Low peers are left, the protected ones included (more when more
+// are protected: trim.go); and discovery (mDNS, the DHT) stops dialing
+// the peers it finds once the node is connected to Low peers (it still
+// learns them). A zero field takes its default.
 //
 // A mesh of at most Low+1 peers stays fully connected, as a LAN did
 // before the budget, and one of fewer than High peers is never trimmed.
-// In a larger one a peer holds about Low connections plus those it
-// protects, and a message to a peer it is not connected to dials it
-// (lazily, on the first send).
+// In a larger one a peer holds about Low connections, and a message to a
+// peer it is not connected to dials it (lazily, on the first send).
 type Connections struct {
-	// Low is how many connections trimming keeps, besides the protected
-	// ones, and how many peers discovery dials (default DefaultConnsLow).
+	// Low is how many peers a trim leaves, the protected ones included,
+	// and how many peers discovery dials (default DefaultConnsLow).
 	Low int
 	// High is how many connected peers start a trim (default
 	// DefaultConnsHigh; at least Low).
@@ -88,11 +88,11 @@ func WithConnections(c Connections) Option {
 }
 
 // newConnManager returns the host's connection manager for budget c
-// (its defaults applied). Its own trims, every 10 s above the high mark,
-// are put off for good: the node's guard trims instead, right after it
-// brought the protections up to date (protect.go), so that a peer that
-// just became busy is not trimmed on what was known up to a second
-// before.
+// (its defaults applied): it keeps the tags and protections of the
+// node's peers and of libp2p's services. Its own trims (every 10 s above
+// the high mark, keeping Low unprotected connections besides the
+// protected ones) are put off for good: the node's guard trims instead
+// (trim.go), right after it brought the protections up to date.
 func newConnManager(c Connections) (*connmgr.BasicConnMgr, error) {
 	cm, err := connmgr.NewConnManager(c.Low, c.High, connmgr.WithGracePeriod(c.Grace), connmgr.WithSilencePeriod(neverTrim))
 	if err != nil {
@@ -116,10 +116,6 @@ var ErrDialBudget = discovery.ErrDialBudget
 func (n *Node) dialBudgetFull() bool {
 	return len(n.host.Network().Peers()) >= n.cfg.conns.Low
 }
-
-// ConnManager returns the node's connection manager, for its tags and
-// to trim at once (TrimOpenConns). The node owns it.
-func (n *Node) ConnManager() *connmgr.BasicConnMgr { return n.cm }
 
 // departure returns the node's answer to "did a peer that disconnected
 // leave the mesh?", for the directory and the groups (their

@@ -80,9 +80,9 @@ func receive(t *testing.T, ctx context.Context, got <-chan int, want int) {
 	}
 }
 
-// TestTrimKeepsWhatIsBusy: a hub with a budget of 2 to 4 connections,
-// which 8 peers dialed, trims the idle ones down to 2 and keeps, besides,
-// the peer whose actor one of its actors monitors. No monitor fires, no
+// TestTrimKeepsWhatIsBusy: a hub with a budget of 2 to 4 peers, which 8
+// peers dialed, trims the idle ones until 2 are left, one of them the
+// peer whose actor one of its actors monitors. No monitor fires, no
 // Down reaches anyone, and messages to a trimmed peer dial it again and
 // arrive in order.
 func TestTrimKeepsWhatIsBusy(t *testing.T) {
@@ -121,17 +121,16 @@ func TestTrimKeepsWhatIsBusy(t *testing.T) {
 	}
 	<-watching
 	// Trim until the traffic's grace has passed: then the idle spokes go.
-	for len(hub.Host().Network().Peers()) > low+1 {
-		if err := hub.guard.sweepNow(ctx); err != nil {
+	for len(hub.Host().Network().Peers()) > low {
+		if err := hub.guard.sweepNow(ctx, true); err != nil {
 			t.Fatalf("still %d peers connected: %v", len(hub.Host().Network().Peers()), err)
 		}
-		hub.ConnManager().TrimOpenConns(ctx)
 		time.Sleep(20 * time.Millisecond) // the grace period is the clock here
 	}
-	if n := len(hub.Host().Network().Peers()); n != low+1 {
-		t.Fatalf("%d peers connected after trimming, want %d", n, low+1)
+	if n := len(hub.Host().Network().Peers()); n != low {
+		t.Fatalf("%d peers connected after trimming, want %d", n, low)
 	}
-	if hub.Host().Network().Connectedness(spokes[0].ID()) != network.Connected || !hub.ConnManager().IsProtected(spokes[0].ID(), busyTag) {
+	if hub.Host().Network().Connectedness(spokes[0].ID()) != network.Connected || !hub.cm.IsProtected(spokes[0].ID(), busyTag) {
 		t.Fatal("the monitored peer was trimmed, or is not protected")
 	}
 	var trimmed *Node
@@ -194,10 +193,9 @@ func TestNoTrimBelowLow(t *testing.T) {
 		ids = append(ids, s.ID())
 	}
 	time.Sleep(10 * time.Millisecond) // past the grace period
-	if err := hub.guard.sweepNow(ctx); err != nil {
+	if err := hub.guard.sweepNow(ctx, true); err != nil {
 		t.Fatal(err)
 	}
-	hub.ConnManager().TrimOpenConns(ctx)
 	for _, id := range ids {
 		if hub.Host().Network().Connectedness(id) != network.Connected {
 			t.Fatalf("peer %v trimmed below the low water mark", id)
@@ -234,10 +232,9 @@ func TestDialBudget(t *testing.T) {
 	}
 }
 
-// TestGuardTrimsAboveHigh: nobody calls TrimOpenConns; the guard trims
-// once the high mark is reached and the grace period passed, until the
-// connections are below the high mark (a trim keeps Low, or more when
-// some were in their grace period then).
+// TestGuardTrimsAboveHigh: nobody asks for a trim; the guard trims once
+// High peers are connected and the grace period passed, until fewer are
+// (down to Low, or more when some were in their grace period then).
 func TestGuardTrimsAboveHigh(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

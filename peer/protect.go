@@ -22,7 +22,8 @@ import (
 //
 // protection decides, as a pure function of what is known of a peer; the
 // guard (below) gathers that every guardEvery, and at once when asked,
-// and trims right after a sweep that found High peers connected.
+// and trims (trim.go) right after a sweep that found High peers
+// connected.
 
 // busyTag is the tag under which the guard protects busy peers.
 const busyTag = "troupe-busy"
@@ -111,7 +112,7 @@ type guard struct {
 	n     *Node
 	cm    *connmgr.BasicConnMgr
 	grace time.Duration
-	now   chan chan struct{} // a sweep asked for; closed when done
+	now   chan guardRequest // a sweep (and trim) asked for
 	stop  context.CancelFunc
 	done  chan struct{}
 
@@ -122,7 +123,7 @@ type guard struct {
 // startGuard starts sweeping n's connections until close.
 func startGuard(n *Node) *guard {
 	ctx, cancel := context.WithCancel(context.Background())
-	g := &guard{n: n, cm: n.cm, grace: n.cfg.conns.Grace, now: make(chan chan struct{}),
+	g := &guard{n: n, cm: n.cm, grace: n.cfg.conns.Grace, now: make(chan guardRequest),
 		stop: cancel, done: make(chan struct{}),
 		marks: map[libp2ppeer.ID]peerMark{}, kept: map[libp2ppeer.ID]protectReason{}}
 	go g.run(ctx)
@@ -143,11 +144,14 @@ func (g *guard) run(ctx context.Context) {
 			// at once, or over TCP and QUIC, hold two connections, and a
 			// LAN of fewer than High peers must never trim.
 			if len(g.n.host.Network().Peers()) >= g.n.cfg.conns.High {
-				g.cm.TrimOpenConns(ctx)
+				g.trim(time.Now())
 			}
-		case done := <-g.now:
+		case r := <-g.now:
 			g.sweep(time.Now())
-			close(done)
+			if r.trim {
+				g.trim(time.Now())
+			}
+			close(r.done)
 		}
 	}
 }
@@ -189,11 +193,19 @@ func (g *guard) sweep(now time.Time) {
 	}
 }
 
-// sweepNow sweeps at once and returns when it is done, or ctx ended.
-func (g *guard) sweepNow(ctx context.Context) error {
+// guardRequest asks the guard for a sweep now, and a trim after it if
+// trim is set, whatever the number of peers; done is closed after.
+type guardRequest struct {
+	trim bool
+	done chan struct{}
+}
+
+// sweepNow sweeps at once, and trims after if trim is set, and returns
+// when it is done, or ctx ended.
+func (g *guard) sweepNow(ctx context.Context, trim bool) error {
 	done := make(chan struct{})
 	select {
-	case g.now <- done:
+	case g.now <- guardRequest{trim: trim, done: done}:
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-g.done:

@@ -1,8 +1,11 @@
 package peer
 
 import (
+	"slices"
 	"testing"
 	"time"
+
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 
 	"github.com/troupe-mesh/troupe/routing"
 )
@@ -57,6 +60,43 @@ func TestGuardEvery(t *testing.T) {
 	} {
 		if got := guardEvery(grace); got != want {
 			t.Errorf("guardEvery(%v) = %v, want %v", grace, got, want)
+		}
+	}
+}
+
+// TestToTrim follows the trim as data: down to low peers in all, the
+// protected and the young spared, least valued first.
+func TestToTrim(t *testing.T) {
+	const grace = 10 * time.Second
+	now := time.Unix(1000, 0)
+	old, young := now.Add(-grace), now.Add(-grace+time.Millisecond)
+	id := func(s string) libp2ppeer.ID { return libp2ppeer.ID(s) }
+	c := func(name string, protected bool, first time.Time, value int) trimCandidate {
+		return trimCandidate{id: id(name), protected: protected, firstSeen: first, value: value}
+	}
+	for _, tc := range []struct {
+		name  string
+		cands []trimCandidate
+		low   int
+		want  []libp2ppeer.ID
+	}{
+		{"at low", []trimCandidate{c("a", false, old, 0), c("b", false, old, 0)}, 2, nil},
+		{"least value first", []trimCandidate{c("a", false, old, 5), c("b", false, old, 1), c("c", false, old, 3)}, 1,
+			[]libp2ppeer.ID{id("b"), id("c")}},
+		{"ties by ID", []trimCandidate{c("b", false, old, 0), c("a", false, old, 0), c("c", false, old, 0)}, 2,
+			[]libp2ppeer.ID{id("a")}},
+		{"protected count toward low", []trimCandidate{c("p", true, old, 0), c("q", true, old, 0), c("a", false, old, 9)}, 2,
+			[]libp2ppeer.ID{id("a")}},
+		{"more protected than low", []trimCandidate{c("p", true, old, 0), c("q", true, old, 0), c("r", true, old, 0),
+			c("a", false, old, 0)}, 2, []libp2ppeer.ID{id("a")}},
+		{"young spared", []trimCandidate{c("y", false, young, 0), c("a", false, old, 7), c("b", false, old, 8)}, 1,
+			[]libp2ppeer.ID{id("a"), id("b")}},
+		{"unknown age spared", []trimCandidate{c("u", false, time.Time{}, 0), c("a", false, old, 0)}, 0,
+			[]libp2ppeer.ID{id("a")}},
+	} {
+		got := toTrim(tc.cands, tc.low, now, grace)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

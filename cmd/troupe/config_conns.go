@@ -9,8 +9,8 @@ import (
 // ConfigConnections is the "connections" section of config.json: the
 // peer's connection budget (peer.Connections). 0 keeps a field's default.
 type ConfigConnections struct {
-	// Low is how many connections trimming keeps besides the protected
-	// ones, and how many peers discovery dials (default 24).
+	// Low is how many peers a trim leaves, the protected ones included,
+	// and how many peers discovery dials (default 24).
 	Low int `json:"low"`
 	// High is how many connected peers start a trim (default 32, and
 	// at least low).
