@@ -173,6 +173,7 @@ func scaleRun(b *testing.B, n int) {
 	idleMedian, idleMax := connsPerPeer(nodes)
 	b.ReportMetric(float64(idleMedian), "conns-idle-median")
 	b.ReportMetric(float64(idleMax), "conns-idle-max")
+	b.ReportMetric(float64(protectedPerPeer(nodes)), "protected-idle-median")
 	if len(all) < rounds*n*95/100 {
 		b.Fatalf("%d of %d broadcasts delivered (per round: %v)", len(all), rounds*n, received)
 	}
@@ -200,4 +201,21 @@ func connsPerPeer(nodes []*peer.Node) (median, most int) {
 	}
 	slices.Sort(counts)
 	return counts[len(counts)/2], counts[len(counts)-1]
+}
+
+// protectedPerPeer returns the median of the nodes' connected peers that
+// something protects from trimming (the node's guard, GossipSub's
+// meshes, pinned peers...): what the connection budget cannot trim.
+func protectedPerPeer(nodes []*peer.Node) int {
+	counts := make([]int, len(nodes))
+	for i, nd := range nodes {
+		cm := nd.Host().ConnManager()
+		for _, p := range nd.Host().Network().Peers() {
+			if cm.IsProtected(p, "") {
+				counts[i]++
+			}
+		}
+	}
+	slices.Sort(counts)
+	return counts[len(counts)/2]
 }
