@@ -149,13 +149,15 @@ func benchPairsStyle(b *testing.B, pairs, inflight int, colocate, paper bool) {
 }
 
 func benchPairsWith(b *testing.B, pairs, inflight int, colocate bool, ponger Behavior,
-	pinger func(c *Context, pong Ref, inflight, total int, done chan<- struct{})) {
-	s := newSys(b, WithWatchdog(0))
+	pinger func(c *Context, pong Ref, inflight, total int, done chan<- struct{}), opts ...Option) {
+	s := newSys(b, append([]Option{WithWatchdog(0)}, opts...)...)
 	done := make(chan struct{}, pairs)
 	per := max(b.N/pairs, inflight)
 	b.ReportAllocs()
+	runtime.GC()
 	b.ResetTimer()
 	start := time.Now()
+	m := startMeter()
 	for range pairs {
 		if colocate {
 			mustSpawn(b, s, "", func(c *Context) {
@@ -174,6 +176,7 @@ func benchPairsWith(b *testing.B, pairs, inflight int, colocate bool, ponger Beh
 	b.StopTimer()
 	// Each round trip is two messages.
 	b.ReportMetric(float64(2*per*pairs)/el.Seconds(), "msgs/s")
+	m.report(b, 2*per*pairs)
 }
 
 // BenchmarkPingPong: one pair, one message in flight. cross-loop places the
@@ -195,6 +198,7 @@ func BenchmarkPairs(b *testing.B) {
 	b.Run("8x100/colocated", func(b *testing.B) { benchPairs(b, 8, 100, true) })
 	b.Run("8x100/cross-loop-paper", func(b *testing.B) { benchPairsStyle(b, 8, 100, false, true) })
 	b.Run("8x100/cross-loop-paper-2cases", func(b *testing.B) { benchPairsWith(b, 8, 100, false, pongPaper2, pingPaper) })
+	b.Run("8x100/cross-loop-cases", func(b *testing.B) { benchPairsWith(b, 8, 100, false, pongCases, pingCases) })
 }
 
 type token struct{ hops int }

@@ -84,11 +84,16 @@ func Timeout(f func()) Case {
 }
 
 // multiCase is a continuation of several cases, which match looks
-// inside; a Loop's when loop is set (step installs it again after a
-// handler that installed nothing).
+// inside. It is one of three things: the actor's own, which Receive of
+// several cases fills in place (owned); a Loop's, which step installs again
+// after a handler that installed nothing (loop); or a set from Cases,
+// the user's value, installed as it is (neither).
 type multiCase struct {
-	cases []Case
-	loop  bool
+	cases   []Case
+	loop    bool
+	owned   bool
+	timeout bool  // a Cases set that holds a Timeout case
+	bad     error // what is wrong with a Cases set, found when it was built
 }
 
 func (m *multiCase) accepts(n *node) bool { return match(m, n) != nil }
@@ -98,15 +103,80 @@ func (m *multiCase) run(c *Context, n *node) {
 	}
 }
 
+// Cases returns the cases as one case: a continuation built once, for one
+// state of an actor, and installed by Receive (or ReceiveWithin, when it
+// holds a Timeout case) as often as the actor is in that state, at no
+// allocation per message. The cases are tried in order, as those of a
+// Receive are; a Cases inside Cases counts as its cases.
+//
+// Such a set is a value like any case: it does not stay installed (a
+// handler installs what comes next, the same set or another, as in the
+// paper's model), and what a handler needs of the message being handled
+// comes from its argument and its Context (Sender, Reply, Request), what it
+// needs of the actor's state from the actor's own variables, never from
+// captures made per message:
+//
+//	k := &counter{}
+//	k.counting = actor.Cases(
+//		actor.On(func(Incr) { k.v++; c.Receive(k.counting) }),
+//		actor.On(func(Lock) { c.Reply(k.v); c.Receive(k.locked) }),
+//	)
+//	k.locked = actor.Cases(actor.On(func(Unlock) { c.Receive(k.counting) }))
+//	c.Receive(k.counting)
+//
+// A set of no cases, or holding a nil case or a Loop, stops the actor
+// that installs it with ErrBadReceive, as does a set with a Timeout case
+// given to Receive (or one without, as the only case of ReceiveWithin).
+func Cases(cases ...Case) Case {
+	m := &multiCase{cases: make([]Case, 0, len(cases))}
+	m.add(cases)
+	if m.bad == nil && len(m.cases) == 0 {
+		m.bad = fmt.Errorf("%w: Cases of no cases", ErrBadReceive)
+	}
+	return m
+}
+
+// add appends cases to a set being built, flattening the sets among them.
+func (m *multiCase) add(cases []Case) {
+	for i, cs := range cases {
+		switch cs := cs.(type) {
+		case nil:
+			m.fault(fmt.Errorf("%w: case %d of Cases is nil", ErrBadReceive, i))
+			continue
+		case timeoutCase:
+			m.timeout = true
+		case *multiCase:
+			if cs.loop {
+				m.fault(fmt.Errorf("%w: case %d of Cases is a Loop", ErrBadReceive, i))
+				continue
+			}
+			if cs.bad != nil {
+				m.fault(cs.bad)
+			}
+			m.timeout = m.timeout || cs.timeout
+			m.cases = append(m.cases, cs.cases...)
+			continue
+		}
+		m.cases = append(m.cases, cs)
+	}
+}
+
+func (m *multiCase) fault(err error) {
+	if m.bad == nil {
+		m.bad = err
+	}
+}
+
 // timeoutOf returns the Timeout case of a continuation.
 func timeoutOf(cont Case) Case {
-	cases := []Case{cont}
-	if m, ok := cont.(*multiCase); ok {
-		cases = m.cases
-	}
-	for _, cs := range cases {
-		if _, ok := cs.(timeoutCase); ok {
-			return cs
+	switch cs := cont.(type) {
+	case timeoutCase:
+		return cs
+	case *multiCase:
+		for _, inner := range cs.cases {
+			if t := timeoutOf(inner); t != nil {
+				return t
+			}
 		}
 	}
 	return nil

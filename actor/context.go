@@ -154,17 +154,25 @@ func (c *Context) receive(cases []Case, d time.Duration, within bool) {
 	}
 	hasTimeout := false
 	for i, cs := range cases {
-		switch cs.(type) {
+		switch cs := cs.(type) {
 		case nil:
 			c.fail(fmt.Errorf("%w: case %d is nil", ErrBadReceive, i))
 			return
 		case timeoutCase:
 			hasTimeout = true
-		case *multiCase: // only a Loop's is a case
-			if err := checkLoop(cases, within); err != nil {
-				c.fail(err)
+		case *multiCase: // a Loop's or a Cases set: never the actor's own
+			if cs.loop {
+				if err := checkLoop(cases, within); err != nil {
+					c.fail(err)
+					return
+				}
+				continue
+			}
+			if cs.bad != nil {
+				c.fail(cs.bad)
 				return
 			}
+			hasTimeout = hasTimeout || cs.timeout
 		}
 	}
 	switch {
@@ -184,12 +192,12 @@ func (c *Context) receive(cases []Case, d time.Duration, within bool) {
 		if !sameCase(c.cont, cases[0]) {
 			c.cont = cases[0]
 		}
-	} else if m, ok := c.cont.(*multiCase); ok && !m.loop {
+	} else if m, ok := c.cont.(*multiCase); ok && m.owned {
 		// The actor's own multiCase from an earlier Receive: nothing else
 		// refers to it (match hands out its cases, never itself; a Loop's
-		// is the user's and never reused), so it takes the new cases in
-		// place. An actor that builds fresh cases per message, as in the
-		// paper, then allocates only its closures.
+		// and a Cases set are the user's and never reused), so it takes
+		// the new cases in place. An actor that builds fresh cases per
+		// message, as in the paper, then allocates only its closures.
 		old := m.cases
 		m.cases = append(old[:0], cases...)
 		if len(old) > len(cases) {
@@ -197,7 +205,7 @@ func (c *Context) receive(cases []Case, d time.Duration, within bool) {
 		}
 	} else {
 		// Copied, so that the variadic slice can stay on the caller's stack.
-		c.cont = &multiCase{cases: append([]Case(nil), cases...)}
+		c.cont = &multiCase{cases: append([]Case(nil), cases...), owned: true}
 	}
 	if !c.saved.empty() {
 		c.flags |= fRescan

@@ -138,11 +138,12 @@ func (s *System) undeliverable(to Ref, n *node, reason error) {
 	}
 }
 
-// deadLetter counts d and hands it to the WithDeadLetterHook hook. A
+// deadLetter counts and records d and hands it to the WithDeadLetterHook hook. A
 // panic in the hook is logged and goes no further: its callers are
 // freeing nodes and giving back credit, which must not stop half-way.
 func (s *System) deadLetter(d DeadLetter) {
 	s.deadLetters.Add(1)
+	s.deadLog.add(d)
 	f := s.cfg.deadLetter
 	if f == nil {
 		return

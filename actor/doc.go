@@ -8,12 +8,44 @@
 // installing a continuation with Receive (to wait for a message) or by
 // returning without one (the actor then stops normally).
 //
+// A continuation is a value. Each state of an actor is a set of cases
+// built once with Cases; a handler installs the next state (the same one
+// or another) with Receive, and takes what it needs of the message from
+// its argument and the Context (Sender, Reply), the actor's state from the
+// actor's own variables:
+//
+//	type counter struct {
+//		v                int
+//		counting, locked actor.Case
+//	}
+//
+//	func newCounter(c *actor.Context) {
+//		k := &counter{}
+//		k.counting = actor.Cases(
+//			actor.On(func(Incr) { k.v++; c.Receive(k.counting) }),
+//			actor.On(func(m Value) { c.Send(m.To, k.v); c.Receive(k.counting) }),
+//			actor.On(func(m Lock) { c.Send(m.To, k.v); c.Receive(k.locked) }),
+//		)
+//		k.locked = actor.Cases(actor.On(func(u Unlock) { k.v = u.V; c.Receive(k.counting) }))
+//		c.Receive(k.counting)
+//	}
+//
+// Installing a prebuilt set allocates nothing: such an actor costs no
+// allocation per message. The paper's literal style, state in the
+// arguments and fresh closures per Receive, works the same:
+//
 //	func counter(c *actor.Context, v int) {
 //		c.Receive(
 //			actor.On(func(Incr) { counter(c, v+1) }),
 //			actor.On(func(m Value) { c.Send(m.To, v); counter(c, v) }),
 //		)
 //	}
+//
+// but each closure is an allocation per message (they escape), and their
+// garbage brings collections: two to three times the CPU per message of
+// the prebuilt set with many messages in flight (docs/benchmarks.md). Loop
+// keeps a set installed until a handler installs something else, also
+// without allocations.
 //
 // Receive never blocks and never runs a handler: it installs the cases and
 // returns. When the current step returns, the actor's activation (a
@@ -25,9 +57,17 @@
 //
 // A new message is tested only against the current continuation; messages
 // no case accepts are kept, in order, for later receives (selective
-// receive). A case value may be reused: an actor whose behavior does not
-// change can build its case once and re-install it, and then allocates
-// nothing per message.
+// receive, and nested receive: the locked state above accepts only Unlock,
+// and the messages sent meanwhile wait for the counting state).
+//
+// # Garbage collection
+//
+// An actor program's live heap is often small, and Go's collector then
+// runs every 4 MiB allocated. A System started with default options sets
+// a GC heap floor of 32 MiB (WithGCHeapFloor; 0 turns it off) unless the
+// process set GOGC or GOMEMLIMIT: the GC percent is raised while the live
+// heap is below the floor, and given back when the last system shuts
+// down. System.GCHeapFloor says what is in force.
 //
 // # Messages
 //
@@ -83,10 +123,11 @@
 //
 //	system.go      System, New, Whereis, Shutdown, counters
 //	spawn.go       spawning and its options
-//	deliver.go     sending, nodes, dead letters
+//	deliver.go     sending, nodes, dead letters; deadletters.go: their log
 //	context.go     Context: a behavior's view of its actor, Receive
 //	context_send.go  an actor's sends, outbox, Reply and Respond
-//	case.go        Receive's cases (On, OnWhen, Any, Timeout, Loop)
+//	case.go        Receive's cases (On, OnWhen, Any, Timeout, Cases)
+//	gcfloor.go     the GC heap floor (WithGCHeapFloor)
 //	activation.go  the trampoline that runs an actor on its loop
 //	placement.go   which loop an actor runs on, and when it moves
 //	mailbox.go     inbox and saved messages; nodeblock.go: remote nodes

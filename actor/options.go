@@ -23,9 +23,15 @@ type config struct {
 	groups     GroupTransport
 	names      func() // public names changed
 	watchLimit int    // monitors and links one other peer may hold
+	watchTotal int    // monitors and links all other peers may hold
 	// remoteBacklog is the most bytes of messages charged to Credits
 	// that one actor may hold unhandled.
 	remoteBacklog int64
+
+	// deadKeep and deadDescribe: WithDeadLetterLog.
+	deadKeep     int
+	deadDescribe func(any) (string, int)
+	gcFloor      int64 // bytes; 0: no GC heap floor
 }
 
 func defaultConfig() config {
@@ -37,8 +43,11 @@ func defaultConfig() config {
 		logger:     slog.Default(),
 		peer:       "local",
 		watchLimit: DefaultRemoteWatchLimit,
+		deadKeep:   DefaultDeadLetterKeep,
+		watchTotal: DefaultRemoteWatchTotal,
 
 		remoteBacklog: DefaultRemoteBacklog,
+		gcFloor:       DefaultGCHeapFloor,
 	}
 }
 
@@ -56,8 +65,14 @@ func (c *config) validate() error {
 		return errors.New("actor: logger must not be nil")
 	case c.remoteBacklog < 1:
 		return fmt.Errorf("actor: remote backlog must be at least 1 byte, got %d", c.remoteBacklog)
+	case c.deadKeep < 0 || c.deadKeep > maxDeadLetterKeep:
+		return fmt.Errorf("actor: dead letters kept must be 0 to %d, got %d", maxDeadLetterKeep, c.deadKeep)
+	case c.gcFloor < 0 || c.gcFloor > maxGCHeapFloor:
+		return fmt.Errorf("actor: GC heap floor must be 0 to 1 TiB, got %d", c.gcFloor)
 	case c.watchLimit < 1:
 		return fmt.Errorf("actor: remote watch limit must be at least 1, got %d", c.watchLimit)
+	case c.watchTotal < 1:
+		return fmt.Errorf("actor: remote watch total must be at least 1, got %d", c.watchTotal)
 	}
 	if _, err := NewRef(c.peer, "x"); err != nil {
 		return fmt.Errorf("actor: peer ID: %w", err)
@@ -103,6 +118,20 @@ func WithDeadLetterHook(f func(DeadLetter)) Option {
 	return func(c *config) error { c.deadLetter = f; return nil }
 }
 
+// WithDeadLetterLog sets how many of the latest dead letters the system
+// remembers for System.RecentDeadLetters (default DefaultDeadLetterKeep;
+// 0 remembers none, at most 65536) and describe, which tells a message's
+// type name and encoded size (-1: not known) for the record; nil names
+// the Go type and leaves the size unknown. describe runs where the dead
+// letter was found, often an event loop: it must be quick. The records
+// hold no message bodies.
+func WithDeadLetterLog(keep int, describe func(msg any) (typeName string, size int)) Option {
+	return func(c *config) error { c.deadKeep, c.deadDescribe = keep, describe; return nil }
+}
+
+// maxDeadLetterKeep caps WithDeadLetterLog's keep.
+const maxDeadLetterKeep = 1 << 16
+
 // WithPeer sets the ID of the peer this system is (default "local"): Refs
 // with this peer are local, all others go to the Remote.
 func WithPeer(id string) Option { return func(c *config) error { c.peer = id; return nil } }
@@ -129,6 +158,22 @@ func WithRemoteWatchLimit(n int) Option {
 	return func(c *config) error { c.watchLimit = n; return nil }
 }
 
+// DefaultRemoteWatchTotal is the number of monitors and links that the
+// actors of all other peers together may hold on a system's actors unless
+// WithRemoteWatchTotal says otherwise: some 100 MiB.
+const DefaultRemoteWatchTotal = 250_000
+
+// WithRemoteWatchTotal caps the monitors and links between this system's
+// actors and the actors of all other peers together (default
+// DefaultRemoteWatchTotal), so that many identities, each within
+// WithRemoteWatchLimit, cannot make the system hold them without bound.
+// At the cap a peer that holds RemoteWatchFloor or more is refused as at
+// its own limit; one that holds fewer is still admitted, so that a few
+// peers holding many never lock out those that watch a few.
+func WithRemoteWatchTotal(n int) Option {
+	return func(c *config) error { c.watchTotal = n; return nil }
+}
+
 // DefaultRemoteBacklog is the most bytes of messages from one other peer
 // that one actor may hold unhandled unless WithRemoteBacklog says
 // otherwise.
@@ -145,4 +190,31 @@ const DefaultRemoteBacklog = 16 << 20
 // that fills it costs the others nothing.
 func WithRemoteBacklog(bytes int64) Option {
 	return func(c *config) error { c.remoteBacklog = bytes; return nil }
+}
+
+// WithGCHeapFloor sets the GC heap floor (default DefaultGCHeapFloor,
+// 32 MiB; 0 turns it off; at most 1 TiB): the smallest heap goal Go's
+// collector gets while the system runs. An actor program's live heap is
+// often a few MiB, and Go collects whenever the heap has grown by as much
+// as it holds live (GOGC=100), at least every 4 MiB allocated: hundreds
+// of collections a second for an actor that allocates per message, each
+// with its write barriers. With a floor, after every collection whose
+// live heap L would give a smaller goal (at GOGC=100: L twice, plus the
+// goroutine stacks and globals the collector scans, below the floor), the
+// GC percent is raised so that the next goal is the floor; once L is big
+// enough, it is back where it was. The heap may then grow to the floor
+// between collections: up to that much more resident memory (a node with
+// libp2p: about 15 MiB more at the default, docs/benchmarks.md) for fewer
+// collections.
+//
+// The GC percent is one for the process, so the floor is too: the largest
+// floor of the running systems is in force, and when the last of them
+// shuts down the GC percent the process had comes back. It never comes
+// into force when the process has set GOGC or GOMEMLIMIT in its
+// environment, a memory limit with debug.SetMemoryLimit, or turned the GC
+// off; and it goes out of force for good when the program calls
+// debug.SetGCPercent itself: the program's own settings win. Nothing else
+// process-wide changes. System.GCHeapFloor says what is in force.
+func WithGCHeapFloor(bytes int64) Option {
+	return func(c *config) error { c.gcFloor = bytes; return nil }
 }

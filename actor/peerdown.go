@@ -28,8 +28,10 @@ type remoteIndex struct {
 	mu    sync.Mutex // guards the fields below
 	peers map[string]map[remoteEdge]struct{}
 	// watches counts the watcher and link edges of each peer: what
-	// WithRemoteWatchLimit caps.
+	// WithRemoteWatchLimit caps; total is their sum, which
+	// WithRemoteWatchTotal caps.
 	watches map[string]int
+	total   int
 	// spare is the last peer's map that emptied, kept for the next peer
 	// that needs one: a remote Ask adds and removes an edge per request,
 	// and a map made anew each time would cost some 800 bytes.
@@ -40,11 +42,18 @@ type remoteIndex struct {
 // remote actor monitors the local one, or the two are linked.
 func (e remoteEdge) isWatch() bool { return e.kind == edgeWatcher || e.kind == edgeLink }
 
-func (x *remoteIndex) add(e remoteEdge) { x.addWithin(e, 0) }
+func (x *remoteIndex) add(e remoteEdge) { x.addWithin(e, 0, 0) }
+
+// RemoteWatchFloor is the number of watches any one peer may hold
+// whatever the node-wide total (WithRemoteWatchTotal): a peer that
+// monitors a few actors is never refused because others hold many.
+const RemoteWatchFloor = 1_000
 
 // addWithin adds e unless it is a watch that would make its peer's more
-// than limit (0: no limit); it reports whether e is in the index.
-func (x *remoteIndex) addWithin(e remoteEdge, limit int) bool {
+// than limit, or the node's more than total while its peer holds
+// RemoteWatchFloor or more (0: no limit); it reports whether e is in the
+// index.
+func (x *remoteIndex) addWithin(e remoteEdge, limit, total int) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.peers == nil {
@@ -60,7 +69,11 @@ func (x *remoteIndex) addWithin(e remoteEdge, limit int) bool {
 		if limit > 0 && x.watches[peer] >= limit {
 			return false
 		}
+		if total > 0 && x.total >= total && x.watches[peer] >= RemoteWatchFloor {
+			return false
+		}
 		x.watches[peer]++
+		x.total++
 	}
 	if m == nil {
 		m, x.spare = x.spare, nil
@@ -82,6 +95,7 @@ func (x *remoteIndex) remove(e remoteEdge) {
 			if _, ok := m[e]; !ok {
 				return
 			}
+			x.total--
 			if x.watches[peer]--; x.watches[peer] == 0 {
 				delete(x.watches, peer)
 			}
@@ -99,9 +113,23 @@ func (x *remoteIndex) take(peer string) map[remoteEdge]struct{} {
 	defer x.mu.Unlock()
 	m := x.peers[peer]
 	delete(x.peers, peer)
+	x.total -= x.watches[peer]
 	delete(x.watches, peer)
 	return m
 }
+
+// watchTotal returns the watches of all other peers.
+func (x *remoteIndex) watchTotal() int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.total
+}
+
+// RemoteWatches returns the monitors and links that actors of other peers
+// hold on this system's actors, and its actors' links to them: what
+// WithRemoteWatchLimit and WithRemoteWatchTotal cap. Safe for concurrent
+// use.
+func (s *System) RemoteWatches() int { return s.remote.watchTotal() }
 
 // PeerDown tells the system that a peer went away (disconnected, or came
 // back as a new incarnation): every local monitor of an actor on it receives
@@ -151,5 +179,5 @@ func (c *Context) admitRemote(kind edgeKind, other Ref, id MonitorID) bool {
 	if other.on(c.sys.peer) || other.IsZero() {
 		return true
 	}
-	return c.sys.remote.addWithin(remoteEdge{kind: kind, local: c.Self(), remote: other, id: id}, c.sys.cfg.watchLimit)
+	return c.sys.remote.addWithin(remoteEdge{kind: kind, local: c.Self(), remote: other, id: id}, c.sys.cfg.watchLimit, c.sys.cfg.watchTotal)
 }

@@ -223,6 +223,11 @@ func TestBadReceivesStopTheActorWithClearReason(t *testing.T) {
 		"loop timeout":      func(c *Context) { c.Receive(Loop(Any(func(any) {}), Timeout(func() {}))) },
 		"empty loop":        func(c *Context) { c.Receive(Loop()) },
 		"nil in loop":       func(c *Context) { c.Receive(Loop(On[int](nil))) },
+		"empty cases":       func(c *Context) { c.Receive(Cases()) },
+		"nil in cases":      func(c *Context) { c.Receive(Cases(Any(func(any) {}), On[int](nil))) },
+		"loop in cases":     func(c *Context) { c.Receive(Cases(Loop(Any(func(any) {})))) },
+		"cases timeout":     func(c *Context) { c.Receive(Cases(Any(func(any) {}), Timeout(func() {}))) },
+		"cases no timeout":  func(c *Context) { c.ReceiveWithin(time.Second, Cases(Any(func(any) {}))) },
 	}
 	for name, b := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -33,6 +33,7 @@ type System struct {
 	nameSeq     atomic.Uint64 // generated names; starts at random (see genName)
 	live        atomic.Int64
 	deadLetters atomic.Uint64
+	deadLog     *deadLetterLog
 	mailboxFull atomic.Uint64
 
 	closing  atomic.Bool
@@ -52,6 +53,7 @@ func New(opts ...Option) (*System, error) {
 		return nil, err
 	}
 	s := &System{cfg: cfg, peer: cfg.peer, names: newRegistry(), drained: make(chan struct{})}
+	s.deadLog = newDeadLetterLog(cfg.deadKeep, cfg.deadDescribe)
 	s.port.s = s
 	s.nameSeq.Store(randomNameBase())
 	s.batch, _ = cfg.remote.(BatchRemote)
@@ -67,6 +69,7 @@ func New(opts ...Option) (*System, error) {
 	}
 	s.group = g
 	s.residents = make([]residents, g.Len())
+	s.startGCFloor()
 	return s, nil
 }
 
@@ -140,6 +143,7 @@ func (s *System) Shutdown(ctx context.Context) error {
 	if s.live.Load() == 0 {
 		s.drainOne.Do(func() { close(s.drained) })
 	}
+	defer s.stopGCFloor()
 	select {
 	case <-s.drained:
 	case <-ctx.Done():

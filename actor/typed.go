@@ -58,7 +58,8 @@ func replyAs[R any](to Ref, v any, err error) (R, error) {
 //
 // A Loop must be the only case of a Receive (not of a ReceiveWithin) and
 // holds no Timeout case; Receive stops the actor with ErrBadReceive
-// otherwise.
+// otherwise. Where a handler says what comes next, as in the paper, Cases
+// is the same set as a value, installed again by the handler.
 func Loop(cases ...Case) Case {
 	return &multiCase{cases: append([]Case(nil), cases...), loop: true}
 }
@@ -82,7 +83,7 @@ func checkLoop(cases []Case, within bool) error {
 			case nil:
 				return fmt.Errorf("%w: case %d of a Loop is nil", ErrBadReceive, i)
 			case timeoutCase, *multiCase:
-				return fmt.Errorf("%w: case %d of a Loop is a Timeout or a Loop", ErrBadReceive, i)
+				return fmt.Errorf("%w: case %d of a Loop is a Timeout, a Loop or a Cases set", ErrBadReceive, i)
 			}
 		}
 	}

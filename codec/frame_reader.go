@@ -189,6 +189,19 @@ func (fr *FrameReader) FrameLen() int { return fr.last }
 // exactly when the stream is in the middle of a frame.
 func (fr *FrameReader) Pending() int { return fr.end - fr.start }
 
+// PendingSize returns the length, prefix included, of the frame in the
+// middle of which the reader is: 0 between frames or while the length
+// prefix itself is incomplete (or over the varint's bytes). Like Pending,
+// for the underlying reader's Read, which may bound the time the frame
+// takes to arrive by its size.
+func (fr *FrameReader) PendingSize() int {
+	size, hdr := parseUvarint(fr.buf[fr.start:fr.end])
+	if hdr <= 0 || size > uint64(MaxFrameLimit) {
+		return 0
+	}
+	return hdr + int(size)
+}
+
 // Buffered reports whether a whole frame is buffered, so that the next
 // call to Next, ReadEnvelope or ReadMessage returns without reading from
 // the underlying reader. A caller that hands messages on in batches can

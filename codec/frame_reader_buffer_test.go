@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"testing"
 )
 
@@ -192,5 +193,42 @@ func TestFrameReaderChargesItsBudget(t *testing.T) {
 	}
 	if len(fr.buf)-initialReadBuffer > b.limit || b.held != len(fr.buf)-initialReadBuffer {
 		t.Errorf("buffer %d bytes with %d reserved of %d", len(fr.buf), b.held, b.limit)
+	}
+}
+
+// pieces is a reader that gives its slices one per Read, then EOF, and
+// calls during before each Read.
+type pieces struct {
+	p      [][]byte
+	during func()
+}
+
+func (r *pieces) Read(b []byte) (int, error) {
+	r.during()
+	if len(r.p) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(b, r.p[0])
+	r.p = r.p[1:]
+	return n, nil
+}
+
+// TestPendingSizeIsTheAnnouncedFrame: as its underlying reader sees it,
+// a reader in the middle of a frame of 300 bytes reports 302 (prefix
+// included) once the prefix is in, and 0 before and between frames.
+func TestPendingSizeIsTheAnnouncedFrame(t *testing.T) {
+	frame := append(binary.AppendUvarint(nil, 300), make([]byte, 300)...)
+	var fr *FrameReader
+	var seen []int
+	r := &pieces{p: [][]byte{frame[:1], frame[1:100], frame[100:]}, during: func() { seen = append(seen, fr.PendingSize()) }}
+	fr = NewFrameReader(r, 1<<20)
+	if _, err := fr.Next(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(seen, []int{0, 0, 302}) {
+		t.Fatalf("PendingSize before each read: %v, want [0 0 302]", seen)
+	}
+	if fr.PendingSize() != 0 {
+		t.Fatalf("between frames: %d", fr.PendingSize())
 	}
 }

@@ -67,6 +67,10 @@ type adEntry struct {
 	raw        []byte
 	expires    time.Time
 	refreshing bool // its origin was asked for a newer one
+	// via is the peer that relayed it when it came second-hand (a third
+	// peer's directory exchange, or gossip forwarded by another than its
+	// origin), "" when its own peer sent it: see ads_relayed.go.
+	via libp2ppeer.ID
 }
 
 // Directory advertises this peer on the mesh's advertisement topic and
@@ -87,8 +91,11 @@ type Directory struct {
 	pullNow chan struct{}
 	serving chan struct{} // a token per directory request being answered
 
-	mu    sync.Mutex // guards peers, bytes, gone, closed, answering and updated
+	mu    sync.Mutex // guards peers, bytes, gone, closed, answering, updated and relayed
 	peers map[libp2ppeer.ID]adEntry
+	// relayed holds, by relaying peer, the peers of the second-hand
+	// entries charged to it (see ads_relayed.go).
+	relayed map[libp2ppeer.ID]map[libp2ppeer.ID]struct{}
 	// updated, made when someone waits (Updated), is closed and dropped
 	// when an advertisement is stored.
 	updated chan struct{}
@@ -108,6 +115,7 @@ type Directory struct {
 	rejected, synced, forced atomic.Uint64
 	syncBusy                 atomic.Uint64
 	gossiped, expired        atomic.Uint64
+	relayRefused             atomic.Uint64
 }
 
 // StartAds starts advertising, on ps (which carries the mesh's
@@ -325,7 +333,7 @@ func (d *Directory) collect() {
 			return
 		}
 		if ad, ok := m.ValidatorData.(*Advertisement); ok {
-			if ok, _ := d.store(ad, m.Data, d.ttl(ad), false); ok {
+			if ok, _ := d.store(ad, m.Data, d.ttl(ad), false, m.ReceivedFrom); ok {
 				d.gossiped.Add(1)
 			}
 		}

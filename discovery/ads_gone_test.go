@@ -20,7 +20,7 @@ func TestRelayedAdOfADisconnectedPeer(t *testing.T) {
 	ad := func(inc, seq uint64) *Advertisement {
 		return &Advertisement{Peer: []byte(p), Incarnation: inc, Seq: seq, TTLSeconds: 90}
 	}
-	if ok, _ := d.store(ad(1, 5), []byte("5"), time.Minute, false); !ok {
+	if ok, _ := d.store(ad(1, 5), []byte("5"), time.Minute, false, ""); !ok {
 		t.Fatal("gossip of a new peer not stored")
 	}
 	// What expire does when p disconnects.
@@ -42,14 +42,14 @@ func TestRelayedAdOfADisconnectedPeer(t *testing.T) {
 		d.mu.Lock()
 		d.dropLocked(p)
 		d.mu.Unlock()
-		if ok, _ := d.store(c.ad, []byte("x"), time.Minute, c.relayed); ok != c.want {
+		if ok, _ := d.store(c.ad, []byte("x"), time.Minute, c.relayed, ""); ok != c.want {
 			t.Errorf("%s: stored %v, want %v", c.name, ok, c.want)
 		}
 	}
 	d.mu.Lock()
 	d.dropLocked(p)
 	d.mu.Unlock()
-	if ok, _ := d.store(ad(1, 5), []byte("5"), time.Minute, false); !ok {
+	if ok, _ := d.store(ad(1, 5), []byte("5"), time.Minute, false, ""); !ok {
 		t.Fatal("gossip from the peer itself refused after it disconnected")
 	}
 	// A peer that disconnected when nothing of it was held: refused.
@@ -57,7 +57,7 @@ func TestRelayedAdOfADisconnectedPeer(t *testing.T) {
 	d.mu.Lock()
 	d.gone[q] = goneEntry{at: time.Now()}
 	d.mu.Unlock()
-	if ok, _ := d.store(&Advertisement{Peer: []byte(q), Incarnation: 1, Seq: 9, TTLSeconds: 90}, []byte("q"), time.Minute, true); ok {
+	if ok, _ := d.store(&Advertisement{Peer: []byte(q), Incarnation: 1, Seq: 9, TTLSeconds: 90}, []byte("q"), time.Minute, true, ""); ok {
 		t.Fatal("a relayed ad of a peer gone with nothing held was stored")
 	}
 }

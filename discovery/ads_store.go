@@ -39,22 +39,37 @@ func (d *Directory) ttl(ad *Advertisement) time.Duration {
 	return min(time.Duration(ad.TTLSeconds)*time.Second, max(maxAdTTL, d.cfg.TTL))
 }
 
-// store keeps ad (signed as raw) for ttl (at most d.ttl(ad)) unless we hold a newer one. An
+// store keeps ad (signed as raw), which via sent us, for ttl (at most
+// d.ttl(ad)) unless we hold a newer one. An
 // advertisement relayed in a directory exchange may be older than one of
 // another incarnation we hold (the peer restarted): it replaces only an
-// older one of its own incarnation. It reports whether ad was stored, and
-// whether it is of a peer we held nothing of.
-func (d *Directory) store(ad *Advertisement, raw []byte, ttl time.Duration, relayed bool) (stored, added bool) {
+// older one of its own incarnation. One that came second-hand (via is
+// not its peer) is bounded per relaying peer (see ads_relayed.go). It
+// reports whether ad was stored, and whether it is of a peer we held
+// nothing of.
+func (d *Directory) store(ad *Advertisement, raw []byte, ttl time.Duration, relayed bool, via libp2ppeer.ID) (stored, added bool) {
 	id, err := libp2ppeer.IDFromBytes(ad.Peer)
 	if err != nil || id == d.h.ID() || ttl <= 0 {
 		return false, false
 	}
 	ttl = min(ttl, d.ttl(ad))
+	if via == id || via == "" {
+		via = "" // first-hand (or a caller that does not know)
+	} else {
+		ttl = min(ttl, d.cfg.TTL)
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	old, ok := d.peers[id]
 	switch {
-	case !ok && (len(d.peers) >= maxDirectory || d.bytes+len(raw) > maxDirectoryBytes) && !d.evictForLocked(id, len(raw)):
+	case !ok && via != "" && !d.relayRoomLocked(via):
+		d.relayRefused.Add(1)
+		return false, false
+	case !ok && (len(d.peers) >= maxDirectory || d.bytes+len(raw) > maxDirectoryBytes) &&
+		!d.evictForLocked(id, len(raw)) && (via == "" || !d.evictRelayedLocked(via, len(raw))):
+		if via != "" {
+			d.relayRefused.Add(1)
+		}
 		return false, false
 	case ok && d.bytes-len(old.raw)+len(raw) > maxDirectoryBytes:
 		return false, false
@@ -66,7 +81,15 @@ func (d *Directory) store(ad *Advertisement, raw []byte, ttl time.Duration, rela
 		return false, false // a departed peer's advertisement, still held elsewhere
 	}
 	d.bytes += len(raw) - len(old.raw)
-	d.peers[id] = adEntry{ad: ad, raw: raw, expires: time.Now().Add(ttl)}
+	switch {
+	case !ok:
+		d.chargeLocked(id, via)
+	case old.via != "" && via == "": // now first-hand
+		d.unchargeLocked(id, old.via)
+	default:
+		via = old.via // still charged to whoever relayed it first
+	}
+	d.peers[id] = adEntry{ad: ad, raw: raw, expires: time.Now().Add(ttl), via: via}
 	if d.updated != nil {
 		close(d.updated)
 		d.updated = nil
@@ -136,6 +159,7 @@ func (d *Directory) evictForLocked(id libp2ppeer.ID, size int) bool {
 func (d *Directory) dropLocked(id libp2ppeer.ID) {
 	if e, ok := d.peers[id]; ok {
 		d.bytes -= len(e.raw)
+		d.unchargeLocked(id, e.via)
 		delete(d.peers, id)
 	}
 }
@@ -258,10 +282,14 @@ type DirectoryStats struct {
 	Forced   uint64 // republications because the topic gained its first peer
 	Gossiped uint64 // advertisements stored from the topic (new, or newer than held)
 	Expired  uint64 // advertisements dropped because their TTL lapsed without news
+	// RelayRefused counts second-hand advertisements refused: their
+	// relaying peer had relayed maxRelayedPerPeer held here, or had more
+	// than its share of a full directory.
+	RelayRefused uint64
 }
 
 // Stats returns the directory's counters.
 func (d *Directory) Stats() DirectoryStats {
 	return DirectoryStats{Rejected: d.rejected.Load(), Synced: d.synced.Load(), Busy: d.syncBusy.Load(), Forced: d.forced.Load(),
-		Gossiped: d.gossiped.Load(), Expired: d.expired.Load()}
+		Gossiped: d.gossiped.Load(), Expired: d.expired.Load(), RelayRefused: d.relayRefused.Load()}
 }

@@ -67,7 +67,7 @@ func TestDirectoryBoundsWhatPeersAskFor(t *testing.T) {
 	}
 	ad := madeUp()
 	start := time.Now()
-	if ok, _ := d.store(ad, []byte("signed"), time.Duration(ad.TTLSeconds)*time.Second, false); !ok {
+	if ok, _ := d.store(ad, []byte("signed"), time.Duration(ad.TTLSeconds)*time.Second, false, ""); !ok {
 		t.Fatal("not stored")
 	}
 	id, _ := libp2ppeer.IDFromBytes(ad.Peer)
@@ -79,7 +79,7 @@ func TestDirectoryBoundsWhatPeersAskFor(t *testing.T) {
 	stored := 0
 	for range maxDirectory {
 		ad := madeUp()
-		if ok, _ := d.store(ad, big, time.Minute, false); ok {
+		if ok, _ := d.store(ad, big, time.Minute, false, ""); ok {
 			stored++
 		}
 	}
@@ -94,7 +94,7 @@ func TestDirectoryBoundsWhatPeersAskFor(t *testing.T) {
 		break
 	}
 	d.mu.Unlock()
-	if ok, _ := d.store(madeUp(), big, time.Minute, false); !ok {
+	if ok, _ := d.store(madeUp(), big, time.Minute, false, ""); !ok {
 		t.Fatal("no room made by the advertisements dropped")
 	}
 }
@@ -112,14 +112,14 @@ func TestConnectedPeersGetIntoAFullDirectory(t *testing.T) {
 	}
 	d := &Directory{cfg: adsConfig{TTL: defaultTTL}, h: h, peers: make(map[libp2ppeer.ID]adEntry)}
 	for range maxDirectory {
-		if ok, _ := d.store(&Advertisement{Peer: []byte(testhost.NewPeerID(t)), TTLSeconds: 60}, []byte("made up"), time.Minute, false); !ok {
+		if ok, _ := d.store(&Advertisement{Peer: []byte(testhost.NewPeerID(t)), TTLSeconds: 60}, []byte("made up"), time.Minute, false, ""); !ok {
 			t.Fatal("the directory filled up early")
 		}
 	}
-	if ok, _ := d.store(&Advertisement{Peer: []byte(testhost.NewPeerID(t)), TTLSeconds: 60}, []byte("far"), time.Minute, false); ok {
+	if ok, _ := d.store(&Advertisement{Peer: []byte(testhost.NewPeerID(t)), TTLSeconds: 60}, []byte("far"), time.Minute, false, ""); ok {
 		t.Fatal("a peer out of reach got into a full directory")
 	}
-	if ok, _ := d.store(&Advertisement{Peer: []byte(next.ID()), TTLSeconds: 60}, []byte("next"), time.Minute, false); !ok {
+	if ok, _ := d.store(&Advertisement{Peer: []byte(next.ID()), TTLSeconds: 60}, []byte("next"), time.Minute, false, ""); !ok {
 		t.Fatal("a connected peer was kept out of a full directory")
 	}
 	if n := len(d.peers); n != maxDirectory {

@@ -280,7 +280,7 @@ func (d *Directory) syncWith(ctx context.Context, p libp2ppeer.ID) (stored, adde
 			continue
 		}
 		ttl := min(time.Duration(sa.TTLSeconds), time.Duration(ad.TTLSeconds)) * time.Second
-		if ok, isNew := d.store(ad, sa.Data, ttl, true); ok {
+		if ok, isNew := d.store(ad, sa.Data, ttl, true, p); ok {
 			stored++
 			if isNew {
 				added++

@@ -77,7 +77,7 @@ func (d *Directory) serveSync(s network.Stream) {
 	if err == nil && req.Own != nil {
 		var ad *Advertisement
 		if ad, err = Verify(req.Own, asker); err == nil {
-			d.store(ad, req.Own, d.ttl(ad), false)
+			d.store(ad, req.Own, d.ttl(ad), false, asker)
 		}
 	}
 	if err != nil {

@@ -136,8 +136,16 @@ func TestCLIThroughControlSocket(t *testing.T) {
 	if code, _, errOut := cli(t, a.home, "send", aID+"/nobody", "1"); code != 1 || !strings.Contains(errOut, "no such actor") {
 		t.Fatalf("send to a missing local actor: %d %q", code, errOut)
 	}
-	if out := cliOK(t, a.home, "send", bID+"/echo", `"x"`); out != "queued\n" {
+	if out := cliOK(t, a.home, "send", bID+"/echo", `"x"`); out != "delivered to "+bID+"/echo (its actor replied)\n" {
 		t.Fatalf("send: %q", out)
+	}
+	// A send to a missing actor of another peer is bounced, never "queued".
+	if code, out, errOut := cli(t, a.home, "send", bID+"/nobody", "1"); code != 1 || out != "" ||
+		!strings.Contains(errOut, "the other peer answered") || !strings.Contains(errOut, "no such actor") {
+		t.Fatalf("send to a missing remote actor: %d %q %q", code, out, errOut)
+	}
+	if out := cliOK(t, b.home, "deadletters", "--json"); !strings.Contains(out, `"to":"`+bID+`/nobody"`) || !strings.Contains(out, `"from_peer":"`+aID+`"`) {
+		t.Fatalf("deadletters on the other peer: %s", out)
 	}
 
 	out := cliOK(t, a.home, "ping", bID, "-n", "2")
@@ -186,8 +194,12 @@ func TestCLIThroughControlSocket(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitExit(t, b, -1)
-	if code, _, errOut := cli(t, b.home, "id"); code != 1 || !strings.Contains(errOut, "stale") {
-		t.Fatalf("id after SIGKILL: %d %q", code, errOut)
+	// id needs no daemon: it reads the home, and says the socket is stale.
+	if code, out, errOut := cli(t, b.home, "id"); code != 0 || !strings.Contains(out, "peer "+bID) || !strings.Contains(out, "stale") {
+		t.Fatalf("id after SIGKILL: %d %q %q", code, out, errOut)
+	}
+	if code, _, errOut := cli(t, b.home, "peers"); code != 1 || !strings.Contains(errOut, "stale") {
+		t.Fatalf("peers after SIGKILL: %d %q", code, errOut)
 	}
 	b2 := startDaemonHome(t, b.home, "", "-listen", "/ip4/127.0.0.1/tcp/0", "-mdns=false")
 	if b2.id != b.id {

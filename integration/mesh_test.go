@@ -264,8 +264,8 @@ func TestLookupAndRemoteSpawn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := a.SpawnRemote(ctx, b.ID(), "greeter", "greeter-1", "hello from b")
-	if err != nil || g.Peer() != b.ID().String() || g.Name() != "greeter-1" {
+	g, err := a.SpawnRemote(ctx, b.ID(), "greeter", "remote.greeter-1", "hello from b")
+	if err != nil || g.Peer() != b.ID().String() || g.Name() != "remote.greeter-1" {
 		t.Fatalf("spawn remote: %v %v", g, err)
 	}
 	if v, err := a.System().Ask(ctx, g, Ping{1}); err != nil || v != (Greeting{"hello from b"}) {
@@ -276,7 +276,7 @@ func TestLookupAndRemoteSpawn(t *testing.T) {
 		if _, err := on.SpawnRemote(ctx, b.ID(), "nope", "", 1); !errors.Is(err, peer.ErrUnknownBehavior) || !strings.Contains(err.Error(), `"nope"`) {
 			t.Fatalf("unknown behavior: %v", err)
 		}
-		if _, err := on.SpawnRemote(ctx, b.ID(), "greeter", "greeter-1", "again"); !errors.Is(err, actor.ErrNameTaken) {
+		if _, err := on.SpawnRemote(ctx, b.ID(), "greeter", "remote.greeter-1", "again"); !errors.Is(err, actor.ErrNameTaken) {
 			t.Fatalf("a name taken: %v", err)
 		}
 		if _, err := on.SpawnRemote(ctx, b.ID(), "greeter", "bad/name", "x"); !errors.Is(err, actor.ErrInvalidName) {

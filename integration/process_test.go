@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -93,6 +94,13 @@ func startDaemonIn(t *testing.T, ns string, args ...string) *daemonProc {
 // namespace ns unless ns is "".
 func startDaemonHome(t *testing.T, home, ns string, args ...string) *daemonProc {
 	t.Helper()
+	return startDaemonLogged(t, home, ns, os.Stderr, args...)
+}
+
+// startDaemonLogged is startDaemonHome with the daemon's stderr (its
+// log) going to stderr.
+func startDaemonLogged(t *testing.T, home, ns string, stderr io.Writer, args ...string) *daemonProc {
+	t.Helper()
 	if ns == "" {
 		// Outside a namespace the home's own config keeps to 127.0.0.1
 		// without mDNS too, for whatever else uses the home (a chat).
@@ -109,7 +117,7 @@ func startDaemonHome(t *testing.T, home, ns string, args ...string) *daemonProc 
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	dieWithTest(cmd)
-	cmd.Stderr = os.Stderr
+	cmd.Stderr = stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -67,8 +67,8 @@ type pageState struct {
 // TestMeshViewInABrowser: a daemon's -ui page, in a real headless
 // Chromium, shows every peer (two other daemons and a library node) as a
 // row and as a node of the graph, shows a peer's actor name that looks
-// like HTML as text, and shows the message rate from a peer rise while
-// that peer sends.
+// like HTML as text, shows the message rate from a peer rise while
+// that peer sends, and lists a dead letter in its panel.
 func TestMeshViewInABrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: builds the binary and runs a browser")
@@ -169,6 +169,70 @@ func TestMeshViewInABrowser(t *testing.T) {
 	}
 	defer func() { stop(); wg.Wait() }()
 	waitPage("the rate from the library node rising", func(s pageState) bool { return s.Rate >= 20 })
+
+	// A message to an actor a does not have, under a name that looks like
+	// HTML: the dead-letter panel shows it, as text, with its reason.
+	const ghost = "<i>ghost"
+	ghostRef, err := actor.NewRef(a.id.String(), ghost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := me.SendCtx(cctx, ghostRef, "boo"); err != nil {
+		t.Fatal(err)
+	}
+	deadProbe := fmt.Sprintf(`(() => {
+		const rows = [...document.querySelectorAll("#deadletters tbody tr")];
+		const row = rows.find(r => r.querySelector(".to").title === %q);
+		return {
+			found: !!row,
+			reason: row ? row.querySelector(".reason").textContent : "",
+			type: row ? row.querySelector(".type").textContent : "",
+			empty: !document.getElementById("no-dead").hidden,
+			injected: document.querySelectorAll("main b, main i").length,
+			// Edge labels come after every edge (no edge hides one), and
+			// IDs wrap only where they must (no word broken at each letter).
+			labelsOnTop: (() => {
+				const kids = [...document.querySelectorAll("#graph > *")];
+				const lastEdge = kids.findLastIndex(k => k.classList.contains("edge"));
+				const firstLabel = kids.findIndex(k => k.classList.contains("edge-label"));
+				return lastEdge >= 0 && firstLabel > lastEdge;
+			})(),
+			wrap: (() => {
+				const td = document.querySelector("#peers tbody td.mono");
+				const cs = td ? getComputedStyle(td) : null;
+				return cs ? cs.wordBreak + "/" + cs.overflowWrap : "";
+			})(),
+		};
+	})()`, ghostRef.String())
+	type deadState struct {
+		Found       bool   `json:"found"`
+		Reason      string `json:"reason"`
+		Type        string `json:"type"`
+		Empty       bool   `json:"empty"`
+		Injected    int    `json:"injected"`
+		LabelsOnTop bool   `json:"labelsOnTop"`
+		Wrap        string `json:"wrap"`
+	}
+	for {
+		d, err := chromedp.Run(tctx, chromedp.Evaluate[deadState](deadProbe))
+		if err != nil {
+			t.Fatalf("reading the dead-letter panel: %v", err)
+		}
+		if d.Injected != 0 {
+			t.Fatalf("a dead letter's name was parsed as HTML: %+v", d)
+		}
+		if d.Found {
+			if d.Reason != "no such actor" || d.Type != "string" || d.Empty || !d.LabelsOnTop || d.Wrap != "normal/anywhere" {
+				t.Fatalf("the dead-letter panel: %+v", d)
+			}
+			break
+		}
+		select {
+		case <-tctx.Done():
+			t.Fatalf("the dead-letter panel never showed the letter to %s: %+v", ghostRef, d)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // TestTop: 'troupe top -n 2' prints two samples of the daemon's view, the

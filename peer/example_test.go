@@ -76,14 +76,14 @@ func ExampleNode_SpawnRemote() {
 			c.Receive(actor.Loop(actor.On(func(g Greet) { c.Reply(word + ", " + g.Name) })))
 		}, nil
 	})
-	if _, err := a.Lookup(ctx, b.ID(), "hi"); errors.Is(err, actor.ErrNoSuchActor) {
-		fmt.Println("no actor called hi yet")
+	if _, err := a.Lookup(ctx, b.ID(), "remote.hi"); errors.Is(err, actor.ErrNoSuchActor) {
+		fmt.Println("no actor called remote.hi yet")
 	}
-	hi, err := a.SpawnRemote(ctx, b.ID(), "greeter", "hi", "hi")
+	hi, err := a.SpawnRemote(ctx, b.ID(), "greeter", "remote.hi", "hi")
 	if err != nil {
 		panic(err)
 	}
-	found, _ := a.Lookup(ctx, b.ID(), "hi")
+	found, _ := a.Lookup(ctx, b.ID(), "remote.hi")
 	reply, err := a.System().Ask(ctx, found, Greet{"a"})
 	fmt.Println(found == hi, reply, err)
 	_, err = a.SpawnRemote(ctx, b.ID(), "shouter", "", "HI")
@@ -91,7 +91,7 @@ func ExampleNode_SpawnRemote() {
 	_, err = a.SpawnRemote(ctx, b.ID(), "greeter", "", 42)
 	fmt.Println(errors.Is(err, peer.ErrSpawnArgs))
 	// Output:
-	// no actor called hi yet
+	// no actor called remote.hi yet
 	// true hi, a <nil>
 	// true
 	// true

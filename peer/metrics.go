@@ -2,6 +2,7 @@ package peer
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -51,6 +52,7 @@ var metricDefs = []struct {
 	{"troupe_too_large_in_total", "Messages from other peers refused for their size (the sender's maximum frame is larger).", true},
 	{"troupe_decode_errors_total", "Frames from other peers that could not be decoded.", true},
 	{"troupe_streams_reset_total", "Inbound streams reset for bad input.", true},
+	{"troupe_streams_slow_total", "Of those, streams whose frame or large message came slower than its deadline (trickled).", true},
 	{"troupe_losses_declared_total", "Streams given up here while their connection lived, with messages perhaps lost: each took the peer down on both sides.", true},
 	{"troupe_losses_heard_total", "Losses other peers declared and this one acted on (their actors went down here).", true},
 	{"troupe_unknown_type_total", "Messages from other peers of a type unknown here, to actors that do not take them: dead letters.", true},
@@ -68,6 +70,14 @@ var metricDefs = []struct {
 	{"troupe_link_queue_depth", "Messages waiting in link queues to other peers.", false},
 	{"troupe_peers", "Connected peers.", false},
 	{"troupe_actors", "Live local actors.", false},
+	{"troupe_reader_bytes", "Bytes inbound stream readers hold for unfinished frames and large messages, node-wide.", false},
+	{"troupe_remote_watches", "Monitors and links between local actors and other peers' (capped per peer and node-wide).", false},
+}
+
+// labeledMetricDefs lists the exported counters with one label: name,
+// help, label.
+var labeledMetricDefs = []struct{ name, help, label string }{
+	{"troupe_dead_letters_by_reason_total", "Messages that reached no actor, per reason (actor.DeadLetterKind, as a label: no_such_actor, mailbox_full, ...; at most 25 values).", "reason"},
 }
 
 func newNodeCollector(n *Node) *nodeCollector {
@@ -75,7 +85,27 @@ func newNodeCollector(n *Node) *nodeCollector {
 	for _, m := range metricDefs {
 		c.descs[m.name] = prometheus.NewDesc(m.name, m.help, nil, nil)
 	}
+	for _, m := range labeledMetricDefs {
+		c.descs[m.name] = prometheus.NewDesc(m.name, m.help, []string{m.label}, nil)
+	}
 	return c
+}
+
+// reasonLabel turns a dead-letter kind into a label value: lower case
+// letters and digits, runs of anything else as one '_'.
+func reasonLabel(kind string) string {
+	var b strings.Builder
+	under := false
+	for _, r := range strings.ToLower(kind) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+			under = false
+		} else if !under && b.Len() > 0 {
+			b.WriteByte('_')
+			under = true
+		}
+	}
+	return strings.TrimSuffix(b.String(), "_")
 }
 
 // Describe implements prometheus.Collector.
@@ -105,6 +135,7 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		"troupe_too_large_in_total":           float64(rs.TooLargeIn),
 		"troupe_decode_errors_total":          float64(rs.DecodeErrors),
 		"troupe_streams_reset_total":          float64(rs.StreamsReset),
+		"troupe_streams_slow_total":           float64(rs.SlowStreams),
 		"troupe_losses_declared_total":        float64(rs.LossesDeclared),
 		"troupe_losses_heard_total":           float64(rs.LossesHeard),
 		"troupe_unknown_type_total":           float64(rs.UnknownTypes),
@@ -122,6 +153,8 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		"troupe_link_queue_depth":             float64(rs.QueuedUser + rs.QueuedCtl),
 		"troupe_peers":                        float64(len(c.node.Peers())),
 		"troupe_actors":                       float64(sys.Actors()),
+		"troupe_remote_watches":               float64(sys.RemoteWatches()),
+		"troupe_reader_bytes":                 float64(rs.ReaderBytes),
 	}
 	for _, m := range metricDefs {
 		kind := prometheus.GaugeValue
@@ -129,5 +162,16 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 			kind = prometheus.CounterValue
 		}
 		ch <- prometheus.MustNewConstMetric(c.descs[m.name], kind, values[m.name])
+	}
+	byReason := map[string]uint64{}
+	for k, v := range sys.DeadLettersByKind() {
+		l := reasonLabel(k)
+		if l == "" {
+			l = "other"
+		}
+		byReason[l] += v // two kinds may share a label
+	}
+	for label, v := range byReason {
+		ch <- prometheus.MustNewConstMetric(c.descs["troupe_dead_letters_by_reason_total"], prometheus.CounterValue, float64(v), label)
 	}
 }

@@ -71,3 +71,36 @@ func gather(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 	}
 	return out
 }
+
+// TestDeadLettersByReasonMetric: each dead letter counts under its
+// reason's label.
+func TestDeadLettersByReasonMetric(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	a := newTestNode(t, WithPrometheus(reg))
+	ghost, _ := Ref(a.ID(), "ghost")
+	a.System().Send(ghost, "x")
+	a.System().Send(ghost, "y")
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "troupe_dead_letters_by_reason_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				got[l.GetName()+"="+l.GetValue()] += m.GetCounter().GetValue()
+			}
+		}
+	}
+	if got["reason=no_such_actor"] != 2 || len(got) != 1 {
+		t.Fatalf("troupe_dead_letters_by_reason_total: %v", got)
+	}
+	for in, want := range map[string]string{"no such actor": "no_such_actor", "message of an unknown type": "message_of_an_unknown_type", "  A--b!": "a_b", "": ""} {
+		if l := reasonLabel(in); l != want {
+			t.Errorf("reasonLabel(%q) = %q, want %q", in, l, want)
+		}
+	}
+}

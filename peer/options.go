@@ -45,6 +45,8 @@ type config struct {
 	peerBudget   int64
 	spawnPolicy  SpawnPolicy
 	spawnQuota   int
+	spawnTotal   int    // live actors all other peers may have spawned
+	spawnNames   string // the prefix of names a remote spawn may ask for
 	mesh         string
 	mdns         bool
 	dht          bool
@@ -75,6 +77,8 @@ func defaultConfig() config {
 		mesh:      "default",
 
 		spawnQuota: DefaultRemoteSpawnQuota,
+		spawnTotal: DefaultRemoteSpawnTotal,
+		spawnNames: DefaultRemoteSpawnNames,
 	}
 }
 

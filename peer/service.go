@@ -108,18 +108,26 @@ type BehaviorFactory func(args any) (actor.Behavior, error)
 // behaviors is the table of behaviors this node lets peers spawn.
 type behaviors struct {
 	mu sync.RWMutex // guards m
-	m  map[string]BehaviorFactory
+	m  map[string]behavior
 }
 
-func (b *behaviors) get(name string) BehaviorFactory {
+// behavior is a registered behavior's factory and options.
+type behavior struct {
+	f BehaviorFactory
+	behaviorConfig
+}
+
+func (b *behaviors) get(name string) (behavior, bool) {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	return b.m[name]
+	bh, ok := b.m[name]
+	return bh, ok
 }
 
 // RegisterBehavior lets peers spawn actors running the behavior f builds,
-// under name (closures cannot travel; names can).
-func (n *Node) RegisterBehavior(name string, f BehaviorFactory) error {
+// under name (closures cannot travel; names can). An actor another peer
+// spawned stops when that peer is gone (see OutlivesSpawner).
+func (n *Node) RegisterBehavior(name string, f BehaviorFactory, opts ...BehaviorOption) error {
 	switch {
 	case name == "":
 		return fmt.Errorf("peer: RegisterBehavior: an empty name: %w", actor.ErrInvalidName)
@@ -129,12 +137,16 @@ func (n *Node) RegisterBehavior(name string, f BehaviorFactory) error {
 	n.behaviors.mu.Lock()
 	defer n.behaviors.mu.Unlock()
 	if n.behaviors.m == nil {
-		n.behaviors.m = make(map[string]BehaviorFactory)
+		n.behaviors.m = make(map[string]behavior)
 	}
 	if _, ok := n.behaviors.m[name]; ok {
 		return fmt.Errorf("%w: %q", ErrBehaviorTaken, name)
 	}
-	n.behaviors.m[name] = f
+	bh := behavior{f: f}
+	for _, o := range opts {
+		o(&bh.behaviorConfig)
+	}
+	n.behaviors.m[name] = bh
 	return nil
 }
 
@@ -142,9 +154,9 @@ func (n *Node) RegisterBehavior(name string, f BehaviorFactory) error {
 // of type A: a spawn whose arguments are of another type fails with an
 // error wrapping ErrSpawnArgs that names both types; a spawn with no
 // arguments gets the zero A.
-func RegisterBehaviorOf[A any](n *Node, name string, f func(args A) (actor.Behavior, error)) error {
+func RegisterBehaviorOf[A any](n *Node, name string, f func(args A) (actor.Behavior, error), opts ...BehaviorOption) error {
 	if f == nil {
-		return n.RegisterBehavior(name, nil)
+		return n.RegisterBehavior(name, nil, opts...)
 	}
 	return n.RegisterBehavior(name, func(args any) (actor.Behavior, error) {
 		a, ok := args.(A)
@@ -152,7 +164,7 @@ func RegisterBehaviorOf[A any](n *Node, name string, f func(args A) (actor.Behav
 			return nil, fmt.Errorf("%w: got %T, want %v", ErrSpawnArgs, args, reflect.TypeFor[A]())
 		}
 		return f(a)
-	})
+	}, opts...)
 }
 
 // Lookup asks peer id whether it hosts an actor called name, and returns
@@ -186,9 +198,11 @@ func (n *Node) Lookup(ctx context.Context, id libp2ppeer.ID, name string) (actor
 // actor.ErrInvalidName, actor.ErrClosed, codec.ErrUnregistered or
 // codec.ErrMalformed (arguments of a type the peer does not know or
 // cannot decode), ErrSpawnArgs (arguments of a type the behavior does not
-// take), ErrSpawnRefused (the peer's WithSpawnPolicy said no),
-// actor.ErrSystemLimit (this node's quota of live actors spawned there,
-// WithRemoteSpawnQuota, is used up), an error of the Ask (context.DeadlineExceeded,
+// take), ErrSpawnRefused (the peer's WithSpawnPolicy said no, or name
+// does not begin with its WithRemoteSpawnNames prefix, "remote." by
+// default), actor.ErrSystemLimit (this node's quota of live actors
+// spawned there, WithRemoteSpawnQuota, or that peer's total for all,
+// WithRemoteSpawnTotal, is used up), an error of the Ask (context.DeadlineExceeded,
 // actor.ErrNoSuchActor, routing.ErrUnreachable, ...); a factory's own
 // error comes back as text.
 func (n *Node) SpawnRemote(ctx context.Context, id libp2ppeer.ID, behavior, name string, args any) (actor.Ref, error) {
@@ -198,7 +212,7 @@ func (n *Node) SpawnRemote(ctx context.Context, id libp2ppeer.ID, behavior, name
 	}
 	req := spawnReq{Behavior: behavior, Name: name, Args: codec.Raw{Type: typ, Body: body}}
 	if id == n.ID() {
-		ref, err := n.spawnLocal(req)
+		ref, err := n.spawnLocal(req, nil)
 		if err != nil {
 			return actor.Ref{}, fmt.Errorf("peer: spawn on %v: %w", id, err)
 		}

@@ -2,6 +2,7 @@ package routing
 
 import (
 	"context"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -174,15 +175,15 @@ func (in *inbound) backpressure() error {
 		return nil
 	}
 	r.paused.Add(1)
-	r.log.Debug("routing: pausing a peer at its budget", "peer", in.remote, "held", b.credit.Held())
+	r.logPeer(slog.LevelDebug, in.remote, "routing: pausing a peer at its budget", "held", b.credit.Held())
 	ctx, cancel := context.WithTimeout(r.ctx, r.cfg.PauseGrace)
 	err := b.credit.WaitLow(ctx)
 	cancel()
 	if err != nil && r.ctx.Err() == nil {
 		r.shed.Add(1)
 		k := r.sys.ShedSaved(b.credit)
-		r.log.Warn("routing: a peer stayed paused at its budget: shedding its saved messages",
-			"peer", in.remote, "held", b.credit.Held(), "actors", k, "grace", r.cfg.PauseGrace)
+		r.logPeer(slog.LevelWarn, in.remote, "routing: a peer stayed paused at its budget: shedding its saved messages",
+			"held", b.credit.Held(), "actors", k, "grace", r.cfg.PauseGrace)
 		err = b.credit.WaitLow(r.ctx)
 	}
 	if err != nil {

@@ -2,6 +2,7 @@ package routing
 
 import (
 	"fmt"
+	"log/slog"
 
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
@@ -22,7 +23,7 @@ func (in *inbound) admit(env *codec.Envelope, msg any) bool {
 	case actor.MonitorSignal, actor.DemonitorSignal, actor.LinkSignal, actor.UnlinkSignal, actor.ExitSignal:
 		if env.FromName == "" {
 			r.decodeErrors.Add(1)
-			r.log.Debug("routing: monitor, link or exit from no actor", "peer", in.remote, "type", env.Type)
+			r.logPeer(slog.LevelDebug, in.remote, "routing: monitor, link or exit from no actor", "type", env.Type)
 			return false
 		}
 	}
@@ -30,13 +31,13 @@ func (in *inbound) admit(env *codec.Envelope, msg any) bool {
 	case actor.ExitSignal:
 		if m.Kill || r.protected[env.To] {
 			r.refused.Add(1)
-			r.log.Debug("routing: exit refused", "peer", in.remote, "to", env.To, "kill", m.Kill)
+			r.logPeer(slog.LevelDebug, in.remote, "routing: exit refused", "to", env.To, "kill", m.Kill)
 			return false
 		}
 	case actor.LinkSignal:
 		if r.protected[env.To] {
 			r.refused.Add(1)
-			r.log.Debug("routing: link refused for a protected actor", "peer", in.remote, "to", env.To)
+			r.logPeer(slog.LevelDebug, in.remote, "routing: link refused for a protected actor", "to", env.To)
 			return false
 		}
 	}
@@ -143,7 +144,7 @@ func (in *inbound) dispatch(env *codec.Envelope, v any) {
 	msg, reply, err := fromValue(env, v)
 	if err != nil {
 		r.decodeErrors.Add(1)
-		r.log.Debug("routing: undecodable message", "peer", in.remote, "type", env.Type, "err", err)
+		r.logPeer(slog.LevelDebug, in.remote, "routing: undecodable message", "type", env.Type, "err", err)
 		return
 	}
 	if env.Kind == codec.KindSystem && in.forRouter(msg) {
@@ -174,6 +175,6 @@ func (in *inbound) unknownType(to, from actor.Ref, raw codec.Raw, corr uint64) {
 		return
 	}
 	r.unknownTypes.Add(1)
-	r.log.Debug("routing: message of an unknown type", "peer", in.remote, "to", to.Name(), "type", raw.Type)
+	r.logPeer(slog.LevelDebug, in.remote, "routing: message of an unknown type", "to", to.Name(), "type", raw.Type)
 	r.sys.Bounce(actor.Envelope{To: to, From: from, Msg: raw, Corr: corr}, fmt.Errorf("%w: %q", actor.ErrUnknownType, raw.Type))
 }

@@ -32,6 +32,11 @@ var (
 	// the message may or may not have reached the peer. When the stream's
 	// connection went away, the error also matches actor.ErrNodeDown.
 	ErrStreamBroken = errors.New("routing: stream broke")
+	// ErrRemote: an error that came from another peer and matches none
+	// of the sentinels Troupe knows (a RemoteError wraps it). Its kind of
+	// dead letter is "remote error" (actor.DeadLetterKind), whatever the
+	// other peer wrote: a peer cannot make up kinds.
+	ErrRemote = errors.New("routing: remote error")
 )
 
 // RemoteError is an exit reason or error that came from another peer and
@@ -42,3 +47,6 @@ type RemoteError struct {
 
 // Error returns the text the other peer sent.
 func (e *RemoteError) Error() string { return e.Text }
+
+// Unwrap returns ErrRemote.
+func (e *RemoteError) Unwrap() error { return ErrRemote }

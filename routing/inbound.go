@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"runtime/debug"
 
@@ -23,7 +24,8 @@ import (
 // malformed (no troupe writer sends one), a fragment on a control stream,
 // or a stream that lost sync (bad length, oversize frame, truncated
 // frame), or one that stopped in the middle of a frame or of a large
-// message for stallTimeout, or whose large frame or message the resource
+// message for stallTimeout, or whose frame or large message came slower
+// than its deadline allows (a trickle; see stallGuard), or whose large frame or message the resource
 // manager's memory limits refused (see streamBudget). A stream beyond maxInboundStreams of its peer
 // and protocol is reset at once, and counted the same way; as with the
 // others, the peer is asked to declare the loss of what it wrote on it.
@@ -37,7 +39,7 @@ func (r *Router) handleStream(s network.Stream) {
 		r.mu.Unlock()
 		if tooMany { // counted before the reset, which the peer sees
 			r.streamsReset.Add(1)
-			r.log.Warn("routing: refusing inbound stream: too many open", "peer", remote, "protocol", s.Protocol())
+			r.logPeer(slog.LevelWarn, remote, "routing: refusing inbound stream: too many open", "protocol", s.Protocol())
 		}
 		_ = s.Reset()
 		if tooMany && !s.Conn().IsClosed() {
@@ -69,7 +71,7 @@ func (r *Router) handleStream(s network.Stream) {
 	in.v11 = isCompact(s.Protocol()) // compact frames and fragments
 	in.ctl = key.ctl
 	guard := &stallGuard{s: s, in: &in}
-	budget := &streamBudget{scope: s.Scope()}
+	budget := &streamBudget{scope: s.Scope(), node: &r.readers, peer: remote}
 	in.budget = budget
 	fr := codec.NewFrameReader(guard, readFrame(r.cfg.MaxFrame), codec.WithCompact(in.v11), codec.WithBudget(budget))
 	guard.fr = fr
@@ -81,18 +83,24 @@ func (r *Router) handleStream(s network.Stream) {
 		_ = s.Close()
 	case r.ctx.Err() == nil && errors.Is(err, codec.ErrBufferRefused):
 		r.streamsReset.Add(1)
-		r.log.Warn("routing: resetting inbound stream: over a memory limit", "peer", remote, "protocol", s.Protocol(), "err", err)
+		r.logPeer(slog.LevelWarn, remote, "routing: resetting inbound stream: over a memory limit", "protocol", s.Protocol(), "err", err)
 		_ = s.ResetWithError(network.StreamResourceLimitExceeded) // tells the writer why
 		r.lostInbound(&in, err)
 	case errors.Is(err, errReaderPanic):
 		r.readerPanics.Add(1)
 		r.streamsReset.Add(1)
-		r.log.Error("routing: resetting inbound stream: its reader panicked", "peer", remote, "protocol", s.Protocol(), "err", err)
+		r.logPeer(slog.LevelError, remote, "routing: resetting inbound stream: its reader panicked", "protocol", s.Protocol(), "err", err)
+		_ = s.Reset()
+		r.lostInbound(&in, err)
+	case r.ctx.Err() == nil && guard.tooSlow(err):
+		r.slowStreams.Add(1)
+		r.streamsReset.Add(1)
+		r.logPeer(slog.LevelWarn, remote, "routing: resetting inbound stream: a frame or large message came too slowly", "protocol", s.Protocol(), "err", err)
 		_ = s.Reset()
 		r.lostInbound(&in, err)
 	case r.ctx.Err() == nil && (isCodecError(err) || errors.As(err, &ne) && ne.Timeout()):
 		r.streamsReset.Add(1)
-		r.log.Warn("routing: resetting inbound stream", "peer", remote, "protocol", s.Protocol(), "err", err)
+		r.logPeer(slog.LevelWarn, remote, "routing: resetting inbound stream", "protocol", s.Protocol(), "err", err)
 		_ = s.Reset()
 		r.lostInbound(&in, err)
 	default:
@@ -158,7 +166,7 @@ func (in *inbound) read(fr *codec.FrameReader) error {
 			if fr.Err() != nil || errors.Is(err, codec.ErrMalformedEnvelope) {
 				return err // resets the stream
 			}
-			r.log.Debug("routing: skipping bad frame", "peer", in.remote, "type", env.Type, "err", err)
+			r.logPeer(slog.LevelDebug, in.remote, "routing: skipping bad frame", "type", env.Type, "err", err)
 			continue
 		}
 		// Only a system message can be a fragment: a user message is not
@@ -223,7 +231,7 @@ func (in *inbound) tooLarge(env *codec.Envelope, size int) {
 	r := in.r
 	r.tooLargeIn.Add(1)
 	reason := fmt.Errorf("%w: message of %d bytes exceeds the receiver's limit of %d", ErrTooLarge, size, r.cfg.MaxFrame)
-	r.log.Debug("routing: message refused", "peer", in.remote, "type", env.Type, "err", reason)
+	r.logPeer(slog.LevelDebug, in.remote, "routing: message refused", "type", env.Type, "err", reason)
 	to, from, ok := in.envRefs(env)
 	if !ok {
 		return
@@ -257,6 +265,7 @@ type inbound struct {
 	received   uint64         // frames decoded and not yet counted in r.received
 	refs       refCache
 	large      largeIn      // a large message being reassembled
+	larges     uint64       // large messages begun on the stream: numbers them for stallGuard
 	v11        bool         // the stream is 1.1.0: compact frames and fragments
 	ctl        bool         // the stream is a control stream: no fragments
 	helloed    bool         // the stream's hello came

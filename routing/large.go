@@ -2,6 +2,7 @@ package routing
 
 import (
 	"fmt"
+	"log/slog"
 
 	"github.com/troupe-mesh/troupe/codec"
 )
@@ -206,6 +207,7 @@ func (in *inbound) fragment(env *codec.Envelope, f fragmentBody) error {
 		if f.Reply {
 			kind = codec.KindReply
 		}
+		in.larges++
 		*lg = largeIn{
 			active: true, total: int(f.Total),
 			env: codec.Envelope{Kind: kind, To: env.To, FromName: env.FromName, Type: f.Type, Corr: env.Corr},
@@ -250,7 +252,7 @@ func (in *inbound) fragment(env *codec.Envelope, f fragmentBody) error {
 	v, err := in.r.cfg.Registry.Decode(msg.Type, msg.Body)
 	if err != nil {
 		in.r.decodeErrors.Add(1)
-		in.r.log.Debug("routing: undecodable large message", "peer", in.remote, "type", msg.Type, "err", err)
+		in.r.logPeer(slog.LevelDebug, in.remote, "routing: undecodable large message", "type", msg.Type, "err", err)
 		return nil
 	}
 	in.received++

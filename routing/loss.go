@@ -1,7 +1,6 @@
 package routing
 
 import (
-	"context"
 	"errors"
 	"log/slog"
 	"math"
@@ -83,7 +82,7 @@ func (r *Router) lossDeclared(l *link, s uint64, why string, asked, push bool) {
 	if asked {
 		level = slog.LevelDebug
 	}
-	r.log.Log(context.Background(), level, "routing: messages to a peer may have been lost: its actors are down here, and ours there", "peer", l.peer, "why", why)
+	r.logPeer(level, l.peer, "routing: messages to a peer may have been lost: its actors are down here, and ours there", "why", why)
 	r.perform(acts) // the lostBody before the Downs: what they cause comes after it
 }
 
@@ -116,7 +115,7 @@ func (r *Router) askLoss(p libp2ppeer.ID, user bool, why string) {
 	if len(acts) == 0 {
 		return // gone: its disconnection took it down
 	}
-	r.log.Warn("routing: a peer's messages were lost: asking it to declare the loss", "peer", p, "why", why)
+	r.logPeer(slog.LevelWarn, p, "routing: a peer's messages were lost: asking it to declare the loss", "why", why)
 	r.perform(acts)
 }
 

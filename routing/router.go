@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -99,6 +100,9 @@ type config struct {
 	Departed    func(libp2ppeer.ID) bool // Groups only; nil: every disconnection
 
 	timings timings // tests only: shorter waits (zero: the defaults)
+	// readerMemory and readerFloor are tests' node-wide reader budget and
+	// per-peer floor (zero: DefaultReaderMemory, MaxFrame).
+	readerMemory, readerFloor int64
 }
 
 // NewIncarnation draws a random incarnation number (never 0).
@@ -136,6 +140,7 @@ type Stats struct {
 	TooLargeIn       uint64 // messages refused at the receiver: over its maximum frame, from a sender whose maximum is larger
 	DecodeErrors     uint64 // frames that could not be decoded
 	StreamsReset     uint64 // inbound streams reset for bad input, a stall, or a memory limit
+	SlowStreams      uint64 // of those, streams whose frame or large message came slower than its deadline allows (trickled)
 	Undeliverable    uint64 // messages lost when a stream failed
 	PeersDown        uint64 // peer disconnections and restarts seen
 	EncodeErrors     uint64 // messages whose body could not be encoded
@@ -152,6 +157,8 @@ type Stats struct {
 	Paused           uint64 // times a peer's stream reader paused, the peer at its budget (see WithPeerBudget)
 	Shed             uint64 // times a peer stayed paused for WithPauseGrace and its actors' saved messages were shed
 	MovedOffRelay    uint64 // outbound streams ended cleanly on a relayed connection once a direct one came (relaymove.go)
+	ReaderBytes      int64  // bytes inbound stream readers now hold for unfinished frames and large messages, node-wide (at most DefaultReaderMemory beyond a maximum frame per peer)
+	ReaderPeers      int    // peers whose readers now hold some
 }
 
 // Router carries actor messages between peers over libp2p streams: one
@@ -164,6 +171,8 @@ type Router struct {
 	sys         *actor.Port // the bound system's transport handle
 	incarnation uint64
 	log         *slog.Logger
+	logLimit    logLimiter   // protocol errors' lines, per peer (loglimit.go)
+	readers     readerBudget // what stream readers hold node-wide (reader_budget.go)
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -195,12 +204,12 @@ type Router struct {
 
 	lossSeq atomic.Uint64 // numbers this node's declarations and requests: drawn under a writer's lock too (link.drawLoss)
 
-	sent, received, linkFull, tooLarge, tooLargeIn, decodeErrors, streamsReset atomic.Uint64
-	lossesDeclared, lossesHeard                                                atomic.Uint64
-	refused, unknownTypes, readerPanics, paused, shed, movedOffRelay           atomic.Uint64
-	undeliverable, peersDown, encodeErrors, hellos, writtenThrough             atomic.Uint64
-	streams                                                                    atomic.Uint64 // streams opened: numbers them in hellos
-	counts                                                                     sync.Map      // libp2ppeer.ID → *peerCounts (traffic.go)
+	sent, received, linkFull, tooLarge, tooLargeIn, decodeErrors, streamsReset, slowStreams atomic.Uint64
+	lossesDeclared, lossesHeard                                                             atomic.Uint64
+	refused, unknownTypes, readerPanics, paused, shed, movedOffRelay                        atomic.Uint64
+	undeliverable, peersDown, encodeErrors, hellos, writtenThrough                          atomic.Uint64
+	streams                                                                                 atomic.Uint64 // streams opened: numbers them in hellos
+	counts                                                                                  sync.Map      // libp2ppeer.ID → *peerCounts (traffic.go)
 
 	hooks hooks // tests only: all nil outside tests
 }
@@ -254,6 +263,8 @@ func newRouter(cfg config) (*Router, error) {
 	}
 	r := &Router{
 		cfg: cfg, h: cfg.Host, log: cfg.Logger,
+		logLimit:    logLimiter{every: cfg.timings.logEvery, max: maxLogKeys},
+		readers:     readerBudget{limit: cmp.Or(cfg.readerMemory, DefaultReaderMemory), floor: cmp.Or(cfg.readerFloor, readerFloor(cfg.MaxFrame))},
 		incarnation: cfg.Incarnation,
 		links:       make(map[string]*link),
 		budgets:     make(map[libp2ppeer.ID]*peerBudget),
@@ -312,7 +323,7 @@ func (r *Router) Stats() Stats {
 	st := Stats{
 		Sent: r.sent.Load(), Received: r.received.Load(), LinkFull: r.linkFull.Load(),
 		TooLarge: r.tooLarge.Load(), TooLargeIn: r.tooLargeIn.Load(), DecodeErrors: r.decodeErrors.Load(),
-		StreamsReset: r.streamsReset.Load(), Undeliverable: r.undeliverable.Load(),
+		StreamsReset: r.streamsReset.Load(), SlowStreams: r.slowStreams.Load(), Undeliverable: r.undeliverable.Load(),
 		PeersDown: r.peersDown.Load(), EncodeErrors: r.encodeErrors.Load(),
 		LossesDeclared: r.lossesDeclared.Load(), LossesHeard: r.lossesHeard.Load(),
 		Refused: r.refused.Load(), UnknownTypes: r.unknownTypes.Load(), ReaderPanics: r.readerPanics.Load(),
@@ -328,6 +339,7 @@ func (r *Router) Stats() Stats {
 		st.ConnectedLinks++
 	}
 	r.mu.Unlock()
+	st.ReaderBytes, st.ReaderPeers = r.readers.stat()
 	return st
 }
 

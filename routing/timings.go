@@ -15,6 +15,11 @@ type timings struct {
 	// its own stream after writeTimeout without progress, the same.
 	// Router.
 	stallTimeout time.Duration
+	// wholeBase and wholeRate bound the time a whole frame or large
+	// message may take to arrive: wholeBase + its size / wholeRate (bytes
+	// a second), however often bytes come (see stallGuard). Router.
+	wholeBase time.Duration
+	wholeRate int
 	// lossWait bounds the wait of a user stream's reader for the lostBody
 	// that its hello, or a reset of the peer's last stream here,
 	// announces (see awaitLoss). Router.
@@ -29,6 +34,9 @@ type timings struct {
 	// presenceRenew is how often a peer announces its members of each
 	// group again (see groups_presence.go). Groups.
 	presenceRenew time.Duration
+	// logEvery is the interval between two log lines of one kind of
+	// protocol error of one peer (see loglimit.go). Router.
+	logEvery time.Duration
 }
 
 // defaultTimings returns the timings outside tests.
@@ -36,9 +44,12 @@ func defaultTimings() timings {
 	return timings{
 		backoffUnit:   50 * time.Millisecond,
 		stallTimeout:  writeTimeout,
+		wholeBase:     10 * time.Second,
+		wholeRate:     defaultWholeRate,
 		lossWait:      5 * time.Second,
 		retireDelays:  [3]time.Duration{time.Second, 5 * time.Second, 30 * time.Second},
 		presenceRenew: 30 * time.Second,
+		logEvery:      logEvery,
 	}
 }
 
@@ -51,6 +62,15 @@ func (t timings) withDefaults() timings {
 	}
 	if t.stallTimeout <= 0 {
 		t.stallTimeout = d.stallTimeout
+	}
+	if t.wholeBase <= 0 {
+		t.wholeBase = d.wholeBase
+	}
+	if t.wholeRate <= 0 {
+		t.wholeRate = d.wholeRate
+	}
+	if t.logEvery <= 0 {
+		t.logEvery = d.logEvery
 	}
 	if t.lossWait <= 0 {
 		t.lossWait = d.lossWait
@@ -80,3 +100,8 @@ type hooks struct {
 	// lossMessage runs once a reader handled a lostBody or a resetBody.
 	lossMessage func()
 }
+
+// defaultWholeRate is the rate below which a frame or large message is
+// too slow (see stallGuard): 128 KiB/s, 1 Mbit/s, so a 4 MiB message may
+// take 42 s with wholeBase.
+const defaultWholeRate = 128 << 10

@@ -92,6 +92,14 @@ func TestReasons(t *testing.T) {
 	if !errors.As(other, &re) || re.Text != "actor: panic: boom" {
 		t.Fatalf("other reason: %#v", other)
 	}
+	// Its text is the other peer's, its dead-letter kind is not: a
+	// hostile peer must not fill the kinds counted apart.
+	for _, text := range []string{"actor: panic: boom", "made-up kind 1", "x: made-up kind 2"} {
+		got := decodeReason(reasonBody{Code: codeOther, Text: text})
+		if got.Error() != text || !errors.Is(got, ErrRemote) || actor.DeadLetterKind(got) != "remote error" {
+			t.Fatalf("a remote %q came as %q, kind %q", text, got, actor.DeadLetterKind(got))
+		}
+	}
 	// A long text is cut on a rune boundary: a signal's frame stays small.
 	long := fmt.Errorf("%w: %s", actor.ErrNodeDown, strings.Repeat("é", maxReasonText))
 	b := encodeReason(long)

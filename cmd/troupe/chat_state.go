@@ -62,12 +62,16 @@ func (st *chatState) enter(c *actor.Context, room string) {
 	st.checkCollision(c)
 }
 
+// loop installs the actor's one state, its cases built once and
+// installed again after each message while the actor goes on.
 func (st *chatState) loop(c *actor.Context) {
-	c.Receive(actor.Any(func(m any) {
+	var chatting actor.Case
+	chatting = actor.Cases(actor.Any(func(m any) {
 		if st.handle(c, m) {
-			st.loop(c)
+			c.Receive(chatting)
 		}
 	}))
+	c.Receive(chatting)
 }
 
 // handle handles one message and reports whether the actor goes on.
@@ -83,10 +87,10 @@ func (st *chatState) handle(c *actor.Context, m any) bool {
 		}
 	case ChatDirect:
 		if fromNick(c, m.Nick) && st.s.limit.allow(from) {
-			st.s.printf("[dm from %s] %s", st.s.nicks.show(m.Nick, from), clean(m.Text))
+			st.s.printf("[dm from %s] %s", st.s.nicks.label(m.Nick, from), clean(m.Text))
 		}
 	case chatForwarded:
-		st.s.printf("[dm from %s] %s", st.s.nicks.show(m.m.Nick, m.peer), clean(m.m.Text))
+		st.s.printf("[dm from %s] %s", st.s.nicks.label(m.m.Nick, m.peer), clean(m.m.Text))
 	case ChatRename:
 		// A rename by this user's own former actor is not news here.
 		own := c.Sender() == st.prev || c.Sender() == st.former
@@ -105,7 +109,7 @@ func (st *chatState) handle(c *actor.Context, m any) bool {
 	case actor.Left:
 		if nick, ok := st.members[m.Member]; ok && m.Group == group {
 			delete(st.members, m.Member)
-			st.s.printf("* %s left #%s", st.s.nicks.show(nick, m.Member.Peer()), st.room)
+			st.s.printf("* %s left #%s", st.s.nicks.label(nick, m.Member.Peer()), st.room)
 		}
 	}
 	return true
@@ -148,13 +152,14 @@ func (st *chatState) command(c *actor.Context, line string) bool {
 			st.s.printf("! usage: /msg NICK text")
 			break
 		}
-		to, ok := st.find(nick)
-		if !ok {
-			st.s.printf("! no user %s is known; /who lists the room", nick)
+		name, _ := splitShown(nick)
+		to, shown, err := resolveNick(&st.s.nicks, nick, st.candidates(name))
+		if err != nil {
+			st.s.printf("! not sent: %v", err)
 			break
 		}
 		c.Send(to, ChatDirect{Nick: st.nick, Text: text})
-		st.s.printf("[dm to %s] %s", nick, text)
+		st.s.printf("[dm to %s] %s", shown, text)
 	case "/join":
 		if err := checkChatName("room", rest); err != nil {
 			st.s.printf("! %v", err)
@@ -227,31 +232,28 @@ func (st *chatState) checkCollision(c *actor.Context) {
 	}
 }
 
-// find returns the actor of a user, named as show names it (nick, or
-// nick@<peer's last 6>): a member of the room, else the local actor or one
-// the directory knows; a plain nick means its owner's.
-func (st *chatState) find(shown string) (actor.Ref, bool) {
-	nick, tail := splitShown(shown)
-	match := func(ref actor.Ref) bool {
-		if tail != "" {
-			return strings.HasSuffix(ref.Peer(), tail)
+// candidates returns the users named chat-<nick> that this user knows
+// of: the room's members, this peer's actor and the ones the directory
+// knows, each once. resolveNick picks among them.
+func (st *chatState) candidates(nick string) []actor.Ref {
+	var out []actor.Ref
+	add := func(ref actor.Ref) {
+		if !slices.Contains(out, ref) {
+			out = append(out, ref)
 		}
-		return st.s.nicks.owns(nick, ref.Peer())
 	}
 	for ref, n := range st.members {
-		if n == nick && match(ref) {
-			return ref, true
+		if n == nick {
+			add(ref)
 		}
 	}
-	if ref, ok := st.s.node.System().Whereis(chatActorPrefix + nick); ok && (tail == "" || match(ref)) {
-		return ref, true
+	if ref, ok := st.s.node.System().Whereis(chatActorPrefix + nick); ok {
+		add(ref)
 	}
 	for _, ref := range st.s.node.Directory().Lookup(chatActorPrefix + nick) {
-		if match(ref) || tail == "" {
-			return ref, true
-		}
+		add(ref)
 	}
-	return actor.Ref{}, false
+	return out
 }
 
 // rooms lists the rooms this peer and the advertisements know, with the

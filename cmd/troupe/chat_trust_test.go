@@ -32,7 +32,7 @@ func TestNickBookBindsFirstPeer(t *testing.T) {
 	}
 	// A full book binds no more: a newcomer shows its peer.
 	for i := range maxBoundNicks {
-		b.show("n"+strconv.Itoa(i), "P")
+		b.show("n"+strconv.Itoa(i), "P"+strconv.Itoa(i/maxNicksPerPeer))
 	}
 	if got := b.show("late", "12D3KooWLateDDDDDD"); got != "late@DDDDDD" {
 		t.Fatalf("a nick after the book is full: %s, want late@DDDDDD", got)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -19,6 +20,7 @@ import (
 func initCmd(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("init", "", "create the home directory with an identity key (mode 0600) and a default config.json; an existing home is left as it is", stderr)
 	homeDir := homeFlag(fs)
+	asJSON := fs.Bool("json", false, "print the result as JSON")
 	if _, ok, code := parseArgs(fs, args, 0, 0); !ok {
 		return code
 	}
@@ -34,6 +36,16 @@ func initCmd(args []string, stdout, stderr io.Writer) int {
 	id, err := libp2ppeer.IDFromPrivateKey(key)
 	if err != nil {
 		return fail(stderr, "init", err)
+	}
+	if *asJSON {
+		b, _ := json.Marshal(struct {
+			Home    string `json:"home"`
+			Peer    string `json:"peer"`
+			Config  string `json:"config"`
+			Created bool   `json:"created"`
+		}{string(h), id.String(), h.configFile(), statErr != nil})
+		fmt.Fprintln(stdout, string(b))
+		return 0
 	}
 	if statErr == nil {
 		fmt.Fprintf(stdout, "%s already initialized\n", h)
@@ -63,7 +75,7 @@ func addClientFlags(fs *cmdFlags, withJSON bool) clientFlags {
 func (f clientFlags) request(cmd string, req request, out any, stdout, stderr io.Writer, human func()) int {
 	ctx, stop := signalContext()
 	defer stop()
-	wait := req.Timeout
+	wait := max(req.Timeout, req.Wait) // as the daemon's handle
 	if wait <= 0 {
 		wait = defaultAskTimeout
 	}
@@ -93,12 +105,61 @@ func idCmd(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	var r idResult
+	if _, err := dialDaemonProbe(home(*f.home)); errors.Is(err, errNoDaemon) {
+		return idOffline(home(*f.home), strings.Contains(err.Error(), "stale"), *f.json, stdout, stderr)
+	}
 	return f.request("id", request{Cmd: "id"}, &r, stdout, stderr, func() {
 		fmt.Fprintf(stdout, "peer %s\nmesh %s\nversion %s\nreachability %s\n", r.ID, r.Mesh, r.Version, r.Reachability)
 		for _, a := range r.Addrs {
 			fmt.Fprintf(stdout, "listen %s\n", a)
 		}
 	})
+}
+
+// dialDaemonProbe tells whether a daemon serves h (errNoDaemon if not).
+func dialDaemonProbe(h home) (bool, error) {
+	conn, err := dialDaemon(h)
+	if err != nil {
+		return false, err
+	}
+	conn.Close()
+	return true, nil
+}
+
+// idOffline is 'troupe id' with no daemon: the identity and mesh the
+// home gives, no addresses (nothing listens).
+// A stale control socket (a daemon that was killed) is said.
+func idOffline(h home, stale, asJSON bool, stdout, stderr io.Writer) int {
+	if _, err := os.Stat(h.keyFile()); err != nil {
+		return fail(stderr, "id", fmt.Errorf("%w on %s, and it has no identity yet: 'troupe init' or 'troupe daemon' creates one", errNoDaemon, h))
+	}
+	if err := h.checkPrivate(); err != nil {
+		return fail(stderr, "id", err)
+	}
+	key, err := peer.LoadOrCreateKey(h.keyFile()) // it exists: only loaded
+	if err != nil {
+		return fail(stderr, "id", err)
+	}
+	id, err := libp2ppeer.IDFromPrivateKey(key)
+	if err != nil {
+		return fail(stderr, "id", err)
+	}
+	cfg, _, err := loadConfig(h.configFile())
+	if err != nil {
+		return fail(stderr, "id", err)
+	}
+	r := idResult{ID: id.String(), Reachability: "unknown", Addrs: []string{}, Mesh: cfg.Mesh, Version: buildVersion(), Home: string(h), Offline: true}
+	if asJSON {
+		b, _ := marshalJSON(r)
+		fmt.Fprintln(stdout, string(b))
+		return 0
+	}
+	why := "daemon not running"
+	if stale {
+		why = "daemon not running (its control socket is stale: it was killed)"
+	}
+	fmt.Fprintf(stdout, "peer %s\nmesh %s\nversion %s\n%s: no addresses ('troupe daemon' starts it)\n", r.ID, r.Mesh, r.Version, why)
+	return 0
 }
 
 func peersCmd(args []string, stdout, stderr io.Writer) int {
@@ -187,8 +248,8 @@ func validTypeName(s string) bool {
 }
 
 func sendCmd(args []string, stdout, stderr io.Writer) int {
-	return messageCmd("send", "send a JSON message to an actor (no reply is awaited); without -type it arrives as a codec.Raw of type "+jsonType,
-		"how long to wait for room in the link to the peer", args, stdout, stderr)
+	return messageCmd("send", "send a JSON message to an actor; to another peer's it waits up to -wait for a bounce (no such actor, unknown type, full mailbox: an error) or a reply, and otherwise says delivery is unconfirmed; without -type it arrives as a codec.Raw of type "+jsonType,
+		"how long a plain send (-wait 0, or to this peer) waits for room in the link; the request lasts at least -wait", args, stdout, stderr)
 }
 
 func askCmd(args []string, stdout, stderr io.Writer) int {
@@ -198,9 +259,13 @@ func askCmd(args []string, stdout, stderr io.Writer) int {
 // messageCmd runs send or ask.
 func messageCmd(cmd, summary, timeoutUsage string, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet(cmd, "PEER/NAME JSON", summary, stderr)
-	f := addClientFlags(fs, cmd == "ask")
+	f := addClientFlags(fs, true)
 	typ := fs.String("type", "", "registered type name of the message (e.g. string, int, or an application type)")
 	timeout := fs.Duration("timeout", defaultAskTimeout, timeoutUsage)
+	var wait *time.Duration
+	if cmd == "send" {
+		wait = fs.Duration("wait", defaultSendWait, "how long to wait for another peer to bounce the message (or its actor to reply); 0: do not wait")
+	}
 	pos, ok, code := parseArgs(fs, args, 2, 2)
 	if !ok {
 		return code
@@ -210,10 +275,12 @@ func messageCmd(cmd, summary, timeoutUsage string, args []string, stdout, stderr
 		return fail(stderr, cmd, err)
 	}
 	if cmd == "send" {
-		// Fire and forget, as an actor's Send: queued on the link to the
-		// peer, with no word of whether it arrives ('troupe ask' waits for
-		// an answer).
-		return f.request(cmd, req, nil, stdout, stderr, func() { fmt.Fprintln(stdout, "queued") })
+		if *wait < 0 || *wait > maxRequestTime {
+			return fail(stderr, cmd, fmt.Errorf("%w: -wait must be from 0 to %v", errUsage, maxRequestTime))
+		}
+		req.Wait = *wait
+		var r sendResult
+		return f.request(cmd, req, &r, stdout, stderr, func() { fmt.Fprintln(stdout, sendLine(r)) })
 	}
 	var r askResult
 	return f.request(cmd, req, &r, stdout, stderr, func() { fmt.Fprintln(stdout, compactJSON(r.Reply)) })
@@ -262,6 +329,10 @@ func connectCmd(args []string, stdout, stderr io.Writer) int {
 		how := "direct"
 		if r.Relayed {
 			how = "relayed"
+		}
+		if r.Already {
+			fmt.Fprintf(stdout, "already connected to %s via another address, %s (%s); the address given was not dialed\n", r.Peer, r.Via, how)
+			return
 		}
 		fmt.Fprintf(stdout, "connected %s (%s)\n", r.Peer, how)
 	})

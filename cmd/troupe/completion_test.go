@@ -13,7 +13,7 @@ func TestCompleteOffersCommandsFlagsAndArguments(t *testing.T) {
 		want  []string
 	}{
 		{[]string{""}, commands},
-		{[]string{"d"}, []string{"daemon", "doctor", "demo"}},
+		{[]string{"d"}, []string{"daemon", "deadletters", "doctor", "demo"}},
 		{[]string{"daemon", "-log"}, []string{"-log-format", "-log-level"}},
 		{[]string{"ask", "--"}, nil}, // flags are written with one dash
 		{[]string{"help", "p"}, []string{"peers", "ping"}},

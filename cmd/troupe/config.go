@@ -19,6 +19,7 @@ import (
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/pnet"
 	ma "github.com/multiformats/go-multiaddr"
+	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/peer"
 )
 
@@ -71,6 +72,16 @@ type Config struct {
 	Limits ConfigLimits `json:"limits"`
 	// Connections is the connection budget (config_conns.go).
 	Connections ConfigConnections `json:"connections"`
+	// DeadLetters is what the daemon keeps of messages that reached no
+	// actor ('troupe deadletters').
+	DeadLetters ConfigDeadLetters `json:"dead_letters"`
+}
+
+// ConfigDeadLetters is the "dead_letters" section of config.json.
+type ConfigDeadLetters struct {
+	// Keep is how many of the latest dead letters the daemon remembers
+	// (type, size, sender and reason, never the message), 0 to 65536.
+	Keep int `json:"keep"`
 }
 
 // ConfigLimits is the "limits" section of config.json (peer.Limits).
@@ -127,6 +138,8 @@ func DefaultConfig() Config {
 		FindRelays: true,
 		LogLevel:   "info",
 		LogFormat:  "text",
+
+		DeadLetters: ConfigDeadLetters{Keep: actor.DefaultDeadLetterKeep},
 	}
 }
 
@@ -269,6 +282,9 @@ func (c *Config) validate() error {
 	if err := c.Connections.validate(); err != nil {
 		return err
 	}
+	if k := c.DeadLetters.Keep; k < 0 || k > maxDeadLettersKept {
+		return configError("dead_letters.keep", "%d: must be from 0 to %d", k, maxDeadLettersKept)
+	}
 	if _, bad := c.Limits.peerLimits(); bad != "" {
 		return configError("limits."+bad, "must be 0 (libp2p's default) or positive")
 	}
@@ -282,6 +298,9 @@ func (c *Config) validate() error {
 	return nil
 }
 
+// maxDeadLettersKept caps dead_letters.keep (as actor.WithDeadLetterLog).
+const maxDeadLettersKept = 1 << 16
+
 // parseLevel parses a log level name.
 func parseLevel(s string) (slog.Level, error) {
 	var l slog.Level
@@ -293,12 +312,22 @@ func parseLevel(s string) (slog.Level, error) {
 
 // newLogger returns the logger cfg asks for, writing to w.
 func newLogger(w io.Writer, cfg Config) *slog.Logger {
+	l, _ := newLeveledLogger(w, cfg)
+	return l
+}
+
+// newLeveledLogger returns the logger cfg asks for, writing to w, and the
+// level it logs from, which may change while it runs ('troupe log
+// level'). Both formats carry the time.
+func newLeveledLogger(w io.Writer, cfg Config) (*slog.Logger, *slog.LevelVar) {
 	level, _ := parseLevel(cfg.LogLevel)
-	opts := &slog.HandlerOptions{Level: level}
+	lv := new(slog.LevelVar)
+	lv.Set(level)
+	opts := &slog.HandlerOptions{Level: lv}
 	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		return slog.New(slog.NewJSONHandler(w, opts)), lv
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(slog.NewTextHandler(w, opts)), lv
 }
 
 // parsePeerAddr parses a multiaddr that ends in /p2p/<peer ID>.

@@ -33,7 +33,10 @@ type request struct {
 	Count   int             `json:"count,omitempty"`
 	Nick    string          `json:"nick,omitempty"`
 	Room    string          `json:"room,omitempty"`
-	After   uint64          `json:"after_seq,omitempty"` // mesh: a sample other than the one numbered this
+	After   uint64          `json:"after_seq,omitempty"` // mesh: a sample other than the one numbered this; deadletters: records above it
+	Follow  bool            `json:"follow,omitempty"`    // deadletters: stream new ones
+	Wait    time.Duration   `json:"wait,omitempty"`      // send: how long to wait for another peer's bounce
+	Level   string          `json:"level,omitempty"`     // loglevel: the level to set; empty to read it
 }
 
 // response is the daemon's answer: a result or an error.
@@ -161,7 +164,7 @@ func (s *controlServer) serve(conn net.Conn) {
 		writeResponse(conn, nil, fmt.Errorf("bad request: %w", err))
 		return
 	}
-	if req.Cmd == "chat" { // the connection carries the chat's lines
+	if req.Cmd == "chat" || req.Cmd == "deadletters" && req.Follow { // the connection carries the session's lines
 		s.mu.Lock()
 		s.conns[conn] = true
 		s.mu.Unlock()

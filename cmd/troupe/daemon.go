@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/prometheus/client_golang/prometheus"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/peer"
 )
@@ -34,7 +36,7 @@ type daemonFlags struct {
 	listen, connect, bootstrp          listFlag
 	logLevel, logFormat, mesh, metrics *string
 	ui                                 *string
-	mdns, relayService                 *bool
+	mdns, relayService, timestamps     *bool
 }
 
 func daemon(args []string, stdout, stderr io.Writer) int {
@@ -50,6 +52,7 @@ func daemon(args []string, stdout, stderr io.Writer) int {
 	f.mdns = fs.Bool("mdns", true, "find peers of the same mesh on the LAN by multicast DNS (config mdns)")
 	f.mesh = fs.String("mesh", "", "mesh name: peers find each other per mesh, a-z, 0-9, '-' (config mesh)")
 	f.metrics = fs.String("metrics", "", "serve Prometheus metrics at http://HOST:PORT/metrics (config metrics)")
+	f.timestamps = fs.Bool("timestamps", isTerminal(stdout), "start each line of output (joined, left, ...) with the time; on by default on a terminal")
 	f.ui = fs.String("ui", "", "serve the live mesh view at http://HOST:PORT/, HOST a loopback address (config ui)")
 	if _, ok, code := parseArgs(fs, args, 0, 0); !ok {
 		return code
@@ -79,6 +82,9 @@ func daemon(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	out := &lockedWriter{w: stdout}
+	if *f.timestamps {
+		out.stamp = func() string { return time.Now().Format(eventTimeFormat) + " " }
+	}
 	d, err := startDaemon(ctx, h, cfg, stderr, out, false)
 	if err != nil {
 		return fail(stderr, "daemon", err)
@@ -109,20 +115,29 @@ func daemon(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(out, "ready")
 		lonely := time.AfterFunc(lonelyAfter, func() {
 			if len(d.node.Peers()) == 0 {
-				fmt.Fprintln(out, lonelyHint(cfg))
+				fmt.Fprintln(out, lonelyHintFor(cfg, multicastInterfaces(), len(d.node.DialFailures())))
 			}
 		})
 		defer lonely.Stop()
+		why := "troupe stop"
 		select {
 		case <-ctx.Done():
-		case <-d.stopped: // troupe stop
+			why = "signal"
+			if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) {
+				why = c.Error()
+			}
+		case <-d.stopped:
 		}
+		d.log.Info("daemon stopping", "reason", why, "peer", d.node.ID().String())
+	} else {
+		d.log.Error("daemon stopping", "reason", err.Error())
 	}
 	closeCtx, cancelClose := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancelClose()
 	if err = errors.Join(err, d.close(closeCtx)); err != nil {
 		return fail(stderr, "daemon", err)
 	}
+	d.log.Info("daemon stopped", "uptime", time.Since(d.started).Round(time.Millisecond).String())
 	return 0
 }
 
@@ -160,6 +175,8 @@ type runningDaemon struct {
 	cfg        Config
 	node       *peer.Node
 	reg        *codec.Registry
+	log        *slog.Logger
+	level      *slog.LevelVar // the log's, changed by 'troupe log level'
 	started    time.Time
 	out        io.Writer
 	ctl        *controlServer
@@ -178,7 +195,11 @@ type runningDaemon struct {
 // A chat's own peer (embeddedChat) serves every request but chat: the
 // chats of other terminals would end with it.
 func startDaemon(ctx context.Context, h home, cfg Config, stderr, out io.Writer, embeddedChat bool) (*runningDaemon, error) {
-	logger := newLogger(stderr, cfg)
+	logger, level := newLeveledLogger(stderr, cfg)
+	// The process's default logger too, for what logs through
+	// slog.Default(); then LogLibp2pTo takes Go's log package (which
+	// SetDefault pointed at the handler at info) with its own levels.
+	slog.SetDefault(logger)
 	peer.LogLibp2pTo(logger.Handler())
 	reg, err := newRegistry()
 	if err != nil {
@@ -188,7 +209,8 @@ func startDaemon(ctx context.Context, h home, cfg Config, stderr, out io.Writer,
 	if err != nil {
 		return nil, err
 	}
-	opts = append(opts, peer.WithKeyFile(h.keyFile()), peer.WithLogger(logger), peer.WithRegistry(reg))
+	opts = append(opts, peer.WithKeyFile(h.keyFile()), peer.WithLogger(logger), peer.WithRegistry(reg),
+		peer.WithActorOptions(actor.WithDeadLetterLog(cfg.DeadLetters.Keep, describeMessage(reg))))
 	var prom *prometheus.Registry
 	if cfg.Metrics != "" {
 		prom = prometheus.NewRegistry()
@@ -200,14 +222,14 @@ func startDaemon(ctx context.Context, h home, cfg Config, stderr, out io.Writer,
 	if err != nil {
 		return nil, err
 	}
-	d := &runningDaemon{home: h, cfg: cfg, node: node, reg: reg, started: time.Now(), out: out, embeddedChat: embeddedChat, stopped: make(chan struct{})}
+	d := &runningDaemon{home: h, cfg: cfg, node: node, reg: reg, started: time.Now(), out: out, embeddedChat: embeddedChat, stopped: make(chan struct{}), log: logger, level: level}
 	err = startBuiltins(node, cfg.Mesh, d.started, out)
 	if err == nil {
 		d.stopEvents, err = reportPeers(node, out)
 	}
 	d.view = newMeshHub(d.sampleView)
 	d.stopView = d.view.start()
-	view := newViewHandler(d.view)
+	view := newViewHandler(d.view, d.deadLetters)
 	if err == nil {
 		d.ctl, err = listenControl(h.socket(), d.handle, view)
 	}
@@ -291,14 +313,25 @@ func reportPeers(n *peer.Node, out io.Writer) (stop func(), err error) {
 	return func() { _ = sub.Close(); wg.Wait() }, nil
 }
 
-// lockedWriter serializes lines written from several actors.
+// eventTimeFormat is the time of a daemon's output lines with
+// -timestamps: slog's, to the millisecond.
+const eventTimeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// lockedWriter serializes lines written from several actors; with stamp,
+// each write (one line) starts with what stamp returns.
 type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu    sync.Mutex
+	w     io.Writer
+	stamp func() string
 }
 
 func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.stamp != nil {
+		if _, err := io.WriteString(l.w, l.stamp()); err != nil {
+			return 0, err
+		}
+	}
 	return l.w.Write(p)
 }

@@ -22,15 +22,24 @@ type (
 	unlock struct{ v int }
 )
 
-func counter(c *actor.Context, v int) {
-	c.Receive(
-		actor.On(func(incr) { counter(c, v+1) }),
-		actor.On(func(m value) { c.Send(m.to, v); counter(c, v) }),
-		actor.On(func(m lock) {
-			c.Send(m.to, v)
-			c.Receive(actor.On(func(u unlock) { counter(c, u.v) }))
-		}),
+// counter is the paper's counter, each of its states a set of cases built
+// once: a handler installs the next state, and no message allocates.
+type counter struct {
+	v                int
+	counting, locked actor.Case
+}
+
+func newCounter(c *actor.Context) {
+	k := &counter{}
+	k.counting = actor.Cases(
+		actor.On(func(incr) { k.v++; c.Receive(k.counting) }),
+		actor.On(func(m value) { c.Send(m.to, k.v); c.Receive(k.counting) }),
+		actor.On(func(m lock) { c.Send(m.to, k.v); c.Receive(k.locked) }), // nested wait
 	)
+	k.locked = actor.Cases(
+		actor.On(func(u unlock) { k.v = u.v; c.Receive(k.counting) }),
+	)
+	c.Receive(k.counting)
 }
 
 func demo(args []string, stdout, stderr io.Writer) int {
@@ -66,7 +75,7 @@ func demo(args []string, stdout, stderr io.Writer) int {
 // runCounter plays the paper's Lock/Unlock scenario and prints each event.
 func runCounter(ctx context.Context, sys *actor.System, out io.Writer) error {
 	fmt.Fprintln(out, "== counter (Haller & Odersky): selective receive with a nested Lock/Unlock")
-	ctr, err := sys.Spawn("counter", func(c *actor.Context) { counter(c, 0) })
+	ctr, err := sys.Spawn("counter", newCounter)
 	if err != nil {
 		return err
 	}
@@ -118,16 +127,16 @@ func runRing(ctx context.Context, sys *actor.System, out io.Writer, n, laps int)
 			if started.Add(1) == int64(n) {
 				close(allStarted)
 			}
-			var h actor.Case
-			h = actor.On(func(t token) {
+			var passing actor.Case
+			passing = actor.Cases(actor.On(func(t token) {
 				if t.hops == 0 {
 					close(done)
 					return
 				}
 				c.Send(next[i], token{t.hops - 1})
-				c.Receive(h)
-			})
-			c.Receive(h)
+				c.Receive(passing)
+			}))
+			c.Receive(passing)
 		})
 		if err != nil {
 			return err

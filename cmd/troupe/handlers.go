@@ -14,6 +14,7 @@ import (
 
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/protocol/ping"
+	ma "github.com/multiformats/go-multiaddr"
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/peer"
@@ -34,6 +35,11 @@ type idResult struct {
 	// MovedOffRelay counts the link streams ended cleanly on a relayed
 	// connection once a direct one came (docs/nat.md).
 	MovedOffRelay uint64 `json:"moved_off_relay"`
+	// Offline: no daemon runs; the rest is what the home says.
+	Offline bool `json:"offline,omitempty"`
+	// GCHeapFloor is the actor system's GC heap floor in force (bytes 0
+	// and a reason when none is; actor.WithGCHeapFloor).
+	GCHeapFloor actor.GCHeapFloor `json:"gc_heap_floor"`
 }
 
 type holePunchCount struct {
@@ -79,6 +85,11 @@ func (d *runningDaemon) handle(ctx context.Context, req request, conn net.Conn) 
 	if timeout <= 0 {
 		timeout = defaultAskTimeout
 	}
+	if req.Cmd == "send" {
+		// -wait is the send's own wait for a bounce, not bounded by
+		// -timeout (the wait for room in a link): see send.
+		timeout = max(timeout, req.Wait)
+	}
 	if timeout > maxRequestTime {
 		timeout = maxRequestTime
 	}
@@ -88,9 +99,17 @@ func (d *runningDaemon) handle(ctx context.Context, req request, conn net.Conn) 
 		}
 		return d.chat(ctx, req, conn)
 	}
+	if req.Cmd == "deadletters" && req.Follow {
+		return d.followDeadLetters(ctx, req, conn)
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	switch req.Cmd {
+	case "deadletters":
+		return d.deadLetters(req.Count, req.After), nil, nil
+	case "loglevel":
+		r, err := d.logLevel(req.Level)
+		return r, nil, err
 	case "id":
 		return d.id(), nil, nil
 	case "peers":
@@ -122,10 +141,40 @@ func (d *runningDaemon) id() idResult {
 	r := idResult{ID: d.node.ID().String(), Reachability: strings.ToLower(d.node.Reachability().String()), Mesh: d.cfg.Mesh, Version: buildVersion(), Home: string(d.home), Addrs: []string{}}
 	r.HolePunches.Tried, r.HolePunches.Succeeded = d.node.HolePunches()
 	r.MovedOffRelay = d.node.Stats().MovedOffRelay
+	r.GCHeapFloor = d.node.System().GCHeapFloor()
 	for _, a := range d.node.Addrs() {
 		r.Addrs = append(r.Addrs, a.String())
 	}
 	return r
+}
+
+// maxPeerAddrs caps the addresses 'troupe peers' shows of one peer: the
+// ones it listens on are what it says (identify), up to hundreds.
+const maxPeerAddrs = 8
+
+// dialAddrs are the addresses to dial peer id at, with /p2p/ ('troupe
+// connect' takes them): those it listens on (listen: what identify told),
+// else those of its connections (conns: a connection it opened comes from
+// a port it does not listen on). The peer chose the first: one with text
+// that would reach a terminal as more than text (a DNS name with control
+// characters) is left out, and at most maxPeerAddrs are kept, sorted.
+func dialAddrs(id string, listen, conns []ma.Multiaddr) []string {
+	out := []string{}
+	for _, a := range listen {
+		if s := a.String(); s == clean(s) {
+			out = append(out, s+"/p2p/"+id)
+		}
+	}
+	if len(out) == 0 {
+		for _, a := range conns {
+			if s := a.String(); s == clean(s) {
+				out = append(out, s+"/p2p/"+id)
+			}
+		}
+	}
+	slices.Sort(out) // two connections (one each way) may share an address
+	out = slices.Compact(out)
+	return out[:min(len(out), maxPeerAddrs)]
 }
 
 func (d *runningDaemon) peers() []peerInfo {
@@ -139,12 +188,12 @@ func (d *runningDaemon) peers() []peerInfo {
 	h := d.node.Host()
 	out := []peerInfo{}
 	for _, id := range d.node.Peers() {
-		p := peerInfo{ID: id.String(), Addrs: []string{}, Relayed: d.node.Relayed(id)}
+		p := peerInfo{ID: id.String(), Relayed: d.node.Relayed(id)}
+		var conns []ma.Multiaddr
 		for _, c := range h.Network().ConnsToPeer(id) {
-			p.Addrs = append(p.Addrs, c.RemoteMultiaddr().String())
+			conns = append(conns, c.RemoteMultiaddr())
 		}
-		slices.Sort(p.Addrs) // two connections (one each way) may share an address
-		p.Addrs = slices.Compact(p.Addrs)
+		p.Addrs = dialAddrs(p.ID, h.Peerstore().Addrs(id), conns)
 		if l := h.Peerstore().LatencyEWMA(id); l > 0 {
 			p.LatencyMS = float64(l.Microseconds()) / 1000
 		}
@@ -177,7 +226,7 @@ func (d *runningDaemon) actors(ctx context.Context, peerStr string) (actorsResul
 	ref, _ := peer.Ref(id, "info")
 	reply, err := d.node.System().Ask(ctx, ref, Info{})
 	if err != nil {
-		return actorsResult{}, fmt.Errorf("asking %s: %w", ref, err)
+		return actorsResult{}, fmt.Errorf("asking %s: %w", ref, askCause(err, ref.Peer()))
 	}
 	info, ok := reply.(Info)
 	if !ok {
@@ -210,19 +259,16 @@ func (d *runningDaemon) sendOrAsk(ctx context.Context, req request) (any, error)
 	sys := d.node.System()
 	if ref.Peer() == sys.Peer() {
 		if _, ok := sys.Whereis(ref.Name()); !ok {
-			return nil, fmt.Errorf("%w: %q on this peer", actor.ErrNoSuchActor, ref.Name())
+			return nil, &trimmedError{text: fmt.Sprintf("no such actor %q on this peer", ref.Name()), err: actor.ErrNoSuchActor}
 		}
 	}
 	if req.Cmd == "send" {
-		if err := d.node.SendCtx(ctx, ref, msg); err != nil {
-			return nil, fmt.Errorf("sending to %s: %w", ref, err)
-		}
-		return struct{}{}, nil
+		return d.send(ctx, ref, msg, req.Wait)
 	}
 	start := time.Now()
 	reply, err := sys.Ask(ctx, ref, msg)
 	if err != nil {
-		return nil, fmt.Errorf("asking %s: %w", ref, err)
+		return nil, fmt.Errorf("asking %s: %w", ref, askCause(err, ref.Peer()))
 	}
 	rtt := time.Since(start)
 	out, err := toJSON(reply)
@@ -256,7 +302,7 @@ func (d *runningDaemon) ping(ctx context.Context, peerStr string, count int) (pi
 		count = 3
 	}
 	if err := d.node.Connect(ctx, libp2ppeer.AddrInfo{ID: id}); err != nil {
-		return pingResult{}, fmt.Errorf("connecting to %s: %w", id, err)
+		return pingResult{}, fmt.Errorf("connecting to %s: %w", id, dialCause(err, id))
 	}
 	r := pingResult{Peer: id.String(), RTTsMS: []float64{}}
 	pctx, cancel := context.WithCancel(ctx)
@@ -277,7 +323,7 @@ func (d *runningDaemon) ping(ctx context.Context, peerStr string, count int) (pi
 	echo, _ := peer.Ref(id, "echo")
 	start := time.Now()
 	if _, err := d.node.System().Ask(ctx, echo, "ping"); err != nil {
-		return r, fmt.Errorf("asking %s: %w", echo, err)
+		return r, fmt.Errorf("asking %s: %w", echo, askCause(err, echo.Peer()))
 	}
 	r.EchoMS = ms(time.Since(start))
 	return r, nil
@@ -287,6 +333,29 @@ func (d *runningDaemon) ping(ctx context.Context, peerStr string, count int) (pi
 type connectResult struct {
 	Peer    string `json:"peer"`
 	Relayed bool   `json:"relayed"` // through relays only, for now
+	// Already: the peer was connected before, through Via, none of the
+	// addresses given; those were not dialed (libp2p keeps the connection
+	// it has).
+	Already bool   `json:"already,omitempty"`
+	Via     string `json:"via,omitempty"`
+}
+
+// connectedElsewhere returns the address of a connection (one of conns)
+// when a peer is connected through none of the addresses given, which
+// libp2p would then not dial. A peer reached through relays only
+// (relayed) is not: Connect dials it directly, as asked.
+func connectedElsewhere(conns []ma.Multiaddr, relayed bool, given []ma.Multiaddr) (ma.Multiaddr, bool) {
+	if len(conns) == 0 || relayed || len(given) == 0 {
+		return nil, false
+	}
+	for _, c := range conns {
+		for _, a := range given {
+			if c.Equal(a) {
+				return nil, false
+			}
+		}
+	}
+	return conns[0], true
 }
 
 // connect connects to the peer at addr (with /p2p/).
@@ -298,10 +367,22 @@ func (d *runningDaemon) connect(ctx context.Context, addr string) (connectResult
 	if ai.ID == d.node.ID() {
 		return connectResult{}, errors.New("that is this peer")
 	}
-	if err := d.node.Connect(ctx, ai); err != nil {
-		return connectResult{}, fmt.Errorf("connecting to %s: %w", ai.ID, err)
+	r := connectResult{Peer: ai.ID.String()}
+	var conns []ma.Multiaddr
+	for _, c := range d.node.Host().Network().ConnsToPeer(ai.ID) {
+		conns = append(conns, c.RemoteMultiaddr())
 	}
-	return connectResult{Peer: ai.ID.String(), Relayed: d.node.Relayed(ai.ID)}, nil
+	if via, ok := connectedElsewhere(conns, d.node.Relayed(ai.ID), ai.Addrs); ok {
+		// Not dialed, and not remembered either (Connect would keep
+		// the addresses given, however wrong, for good).
+		r.Already, r.Via, r.Relayed = true, via.String()+"/p2p/"+r.Peer, false
+		return r, nil
+	}
+	if err := d.node.Connect(ctx, ai); err != nil {
+		return connectResult{}, fmt.Errorf("connecting to %s: %w", ai.ID, dialCause(err, ai.ID))
+	}
+	r.Relayed = d.node.Relayed(ai.ID)
+	return r, nil
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

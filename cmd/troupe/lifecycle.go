@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -29,12 +30,13 @@ const stopWait = 20 * time.Second
 
 func stopCmd(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("stop", "", "stop the daemon running on the home, and wait until it is gone", stderr)
-	f := addClientFlags(fs, false)
+	f := addClientFlags(fs, true)
 	if _, ok, code := parseArgs(fs, args, 0, 0); !ok {
 		return code
 	}
 	var r stopResult
-	if code := f.request("stop", request{Cmd: "stop"}, &r, stdout, stderr, func() {}); code != 0 {
+	plain := clientFlags{home: f.home} // prints nothing: the line comes once the daemon is gone
+	if code := plain.request("stop", request{Cmd: "stop"}, &r, stdout, stderr, func() {}); code != 0 {
 		return code
 	}
 	// The daemon holds the home's lock until it has closed.
@@ -44,6 +46,14 @@ func stopCmd(args []string, stdout, stderr io.Writer) int {
 		unlock, err := h.lock()
 		if err == nil {
 			unlock()
+			if *f.json {
+				b, _ := json.Marshal(struct {
+					Peer    string `json:"peer"`
+					Stopped bool   `json:"stopped"`
+				}{r.Peer, true})
+				fmt.Fprintln(stdout, string(b))
+				return 0
+			}
 			fmt.Fprintf(stdout, "stopped %s\n", r.Peer)
 			return 0
 		}
@@ -55,14 +65,19 @@ func stopCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 func configCmd(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("config", "show", "print the home's configuration (config.json with every default filled in) as JSON", stderr)
+	fs := newFlagSet("config", "show | set KEY VALUE", "show: print the home's configuration as JSON, config.json over the defaults (a limit of 0 is libp2p's default, scaled to this machine when the daemon starts). set: change one key of config.json (mesh, mdns, log_level, limits.conns, dead_letters.keep, ...; a list as JSON or comma-separated), checked before it is written; a running daemon takes it at its next start", stderr)
 	hf := homeFlag(fs)
-	pos, ok, code := parseArgs(fs, args, 1, 1)
+	pos, ok, code := parseArgs(fs, args, 1, 3)
 	if !ok {
 		return code
 	}
-	if pos[0] != "show" {
-		return fail(stderr, "config", fmt.Errorf("%w: unknown subcommand %q; 'troupe config show' prints the configuration", errUsage, pos[0]))
+	switch {
+	case pos[0] == "show" && len(pos) == 1:
+	case pos[0] == "set" && len(pos) == 3:
+	case pos[0] == "set":
+		return fail(stderr, "config", fmt.Errorf("%w: 'troupe config set KEY VALUE' takes two arguments", errUsage))
+	default:
+		return fail(stderr, "config", fmt.Errorf("%w: unknown subcommand %q; 'troupe config show' prints the configuration, 'troupe config set KEY VALUE' changes it", errUsage, strings.Join(pos, " ")))
 	}
 	h := home(*hf)
 	if err := h.checkPrivate(); err != nil {
@@ -72,6 +87,24 @@ func configCmd(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "config", err)
 	}
+	if pos[0] == "set" {
+		next, err := setConfig(cfg, pos[1], pos[2])
+		if err != nil {
+			return fail(stderr, "config", err)
+		}
+		if _, err := h.ensure(); err != nil {
+			return fail(stderr, "config", err)
+		}
+		if err := writeConfig(h.configFile(), next); err != nil {
+			return fail(stderr, "config", fmt.Errorf("writing %s: %w", h.configFile(), err))
+		}
+		now, _ := json.Marshal(mustField(next, pos[1]))
+		fmt.Fprintf(stdout, "%s = %s in %s\n", pos[1], now, h.configFile())
+		if _, err := dialDaemonProbe(h); err == nil {
+			fmt.Fprintln(stdout, "the running daemon takes it when it restarts ('troupe stop', then 'troupe daemon')")
+		}
+		return 0
+	}
 	b, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
 		return fail(stderr, "config", err)
@@ -80,18 +113,40 @@ func configCmd(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// mustField is the value at the JSON path key of cfg (a valid key).
+func mustField(cfg Config, key string) any {
+	b, _ := json.Marshal(cfg)
+	var v any
+	_ = json.Unmarshal(b, &v)
+	for _, p := range strings.Split(key, ".") {
+		v = v.(map[string]any)[p]
+	}
+	return v
+}
+
 // lonelyAfter is how long a daemon waits for a first peer before it
 // prints a hint of why none came.
 const lonelyAfter = 10 * time.Second
 
 // lonelyHint is the one line a daemon prints when no peer came within
 // lonelyAfter: the usual reasons, and what of them cfg sets.
-func lonelyHint(cfg Config) string {
+func lonelyHint(cfg Config) string { return lonelyHintFor(cfg, nil, 0) }
+
+// lonelyHintFor is lonelyHint with what 'troupe doctor' checks too: the
+// interfaces that can carry multicast (nil: not looked at) and how many
+// peers discovery found but could not dial.
+func lonelyHintFor(cfg Config, ifaces []ifaceReport, dialFailures int) string {
 	var why []string
-	if !cfg.MDNS {
+	switch {
+	case !cfg.MDNS:
 		why = append(why, "mDNS is off")
-	} else {
+	case ifaces != nil && len(ifaces) == 0:
+		why = append(why, "no interface here can carry mDNS (none is up, multicast, not loopback, with an address)")
+	default:
 		why = append(why, "mDNS (UDP 5353) may be blocked: Wi-Fi client isolation, a firewall, or macOS's local-network permission")
+	}
+	if dialFailures > 0 {
+		why = append(why, fmt.Sprintf("%d peers were found but could not be dialed ('troupe doctor' lists why)", dialFailures))
 	}
 	why = append(why, fmt.Sprintf("other peers must use mesh %q", cfg.Mesh))
 	if cfg.PSKFile != "" {

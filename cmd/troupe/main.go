@@ -36,12 +36,14 @@ commands:
   actors    list the actors of this peer, or of PEER
   send      send a JSON message to an actor: troupe send PEER/NAME JSON
   ask       send a JSON message and print the reply: troupe ask PEER/NAME JSON
+  deadletters  list the messages that reached no actor: troupe deadletters [--follow]
   ping      measure the round trip to a peer
   connect   connect to a peer at a multiaddr (direct, or a relay's circuit)
+  log       the daemon's log level: troupe log level [debug|info|warn|error]
   doctor    say why this peer finds no others
   chat      the LAN chat: troupe chat --nick NAME [--room ROOM]
   demo      run the paper's counter and a ring of actors locally
-  version   print the version
+  version   print the version, commit, Go version and OS/arch
   completion  print a shell completion script: troupe completion bash|zsh|fish
   help      print this help, or a command's: troupe help COMMAND
 
@@ -75,6 +77,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return sendCmd(args[1:], stdout, stderr)
 	case "ask":
 		return askCmd(args[1:], stdout, stderr)
+	case "deadletters":
+		return deadlettersCmd(args[1:], stdout, stderr)
 	case "ping":
 		return pingCmd(args[1:], stdout, stderr)
 	case "connect":
@@ -89,17 +93,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return configCmd(args[1:], stdout, stderr)
 	case "completion":
 		return completionCmd(args[1:], stdout, stderr)
+	case "log":
+		return logCmd(args[1:], stdout, stderr)
 	case "doctor":
 		return doctorCmd(args[1:], stdout, stderr)
 	case "__complete": // for the completion scripts; not in the usage
 		return completeCmd(args[1:], stdout)
 	case "version", "--version":
-		fs := newFlagSet("version", "", "print the version", stderr)
-		if _, ok, code := parseArgs(fs, args[1:], 0, 0); !ok {
-			return code
-		}
-		fmt.Fprintln(stdout, "troupe", buildVersion())
-		return 0
+		return versionCmd(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		if args[0] == "help" && len(args) > 1 && args[1] != "help" {
 			return helpCmd(args[1:], stdin, stdout, stderr)
@@ -113,7 +114,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 // commands are the names run takes, in usage's order.
-var commands = []string{"init", "daemon", "stop", "config", "id", "peers", "top", "actors", "send", "ask", "ping", "connect", "doctor", "chat", "demo", "version", "completion", "help"}
+var commands = []string{"init", "daemon", "stop", "config", "id", "peers", "top", "actors", "send", "ask", "deadletters", "ping", "connect", "log", "doctor", "chat", "demo", "version", "completion", "help"}
 
 // helpCmd is 'troupe help COMMAND': the command's help (its -h), on
 // stdout, as it was asked for.
@@ -232,6 +233,8 @@ func parseArgs(fs *cmdFlags, args []string, min, max int) (pos []string, ok bool
 // configuration errors, 1 otherwise.
 func fail(stderr io.Writer, cmd string, err error) int {
 	msg := strings.ReplaceAll(err.Error(), "\n", "; ")
+	// errUsage sets the exit code; the line says what was wrong.
+	msg = strings.TrimPrefix(msg, errUsage.Error()+": ")
 	fmt.Fprintf(stderr, "troupe %s: %s\n", cmd, msg)
 	if errors.Is(err, errUsage) || errors.Is(err, errConfig) {
 		return 2

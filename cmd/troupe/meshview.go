@@ -55,8 +55,12 @@ type viewPeer struct {
 	MoreGroups int `json:"more_groups,omitempty"`
 }
 
-// capNames returns names cut to viewMaxNames and how many it left out.
+// capNames returns names cut to viewMaxNames and how many it left out;
+// never nil, so that the JSON says [] for none, never null.
 func capNames(names []string) ([]string, int) {
+	if names == nil {
+		return []string{}, 0
+	}
 	if len(names) <= viewMaxNames {
 		return names, 0
 	}

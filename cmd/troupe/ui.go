@@ -12,7 +12,8 @@ import (
 )
 
 // The live mesh view over HTTP: the page (ui/, embedded), GET /api/mesh
-// (the latest meshView as JSON) and GET /api/events (server-sent events,
+// (the latest meshView as JSON), GET /api/deadletters (the latest dead
+// letters, deadletters.go) and GET /api/events (server-sent events,
 // one "mesh" event per sample). The daemon serves it on -ui (loopback
 // only) and on its control socket (curl --unix-socket). It is read-only:
 // nothing here sends a message or changes the node.
@@ -27,8 +28,9 @@ const maxViewWatchers = 16
 // stopped reading is dropped, not waited for.
 const viewWriteTimeout = 5 * time.Second
 
-// newViewHandler returns the view's HTTP handler on hub.
-func newViewHandler(hub *meshHub) http.Handler {
+// newViewHandler returns the view's HTTP handler on hub, with the dead
+// letters of dead (GET /api/deadletters).
+func newViewHandler(hub *meshHub, dead func(count int, after uint64) deadLettersResult) http.Handler {
 	static, _ := fs.Sub(uiFiles, "ui")
 	watchers := make(chan struct{}, maxViewWatchers)
 	mux := http.NewServeMux()
@@ -44,6 +46,7 @@ func newViewHandler(hub *meshHub) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(append(b, '\n'))
 	})
+	mux.HandleFunc("GET /api/deadletters", deadLettersHandler(dead))
 	mux.HandleFunc("GET /api/events", func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case watchers <- struct{}{}:

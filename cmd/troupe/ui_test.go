@@ -82,7 +82,7 @@ func testHub(t *testing.T) *meshHub {
 // streams one event per sample with rates, another Host is refused, and
 // the page is served with a policy that allows only its own files.
 func TestViewAPI(t *testing.T) {
-	srv := httptest.NewServer(newViewHandler(testHub(t)))
+	srv := httptest.NewServer(newViewHandler(testHub(t), noDeadLetters))
 	defer srv.Close()
 	get := func(path string) *http.Response {
 		t.Helper()
@@ -172,7 +172,7 @@ func TestViewOnTheControlSocket(t *testing.T) {
 	h := home(t.TempDir())
 	s, err := listenControl(h.socket(), func(context.Context, request, net.Conn) (any, func(), error) {
 		return idResult{ID: "json"}, nil, nil
-	}, newViewHandler(testHub(t)))
+	}, newViewHandler(testHub(t), noDeadLetters))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,6 +260,11 @@ func TestCapNames(t *testing.T) {
 	}
 	if got, more := capNames(names[:3]); len(got) != 3 || more != 0 {
 		t.Fatalf("3 names: %d, %d more", len(got), more)
+	}
+	// None is [] in the JSON, never null (the page and scripts see one shape).
+	got, _ = capNames(nil)
+	if b, _ := json.Marshal(meshView{Actors: got, Groups: got}); !strings.Contains(string(b), `"actors":[],"groups":[]`) {
+		t.Fatalf("no names: %s", b)
 	}
 }
 

@@ -63,6 +63,9 @@ func (p *pairState) report(pair int, replies int64) {
 // measure lets the pairs run for d after start was called, stops them and
 // returns messages per second: each reply counts with its request.
 func (p *pairState) measure(start func(), d, timeout time.Duration) (float64, error) {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	gcs, cpu := ms.NumGC, processCPU()
 	t0 := time.Now()
 	start()
 	time.Sleep(d)
@@ -71,12 +74,25 @@ func (p *pairState) measure(start func(), d, timeout time.Duration) (float64, er
 		return 0, err
 	}
 	elapsed := time.Since(t0)
+	runtime.ReadMemStats(&ms)
 	var replies int64
 	for _, n := range p.counts {
 		replies += n
 	}
+	lastPairs = pairCost{
+		cpuPerMsg: float64((processCPU() - cpu).Nanoseconds()) / float64(2*replies),
+		gcs:       float64(ms.NumGC - gcs),
+	}
 	return float64(2*replies) / elapsed.Seconds(), nil
 }
+
+// pairCost is what the last ping-pong run cost besides its time: the
+// process's CPU time per message (every goroutine's, the collector's
+// too) and the collections during the run. The harness runs one
+// workload at a time.
+type pairCost struct{ cpuPerMsg, gcs float64 }
+
+var lastPairs pairCost
 
 // ringState is shared by the members of one ring.
 type ringState struct {

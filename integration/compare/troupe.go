@@ -31,6 +31,7 @@ type (
 type troupeRunner struct {
 	timeout  time.Duration
 	reuse    bool // actors re-install a reused case (troupe_reuse.go)
+	cases    bool // the pairs' states are actor.Cases built once (troupe_cases.go)
 	colocate bool // the ring is spawned on one loop by a parent actor
 }
 

@@ -61,6 +61,9 @@ func tRingMemberReuse(st *ringState) actor.Behavior {
 // behaviors returns the pong, ping and ring-member behaviors of the
 // runner's style.
 func (r troupeRunner) ponger() actor.Behavior {
+	if r.cases {
+		return tPongerCases
+	}
 	if r.reuse {
 		return tPongerReuse
 	}
@@ -68,6 +71,9 @@ func (r troupeRunner) ponger() actor.Behavior {
 }
 
 func (r troupeRunner) pinger(pong actor.Ref, pair, inflight int, st *pairState) actor.Behavior {
+	if r.cases {
+		return tPingerCases(pong, pair, inflight, st)
+	}
 	if r.reuse {
 		return tPingerReuse(pong, pair, inflight, st)
 	}

@@ -165,19 +165,48 @@ func workloads(cfg config) []workload {
 		}
 		return w
 	}
+	// withCost adds the rows of the CPU per message and the collections
+	// per run (lastPairs) to a ping-pong row.
+	withCost := func(w workload) workload {
+		run := w.run
+		w.run = func(s string) result {
+			res := run(s)
+			res.extra = []float64{lastPairs.cpuPerMsg, lastPairs.gcs}
+			return res
+		}
+		w.extra = []workload{
+			{name: "CPU per message, " + w.name, unit: "ns"},
+			{name: "GC cycles per run, " + w.name, unit: "GCs"},
+		}
+		return w
+	}
+	// Troupe with each state's cases built once (actor.Cases).
+	ppCases := func(name string, pairs, inflight int, goal float64) workload {
+		w := pp(name, pairs, inflight, false, goal)
+		w.run = func(s string) result {
+			rr := r(s)
+			if tr, ok := rr.(troupeRunner); ok {
+				tr.cases = true
+				rr = tr
+			}
+			return wrap(rr.pingPong(pairs, inflight, cfg.dur, false))
+		}
+		return w
+	}
 	ws := []workload{
 		pp("ping-pong, 1 pair (Troupe cross-loop)", 1, 1, false, 11),
 		pp("ping-pong, 1 pair (Troupe colocated)", 1, 1, true, 11),
 		ppReuse("ping-pong, 1 pair (Troupe colocated, reused case)", 1, 1, true, 11),
 		pp("8 pairs × 1 in flight", 8, 1, false, 0),
-		pp("8 pairs × 100 in flight", 8, 100, false, 1.5),
+		withCost(pp("8 pairs × 100 in flight (Troupe paper style, a fresh case per message)", 8, 100, false, 1.0)),
+		withCost(ppCases("8 pairs × 100 in flight (Troupe actor.Cases built once)", 8, 100, 2.0)),
 		ppGarbage("8 pairs × 100 in flight (Proto.Actor allocating as much)", 8, 100),
 		{
 			name: "8 pairs × 100: paper-style closures alone, no actors (the floor)",
 			unit: "msgs/s", higher: true, rounds: cfg.rounds, systems: []string{troupeSys},
 			run: func(string) result { return wrap(paperClosures(cfg.dur)) },
 		},
-		ppReuse("8 pairs × 100 in flight (Troupe reused case)", 8, 100, false, 1.5),
+		withCost(ppReuse("8 pairs × 100 in flight (Troupe reused case)", 8, 100, false, 1.5)),
 		ppReuse("8 pairs × 100 in flight (Troupe colocated, reused case)", 8, 100, true, 1.5),
 	}
 	for _, n := range cfg.rings {

@@ -53,15 +53,27 @@ function drawGraph(v) {
     const a = (2 * Math.PI * i) / Math.max(peers.length, 1) - Math.PI / 2;
     return [cx + r * Math.cos(a), cy + r * Math.sin(a)];
   });
+  // Edges first, then their labels: a thick edge drawn later must not
+  // hide another's label, and each label sits beside its own edge, past
+  // half its width, on a halo (style.css) that keeps it readable.
+  const widths = peers.map((p) => 1 + Math.log2(1 + (p.sent_rate || 0) + (p.received_rate || 0)));
   peers.forEach((p, i) => {
     const [x, y] = at[i];
-    const rate = (p.sent_rate || 0) + (p.received_rate || 0);
     g.appendChild(svgEl("line", {
       class: "edge" + (p.relayed ? " relayed" : ""), "data-peer": p.id,
-      x1: cx, y1: cy, x2: x, y2: y, "stroke-width": 1 + Math.log2(1 + rate),
+      x1: cx, y1: cy, x2: x, y2: y, "stroke-width": widths[i],
     }));
+  });
+  peers.forEach((p, i) => {
+    const [x, y] = at[i];
+    const len = Math.hypot(x - cx, y - cy) || 1;
+    // The unit normal of the edge, pointing up the screen.
+    let nx = -(y - cy) / len, ny = (x - cx) / len;
+    if (ny > 0) { nx = -nx; ny = -ny; }
+    const off = widths[i] / 2 + 6;
     g.appendChild(svgEl("text", {
-      class: "edge-label", x: (cx + x) / 2, y: (cy + y) / 2 - 4, "text-anchor": "middle",
+      class: "edge-label", "data-peer": p.id, "text-anchor": "middle",
+      x: (cx + x) / 2 + nx * off, y: (cy + y) / 2 + ny * off,
     }, "↑" + fmtRate(p.sent_rate || 0) + " ↓" + fmtRate(p.received_rate || 0) + "/s"));
   });
   const node = (x, y, label, sub, cls, id) => {
@@ -102,6 +114,48 @@ function drawTable(v) {
   document.getElementById("no-peers").hidden = (v.peers || []).length > 0;
 }
 
+// The dead-letter panel: the latest maxDead dead letters, newest first,
+// fetched from api/deadletters when a sample's count has grown.
+const maxDead = 50;
+let deadSeq = 0, deadTotal = 0, deadBusy = false;
+
+function shortRef(ref) {
+  const i = ref.lastIndexOf("/");
+  return i < 0 ? ref : short(ref.slice(0, i)) + ref.slice(i);
+}
+
+function addDeadLetters(list) {
+  const body = document.querySelector("#deadletters tbody");
+  for (const d of list) {
+    if (d.seq <= deadSeq) continue;
+    deadSeq = d.seq;
+    const tr = document.createElement("tr");
+    tr.dataset.seq = String(d.seq);
+    const t = cell(tr, new Date(d.time).toLocaleTimeString(), "num");
+    t.title = d.time;
+    const why = cell(tr, d.kind, "reason");
+    why.title = d.reason;
+    cell(tr, shortRef(d.to), "mono to").title = d.to;
+    cell(tr, d.from ? shortRef(d.from) : "–", "mono").title = d.from || "plain code";
+    cell(tr, d.type, "mono type");
+    cell(tr, d.size >= 0 ? fmtBytes(d.size) : "?", "num");
+    body.prepend(tr);
+  }
+  while (body.children.length > maxDead) body.lastElementChild.remove();
+  setText("dead-shown", String(body.children.length));
+  document.getElementById("no-dead").hidden = body.children.length > 0;
+}
+
+function refreshDeadLetters(total) {
+  if (total === deadTotal || deadBusy) return;
+  deadBusy = true;
+  fetch("api/deadletters?n=" + maxDead + "&after=" + deadSeq)
+    .then((r) => (r.ok ? r.json() : Promise.reject(r.status)))
+    .then((res) => { deadTotal = total; addDeadLetters(res.recent || []); })
+    .catch(() => {})
+    .finally(() => { deadBusy = false; });
+}
+
 function render(v) {
   setText("mesh", v.self.mesh);
   setText("self-id", v.self.id);
@@ -115,6 +169,7 @@ function render(v) {
   setText("groups", names(v.groups, v.more_groups) || "none");
   drawGraph(v);
   drawTable(v);
+  refreshDeadLetters(v.dead_letters || 0);
 }
 
 // connect follows the daemon's events. The browser reconnects by itself

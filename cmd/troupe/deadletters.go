@@ -1,0 +1,195 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/codec"
+)
+
+// Dead letters as data: the daemon's actor system remembers the latest
+// ones (actor.WithDeadLetterLog, config dead_letters.keep); 'troupe
+// deadletters' lists them or follows new ones over the control socket,
+// GET /api/deadletters serves them to the mesh view. Records hold no
+// message bodies; their text is cleaned before it reaches a terminal.
+
+// deadLetter is one record as JSON (what --json prints, one per line
+// with --follow).
+type deadLetter struct {
+	Seq      uint64    `json:"seq"`
+	Time     time.Time `json:"time"`
+	To       string    `json:"to"`
+	From     string    `json:"from,omitempty"`
+	FromPeer string    `json:"from_peer,omitempty"`
+	Type     string    `json:"type"`
+	Size     int       `json:"size"` // bytes of the encoding; -1 unknown
+	Kind     string    `json:"kind"`
+	Reason   string    `json:"reason"`
+}
+
+// deadLettersResult answers a deadletters request.
+type deadLettersResult struct {
+	Total  uint64            `json:"total"`   // dead letters since the daemon started
+	ByKind map[string]uint64 `json:"by_kind"` // per reason kind
+	Kept   int               `json:"kept"`    // how many the daemon remembers at most
+	Recent []deadLetter      `json:"recent"`  // oldest first
+	// Omitted counts older records kept but left out of this answer to
+	// bound its size (maxDeadLettersAnswer).
+	Omitted int `json:"omitted,omitempty"`
+}
+
+// maxFollowBatch caps the records written per wake-up of a follower; the
+// rest come at the next one (the ring holds them or they are gone, and
+// the gap in seq says how many were missed).
+const maxFollowBatch = 256
+
+// describeMessage is the dead-letter log's describe: the registered type
+// name and the body's size (a Raw's as it came, others' as encoded).
+func describeMessage(reg *codec.Registry) func(any) (string, int) {
+	return func(msg any) (string, int) {
+		if raw, ok := msg.(codec.Raw); ok {
+			if raw.Body == nil {
+				return raw.Type, -1 // refused before its body was read
+			}
+			return raw.Type, len(raw.Body)
+		}
+		if name, n, ok := reg.BodySize(msg); ok {
+			return name, n
+		}
+		if name, body, err := reg.Encode(msg); err == nil {
+			return name, len(body)
+		}
+		return fmt.Sprintf("%T", msg), -1
+	}
+}
+
+// toDeadLetters turns records into their JSON form, cleaned.
+func toDeadLetters(rs []actor.DeadLetterRecord) []deadLetter {
+	out := make([]deadLetter, 0, len(rs))
+	for _, r := range rs {
+		e := deadLetter{Seq: r.Seq, Time: r.Time.UTC(), To: clean(r.To.String()), Type: clean(r.Type), Size: r.Size, Kind: clean(r.Kind), Reason: clean(r.Reason)}
+		if !r.From.IsZero() {
+			e.From, e.FromPeer = clean(r.From.String()), clean(r.From.Peer())
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// deadLetters answers a deadletters request: the latest count (all kept
+// when 0) above seq after.
+func (d *runningDaemon) deadLetters(count int, after uint64) deadLettersResult {
+	sys := d.node.System()
+	rs, _ := sys.RecentDeadLetters(after)
+	if count > 0 && len(rs) > count {
+		rs = rs[len(rs)-count:]
+	}
+	r := deadLettersResult{Total: sys.DeadLetters(), ByKind: sys.DeadLettersByKind(), Kept: d.cfg.DeadLetters.Keep}
+	r.Recent, r.Omitted = fitDeadLetters(toDeadLetters(rs), maxDeadLettersAnswer)
+	return r
+}
+
+// maxDeadLettersAnswer caps the bytes of records in one answer, well
+// below what a client takes (maxResponse): at the largest keep, other
+// peers' texts (long names, reasons of '<'s that JSON escapes) could
+// make the records kept weigh hundreds of MiB as JSON.
+const maxDeadLettersAnswer = 8 << 20
+
+// fitDeadLetters returns the latest of es whose JSON fits in budget
+// bytes, and how many older ones it left out.
+func fitDeadLetters(es []deadLetter, budget int) ([]deadLetter, int) {
+	i := len(es)
+	for ; i > 0; i-- {
+		b, _ := json.Marshal(es[i-1]) // escaped, as the mesh view's API writes it
+		if budget -= len(b) + 1; budget < 0 {
+			break
+		}
+	}
+	return es[i:], i
+}
+
+// followDeadLetters answers a deadletters request with follow: after the
+// response (the ones kept now), each new record is one JSON line on conn
+// until the client goes away, ctx ends (the daemon stops) or a write
+// takes longer than viewWriteTimeout.
+func (d *runningDaemon) followDeadLetters(ctx context.Context, req request, conn net.Conn) (any, func(), error) {
+	first := d.deadLetters(req.Count, 0)
+	after := uint64(0)
+	if n := len(first.Recent); n > 0 {
+		after = first.Recent[n-1].Seq
+	}
+	stream := func() {
+		ctx, cancel := context.WithCancel(ctx)
+		gone := make(chan struct{})
+		go func() { // the client sends nothing more: a read ends when it goes
+			defer close(gone)
+			_, _ = io.Copy(io.Discard, conn)
+			cancel()
+		}()
+		defer func() {
+			cancel()
+			_ = conn.SetReadDeadline(time.Now()) // ends the read above
+			<-gone
+		}()
+		w := bufio.NewWriter(conn)
+		for {
+			rs, wait := d.node.System().RecentDeadLetters(after)
+			if len(rs) > maxFollowBatch {
+				rs = rs[:maxFollowBatch]
+			}
+			// Before the first Write: past 4 KiB, a Write flushes too,
+			// and the deadline of the last batch may be long gone.
+			_ = conn.SetWriteDeadline(time.Now().Add(viewWriteTimeout))
+			for _, e := range toDeadLetters(rs) {
+				after = e.Seq
+				b, _ := marshalJSON(e)
+				_, _ = w.Write(append(b, '\n'))
+			}
+			if err := w.Flush(); err != nil {
+				return
+			}
+			if len(rs) == maxFollowBatch {
+				continue
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-wait:
+			}
+		}
+	}
+	return first, stream, nil
+}
+
+// deadLettersHandler serves GET /api/deadletters[?after=SEQ&n=COUNT].
+func deadLettersHandler(src func(count int, after uint64) deadLettersResult) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		var after uint64
+		count := 0
+		var err error
+		if s := q.Get("after"); s != "" {
+			if after, err = strconv.ParseUint(s, 10, 64); err != nil {
+				http.Error(w, "after: not a sequence number", http.StatusBadRequest)
+				return
+			}
+		}
+		if s := q.Get("n"); s != "" {
+			if count, err = strconv.Atoi(s); err != nil || count < 0 {
+				http.Error(w, "n: not a count", http.StatusBadRequest)
+				return
+			}
+		}
+		b, _ := json.Marshal(src(count, after))
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(append(b, '\n'))
+	}
+}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
+
+// deadlettersCmd is 'troupe deadletters [-n N] [--follow] [--json]'.
+func deadlettersCmd(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("deadletters", "", "list the latest messages that reached no actor on this peer (time, target, sender, type, size, reason; never the message), and with --follow the new ones as they come", stderr)
+	f := addClientFlags(fs, true)
+	count := fs.Int("n", 0, "show at most this many of the latest (0: all the daemon keeps)")
+	follow := fs.Bool("follow", false, "keep printing new dead letters until interrupted")
+	if _, ok, code := parseArgs(fs, args, 0, 0); !ok {
+		return code
+	}
+	if *count < 0 {
+		return fail(stderr, "deadletters", fmt.Errorf("%w: -n must not be negative", errUsage))
+	}
+	req := request{Cmd: "deadletters", Count: *count, Follow: *follow}
+	asJSON := *f.json
+	if !*follow {
+		var r deadLettersResult
+		return f.request("deadletters", req, &r, stdout, stderr, func() {
+			noun := "dead letters"
+			if r.Total == 1 {
+				noun = "dead letter"
+			}
+			fmt.Fprintf(stdout, "%d %s since the daemon started%s\n", r.Total, noun, kindSummary(r.ByKind))
+			if r.Omitted > 0 {
+				fmt.Fprintf(stdout, "(%d older ones kept but left out: too much text for one answer)\n", r.Omitted)
+			}
+			for _, e := range r.Recent {
+				fmt.Fprintln(stdout, deadLetterLine(e))
+			}
+		})
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	var r deadLettersResult
+	conn, err := call(ctx, home(*f.home), req, &r, true)
+	if err != nil {
+		return fail(stderr, "deadletters", err)
+	}
+	defer conn.Close()
+	stopRead := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stopRead()
+	print := func(e deadLetter) {
+		if asJSON {
+			b, _ := marshalJSON(e)
+			fmt.Fprintln(stdout, string(b))
+			return
+		}
+		fmt.Fprintln(stdout, deadLetterLine(e))
+	}
+	for _, e := range r.Recent {
+		print(e)
+	}
+	sc := bufio.NewScanner(conn)
+	sc.Buffer(make([]byte, 0, 4096), 64<<10)
+	for sc.Scan() {
+		var e deadLetter
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			return fail(stderr, "deadletters", fmt.Errorf("bad line from the daemon: %w", err))
+		}
+		print(e)
+	}
+	if ctx.Err() != nil {
+		return 0 // interrupted: the normal end
+	}
+	fmt.Fprintln(stderr, "troupe deadletters: the daemon stopped")
+	return 1
+}
+
+// deadLetterLine is one dead letter for people.
+func deadLetterLine(e deadLetter) string {
+	from := "-"
+	if e.From != "" {
+		from = e.From
+	}
+	size := "size unknown"
+	if e.Size >= 0 {
+		size = fmt.Sprintf("%d B", e.Size)
+	}
+	return fmt.Sprintf("%s #%d %s: to %s from %s, %s, %s", e.Time.Local().Format(time.DateTime+".000"), e.Seq, e.Kind, e.To, from, e.Type, size)
+}
+
+// kindSummary is ": 3 no such actor, 1 no route", or "" for none.
+func kindSummary(byKind map[string]uint64) string {
+	if len(byKind) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(byKind)) {
+		parts = append(parts, fmt.Sprintf("%d %s", byKind[k], k))
+	}
+	return ": " + strings.Join(parts, ", ")
+}

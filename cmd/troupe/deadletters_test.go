@@ -1,0 +1,165 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/codec"
+)
+
+func noDeadLetters(int, uint64) deadLettersResult {
+	return deadLettersResult{ByKind: map[string]uint64{}, Recent: []deadLetter{}}
+}
+
+// TestDeadLetterRecordsAreCleaned: text another peer chose (names, a type,
+// a reason) reaches the terminal with no control characters, and the
+// sender's peer is its own field.
+func TestDeadLetterRecordsAreCleaned(t *testing.T) {
+	to, _ := actor.NewRef("peerA", "ghost")
+	from, _ := actor.NewRef("peerB", "sender")
+	got := toDeadLetters([]actor.DeadLetterRecord{{Seq: 7, Time: time.Unix(5, 0), To: to, From: from, Type: "evil\x1b[2Jtype", Size: 3, Kind: "no such actor", Reason: "remote:\u202e\x07 text"}})
+	e := got[0]
+	if strings.ContainsAny(e.Type+e.Reason, "\x1b\x07\u202e") || e.FromPeer != "peerB" || e.From != "peerB/sender" || e.To != "peerA/ghost" || e.Seq != 7 || e.Size != 3 {
+		t.Fatalf("%+v", e)
+	}
+	line := deadLetterLine(e)
+	for _, want := range []string{"#7", "no such actor", "to peerA/ghost", "from peerB/sender", "3 B"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("line %q lacks %q", line, want)
+		}
+	}
+	if l := deadLetterLine(deadLetter{Size: -1}); !strings.Contains(l, "from -") || !strings.Contains(l, "size unknown") {
+		t.Errorf("line of a letter from plain code: %q", l)
+	}
+}
+
+// TestDescribeMessage: a Raw is described by its type and body as they
+// came, a registered value by its name and encoded size, anything else
+// by its Go type with the size unknown.
+func TestDescribeMessage(t *testing.T) {
+	reg, err := newRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	describe := describeMessage(reg)
+	if typ, n := describe(codec.Raw{Type: "x.Y", Body: []byte{0x01}}); typ != "x.Y" || n != 1 {
+		t.Errorf("raw: %q %d", typ, n)
+	}
+	if typ, n := describe(codec.Raw{Type: "x.Big"}); typ != "x.Big" || n != -1 {
+		t.Errorf("raw refused before its body: %q %d", typ, n)
+	}
+	if typ, n := describe("hello"); typ != "string" || n != 6 {
+		t.Errorf("string: %q %d", typ, n)
+	}
+	if typ, n := describe(make(chan int)); typ != "chan int" || n != -1 {
+		t.Errorf("unencodable: %q %d", typ, n)
+	}
+}
+
+// TestDeadLettersAPI: /api/deadletters answers with what the source says
+// for its after and n, and refuses bad ones.
+func TestDeadLettersAPI(t *testing.T) {
+	var gotN int
+	var gotAfter uint64
+	src := func(n int, after uint64) deadLettersResult {
+		gotN, gotAfter = n, after
+		return deadLettersResult{Total: 3, ByKind: map[string]uint64{"no such actor": 3}, Recent: []deadLetter{{Seq: 3, To: "p/x"}}}
+	}
+	srv := httptest.NewServer(newViewHandler(testHub(t), src))
+	defer srv.Close()
+	resp, err := srv.Client().Get(srv.URL + "/api/deadletters?after=2&n=5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r deadLettersResult
+	err = json.NewDecoder(resp.Body).Decode(&r)
+	resp.Body.Close()
+	if err != nil || r.Total != 3 || len(r.Recent) != 1 || gotN != 5 || gotAfter != 2 {
+		t.Fatalf("%v %+v (n %d, after %d)", err, r, gotN, gotAfter)
+	}
+	for _, q := range []string{"after=-1", "after=x", "n=-2", "n=many"} {
+		resp, err := srv.Client().Get(srv.URL + "/api/deadletters?" + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("%s: %s", q, resp.Status)
+		}
+	}
+}
+
+// TestAskCauseSaysItOnce: the daemon's "asking <ref>" replaces actor's
+// own "actor: ask <ref>:" wrapping; other errors stay as they are.
+func TestAskCauseSaysItOnce(t *testing.T) {
+	wrapped := errors.Join(errors.New("x"))
+	if askCause(wrapped, "peerA") != wrapped {
+		t.Error("an error without actor's ask wrapping was changed")
+	}
+	to, _ := actor.NewRef("peerA", "ghost")
+	s, err := actor.New(actor.WithPeer("peerB"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(t.Context())
+	_, err = s.Ask(t.Context(), to, 1)
+	if c := askCause(err, "peerA"); !errors.Is(c, actor.ErrNoRoute) || strings.Contains(c.Error(), "ask") {
+		t.Fatalf("askCause(%v) = %v", err, c)
+	}
+	if isBounce(actor.ErrNoRoute) || !isBounce(actor.ErrNoSuchActor) || !isBounce(actor.ErrMailboxFull) {
+		t.Fatal("isBounce: no route is ours, no such actor and a full mailbox are the other peer's")
+	}
+}
+
+// TestFollowDeadLetters: --follow prints the letters kept, then each new
+// one as it comes, and ends (exit 1, one line) when the daemon stops.
+func TestFollowDeadLetters(t *testing.T) {
+	d, h, stop := startStoppableDaemon(t, &lockedWriter{w: new(bytes.Buffer)})
+	ghost, _ := actor.NewRef(d.node.ID().String(), "ghost")
+	d.node.System().Send(ghost, "first")
+	out, outW := io.Pipe()
+	var errb bytes.Buffer
+	done := make(chan int, 1)
+	go func() {
+		done <- run([]string{"deadletters", "--follow", "--json", "-home", string(h)}, strings.NewReader(""), outW, &errb)
+		outW.Close()
+	}()
+	sc := bufio.NewScanner(out)
+	next := func() deadLetter {
+		t.Helper()
+		if !sc.Scan() {
+			t.Fatalf("follow ended: %v, stderr %q", sc.Err(), errb.String())
+		}
+		var e deadLetter
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("follow printed %q: %v", sc.Text(), err)
+		}
+		return e
+	}
+	if e := next(); e.Seq != 1 || e.To != ghost.String() || e.Type != "string" || e.Size != 6 {
+		t.Fatalf("the kept letter: %+v", e)
+	}
+	d.node.System().Send(ghost, "second")
+	if e := next(); e.Seq != 2 || e.Kind != "no such actor" {
+		t.Fatalf("the new letter: %+v", e)
+	}
+	go func() { _, _ = io.Copy(io.Discard, out) }()
+	stop()
+	select {
+	case code := <-done:
+		if code != 1 || errb.String() != "troupe deadletters: the daemon stopped\n" {
+			t.Fatalf("after the daemon stopped: exit %d, stderr %q", code, errb.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("follow did not end with the daemon")
+	}
+}

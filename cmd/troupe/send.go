@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/troupe-mesh/troupe/actor"
+)
+
+// What 'troupe send' can say of a message. A plain send gets no answer
+// from another peer, even when the actor is missing there (the message
+// becomes a dead letter on that peer). So a send to another peer goes as
+// an Ask that waits briefly (-wait, default 2 s): an actor that replies
+// proves delivery, the other peer's bounce (Undeliverable: no such
+// actor, unknown type, full mailbox) is an error naming what it said, and
+// silence is "delivery unconfirmed". A receiver sees the same message
+// either way; one that replies after the wait leaves a late-reply dead
+// letter here. With -wait 0 the message goes as a plain send.
+
+// sendResult is the answer to a send request.
+type sendResult struct {
+	To string `json:"to"`
+	// Status is delivered (the actor replied within the wait), sent (to a
+	// live local actor's mailbox) or unconfirmed (no reply and no bounce
+	// within the wait, or no wait).
+	Status string `json:"status"`
+	WaitMS int64  `json:"wait_ms,omitempty"`
+}
+
+// defaultSendWait is how long a send to another peer waits for a bounce.
+const defaultSendWait = 2 * time.Second
+
+// errBounced marks a send that another peer answered as undeliverable.
+var errBounced = errors.New("the other peer answered")
+
+// send sends msg to ref, local or remote (see above).
+func (d *runningDaemon) send(ctx context.Context, ref actor.Ref, msg any, wait time.Duration) (sendResult, error) {
+	r := sendResult{To: ref.String()}
+	if ref.Peer() == d.node.System().Peer() || wait <= 0 {
+		if err := d.node.SendCtx(ctx, ref, msg); err != nil {
+			return r, fmt.Errorf("sending to %s: %w", ref, err)
+		}
+		r.Status = "unconfirmed"
+		if ref.Peer() == d.node.System().Peer() {
+			r.Status = "sent"
+		}
+		return r, nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	_, err := d.node.System().Ask(wctx, ref, msg)
+	switch {
+	case err == nil:
+		r.Status = "delivered"
+	case errors.Is(wctx.Err(), context.DeadlineExceeded) && !errors.Is(ctx.Err(), context.Canceled):
+		// The wait is over (the request's deadline, at least as far
+		// off, may end at the same time: handle).
+		r.Status, r.WaitMS = "unconfirmed", wait.Milliseconds()
+	case ctx.Err() != nil:
+		return r, fmt.Errorf("sending to %s: %w", ref, ctx.Err())
+	default:
+		cause := askCause(err, ref.Peer())
+		if isBounce(cause) {
+			return r, fmt.Errorf("sending to %s: %w: %w", ref, errBounced, cause)
+		}
+		return r, fmt.Errorf("sending to %s: %w", ref, cause)
+	}
+	return r, nil
+}
+
+// isBounce reports whether err is what another peer answers for a message
+// it could not deliver.
+func isBounce(err error) bool {
+	for _, s := range []error{actor.ErrNoSuchActor, actor.ErrUnknownType, actor.ErrMailboxFull} {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// askCause is the error of a failed Ask without actor's "actor: ask
+// <ref>:" wrapping, which the daemon's own "asking <ref>" says already.
+// Dial phrases that repeat the ID of peer, the target's, go too
+// (sayOnce).
+func askCause(err error, peer string) error {
+	if inner := errors.Unwrap(err); inner != nil && strings.HasPrefix(err.Error(), "actor: ask ") {
+		err = inner
+	}
+	return sayOnce(err, peer)
+}
+
+// sendLine is a send's result for people.
+func sendLine(r sendResult) string {
+	switch r.Status {
+	case "delivered":
+		return "delivered to " + r.To + " (its actor replied)"
+	case "sent":
+		return "sent to " + r.To + " (a live actor of this peer)"
+	}
+	if r.WaitMS > 0 {
+		return fmt.Sprintf("sent to %s; delivery unconfirmed (no bounce within %v)", r.To, time.Duration(r.WaitMS)*time.Millisecond)
+	}
+	return "sent to " + r.To + "; delivery unconfirmed"
+}

@@ -1,0 +1,97 @@
+package routing
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/troupe-mesh/troupe/internal/testutil"
+)
+
+// TestReaderBudgetNodeWide: past the node's limit a peer holding its
+// floor or more is refused, one below it still reserves; releases make
+// room; many identities hold at most the limit plus a floor each.
+func TestReaderBudgetNodeWide(t *testing.T) {
+	b := readerBudget{limit: 100, floor: 10}
+	a, c := libp2ppeer.ID("A"), libp2ppeer.ID("C")
+	if !b.reserve(a, 95) || !b.reserve(c, 8) {
+		t.Fatal("refused below the limit, or below the floor")
+	}
+	if b.reserve(a, 1) || b.reserve(c, 3) {
+		t.Fatal("admitted past the limit at or over the floor")
+	}
+	b.release(a, 50)
+	if !b.reserve(c, 30) {
+		t.Fatal("refused after a release made room")
+	}
+	if held, peers := b.stat(); held != 83 || peers != 2 {
+		t.Fatalf("stat %d %d, want 83 2", held, peers)
+	}
+	for i := range 100 {
+		b.reserve(libp2ppeer.ID(rune('a'+i)), 10)
+	}
+	if held, _ := b.stat(); held > 100+100*10 {
+		t.Fatalf("held %d", held)
+	}
+	b = readerBudget{limit: 100}
+	b.reserve(a, 100)
+	b.release(a, 100)
+	if _, peers := b.stat(); peers != 0 {
+		t.Fatal("a peer holding nothing is still counted")
+	}
+}
+
+// TestReaderBudgetRefusesSybils: with a node-wide reader budget of 230
+// KiB and no floor, one peer's large message in progress (two 56 KiB
+// fragments: some 136 KiB reserved with the frame buffer) leaves too
+// little for another's: that stream is reset and counted, the first
+// goes through, and what they held is given back.
+func TestReaderBudgetRefusesSybils(t *testing.T) {
+	h, r, sys := testPeerTuned(t, config{Logger: testutil.QuietLogger(), readerMemory: 230 << 10, readerFloor: 1}, nil, false)
+	got := spawnSink(t, sys)
+	first := newRawFrames(t, h)
+	_, body, err := first.reg.Encode(bytes.Repeat([]byte{0x43}, 3*fragmentData))
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := uint64(len(body))
+	piece := func(i int) []byte { return body[i*fragmentData : min((i+1)*fragmentData, len(body))] }
+	first.fragment(fragmentBody{Type: "bytes", Total: total, Data: piece(0)})
+	first.fragment(fragmentBody{Data: piece(1)})
+	deadline := time.Now().Add(5 * time.Second)
+	for r.Stats().ReaderBytes < 2*fragmentData {
+		if time.Now().After(deadline) {
+			t.Fatalf("the first peer's reader holds %d bytes, want %d", r.Stats().ReaderBytes, 2*fragmentData)
+		}
+		time.Sleep(5 * time.Millisecond) // the reader's progress has no event
+	}
+	before := r.Stats().StreamsReset
+	other := newRawFrames(t, h) // another identity
+	other.fragment(fragmentBody{Type: "bytes", Total: total, Data: piece(0)})
+	other.fragment(fragmentBody{Data: piece(1)})
+	if !other.reset() || r.Stats().StreamsReset != before+1 {
+		t.Fatal("the second peer's large message was not refused")
+	}
+	first.fragment(fragmentBody{Data: piece(2)})
+	first.fragment(fragmentBody{Data: piece(3)})
+	select {
+	case m := <-got:
+		if b, ok := m.([]byte); !ok || len(b) != 3*fragmentData {
+			t.Fatalf("got %T of %d bytes", m, len(b))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first peer's message did not arrive")
+	}
+	// The stream's frame buffer stays charged while it lives.
+	if err := first.s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(5 * time.Second)
+	for st := r.Stats(); st.ReaderBytes != 0 || st.ReaderPeers != 0; st = r.Stats() {
+		if time.Now().After(deadline) {
+			t.Fatalf("readers still hold %d bytes of %d peers after the streams ended", st.ReaderBytes, st.ReaderPeers)
+		}
+		time.Sleep(5 * time.Millisecond) // the reader's end has no event
+	}
+}
