@@ -271,3 +271,52 @@ func TestDeparture(t *testing.T) {
 		}
 	}
 }
+
+// TestTrimChecksAgainBeforeClosing: a message sent to a peer after the
+// sweep found it idle, while the trim is choosing, keeps its connection:
+// the trim checks each peer again right before closing it.
+func TestTrimChecksAgainBeforeClosing(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	hub := newTestNode(t, WithConnections(Connections{Low: 1, High: 2, Grace: 200 * time.Millisecond}))
+	spokes := make(map[libp2ppeer.ID]actor.Ref)
+	got := make(map[libp2ppeer.ID]<-chan int)
+	var nodes []*Node
+	for range 2 {
+		s := newTestNode(t)
+		spokes[s.ID()], got[s.ID()] = spawnSink(t, s)
+		nodes = append(nodes, s)
+	}
+	// Each peer the trim picks gets a message first, from the guard's
+	// goroutine, once the sweep is over.
+	picked := make(chan libp2ppeer.ID, 64)
+	hook := func(ids []libp2ppeer.ID) {
+		for _, id := range ids {
+			if err := hub.SendCtx(ctx, spokes[id], 7); err != nil {
+				t.Error(err)
+			}
+			picked <- id
+		}
+	}
+	hub.guard.beforeClose.Store(&hook)
+	for _, s := range nodes { // they dial and pin the hub; the hub pins neither
+		if err := s.Connect(ctx, *hub.AddrInfo()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var id libp2ppeer.ID
+	for id == "" {
+		if err := hub.guard.sweepNow(ctx, true); err != nil {
+			t.Fatalf("no trim picked a peer: %v", err)
+		}
+		select {
+		case id = <-picked:
+		case <-time.After(20 * time.Millisecond): // the grace period is the clock here
+		}
+	}
+	hub.guard.beforeClose.Store(nil)
+	if hub.Host().Network().Connectedness(id) != network.Connected {
+		t.Fatal("the trim closed the connection of a peer just sent a message")
+	}
+	receive(t, ctx, got[id], 7)
+}

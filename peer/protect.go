@@ -2,6 +2,7 @@ package peer
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
@@ -118,6 +119,10 @@ type guard struct {
 
 	marks map[libp2ppeer.ID]peerMark
 	kept  map[libp2ppeer.ID]protectReason // peers protected under busyTag
+
+	// beforeClose, tests only, runs in trim between the choice of the
+	// peers to trim and their last check.
+	beforeClose atomic.Pointer[func([]libp2ppeer.ID)]
 }
 
 // startGuard starts sweeping n's connections until close.
@@ -163,24 +168,7 @@ func (g *guard) sweep(now time.Time) {
 	connected := make(map[libp2ppeer.ID]struct{}, len(conns))
 	for _, p := range conns {
 		connected[p] = struct{}{}
-		f := peerFacts{edges: g.n.sys.RemoteEdges(p.String()), activity: g.n.router.PeerActivity(p)}
-		if ti := g.cm.GetTagInfo(p); ti != nil {
-			f.tags = ti.Tags
-		}
-		r, mark := protection(g.marks[p], f, now, g.grace)
-		g.marks[p] = mark
-		_, was := g.kept[p]
-		switch {
-		case r != 0 && !was:
-			g.cm.Protect(p, busyTag)
-		case r == 0 && was:
-			g.cm.Unprotect(p, busyTag)
-		}
-		if r != 0 {
-			g.kept[p] = r
-		} else {
-			delete(g.kept, p)
-		}
+		g.check(p, now)
 	}
 	for p := range g.marks {
 		if _, ok := connected[p]; !ok {
@@ -191,6 +179,30 @@ func (g *guard) sweep(now time.Time) {
 			}
 		}
 	}
+}
+
+// check brings the protection of connected peer p up to date, and
+// returns why it is kept (0: it may be trimmed).
+func (g *guard) check(p libp2ppeer.ID, now time.Time) protectReason {
+	f := peerFacts{edges: g.n.sys.RemoteEdges(p.String()), activity: g.n.router.PeerActivity(p)}
+	if ti := g.cm.GetTagInfo(p); ti != nil {
+		f.tags = ti.Tags
+	}
+	r, mark := protection(g.marks[p], f, now, g.grace)
+	g.marks[p] = mark
+	_, was := g.kept[p]
+	switch {
+	case r != 0 && !was:
+		g.cm.Protect(p, busyTag)
+	case r == 0 && was:
+		g.cm.Unprotect(p, busyTag)
+	}
+	if r != 0 {
+		g.kept[p] = r
+	} else {
+		delete(g.kept, p)
+	}
+	return r
 }
 
 // guardRequest asks the guard for a sweep now, and a trim after it if
