@@ -2,10 +2,13 @@ package peer
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/routing"
 )
 
 // TestDisconnectionInALargeMesh: in a mesh no larger than the connection
@@ -82,5 +85,54 @@ func TestDisconnectionInALargeMesh(t *testing.T) {
 			t.Fatal("a disconnection in a large mesh dropped the peer's advertisement or member")
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestAskALeftPeerInALargeMesh: in a large mesh the advertisement of a
+// peer that really left stays (until its TTL), so Whereis still names
+// it; an Ask to it then fails, well before its own deadline, with
+// routing.ErrUnreachable: the dial finds nobody.
+func TestAskALeftPeerInALargeMesh(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	large := newTestNode(t, WithGroups(true), WithConnections(Connections{Low: 1, High: 1}))
+	spoke, err := New(ctx, quiet(), local(), WithGroups(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = spoke.Close(context.Background()) }) // closed below too
+	if _, err := spoke.System().Spawn("svc", func(c *actor.Context) {
+		c.Receive(actor.Loop(actor.Any(func(any) {})))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := large.Connect(ctx, *spoke.AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := large.Directory().Await(ctx, "svc"); err != nil {
+		t.Fatal(err)
+	}
+	if err := spoke.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for large.Host().Network().Connectedness(spoke.ID()) == network.Connected {
+		if ctx.Err() != nil {
+			t.Fatal("the closed spoke is still connected")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ref, err := large.Whereis(ctx, "svc")
+	if err != nil || ref.Peer() != spoke.ID().String() {
+		t.Fatalf("Whereis of the left peer's actor: %v, %v; want its ref while the advertisement lasts", ref, err)
+	}
+	askCtx, askCancel := context.WithTimeout(ctx, 20*time.Second)
+	defer askCancel()
+	began := time.Now()
+	_, err = large.System().Ask(askCtx, ref, "ping")
+	if !errors.Is(err, routing.ErrUnreachable) {
+		t.Fatalf("Ask of a left peer's actor: %v, want routing.ErrUnreachable", err)
+	}
+	if took := time.Since(began); took > 15*time.Second {
+		t.Fatalf("the Ask took %v to fail", took)
 	}
 }
