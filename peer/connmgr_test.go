@@ -278,43 +278,39 @@ func TestDeparture(t *testing.T) {
 func TestTrimChecksAgainBeforeClosing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	hub := newTestNode(t, WithConnections(Connections{Low: 1, High: 2, Grace: 200 * time.Millisecond}))
+	// Two peers stay below the high mark: only the trims asked for here
+	// run (sweepNow), none of the guard's own.
+	hub := newTestNode(t, WithConnections(Connections{Low: 1, High: 3, Grace: 200 * time.Millisecond}))
 	spokes := make(map[libp2ppeer.ID]actor.Ref)
 	got := make(map[libp2ppeer.ID]<-chan int)
-	var nodes []*Node
 	for range 2 {
 		s := newTestNode(t)
 		spokes[s.ID()], got[s.ID()] = spawnSink(t, s)
-		nodes = append(nodes, s)
+		if err := s.Connect(ctx, *hub.AddrInfo()); err != nil { // the hub pins neither
+			t.Fatal(err)
+		}
 	}
 	// Each peer the trim picks gets a message first, from the guard's
 	// goroutine, once the sweep is over.
-	picked := make(chan libp2ppeer.ID, 64)
+	var picked []libp2ppeer.ID // written by the guard during sweepNow
 	hook := func(ids []libp2ppeer.ID) {
 		for _, id := range ids {
 			if err := hub.SendCtx(ctx, spokes[id], 7); err != nil {
 				t.Error(err)
 			}
-			picked <- id
+			picked = append(picked, id)
 		}
 	}
 	hub.guard.beforeClose.Store(&hook)
-	for _, s := range nodes { // they dial and pin the hub; the hub pins neither
-		if err := s.Connect(ctx, *hub.AddrInfo()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var id libp2ppeer.ID
-	for id == "" {
+	for len(picked) == 0 {
 		if err := hub.guard.sweepNow(ctx, true); err != nil {
 			t.Fatalf("no trim picked a peer: %v", err)
 		}
-		select {
-		case id = <-picked:
-		case <-time.After(20 * time.Millisecond): // the grace period is the clock here
+		if len(picked) == 0 {
+			time.Sleep(20 * time.Millisecond) // the grace period is the clock here
 		}
 	}
-	hub.guard.beforeClose.Store(nil)
+	id := picked[0]
 	if hub.Host().Network().Connectedness(id) != network.Connected {
 		t.Fatal("the trim closed the connection of a peer just sent a message")
 	}
