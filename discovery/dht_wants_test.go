@@ -29,15 +29,21 @@ func TestDHTLooksUpOnlyWhileItWantsPeers(t *testing.T) {
 	}
 	defer bd.Close(ctx)
 	var wants atomic.Bool
+	var asked atomic.Int64 // rounds of the find loop
 	h := testhost.NewHost(t)
-	d, err := StartDHT(h, dialer(h), WithMesh("m"), WithBootstrap(bootInfo), WithFindEvery(every), WithWantsPeers(wants.Load))
+	d, err := StartDHT(h, dialer(h), WithMesh("m"), WithBootstrap(bootInfo), WithFindEvery(every),
+		WithWantsPeers(func() bool { asked.Add(1); return wants.Load() }))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close(ctx)
-	// Many rounds of the find loop (one every 50 ms at most), and no
-	// lookup.
-	time.Sleep(time.Second)
+	// Several rounds of the find loop, and no lookup.
+	for asked.Load() < 5 {
+		if ctx.Err() != nil {
+			t.Fatalf("the find loop asked %d times", asked.Load())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	if n := d.lookups.Load(); n != 0 {
 		t.Fatalf("%d rendezvous lookups while the dial budget was full", n)
 	}
