@@ -56,6 +56,8 @@ type adsConfig struct {
 	TTL, Tick   time.Duration
 	Logger      *slog.Logger
 	Relay       bool
+	// Departed says whether a peer that disconnected left (nil: always).
+	Departed func(libp2ppeer.ID) bool
 }
 
 // adEntry is an advertisement held, with its signed bytes as its origin
@@ -119,13 +121,15 @@ type Directory struct {
 // StartAds starts advertising, on ps (which carries the mesh's
 // advertisement topic, /troupe/<mesh>/ads), what source gives, and
 // collecting the others' advertisements. Options: WithMesh (required),
-// WithIncarnation, WithAdTTL, WithAdTick, WithRelayAd, WithLogger.
+// WithIncarnation, WithAdTTL, WithAdTick, WithRelayAd, WithDeparture,
+// WithLogger.
 func StartAds(h host.Host, ps *pubsub.PubSub, source AdSource, opts ...Option) (*Directory, error) {
 	o, err := apply(opts)
 	if err != nil {
 		return nil, err
 	}
-	cfg := adsConfig{Mesh: o.mesh, PubSub: ps, Incarnation: o.incarnation, Source: source, TTL: o.ttl, Tick: o.tick, Logger: o.logger, Relay: o.relay}
+	cfg := adsConfig{Mesh: o.mesh, PubSub: ps, Incarnation: o.incarnation, Source: source, TTL: o.ttl, Tick: o.tick, Logger: o.logger, Relay: o.relay,
+		Departed: o.departed}
 	if cfg.PubSub == nil || cfg.Source == nil {
 		return nil, errors.New("discovery: advertisements need a pubsub and a source")
 	}

@@ -164,7 +164,8 @@ func (d *Directory) dropLocked(id libp2ppeer.ID) {
 	}
 }
 
-// expire drops advertisements whose TTL lapsed or whose peer disconnected.
+// expire drops advertisements whose TTL lapsed or whose peer disconnected
+// and departed (adsConfig.Departed).
 func (d *Directory) expire(events event.Subscription) {
 	defer d.wg.Done()
 	defer events.Close()
@@ -179,11 +180,14 @@ func (d *Directory) expire(events event.Subscription) {
 				return
 			}
 			e := ev.(event.EvtPeerConnectednessChanged)
+			// Asked before d.mu is taken: Departed may look at the
+			// directory.
+			left := e.Connectedness == network.NotConnected && (d.cfg.Departed == nil || d.cfg.Departed(e.Peer))
 			d.mu.Lock()
 			switch {
 			case e.Connectedness == network.Connected:
 				delete(d.gone, e.Peer)
-			case e.Connectedness == network.NotConnected:
+			case left:
 				g := goneEntry{at: time.Now()}
 				if held, ok := d.peers[e.Peer]; ok {
 					g.inc, g.seq = held.ad.Incarnation, held.ad.Seq
@@ -243,6 +247,13 @@ func (d *Directory) Peers() []*Advertisement {
 	}
 	slices.SortFunc(out, func(a, b *Advertisement) int { return bytes.Compare(a.Peer, b.Peer) })
 	return out
+}
+
+// Len returns how many other peers' advertisements the directory holds.
+func (d *Directory) Len() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.peers)
 }
 
 // Lookup returns the peers advertising an actor called name.

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,6 +36,7 @@ type dhtConfig struct {
 	FindEvery time.Duration
 	Logger    *slog.Logger
 	Client    bool
+	Wants     func() bool // nil: always
 }
 
 // DHT finds peers beyond the LAN: a Kademlia DHT in server mode under
@@ -50,18 +53,21 @@ type DHT struct {
 	wg        sync.WaitGroup
 	joinedNow chan struct{} // keepJoined joined: advertise now
 	bootDials atomic.Uint64 // dials of bootstrap peers
+	lookups   atomic.Uint64 // rendezvous lookups started
 }
 
 // StartDHT joins the DHT through the bootstrap peers and starts the
 // rendezvous, connecting to the peers it finds with connect (a node's
 // Connect). Options: WithMesh (required), WithBootstrap, WithFindEvery,
-// WithDHTClient, WithLogger. Close stops it (before the host is closed).
+// WithDHTClient, WithWantsPeers, WithLogger. Close stops it (before the
+// host is closed).
 func StartDHT(h host.Host, connect func(context.Context, libp2ppeer.AddrInfo) error, opts ...Option) (*DHT, error) {
 	o, err := apply(opts)
 	if err != nil {
 		return nil, err
 	}
-	cfg := dhtConfig{Mesh: o.mesh, Bootstrap: o.bootstrap, Connect: connect, FindEvery: o.findEvery, Logger: o.logger, Client: o.client}
+	cfg := dhtConfig{Mesh: o.mesh, Bootstrap: o.bootstrap, Connect: connect, FindEvery: o.findEvery, Logger: o.logger, Client: o.client,
+		Wants: o.wants}
 	if cfg.Connect == nil {
 		return nil, fmt.Errorf("discovery: DHT needs a Connect function")
 	}
@@ -277,12 +283,16 @@ func (d *DHT) sleepUnlessJoined(wait time.Duration, wake bool) bool {
 }
 
 // find looks the rendezvous up, sooner at first, and connects to the peers
-// found.
+// found, while the node wants peers (dhtConfig.Wants).
 func (d *DHT) find() {
 	defer d.wg.Done()
 	wait := min(500*time.Millisecond, d.cfg.FindEvery)
 	for d.sleep(wait) {
 		wait = min(2*wait, d.cfg.FindEvery)
+		if d.cfg.Wants != nil && !d.cfg.Wants() {
+			continue // the dial budget is full: nothing to look for
+		}
+		d.lookups.Add(1)
 		ctx, cancel := context.WithTimeout(d.ctx, 30*time.Second)
 		peers, err := d.rd.FindPeers(ctx, d.Rendezvous())
 		if err != nil {
@@ -290,16 +300,72 @@ func (d *DHT) find() {
 			d.cfg.Logger.Debug("discovery: find peers", "err", err)
 			continue
 		}
-		for ai := range peers {
-			if ai.ID == d.h.ID() || len(ai.Addrs) == 0 || d.h.Network().Connectedness(ai.ID) == network.Connected {
-				continue
-			}
-			if err := d.cfg.Connect(ctx, ai); err != nil {
-				d.cfg.Logger.Debug("discovery: DHT peer unreachable", "peer", ai.ID, "err", err)
+		for found := range batches(peers, findBatch) {
+			found = slices.DeleteFunc(found, func(ai libp2ppeer.AddrInfo) bool {
+				return ai.ID == d.h.ID() || len(ai.Addrs) == 0 || d.h.Network().Connectedness(ai.ID) == network.Connected
+			})
+			// Every peer finds the same providers in much the same
+			// order: dialed in that order, the first ones would take
+			// every newcomer's dials, and the dial budget would leave the
+			// others to nobody.
+			rand.Shuffle(len(found), func(i, j int) { found[i], found[j] = found[j], found[i] })
+			if !d.dialFound(ctx, found) {
+				break
 			}
 		}
 		cancel()
 	}
+}
+
+// findBatch is how long the rendezvous's providers are gathered, from
+// the first one, before they are dialed in random order.
+const findBatch = time.Second
+
+// batches gathers what ch yields into slices: each holds what arrived
+// within wait of its first element, or until ch closed.
+func batches[T any](ch <-chan T, wait time.Duration) func(func([]T) bool) {
+	return func(yield func([]T) bool) {
+		for {
+			first, ok := <-ch
+			if !ok {
+				return
+			}
+			batch := []T{first}
+			t := time.NewTimer(wait)
+		gather:
+			for {
+				select {
+				case v, ok := <-ch:
+					if !ok {
+						t.Stop()
+						yield(batch)
+						return
+					}
+					batch = append(batch, v)
+				case <-t.C:
+					break gather
+				}
+			}
+			if !yield(batch) {
+				return
+			}
+		}
+	}
+}
+
+// dialFound connects to the peers found, in order, and reports false once
+// the node's dial budget is reached (ErrDialBudget).
+func (d *DHT) dialFound(ctx context.Context, found []libp2ppeer.AddrInfo) bool {
+	for _, ai := range found {
+		err := d.cfg.Connect(ctx, ai)
+		if errors.Is(err, ErrDialBudget) {
+			return false
+		}
+		if err != nil {
+			d.cfg.Logger.Debug("discovery: DHT peer unreachable", "peer", ai.ID, "err", err)
+		}
+	}
+	return true
 }
 
 // Close stops the rendezvous and the DHT and waits for their goroutines

@@ -4,7 +4,8 @@
 //
 // StartMDNS announces the host over multicast DNS under a service name
 // derived from the mesh name, so that two meshes on one LAN stay apart, and
-// connects to every peer it hears of (its own announcements are ignored).
+// connects to every peer it hears of (its own announcements are ignored)
+// while the node's dial budget lets it (ErrDialBudget).
 // Announcements arrive repeatedly and concurrently; they are handed to a
 // bounded queue and two worker goroutines, so a burst of them costs no
 // goroutine per announcement, and a peer is dialed at most once per 5 s
@@ -30,13 +31,15 @@
 // # Beyond the LAN
 //
 // StartDHT joins Troupe's Kademlia DHT through bootstrap peers and meets
-// the mesh's other peers at a rendezvous key.
+// the mesh's other peers at a rendezvous key, dialing those it finds in
+// random order while the node wants peers (WithWantsPeers, ErrDialBudget).
 //
 // # Advertisements
 //
 // StartAds publishes this peer's signed advertisement (its public actors,
 // groups and addresses) on the mesh's GossipSub topic and keeps the others'
-// in a Directory until they expire or their peer disconnects. Gossip alone
+// in a Directory until they expire or their peer disconnects (and
+// departed: WithDeparture). Gossip alone
 // is slow to reach everyone while a mesh forms: a message published before
 // a peer's GossipSub mesh exists reaches almost nobody. So:
 //

@@ -31,6 +31,12 @@ var ErrBadMesh = errors.New("discovery: bad mesh name")
 // change that: a refused dial is not retried.
 var ErrRefused = errors.New("connection refused by the remote peer")
 
+// ErrDialBudget is the error (wrapped) that a connect function returns
+// when the node holds as many connections as its budget lets discovery
+// dial (peer.Connections.Low): the peer found is left undialed, and not
+// tried again until it is found again.
+var ErrDialBudget = errors.New("discovery: dial budget reached")
+
 var meshRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
 
 // CheckMesh validates a mesh name.
@@ -306,6 +312,9 @@ func (m *MDNS) work() {
 			}
 			err := m.connect(ctx, f.ai)
 			cancel()
+			if errors.Is(err, ErrDialBudget) {
+				continue // found again at its next announcement
+			}
 			if err != nil {
 				m.log.Debug("discovery: mDNS peer unreachable", "peer", f.ai.ID, "try", f.retry, "err", err)
 				if f.retry < dialRetries && !errors.Is(err, ErrRefused) {

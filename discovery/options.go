@@ -22,6 +22,8 @@ type config struct {
 	bootstrap   []libp2ppeer.AddrInfo
 	findEvery   time.Duration
 	client      bool
+	departed    func(libp2ppeer.ID) bool
+	wants       func() bool
 }
 
 // apply applies opts over the defaults and checks the mesh name.
@@ -80,3 +82,20 @@ func WithFindEvery(d time.Duration) Option {
 // WithDHTClient runs the DHT in client mode: it queries and advertises but
 // serves no records to others (default: server mode) (StartDHT).
 func WithDHTClient(on bool) Option { return func(c *config) error { c.client = on; return nil } }
+
+// WithDeparture says whether a peer that disconnected left the mesh
+// (default: always): when it reports false (a connection trimmed in a
+// mesh larger than the connection budget, where most peers are not
+// connected), the peer's advertisement stays until its TTL, and gossip
+// keeps renewing it (StartAds).
+func WithDeparture(left func(libp2ppeer.ID) bool) Option {
+	return func(c *config) error { c.departed = left; return nil }
+}
+
+// WithWantsPeers says whether the node wants more peers (default:
+// always): while it reports false (the node's dial budget is full), the
+// DHT looks the rendezvous up no more, a lookup whose answer grows with
+// the mesh (StartDHT).
+func WithWantsPeers(wants func() bool) Option {
+	return func(c *config) error { c.wants = wants; return nil }
+}

@@ -21,7 +21,10 @@ type Stamp struct{ Seq, UnixNano int64 }
 // first as bootstrap peer, and reports: the time to start them, the time
 // (from the first start) until every peer holds the advertisement of every
 // other, how many peer pairs are directly connected by then (the DHT
-// rendezvous keeps connecting), the memory per peer, and the latency of a
+// rendezvous keeps connecting) and the connections per peer (median and
+// most, when all know all and again 35 s after the last start, once the
+// connection budget's grace period passed), the memory per peer, and
+// the latency of a
 // group broadcast to 100 members (one per peer) with the share of the
 // deliveries made.
 // Run it with: go test ./integration -run '^$' -bench Scale100 -benchtime 1x
@@ -99,7 +102,17 @@ func scaleRun(b *testing.B, n int) {
 		select {
 		case <-tick.C:
 		case <-deadline:
-			b.Fatalf("after 4 minutes %d advertisements are still missing", unadvertised)
+			// Who lacks what: a few peers that hold few, or many that
+			// miss a few.
+			var short []int
+			for _, a := range nodes {
+				if k := len(a.Directory().Peers()); k < n-1 {
+					short = append(short, k)
+				}
+			}
+			slices.Sort(short)
+			b.Fatalf("after 4 minutes %d advertisements are still missing: %d peers hold fewer than %d, holding %v",
+				unadvertised, len(short), n-1, short)
 		}
 	}
 	known := time.Since(start)
@@ -117,6 +130,7 @@ func scaleRun(b *testing.B, n int) {
 			}
 		}
 	}
+	connsMedian, connsMax := connsPerPeer(nodes)
 	runtime.GC()
 	runtime.ReadMemStats(&m1)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -151,6 +165,15 @@ func scaleRun(b *testing.B, n int) {
 			}
 		}
 	}
+	// Connections once every peer's grace period (30 s by default) has
+	// passed and trims had their chance: what an idle mesh holds.
+	if wait := time.Until(start.Add(started + 35*time.Second)); wait > 0 {
+		time.Sleep(wait)
+	}
+	idleMedian, idleMax := connsPerPeer(nodes)
+	b.ReportMetric(float64(idleMedian), "conns-idle-median")
+	b.ReportMetric(float64(idleMax), "conns-idle-max")
+	b.ReportMetric(float64(protectedPerPeer(nodes)), "protected-idle-median")
 	if len(all) < rounds*n*95/100 {
 		b.Fatalf("%d of %d broadcasts delivered (per round: %v)", len(all), rounds*n, received)
 	}
@@ -162,7 +185,37 @@ func scaleRun(b *testing.B, n int) {
 	b.ReportMetric(float64(gossiped), "ads-gossiped")
 	b.ReportMetric(float64(synced), "ads-synced")
 	b.ReportMetric(100*float64(n*(n-1)-unconnected)/float64(n*(n-1)), "%-pairs-connected")
+	b.ReportMetric(float64(connsMedian), "conns-median")
+	b.ReportMetric(float64(connsMax), "conns-max")
 	b.ReportMetric(float64(m1.HeapInuse+m1.StackInuse-m0.HeapInuse-m0.StackInuse)/float64(n)/(1<<20), "MiB/peer")
 	b.ReportMetric(float64(all[len(all)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-µs")
+}
+
+// connsPerPeer returns the median and the most of the nodes' open
+// connections.
+func connsPerPeer(nodes []*peer.Node) (median, most int) {
+	counts := make([]int, len(nodes))
+	for i, nd := range nodes {
+		counts[i] = len(nd.Host().Network().Conns())
+	}
+	slices.Sort(counts)
+	return counts[len(counts)/2], counts[len(counts)-1]
+}
+
+// protectedPerPeer returns the median of the nodes' connected peers that
+// something protects from trimming (the node's guard, GossipSub's
+// meshes, pinned peers...): what the connection budget cannot trim.
+func protectedPerPeer(nodes []*peer.Node) int {
+	counts := make([]int, len(nodes))
+	for i, nd := range nodes {
+		cm := nd.Host().ConnManager()
+		for _, p := range nd.Host().Network().Peers() {
+			if cm.IsProtected(p, "") {
+				counts[i]++
+			}
+		}
+	}
+	slices.Sort(counts)
+	return counts[len(counts)/2]
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/peerstore"
@@ -14,26 +13,23 @@ import (
 )
 
 // Connections: peers the application connects to (pinned for good) and
-// peers discovery found (protected while connected).
+// peers discovery found (kept while busy: protect.go).
 
 // ErrRefused reports a connection that the remote peer closed right after
 // the handshake: its allowlist does not hold this peer. It is
 // discovery.ErrRefused, so discovery does not dial such a peer again.
 var ErrRefused = discovery.ErrRefused
 
-// Tags under which a node protects connections from the connection
-// manager's trimming: pinTag for peers the application connected to, for
-// good; foundTag for peers discovery found, while they stay connected.
-const (
-	pinTag   = "troupe"
-	foundTag = "troupe-found"
-)
+// pinTag is the tag under which a node protects the connections of the
+// peers the application connected to from the connection manager's
+// trimming, for good.
+const pinTag = "troupe"
 
 // Connect connects to a peer and remembers it for good: its addresses
 // stay in the peerstore (so that links to its actors can dial it again
 // whenever it is back) and its connections are protected from the
 // connection manager's trimming. Peers that discovery finds are not
-// pinned so: they are protected while connected, and their addresses
+// pinned so: they are protected while busy (protect.go), and their addresses
 // last as long as libp2p keeps them (15 minutes after a disconnect) or
 // until discovery finds them again, so that peers that left cost nothing
 // for good.
@@ -56,16 +52,17 @@ func (n *Node) Connect(ctx context.Context, ai libp2ppeer.AddrInfo) error {
 	return nil
 }
 
-// connectFound is Connect for discovery: the peer's connections are
-// protected until it disconnects (watchFound), and its addresses are not
-// pinned.
+// connectFound is Connect for discovery: the peer's addresses are not
+// pinned, nor its connections protected (protect.go keeps them while they
+// are busy). Once the node is connected to Connections.Low peers it
+// dials none but its bootstrap peers (the DHT's way in): discovery still
+// learns them, and a message to one of them dials it.
 func (n *Node) connectFound(ctx context.Context, ai libp2ppeer.AddrInfo) error {
-	cm := n.host.ConnManager()
-	// Protected before the dial, so that a disconnect during Connect
-	// finds the tag to remove.
-	cm.Protect(ai.ID, foundTag)
+	boot := slices.ContainsFunc(n.cfg.bootstrap, func(b libp2ppeer.AddrInfo) bool { return b.ID == ai.ID })
+	if !boot && n.dialBudgetFull() {
+		return fmt.Errorf("peer: connect %v: %w", ai.ID, ErrDialBudget)
+	}
 	if err := n.connect(ctx, ai); err != nil {
-		cm.Unprotect(ai.ID, foundTag)
 		if ctx.Err() == nil && !n.closing.Load() {
 			n.dialFails.failed(ai, err)
 		}
@@ -88,15 +85,4 @@ func (n *Node) connect(ctx context.Context, ai libp2ppeer.AddrInfo) error {
 		return fmt.Errorf("peer: connect %v: %w", ai.ID, ErrRefused)
 	}
 	return nil
-}
-
-// watchFound drops the protection of discovered peers that disconnected,
-// until Close closes the subscription.
-func (n *Node) watchFound() {
-	defer close(n.foundDone)
-	for e := range n.found.Out() {
-		if ev := e.(event.EvtPeerConnectednessChanged); ev.Connectedness == network.NotConnected {
-			n.host.ConnManager().Unprotect(ev.Peer, foundTag)
-		}
-	}
 }

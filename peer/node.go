@@ -8,10 +8,10 @@ import (
 	"sync/atomic"
 
 	"github.com/libp2p/go-libp2p"
-	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/host"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
+	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
 	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	"github.com/libp2p/go-libp2p/p2p/security/noise"
 	libp2ptls "github.com/libp2p/go-libp2p/p2p/security/tls"
@@ -42,8 +42,8 @@ type Node struct {
 	holePunches *holePunches   // counted by libp2p's hole punching (relay.go)
 	latency     *latencyProber // keeps peers' round trips known (latency.go)
 
-	found     event.Subscription // connectedness, for foundTag; nil without discovery
-	foundDone chan struct{}      // closed when watchFound returned
+	cm    *connmgr.BasicConnMgr // the host's connection manager (connmgr.go)
+	guard *guard                // protects the busy peers' connections (protect.go)
 
 	closing  atomic.Bool   // Close began
 	closed   chan struct{} // closed when Close ended; closeErr is set then
@@ -104,6 +104,11 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		libp2p.Muxer(yamux.ID, muxer(cfg.limits)),
 		libp2p.Transport(tcp.NewTCPTransport),
 	}
+	cm, err := newConnManager(cfg.conns)
+	if err != nil {
+		return nil, err
+	}
+	hopts = append(hopts, libp2p.ConnectionManager(cm))
 	if cfg.prom != nil {
 		hopts = append(hopts, libp2p.PrometheusRegisterer(cfg.prom))
 	} else {
@@ -139,7 +144,8 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		relays.h.Store(&h)
 	}
 	if err != nil {
-		_ = rm.Close() // libp2p closes it only once a host exists
+		_ = rm.Close() // libp2p closes them only once a host exists
+		_ = cm.Close()
 		return nil, fmt.Errorf("peer: starting libp2p host: %w", err)
 	}
 	reg := cfg.registry
@@ -170,6 +176,7 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 	var groups *routing.Groups
 	if cfg.groups {
 		groups, err = routing.NewGroups(h, reg, cfg.mesh, routing.WithLogger(cfg.logger),
+			routing.WithDeparture(departure(h, &dir, cfg.conns.High)),
 			// A group joined or left changes the advertisement at once.
 			routing.WithOnChange(func() {
 				if d := dir.Load(); d != nil {
@@ -204,7 +211,9 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		_ = h.Close()
 		return nil, err
 	}
-	n := &Node{cfg: cfg, host: h, sys: sys, router: r, reg: reg, groups: groups, holePunches: hp, latency: startLatencyProber(h), closed: make(chan struct{})}
+	n := &Node{cfg: cfg, host: h, sys: sys, router: r, reg: reg, groups: groups, holePunches: hp, latency: startLatencyProber(h),
+		cm: cm, closed: make(chan struct{})}
+	n.guard = startGuard(n)
 	if err := n.registerMetrics(); err != nil {
 		_ = n.Close(ctx)
 		return nil, err
@@ -216,7 +225,8 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 	if groups != nil {
 		n.dir, err = discovery.StartAds(h, groups.PubSub(), func() ([]string, []string) { return sys.Names(), sys.Groups() },
 			discovery.WithMesh(cfg.mesh), discovery.WithIncarnation(r.Incarnation()), discovery.WithAdTick(cfg.adTick),
-			discovery.WithAdTTL(cfg.adTTL), discovery.WithLogger(cfg.logger), discovery.WithRelayAd(cfg.relayService))
+			discovery.WithAdTTL(cfg.adTTL), discovery.WithLogger(cfg.logger), discovery.WithRelayAd(cfg.relayService),
+			discovery.WithDeparture(departure(h, &dir, cfg.conns.High)))
 		if err != nil {
 			_ = n.Close(ctx)
 			return nil, err
@@ -224,17 +234,10 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		dir.Store(n.dir)
 		relays.dir.Store(n.dir)
 	}
-	if cfg.dht || cfg.mdns {
-		if n.found, err = h.EventBus().Subscribe(new(event.EvtPeerConnectednessChanged)); err != nil {
-			_ = n.Close(ctx)
-			return nil, fmt.Errorf("peer: watching connections: %w", err)
-		}
-		n.foundDone = make(chan struct{})
-		go n.watchFound()
-	}
 	if cfg.dht {
 		n.dht, err = discovery.StartDHT(h, n.connectFound, discovery.WithMesh(cfg.mesh), discovery.WithBootstrap(cfg.bootstrap...),
-			discovery.WithLogger(cfg.logger), discovery.WithFindEvery(cfg.findEvery), discovery.WithDHTClient(cfg.dhtClient))
+			discovery.WithLogger(cfg.logger), discovery.WithFindEvery(cfg.findEvery), discovery.WithDHTClient(cfg.dhtClient),
+			discovery.WithWantsPeers(func() bool { return !n.dialBudgetFull() }))
 		if err != nil {
 			_ = n.Close(ctx)
 			return nil, err
@@ -376,11 +379,8 @@ func (n *Node) Close(ctx context.Context) error {
 		if n.dir != nil {
 			discErr = errors.Join(discErr, n.dir.Close(ctx))
 		}
-		if n.found != nil {
-			discErr = errors.Join(discErr, n.found.Close())
-			<-n.foundDone
-		}
 		n.latency.close()
+		n.guard.close()
 		shutErr := n.sys.Shutdown(ctx)
 		var groupsErr error
 		if n.groups != nil {

@@ -57,7 +57,8 @@ type config struct {
 	adTTL        time.Duration
 	bootstrap    []libp2ppeer.AddrInfo
 	limits       Limits
-	listenSet    bool // listen came from WithListenAddrs
+	conns        Connections // defaults applied in validate
+	listenSet    bool        // listen came from WithListenAddrs
 }
 
 // DefaultListenAddrs returns the addresses a node listens on unless
@@ -91,6 +92,7 @@ func invalid(format string, args ...any) error {
 }
 
 func (c *config) validate() error {
+	c.conns = c.conns.withDefaults()
 	switch {
 	case len(c.listen) == 0:
 		return invalid("no listen addresses")

@@ -71,7 +71,7 @@ var _ actor.GroupTransport = (*Groups)(nil)
 
 // NewGroups starts GossipSub on h for mesh: group topics are
 // "/troupe/<mesh>/group/<name>", their messages of the types of reg.
-// Options: WithLogger, WithOnChange.
+// Options: WithLogger, WithOnChange, WithDeparture.
 func NewGroups(h host.Host, reg *codec.Registry, mesh string, opts ...Option) (*Groups, error) {
 	cfg, err := apply(config{Host: h, Registry: reg, Mesh: mesh}, opts)
 	if err != nil {
@@ -162,6 +162,9 @@ func (g *Groups) watchPeers(sub event.Subscription) {
 			g.order.peerGone(e.Peer.String(), time.Now())
 			if g.cfg.Host.Network().Connectedness(e.Peer) != network.Connected {
 				g.filter.Forget(e.Peer) // not what it announced since it came back
+			}
+			if left := g.cfg.Departed; left != nil && !left(e.Peer) {
+				continue // its members stay while their presence is renewed (expire)
 			}
 			if sys := g.sys.Load(); sys != nil {
 				sys.PeerLeftGroups(e.Peer.String())

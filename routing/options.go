@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 )
 
 // Option configures New or NewGroups. Each uses the options that concern
@@ -67,3 +69,13 @@ func WithPauseGrace(d time.Duration) Option {
 // called on an event loop or the publisher goroutine and must not block
 // (NewGroups).
 func WithOnChange(f func()) Option { return func(c *config) error { c.OnChange = f; return nil } }
+
+// WithDeparture says whether a peer that disconnected left the mesh
+// (default: always). When it did, its members leave their groups here at
+// once; when not (a connection trimmed in a mesh larger than the
+// connection budget), they stay while their presence is renewed, as the
+// members of peers this node was never connected to do, and leave when it
+// is not for three renewals and a half (NewGroups).
+func WithDeparture(left func(libp2ppeer.ID) bool) Option {
+	return func(c *config) error { c.Departed = left; return nil }
+}

@@ -95,8 +95,9 @@ type config struct {
 	Incarnation uint64
 	PeerBudget  int64
 	PauseGrace  time.Duration
-	Mesh        string // Groups only
-	OnChange    func() // Groups only
+	Mesh        string                   // Groups only
+	OnChange    func()                   // Groups only
+	Departed    func(libp2ppeer.ID) bool // Groups only; nil: every disconnection
 
 	timings timings // tests only: shorter waits (zero: the defaults)
 	// readerMemory and readerFloor are tests' node-wide reader budget and

@@ -70,6 +70,8 @@ type Config struct {
 	// Limits caps the peer's libp2p resources; 0 keeps libp2p's default,
 	// scaled to the machine.
 	Limits ConfigLimits `json:"limits"`
+	// Connections is the connection budget (config_conns.go).
+	Connections ConfigConnections `json:"connections"`
 	// DeadLetters is what the daemon keeps of messages that reached no
 	// actor ('troupe deadletters').
 	DeadLetters ConfigDeadLetters `json:"dead_letters"`
@@ -277,6 +279,9 @@ func (c *Config) validate() error {
 			return configError("ui", "%q: %v", c.UI, err)
 		}
 	}
+	if err := c.Connections.validate(); err != nil {
+		return err
+	}
 	if k := c.DeadLetters.Keep; k < 0 || k > maxDeadLettersKept {
 		return configError("dead_letters.keep", "%d: must be from 0 to %d", k, maxDeadLettersKept)
 	}
@@ -356,6 +361,7 @@ func (c *Config) peerOptions(home string) ([]peer.Option, error) {
 	if l, _ := c.Limits.peerLimits(); l != (peer.Limits{}) {
 		opts = append(opts, peer.WithLimits(l))
 	}
+	opts = append(opts, peer.WithConnections(c.Connections.budget()))
 	var boots []libp2ppeer.AddrInfo
 	for _, b := range c.Bootstrap {
 		ai, _ := parsePeerAddr(b)

@@ -1,0 +1,137 @@
+package peer
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/host"
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
+	"github.com/troupe-mesh/troupe/discovery"
+)
+
+// Connections is a node's connection budget: once High peers are
+// connected, the node disconnects the peers that nothing protects (see
+// protect.go) and that are past their grace period, least valued first,
+// until Low peers are left, the protected ones included (more when more
+// are protected: trim.go); and discovery (mDNS, the DHT) stops dialing
+// the peers it finds once the node is connected to Low peers (it still
+// learns them). A zero field takes its default.
+//
+// A mesh of at most Low+1 peers stays fully connected, as a LAN did
+// before the budget, and one of fewer than High peers is never trimmed.
+// In a larger one a peer holds about Low connections, and a message to a
+// peer it is not connected to dials it (lazily, on the first send).
+type Connections struct {
+	// Low is how many peers a trim leaves, the protected ones included,
+	// and how many peers discovery dials (default DefaultConnsLow).
+	Low int
+	// High is how many connected peers start a trim (default
+	// DefaultConnsHigh; at least Low).
+	High int
+	// Grace is how long a new connection, or one that carried a message,
+	// is left alone (default DefaultConnsGrace).
+	Grace time.Duration
+}
+
+// The defaults of Connections. High is the 32 connections per peer that
+// a mesh of 100 or more peers may hold (docs/scale.md); Low is three
+// quarters of it, so that the dials of peers joining between two trims
+// do not start a trim each, and a LAN of up to 25 peers stays fully
+// connected. Grace outlasts the default Ask timeout and the first
+// exchanges of a new peer (identify, the DHT, GossipSub's first
+// heartbeats).
+const (
+	DefaultConnsLow   = 24
+	DefaultConnsHigh  = 32
+	DefaultConnsGrace = 30 * time.Second
+)
+
+// withDefaults returns c with its zero fields set to their defaults.
+func (c Connections) withDefaults() Connections {
+	if c.Low == 0 {
+		c.Low = DefaultConnsLow
+	}
+	if c.High == 0 {
+		c.High = max(DefaultConnsHigh, c.Low)
+	}
+	if c.Grace == 0 {
+		c.Grace = DefaultConnsGrace
+	}
+	return c
+}
+
+// validate reports a budget the connection manager cannot use.
+func (c Connections) validate() error {
+	switch {
+	case c.Low < 0 || c.High < 0 || c.Grace < 0:
+		return invalid("connections low %d, high %d, grace %v: none may be negative", c.Low, c.High, c.Grace)
+	case c.High != 0 && c.High < max(c.Low, 1):
+		return invalid("connections high %d below low %d", c.High, c.Low)
+	case c.Low == 0 && c.High != 0 && c.High < DefaultConnsLow:
+		return invalid("connections high %d below the default low %d: give low too", c.High, DefaultConnsLow)
+	}
+	return nil
+}
+
+// WithConnections sets the connection budget (see Connections; default:
+// DefaultConnsLow, DefaultConnsHigh, DefaultConnsGrace).
+func WithConnections(c Connections) Option {
+	return func(cfg *config) error {
+		if err := c.validate(); err != nil {
+			return err
+		}
+		cfg.conns = c
+		return nil
+	}
+}
+
+// newConnManager returns the host's connection manager for budget c
+// (its defaults applied): it keeps the tags and protections of the
+// node's peers and of libp2p's services. Its own trims (every 10 s above
+// the high mark, keeping Low unprotected connections besides the
+// protected ones) are put off for good: the node's guard trims instead
+// (trim.go), right after it brought the protections up to date.
+func newConnManager(c Connections) (*connmgr.BasicConnMgr, error) {
+	cm, err := connmgr.NewConnManager(c.Low, c.High, connmgr.WithGracePeriod(c.Grace), connmgr.WithSilencePeriod(neverTrim))
+	if err != nil {
+		return nil, fmt.Errorf("peer: connection manager: %w", err)
+	}
+	return cm, nil
+}
+
+// neverTrim is the connection manager's silence period: its background
+// trims never come.
+const neverTrim = 100 * 365 * 24 * time.Hour
+
+// ErrDialBudget is what a node's dial of a peer discovery found returns
+// once it is connected to Connections.Low peers: discovery leaves the
+// peer undialed (and does not count it as a failure). It is
+// discovery.ErrDialBudget.
+var ErrDialBudget = discovery.ErrDialBudget
+
+// dialBudgetFull reports whether discovery should dial no more peers:
+// the node is connected to Low peers or more.
+func (n *Node) dialBudgetFull() bool {
+	return len(n.host.Network().Peers()) >= n.cfg.conns.Low
+}
+
+// departure returns the node's answer to "did a peer that disconnected
+// leave the mesh?", for the directory and the groups (their
+// WithDeparture): yes in a mesh of at most high peers (those h is
+// connected to, or dir holds advertisements of, and itself), where no
+// peer holds enough connections to start a trim, so that a disconnection
+// is a departure, as on a LAN; no in a larger one, where it is most
+// likely a trim (this peer's or the other's): the peer's advertisement
+// and group members then stay while gossip renews them, and go when it
+// does not. dir is nil until advertising starts.
+func departure(h host.Host, dir *atomic.Pointer[discovery.Directory], high int) func(libp2ppeer.ID) bool {
+	return func(libp2ppeer.ID) bool {
+		size := len(h.Network().Peers()) + 1
+		if d := dir.Load(); d != nil {
+			size = max(size, d.Len()+1)
+		}
+		return size <= high
+	}
+}
