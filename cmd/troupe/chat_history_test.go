@@ -153,3 +153,16 @@ func TestHistoryAskMovesDeadlineBounded(t *testing.T) {
 		t.Fatalf("deadline %v past historyMax", h.deadline)
 	}
 }
+
+// TestChatHelpListsCommands: chat -h and /help list every slash command
+// the chat handles.
+func TestChatHelpListsCommands(t *testing.T) {
+	var out, errOut strings.Builder
+	chatCmd([]string{"-h"}, strings.NewReader(""), &out, &errOut)
+	help := out.String() + errOut.String()
+	for _, cmd := range []string{"/msg", "/who", "/rooms", "/join", "/nick", "/stats", "/help", "/quit"} {
+		if !strings.Contains(help, cmd) || !strings.Contains(chatCommands, cmd) {
+			t.Fatalf("chat -h or /help lacks %s:\n%s", cmd, help)
+		}
+	}
+}
