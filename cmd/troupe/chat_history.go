@@ -17,7 +17,9 @@ import (
 // asked for historyQuiet (at most historyMax after entering).
 //
 // Every peer may be hostile, so a member answers only with its user's own
-// lines (the ones this actor said; never what it heard), and the asker
+// lines (the ones this actor said, never what it heard; at most
+// maxHistoryBytes of text, and each ask counts against the asking peer's
+// line rate), and the asker
 // shows each answer's lines under the nick of the actor that answered, as
 // the nick-binding rules show that actor: no peer can make a line appear
 // as another user's. An answer of more than maxHistory lines, of another
@@ -46,7 +48,8 @@ type ChatPast struct {
 }
 
 const (
-	maxHistory        = 50 // lines kept, answered and shown
+	maxHistory        = 50        // lines kept, answered and shown
+	maxHistoryBytes   = 128 << 10 // text in one answer, at most
 	maxHistoryAnswers = 256
 	historyQuiet      = 2 * time.Second  // wait after the last ask
 	historyMax        = 10 * time.Second // wait after entering the room, at most
@@ -84,14 +87,21 @@ func (l *saidLog) add(room, text string, t time.Time) {
 	}
 }
 
-// of returns the lines said in room, oldest first.
+// of returns the newest lines said in room whose texts fit in
+// maxHistoryBytes, oldest first: what an answer holds, whoever asks.
 func (l *saidLog) of(room string) []ChatPast {
 	var out []ChatPast
-	for _, s := range l.lines {
-		if s.room == room {
-			out = append(out, s.past)
+	size := 0
+	for _, s := range slices.Backward(l.lines) {
+		if s.room != room {
+			continue
 		}
+		if size += len(s.past.Text); size > maxHistoryBytes {
+			break
+		}
+		out = append(out, s.past)
 	}
+	slices.Reverse(out)
 	return out
 }
 

@@ -166,3 +166,16 @@ func TestChatHelpListsCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestSaidLogAnswerBytesBounded: an answer holds the newest lines whose
+// texts fit in maxHistoryBytes, however long the lines said.
+func TestSaidLogAnswerBytesBounded(t *testing.T) {
+	var l saidLog
+	for i := range maxHistory {
+		l.add("lobby", fmt.Sprintf("%02d", i)+strings.Repeat("x", maxChatLine-2), time.Unix(int64(i), 0))
+	}
+	got := l.of("lobby")
+	if want := maxHistoryBytes / maxChatLine; len(got) != want || !strings.HasPrefix(got[len(got)-1].Text, "49") || !strings.HasPrefix(got[0].Text, fmt.Sprint(maxHistory-want)) {
+		t.Fatalf("an answer of long lines: %d lines (want %d), first %.2s, last %.2s", len(got), want, got[0].Text, got[len(got)-1].Text)
+	}
+}
