@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -207,5 +208,47 @@ func TestChatThroughDaemonAndNickCollisions(t *testing.T) {
 	for _, c := range []*chatProc{zed, dave} {
 		c.expectLine(t, 10*time.Second, "! the daemon is stopping")
 		waitExit(t, c.daemonProc, 1)
+	}
+}
+
+// A late joiner (through the daemon) sees the room's earlier lines of the
+// users present, the remote user's included, marked as history, oldest
+// first, between the history markers; live lines carry a time.
+func TestChatLateJoinerSeesHistory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds the binary")
+	}
+	d := startDaemon(t)
+	ann := startChatHome(t, d.home, "", "ann")
+	ann.expectLine(t, 10*time.Second, "* joined #lobby")
+	bob := startChat(t, "", "bob", loopbackConfig, "-connect", d.addr.String())
+	ann.expectLine(t, 20*time.Second, "* bob joined #lobby")
+	bob.expectLine(t, 20*time.Second, "* ann joined #lobby")
+	ann.say(t, "first")
+	bob.expectLine(t, 10*time.Second, "[#lobby] <ann> first")
+	bob.say(t, "second")
+	live := ann.expectLine(t, 10*time.Second, "[#lobby] <bob> second")
+	if !regexp.MustCompile(`^\d\d:\d\d \[#lobby\] <bob> second$`).MatchString(live) {
+		t.Fatalf("a live line without its time: %q", live)
+	}
+
+	carol := startChatHome(t, d.home, "", "carol")
+	carol.expectLine(t, 15*time.Second, "* end of history")
+	var order []string
+	for _, l := range carol.seen {
+		if strings.HasPrefix(l, "* history of #lobby") || strings.HasPrefix(l, "history ") {
+			order = append(order, l)
+		}
+	}
+	hist := regexp.MustCompile(`^history \d\d:\d\d \[#lobby\] <(ann|bob|bob@\w{6})> (first|second)$`)
+	if len(order) != 3 || !strings.HasPrefix(order[0], "* history of #lobby: the last 2 lines") ||
+		!hist.MatchString(order[1]) || !strings.HasSuffix(order[1], "<ann> first") ||
+		!hist.MatchString(order[2]) || !strings.HasSuffix(order[2], "> second") {
+		t.Fatalf("carol's history: %q", order)
+	}
+	// Said after carol came: live, not history.
+	ann.say(t, "third")
+	if l := carol.expectLine(t, 10*time.Second, "<ann> third"); strings.HasPrefix(l, "history") {
+		t.Fatalf("a live line marked as history: %q", l)
 	}
 }

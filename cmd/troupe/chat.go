@@ -48,7 +48,12 @@ func registerChat(reg *codec.Registry) {
 	codec.MustRegister[ChatLine](reg, "troupe.chat.Line")
 	codec.MustRegister[ChatDirect](reg, "troupe.chat.Direct")
 	codec.MustRegister[ChatRename](reg, "troupe.chat.Rename")
+	codec.MustRegister[ChatHistoryAsk](reg, "troupe.chat.HistoryAsk")
+	codec.MustRegister[ChatHistory](reg, "troupe.chat.History")
 }
+
+// chatCommands lists the chat's slash commands, for -h and /help.
+const chatCommands = "/msg NICK text, /who, /rooms, /join ROOM, /nick NEW, /stats, /help, /quit"
 
 const (
 	chatActorPrefix = "chat-"
@@ -105,7 +110,11 @@ type chatSession struct {
 	once  sync.Once
 	nicks nickBook    // who owns which nick (see chat_trust.go)
 	limit lineLimiter // lines per peer
+	now   func() time.Time
 }
+
+// clock is the time a line shown now carries.
+func (s *chatSession) clock() string { t := s.now(); return chatTime(t, t) }
 
 // chatState is the state of a user's actor, owned by its loop.
 type chatState struct {
@@ -119,6 +128,12 @@ type chatState struct {
 	prev     actor.Ref
 	prevNick string
 	former   actor.Ref // the previous actor, never shown as a member
+	said     saidLog   // the user's own lines, for late joiners
+	// A late joiner's window (chat_history.go): hist is nil when none is
+	// open; histGen numbers the windows, histTimer sends historyDue.
+	hist      *history
+	histGen   int
+	histTimer *time.Timer
 }
 
 // chatForwarded is a direct message that reached the user's previous actor
@@ -136,7 +151,7 @@ type chatHandoff struct{}
 // of in, or ctx ends; then, if ctx ended, it writes stopNote last, unless
 // it is "".
 func runChat(ctx context.Context, node *peer.Node, nick, room, stopNote string, in io.Reader, out io.Writer) error {
-	s := &chatSession{node: node, out: &lockedWriter{w: out}, done: make(chan struct{}), limit: lineLimiter{now: time.Now}}
+	s := &chatSession{node: node, out: &lockedWriter{w: out}, done: make(chan struct{}), limit: lineLimiter{now: time.Now}, now: time.Now}
 	st := &chatState{s: s, nick: nick, room: room, members: map[actor.Ref]string{}}
 	ref, err := st.spawn(node.System().Spawn, true)
 	if err != nil {
@@ -211,7 +226,7 @@ func (d *runningDaemon) chat(ctx context.Context, req request, conn net.Conn) (a
 // runs, else on a peer of its own (embedded) with the home's identity and
 // configuration.
 func chatCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("chat", "", "the LAN chat: peers of the mesh find each other with no configuration; a room is a group; type a line to say it, or /msg NICK text, /who, /rooms, /join ROOM, /nick NEW, /quit", stderr)
+	fs := newFlagSet("chat", "", "the LAN chat: peers of the mesh find each other with no configuration; a room is a group; type a line to say it, or "+chatCommands+"; on joining a room you see the last lines of the users present, marked as history", stderr)
 	homeDir := homeFlag(fs)
 	nick := fs.String("nick", "", "your nick (required): letters, digits, '_', '-'")
 	room := fs.String("room", "lobby", "the room to join")

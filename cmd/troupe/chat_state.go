@@ -42,7 +42,7 @@ func (st *chatState) start(c *actor.Context) {
 	st.s.cur.Store(c.Self())
 	st.s.nicks.bind(st.nick, c.Self().Peer())
 	st.s.printf("* you are %s (%s)", st.nick, c.Self())
-	st.enter(c, st.room)
+	st.enter(c, st.room, st.prev.IsZero()) // a rename has seen the history
 	if !st.prev.IsZero() {
 		_ = c.Broadcast(chatGroupPrefix+st.room, ChatRename{Room: st.room, Old: st.prevNick, New: st.nick})
 		c.Send(st.prev, chatHandoff{})
@@ -51,8 +51,9 @@ func (st *chatState) start(c *actor.Context) {
 	st.loop(c)
 }
 
-// enter joins room and makes it the current one.
-func (st *chatState) enter(c *actor.Context, room string) {
+// enter joins room and makes it the current one; with history, it asks
+// the room's members for their recent lines (see chat_history.go).
+func (st *chatState) enter(c *actor.Context, room string, history bool) {
 	st.room, st.members = room, map[actor.Ref]string{}
 	if err := c.Join(chatGroupPrefix+room, actor.WatchPresence()); err != nil {
 		st.s.printf("! cannot join #%s: %v", room, err)
@@ -60,6 +61,9 @@ func (st *chatState) enter(c *actor.Context, room string) {
 	}
 	st.s.printf("* joined #%s", room)
 	st.checkCollision(c)
+	if history {
+		st.openHistory(c)
+	}
 }
 
 // loop installs the actor's one state, its cases built once and
@@ -83,14 +87,24 @@ func (st *chatState) handle(c *actor.Context, m any) bool {
 		return st.command(c, m.line)
 	case ChatLine:
 		if m.Room == st.room && fromNick(c, m.Nick) && st.s.limit.allow(from) {
-			st.s.printf("[#%s] <%s> %s", m.Room, st.s.nicks.show(m.Nick, from), clean(m.Text))
+			st.s.printf("%s [#%s] <%s> %s", st.s.clock(), m.Room, st.s.nicks.show(m.Nick, from), clean(m.Text))
 		}
 	case ChatDirect:
 		if fromNick(c, m.Nick) && st.s.limit.allow(from) {
-			st.s.printf("[dm from %s] %s", st.s.nicks.label(m.Nick, from), clean(m.Text))
+			st.s.printf("%s [dm from %s] %s", st.s.clock(), st.s.nicks.label(m.Nick, from), clean(m.Text))
 		}
 	case chatForwarded:
-		st.s.printf("[dm from %s] %s", st.s.nicks.label(m.m.Nick, m.peer), clean(m.m.Text))
+		st.s.printf("%s [dm from %s] %s", st.s.clock(), st.s.nicks.label(m.m.Nick, m.peer), clean(m.m.Text))
+	case ChatHistoryAsk:
+		if m.Room == st.room && !st.own(c, c.Sender()) && st.s.limit.allow(from) {
+			c.Send(c.Sender(), ChatHistory{Room: st.room, Lines: st.said.of(st.room)})
+		}
+	case ChatHistory:
+		st.takeHistory(c, m)
+	case historyDue:
+		if h := st.hist; h != nil && c.Sender().IsZero() && m.gen == h.gen && !st.s.now().Before(h.deadline) {
+			st.closeHistory()
+		}
 	case ChatRename:
 		// A rename by this user's own former actor is not news here.
 		own := c.Sender() == st.prev || c.Sender() == st.former
@@ -105,6 +119,10 @@ func (st *chatState) handle(c *actor.Context, m any) bool {
 		if _, known := st.members[m.Member]; !known {
 			st.members[m.Member] = nick
 			st.s.printf("* %s joined #%s", st.s.nicks.show(nick, m.Member.Peer()), st.room)
+		}
+		if st.hist != nil && st.hist.ask(m.Member, st.s.now()) {
+			c.Send(m.Member, ChatHistoryAsk{Room: st.room})
+			st.armHistory(c)
 		}
 	case actor.Left:
 		if nick, ok := st.members[m.Member]; ok && m.Group == group {
@@ -125,6 +143,8 @@ func (st *chatState) command(c *actor.Context, line string) bool {
 	if !strings.HasPrefix(line, "/") {
 		if err := c.Broadcast(chatGroupPrefix+st.room, ChatLine{Room: st.room, Nick: st.nick, Text: line}); err != nil {
 			st.s.printf("! not sent: %v", err)
+		} else {
+			st.said.add(st.room, line, st.s.now())
 		}
 		return true
 	}
@@ -132,6 +152,7 @@ func (st *chatState) command(c *actor.Context, line string) bool {
 	rest = strings.TrimSpace(rest)
 	switch cmd {
 	case "/quit":
+		st.stopHistory()
 		st.s.printf("* bye")
 		st.s.finish()
 		c.Stop()
@@ -159,7 +180,7 @@ func (st *chatState) command(c *actor.Context, line string) bool {
 			break
 		}
 		c.Send(to, ChatDirect{Nick: st.nick, Text: text})
-		st.s.printf("[dm to %s] %s", shown, text)
+		st.s.printf("%s [dm to %s] %s", st.s.clock(), shown, text)
 	case "/join":
 		if err := checkChatName("room", rest); err != nil {
 			st.s.printf("! %v", err)
@@ -168,7 +189,8 @@ func (st *chatState) command(c *actor.Context, line string) bool {
 		if rest != st.room {
 			c.Leave(chatGroupPrefix + st.room)
 			st.s.printf("* left #%s", st.room)
-			st.enter(c, rest)
+			st.stopHistory()
+			st.enter(c, rest, true)
 		}
 	case "/nick":
 		if err := checkChatName("nick", rest); err != nil {
@@ -181,7 +203,7 @@ func (st *chatState) command(c *actor.Context, line string) bool {
 	case "/stats":
 		st.s.printf("* %d lines dropped from peers sending over %d a second", st.s.limit.dropped.Load(), lineRate)
 	case "/help":
-		st.s.printf("* commands: /msg NICK text, /who, /rooms, /join ROOM, /nick NEW, /stats, /quit")
+		st.s.printf("* commands: %s", chatCommands)
 	default:
 		st.s.printf("! unknown command %s; /help lists them", cmd)
 	}
@@ -193,6 +215,9 @@ func (st *chatState) command(c *actor.Context, line string) bool {
 // this one a hand-off; until then this one forwards what the user types.
 // The room sees the new nick join, the rename, and the old nick leave.
 func (st *chatState) rename(c *actor.Context, nick string) bool {
+	if st.hist != nil {
+		st.closeHistory() // what came so far: the new actor asks no more
+	}
 	next := &chatState{s: st.s, nick: nick, room: st.room, prev: c.Self(), prevNick: st.nick}
 	ref, err := next.spawn(c.Spawn, true)
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/troupe-mesh/troupe/actor"
 )
 
@@ -175,17 +177,13 @@ func splitShown(s string) (nick, tail string) {
 	return nick, tail
 }
 
-// lineLimiter is a token bucket per peer. Safe for concurrent use.
+// lineLimiter is a token bucket per peer (lineRate a second, lineBurst
+// at once). Safe for concurrent use.
 type lineLimiter struct {
 	now     func() time.Time
 	mu      sync.Mutex
-	buckets map[string]*bucket
+	buckets map[string]*rate.Limiter
 	dropped atomic.Uint64
-}
-
-type bucket struct {
-	tokens float64
-	last   time.Time
 }
 
 // allow reports whether a line of peer may be shown now, and counts it
@@ -195,31 +193,28 @@ func (l *lineLimiter) allow(peer string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.buckets == nil {
-		l.buckets = make(map[string]*bucket)
+		l.buckets = make(map[string]*rate.Limiter)
 	}
 	b := l.buckets[peer]
 	if b == nil {
 		if len(l.buckets) >= maxSenders {
-			l.forgetFull(now)
+			l.forgetFullLocked(now)
 		}
-		b = &bucket{tokens: lineBurst, last: now}
+		b = rate.NewLimiter(lineRate, lineBurst)
 		l.buckets[peer] = b
 	}
-	b.tokens = min(lineBurst, b.tokens+now.Sub(b.last).Seconds()*lineRate)
-	b.last = now
-	if b.tokens < 1 {
+	if !b.AllowN(now, 1) {
 		l.dropped.Add(1)
 		return false
 	}
-	b.tokens--
 	return true
 }
 
-// forgetFull drops the buckets that have refilled (a new one starts full
-// anyway), or all of them if none has.
-func (l *lineLimiter) forgetFull(now time.Time) {
+// forgetFullLocked drops the buckets that have refilled (a new one starts
+// full anyway), or all of them if none has.
+func (l *lineLimiter) forgetFullLocked(now time.Time) {
 	for p, b := range l.buckets {
-		if b.tokens+now.Sub(b.last).Seconds()*lineRate >= lineBurst {
+		if b.TokensAt(now) >= lineBurst {
 			delete(l.buckets, p)
 		}
 	}

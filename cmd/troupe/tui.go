@@ -95,7 +95,7 @@ func (m *tuiModel) addLine(line string) {
 	m.track(line)
 	m.lines = append(m.lines, line)
 	if m.ready {
-		m.wrapped = append(m.wrapped, ansi.Wrap(line, m.view.Width, ""))
+		m.wrapped = append(m.wrapped, ansi.Wrap(styleLine(line), m.view.Width, ""))
 	}
 	if len(m.lines) > maxScrollback {
 		m.lines = m.lines[len(m.lines)-maxScrollback:]
@@ -155,13 +155,28 @@ func (m *tuiModel) layout() {
 	// else anywhere) instead of being cut at its edge.
 	m.wrapped = m.wrapped[:0]
 	for _, l := range m.lines {
-		m.wrapped = append(m.wrapped, ansi.Wrap(l, w, ""))
+		m.wrapped = append(m.wrapped, ansi.Wrap(styleLine(l), w, ""))
 	}
 	m.view.SetContent(strings.Join(m.wrapped, "\n"))
 	m.view.GotoBottom()
 }
 
+// isHistory reports whether line is a line of a room's history or one of
+// its markers (chat_history.go).
+func isHistory(line string) bool {
+	return strings.HasPrefix(line, "history ") || strings.HasPrefix(line, "* history of #") || line == "* end of history"
+}
+
+// styleLine is how the scrollback shows line: history dim.
+func styleLine(line string) string {
+	if isHistory(line) {
+		return historyStyle.Render(line)
+	}
+	return line
+}
+
 var (
+	historyStyle = lipgloss.NewStyle().Faint(true)
 	sidebarStyle = lipgloss.NewStyle().Width(sidebarWidth).BorderStyle(lipgloss.NormalBorder()).BorderLeft(true).PaddingLeft(1)
 	titleStyle   = lipgloss.NewStyle().Bold(true)
 )

@@ -78,3 +78,31 @@ func TestTUIWrapsLongLines(t *testing.T) {
 		t.Fatalf("%d of 20 words and %d of 90 x shown:\n%s", words, xs, view)
 	}
 }
+
+// TestTUIShowsHistoryDim: the lines of a room's history and its markers
+// are styled apart from live lines, and change no presence.
+func TestTUIShowsHistoryDim(t *testing.T) {
+	for line, want := range map[string]bool{
+		"* history of #lobby: the last 2 lines of the users present": true,
+		"history 21:28 [#lobby] <bob> hi":                            true,
+		"* end of history":                                           true,
+		"21:29 [#lobby] <bob> history is fun":                        false,
+		"* bob joined #lobby":                                        false,
+	} {
+		if isHistory(line) != want {
+			t.Fatalf("isHistory(%q) = %v", line, !want)
+		}
+	}
+	m := newTUIModel("ann", "lobby", &bytes.Buffer{})
+	m.Update(tea.WindowSizeMsg{Width: 80, Height: 20})
+	m.Update(chatLineMsg("* joined #lobby"))
+	m.Update(chatLineMsg("* history of #lobby: the last 1 line of the users present"))
+	m.Update(chatLineMsg("history 21:28 [#lobby] <bob> hi"))
+	m.Update(chatLineMsg("* end of history"))
+	if len(m.members) != 0 || m.room != "lobby" {
+		t.Fatalf("history changed presence: room %q, members %q", m.room, m.members)
+	}
+	if !strings.Contains(m.View(), "<bob> hi") {
+		t.Fatalf("view lacks the history line:\n%s", m.View())
+	}
+}
