@@ -90,6 +90,12 @@ func (d *Directory) store(ad *Advertisement, raw []byte, ttl time.Duration, rela
 		via = old.via // still charged to whoever relayed it first
 	}
 	d.peers[id] = adEntry{ad: ad, raw: raw, expires: time.Now().Add(ttl), via: via}
+	if !ok { // a peer new to us, by any path: others may know more, pull often again
+		select {
+		case d.pullNow <- struct{}{}:
+		default:
+		}
+	}
 	if d.updated != nil {
 		close(d.updated)
 		d.updated = nil
