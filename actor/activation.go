@@ -238,7 +238,9 @@ func (c *Context) terminate(reason error) {
 	c.flushOut() // what the actor sent goes before its exit signals
 	s := c.sys
 	s.names.remove(c)
-	s.residents[c.loop.Load().Index()].n.Add(-1)
+	if c.opts&oThread == 0 { // a thread is no loop's resident
+		s.residents[c.loop.Load().Index()].n.Add(-1)
+	}
 	s.namesChanged(c.name())
 	if c.timer != nil {
 		c.timer.Cancel()
