@@ -254,7 +254,14 @@ func (c *Context) terminate(reason error) {
 		for n := list; n != nil; {
 			next := n.next
 			n.next = nil
-			s.undeliverable(self, n, ErrNoSuchActor)
+			why := ErrNoSuchActor
+			if n.kind == kindSignal {
+				// A monitor or link asked for while the actor lived (a
+				// thread that never received, say): its Down or exit
+				// signal tells the real reason.
+				why = reason
+			}
+			s.undeliverable(self, n, why)
 			n = next
 		}
 	}
