@@ -54,6 +54,9 @@ type WhichChildren struct{}
 // and restarts them by its strategy. It traps exits. An exit signal from an
 // actor that is not one of its children (its parent, say) stops it, after
 // it stopped its children. A bad spec stops it at once with an error.
+// A thread-style child (ChildSpec.Thread) blocked in a call of its own
+// stops only once it next receives (see Thread.Receive): a one-for-all
+// restart, or the supervisor's own stop, waits for it until then.
 func Supervisor(spec SupervisorSpec) Behavior {
 	return func(c *Context) {
 		if err := spec.validate(); err != nil {

@@ -64,9 +64,10 @@ func (w *threadWake) Run() {
 // picks the loop that runs its ReceiveWithin timers, nothing else).
 //
 // Use it for an actor that must block outside Receive (reading a file, a
-// socket, a terminal; a database driver). It costs a goroutine (its
-// stack, 8 KiB or more, where an idle event actor costs a few hundred
-// bytes; docs/benchmarks.md); an event actor never pays for threads.
+// socket, a terminal; a database driver). It costs a goroutine: about
+// 3 KiB parked in a shallow Receive, more as its stack grows, where an
+// idle event actor takes a few hundred bytes (BenchmarkIdleThread,
+// docs/benchmarks.md). An event actor never pays for threads.
 func (s *System) SpawnThread(name string, b ThreadBehavior, opts ...SpawnOption) (Ref, error) {
 	th, err := s.spawnThread(name, b, nil, opts)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // What only a thread-style actor does: block in a call of its own, block
@@ -238,5 +239,17 @@ func TestThreadTalksToOtherPeers(t *testing.T) {
 	out := br.sent()
 	if len(out) != 1 || out[0].To != far || out[0].Msg != "hello back" || out[0].Corr != 7 || !out[0].Reply {
 		t.Fatalf("the remote got %+v, want the reply to them/client", out)
+	}
+}
+
+// An event actor pays nothing for threads in memory: a Context keeps the
+// 168 bytes its layout comment promises (the 176-byte size class); a
+// thread's own fields live in its Thread.
+func TestContextSizeUnchangedByThreads(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("64-bit layout")
+	}
+	if n := unsafe.Sizeof(Context{}); n != 168 {
+		t.Fatalf("a Context is %d bytes, want 168", n)
 	}
 }
