@@ -15,20 +15,28 @@ import (
 // in Ask, unwind when stopped.
 
 // TestThreadBlockedInIODoesNotDelayEventActors blocks a thread in a read
-// of a pipe nobody writes, on a system of one loop, and checks that event
-// actors on that loop still trade many messages, that the loop never
-// blocked (the watchdog replaced no carrier), and that an exit signal sent
-// meanwhile stops the thread only once its read returns and it receives.
+// of a pipe nobody writes, on a system of one loop, and checks that the
+// thread runs on no loop's carrier, that event actors on that loop still
+// trade many messages, that the loop never blocked (the watchdog replaced
+// no carrier), and that an exit signal sent meanwhile stops the thread
+// only once its read returns and it receives. The watchdog's threshold is
+// long: a read on the only carrier would hold it until w is closed, so
+// the ping-pong could not end before a replacement; a short threshold
+// also replaces carriers that a loaded machine merely descheduled.
 func TestThreadBlockedInIODoesNotDelayEventActors(t *testing.T) {
-	s := newSys(t, WithLoops(1), WithWatchdog(50*time.Millisecond))
+	s := newSys(t, WithLoops(1), WithWatchdog(time.Second))
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
+	defer w.Close() // a failed check must not leave the thread in its read
 	reading := make(chan struct{})
 	afterReceive := make(chan struct{}, 1)
 	reader := mustSpawnThread(t, s, "reader", func(th *Thread) {
+		if s.InEventLoop() {
+			t.Error("the thread runs on a loop's carrier")
+		}
 		close(reading)
 		buf := make([]byte, 1)
 		if _, err := r.Read(buf); err == nil { // blocks until w is closed
