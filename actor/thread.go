@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"runtime/debug"
 	"time"
+
+	"github.com/troupe-mesh/troupe/actor/eventloop"
 )
 
 // Thread-style actors (Haller and Odersky, "Actors that unify threads and
@@ -116,11 +118,28 @@ func (t *Thread) launch() Ref {
 
 // main is the thread's goroutine.
 func (t *Thread) main() {
+	g := eventloop.GoID()
+	t.sys.threadGs.Store(g, struct{}{})
+	t.sys.threadN.Add(1)
+	defer func() { // last: after finish
+		t.sys.threadGs.Delete(g)
+		t.sys.threadN.Add(-1)
+	}()
 	t.flags |= fStarted
 	defer t.finish()
 	t.body(t)
 	t.check()
 	t.ended = true
+}
+
+// onThread reports whether the caller is the goroutine of one of the
+// system's thread-style actors; an event actor's system pays one load.
+func (s *System) onThread() bool {
+	if s.threadN.Load() == 0 {
+		return false
+	}
+	_, ok := s.threadGs.Load(eventloop.GoID())
+	return ok
 }
 
 // finish stops the actor once its behavior returned, panicked, or

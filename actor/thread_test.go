@@ -261,3 +261,16 @@ func TestContextSizeUnchangedByThreads(t *testing.T) {
 		t.Fatalf("a Context is %d bytes, want 168", n)
 	}
 }
+
+// Shutdown called by a thread would wait for that thread to stop, for
+// ever with a context that never ends: it is refused, as on a loop.
+func TestThreadShutdownIsABlockingCall(t *testing.T) {
+	s := newSys(t)
+	errs := make(chan error, 1)
+	mustSpawnThread(t, s, "", func(th *Thread) {
+		errs <- s.Shutdown(context.Background())
+	})
+	if err := recv(t, errs); !errors.Is(err, ErrBlockingCall) {
+		t.Fatalf("Shutdown from a thread: %v, want ErrBlockingCall", err)
+	}
+}
