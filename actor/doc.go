@@ -83,8 +83,10 @@
 // (blocking), Reply and Sender, links, monitors, exit signals, TrapExit,
 // names and Whereis, supervision, and Refs that other peers reach. A
 // panic stops it with a *PanicError. Code written in continuation style
-// (Receive the last statement of its step) runs the same in both modes;
-// a thread loops with for instead, which keeps its stack flat.
+// (Receive the last statement of its step) runs the same in both modes,
+// but on a thread each such Receive is a nested call, a frame more per
+// message: a thread loops with for instead, which keeps its stack flat
+// (receives nested more than 16384 deep stop it with ErrBadReceive).
 //
 // A stopped thread (an exit signal, a kill, Stop or Exit, Shutdown)
 // unwinds from Receive with runtime.Goexit, running its deferred calls

@@ -44,6 +44,7 @@ type Thread struct {
 	last  *node // the message last received (Context.cur), given back when the next is taken
 	probe *node // a message taken from the mailbox and being tested: given back if a guard panics
 	ended bool  // the behavior returned
+	depth int   // Receives under way, nested in one another's handlers
 
 	wake chan struct{} // capacity 1: the one sender that moved the parked thread from idle to scheduled
 }
@@ -224,9 +225,21 @@ func (t *Thread) Ask(to Ref, msg any, d time.Duration) (any, error) {
 	return reply, err
 }
 
+// maxNested is how deep a thread's receives may nest: continuation-style
+// code that receives again in every handler nests once per message, and a
+// goroutine's stack that grows for ever ends the whole process (the
+// runtime's stack limit is a fatal error, not a panic). Deliberate nested
+// receives go a few levels deep.
+const maxNested = 1 << 14
+
 // await is Receive and ReceiveWithin.
 func (t *Thread) await(cases []Case, d time.Duration, within bool) {
 	t.enter()
+	if t.depth >= maxNested {
+		t.fail(fmt.Errorf("%w: receives nested %d deep: a thread loops with for", ErrBadReceive, t.depth))
+		runtime.Goexit()
+	}
+	t.depth++
 	for i, cs := range cases {
 		if m, ok := cs.(*multiCase); ok && m.loop {
 			t.fail(fmt.Errorf("%w: case %d is a Loop: a thread loops with for", ErrBadReceive, i))
@@ -240,6 +253,7 @@ func (t *Thread) await(cases []Case, d time.Duration, within bool) {
 	}
 	n, cs := t.take()
 	t.handle(n, cs)
+	t.depth-- // Goexit never comes back here: depth matters no more then
 	t.check()
 	if t.flags&fStopping != 0 {
 		runtime.Goexit()

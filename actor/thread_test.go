@@ -274,3 +274,23 @@ func TestThreadShutdownIsABlockingCall(t *testing.T) {
 		t.Fatalf("Shutdown from a thread: %v, want ErrBlockingCall", err)
 	}
 }
+
+// A thread written in continuation style (a Receive in every handler)
+// nests one receive per message: past maxNested it stops with
+// ErrBadReceive, where its stack would grow until the runtime killed the
+// process.
+func TestThreadEndlessNestingStops(t *testing.T) {
+	s := newSys(t)
+	ref := mustSpawnThread(t, s, "", func(th *Thread) {
+		var h Case
+		h = On(func(int) { th.Receive(h) })
+		th.Receive(h)
+	})
+	downs := watcher(t, s, ref)
+	for range maxNested + 1 {
+		s.Send(ref, 1)
+	}
+	if d := recv(t, downs); !errors.Is(d.Reason, ErrBadReceive) {
+		t.Fatalf("reason %v, want ErrBadReceive", d.Reason)
+	}
+}
