@@ -238,7 +238,9 @@ func (c *Context) terminate(reason error) {
 	c.flushOut() // what the actor sent goes before its exit signals
 	s := c.sys
 	s.names.remove(c)
-	s.residents[c.loop.Load().Index()].n.Add(-1)
+	if c.opts&oThread == 0 { // a thread is no loop's resident
+		s.residents[c.loop.Load().Index()].n.Add(-1)
+	}
 	s.namesChanged(c.name())
 	if c.timer != nil {
 		c.timer.Cancel()
@@ -252,7 +254,14 @@ func (c *Context) terminate(reason error) {
 		for n := list; n != nil; {
 			next := n.next
 			n.next = nil
-			s.undeliverable(self, n, ErrNoSuchActor)
+			why := ErrNoSuchActor
+			if n.kind == kindSignal {
+				// A monitor or link asked for while the actor lived (a
+				// thread that never received, say): its Down or exit
+				// signal tells the real reason.
+				why = reason
+			}
+			s.undeliverable(self, n, why)
 			n = next
 		}
 	}

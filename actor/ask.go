@@ -33,6 +33,16 @@ func (c *Context) Ask(to Ref, msg any, d time.Duration, then func(reply any, err
 		c.fail(fmt.Errorf("%w: Ask after Receive or Ask in one step", ErrBadReceive))
 		return
 	}
+	a := c.request(to, msg, then)
+	c.ReceiveWithin(d, a, Timeout(func() {
+		a.done(c)
+		then(nil, noReply(to, d))
+	}))
+}
+
+// request sends msg to `to` as the request of an Ask and returns the case
+// that accepts its reply and calls then.
+func (c *Context) request(to Ref, msg any, then func(reply any, err error)) *askCase {
 	a := &askCase{corr: newCorr(), then: then}
 	if !to.on(c.sys.peer) && !to.IsZero() {
 		// Recorded before the request leaves, so that the peer going
@@ -42,10 +52,12 @@ func (c *Context) Ask(to Ref, msg any, d time.Duration, then func(reply any, err
 		c.trackRemote(edgeAsk, to, MonitorID(a.corr), true)
 	}
 	c.send(to, msg, a.corr, kindUser)
-	c.ReceiveWithin(d, a, Timeout(func() {
-		a.done(c)
-		then(nil, fmt.Errorf("actor: ask %v: no reply within %v: %w", to, d, context.DeadlineExceeded))
-	}))
+	return a
+}
+
+// noReply is the error of an Ask of `to` that had no reply within d.
+func noReply(to Ref, d time.Duration) error {
+	return fmt.Errorf("actor: ask %v: no reply within %v: %w", to, d, context.DeadlineExceeded)
 }
 
 // newCorr returns a new correlation ID for an Ask: random, not counted, so

@@ -35,6 +35,7 @@ const (
 const (
 	oAcceptRemoteLinks uint8 = 1 << iota // actors of other peers may link to it
 	oAcceptUnknown                       // takes messages of types unknown here from other peers
+	oThread                              // a thread-style actor: runs on its own goroutine (thread.go)
 )
 
 // Context is an actor: its mailbox, its continuation and its API. A behavior

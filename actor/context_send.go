@@ -64,7 +64,13 @@ func (c *Context) send(to Ref, msg any, corr uint64, kind uint8) {
 func (c *Context) sendOut(to Ref, msg any, corr uint64, reply bool) {
 	o := c.out
 	if o == nil {
-		o = &outbox{msgs: make([]Outbound, 0, outRun)}
+		n := outRun
+		if c.opts&oThread != 0 {
+			// A thread may block in its own code after any send: its
+			// messages leave one by one, at once.
+			n = 1
+		}
+		o = &outbox{msgs: make([]Outbound, 0, n)}
 		c.out = o
 	}
 	i := len(o.msgs)
@@ -77,7 +83,7 @@ func (c *Context) sendOut(to Ref, msg any, corr uint64, reply bool) {
 	// copied.
 	m := &o.msgs[i]
 	m.To, m.Msg, m.Corr, m.Reply = to, msg, corr, reply
-	if i+1 >= outRun {
+	if i+1 >= cap(o.msgs) { // outRun, or 1 for a thread
 		c.flushOut()
 	}
 }

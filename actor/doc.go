@@ -60,6 +60,47 @@
 // receive, and nested receive: the locked state above accepts only Unlock,
 // and the messages sent meanwhile wait for the counting state).
 //
+// # Threads and events
+//
+// An actor that must block (reading a file, a socket or a terminal,
+// calling a database driver) runs thread-style, as in Haller and
+// Odersky's "Actors that unify threads and events": System.SpawnThread
+// (Context.SpawnThread, SpawnLinkThread, ChildSpec.Thread) runs its
+// ThreadBehavior on a goroutine of its own, where Thread.Receive blocks
+// until a message some case accepts arrives, runs that case and returns:
+//
+//	s.SpawnThread("prompt", func(t *actor.Thread) {
+//		in := bufio.NewScanner(os.Stdin)
+//		for in.Scan() { // blocks the thread, never a loop
+//			reply, err := t.Ask(room, Say{in.Text()}, time.Second)
+//			...
+//		}
+//	})
+//
+// It is the same actor otherwise: one mailbox with the same selective
+// receive (saved messages in order, guards tested once per new message),
+// ReceiveWithin and Timeout, nested receives (a plain call here), Ask
+// (blocking), Reply and Sender, links, monitors, exit signals, TrapExit,
+// names and Whereis, supervision, and Refs that other peers reach. A
+// panic stops it with a *PanicError. Code written in continuation style
+// (Receive the last statement of its step) runs the same in both modes,
+// but on a thread each such Receive is a nested call, a frame more per
+// message: a thread loops with for instead, which keeps its stack flat
+// (receives nested more than 16384 deep stop it with ErrBadReceive).
+//
+// A stopped thread (an exit signal, a kill, Stop or Exit, Shutdown)
+// unwinds from Receive with runtime.Goexit, running its deferred calls
+// before its links and monitors hear of its exit. A thread blocked in a
+// call of its own sees such a signal only when that call returns and it
+// calls Receive (or returns): close what it reads to stop it promptly;
+// Shutdown, and a supervisor stopping its children, wait for it until
+// then.
+//
+// A thread costs its goroutine: about 3 KiB parked in a shallow Receive,
+// where an idle event actor takes about 260 bytes (docs/benchmarks.md).
+// An event actor pays nothing for threads but one test of a spawn option
+// when a sender wakes it.
+//
 // # Garbage collection
 //
 // An actor program's live heap is often small, and Go's collector then
@@ -99,10 +140,11 @@
 // belongs to the service, as an Erlang registered name does: after a
 // restart it reaches the new actor of that name.
 //
-// # Threads
+// # Concurrency
 //
 // System methods are safe for concurrent use. Context methods must be
-// called from the actor's own behavior and handlers, on its loop. An
+// called from the actor's own behavior and handlers, on its loop (a
+// thread-style actor's: on its goroutine). An
 // actor starts on a loop chosen round-robin (or its parent's, with
 // Colocated) and may move between activations, never during one: to the
 // loop of an actor that woke it, or of the actor it mostly sends to, when
@@ -129,6 +171,7 @@
 //	case.go        Receive's cases (On, OnWhen, Any, Timeout, Cases)
 //	gcfloor.go     the GC heap floor (WithGCHeapFloor)
 //	activation.go  the trampoline that runs an actor on its loop
+//	thread.go      thread-style actors: SpawnThread, Thread, a blocking Receive
 //	placement.go   which loop an actor runs on, and when it moves
 //	mailbox.go     inbox and saved messages; nodeblock.go: remote nodes
 //	ask.go         Ask and replies; typed.go: AskAs, AskThen

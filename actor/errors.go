@@ -31,8 +31,13 @@ var (
 	// ErrBadReceive: Receive or ReceiveWithin was called with no cases, a nil
 	// case, a negative timeout, a Timeout case without ReceiveWithin (or
 	// ReceiveWithin without one), a Loop beside other cases or holding a
-	// Timeout, or twice in one step. The actor stops with this reason.
+	// Timeout, or twice in one step; or, in a thread-style actor, a Loop,
+	// or the Context's own (event) Receive or Ask. The actor stops with
+	// this reason.
 	ErrBadReceive = errors.New("actor: bad receive")
+	// ErrGoexit is the exit reason of a thread-style actor whose goroutine
+	// called runtime.Goexit (as testing's FailNow does).
+	ErrGoexit = errors.New("actor: thread called runtime.Goexit")
 	// ErrReplyType is the error of AskAs and AskThen when the reply is not
 	// of the type asked for.
 	ErrReplyType = errors.New("actor: reply of an unexpected type")

@@ -37,6 +37,10 @@ func (s *System) move(from, to *eventloop.Loop, ties bool) bool {
 // than the actor's: partners then meet on one loop and talk without
 // crossing cores, and the loops stay balanced.
 func (c *Context) wake(from *eventloop.Loop) {
+	if c.opts&oThread != 0 { // on its own goroutine, which waits for this
+		c.task.Runner().(*threadWake).Run()
+		return
+	}
 	l := c.loop.Load()
 	if from != nil && from != l && c.sys.move(l, from, true) {
 		l = from

@@ -90,14 +90,18 @@ func (c *Context) SpawnLink(name string, b Behavior, opts ...SpawnOption) (Ref, 
 	if err != nil {
 		return Ref{}, err
 	}
+	c.linkChild(child)
+	return child.start(), nil
+}
+
+// linkChild links this actor and child, which has not started yet.
+func (c *Context) linkChild(child *Context) {
 	e := c.extra()
 	if e.links == nil {
 		e.links = make(map[Ref]struct{})
 	}
-	ref := child.Self()
-	e.links[ref] = struct{}{}
+	e.links[child.Self()] = struct{}{}
 	child.ext = &ext{links: map[Ref]struct{}{c.Self(): {}}}
-	return child.start(), nil
 }
 
 // genRef returns the Ref (as text) of a new generated name in slot (see
@@ -138,6 +142,12 @@ func (s *System) spawn(name string, b Behavior, parent *Context, opts []SpawnOpt
 	if b == nil {
 		return nil, ErrNilBehavior
 	}
+	return s.spawnActor(name, b, nil, parent, opts)
+}
+
+// spawnActor registers a new actor: an event actor running b, or, when
+// th is not nil, the thread-style actor th (see thread.go).
+func (s *System) spawnActor(name string, b Behavior, th *Thread, parent *Context, opts []SpawnOption) (*Context, error) {
 	if s.closing.Load() {
 		return nil, ErrClosed
 	}
@@ -156,7 +166,7 @@ func (s *System) spawn(name string, b Behavior, parent *Context, opts []SpawnOpt
 	} else {
 		ref = s.peer + "/" + name
 	}
-	c := &Context{sys: s, ref: ref, cont: startCase{b}, opts: sc.opts}
+	c := &Context{sys: s, ref: ref, opts: sc.opts}
 	if sc.limit > 0 {
 		c.acct.Store(&mailboxAcct{limit: int32(sc.limit)})
 	}
@@ -165,12 +175,23 @@ func (s *System) spawn(name string, b Behavior, parent *Context, opts []SpawnOpt
 	} else {
 		c.loop.Store(s.group.Next())
 	}
-	c.task.Init((*activation)(c))
-	c.state.Store(scheduled) // the first activation runs the behavior
+	if th != nil {
+		// Its loop only runs its ReceiveWithin timers; its task is
+		// never queued (wake signals the thread instead).
+		c.opts |= oThread
+		th.Context = c
+		c.task.Init((*threadWake)(th))
+	} else {
+		c.cont = startCase{b}
+		c.task.Init((*activation)(c))
+	}
+	c.state.Store(scheduled) // the first activation, or the thread, runs the behavior
 	if !s.names.add(c) {
 		return nil, fmt.Errorf("%w: %q", ErrNameTaken, name)
 	}
-	s.residents[c.loop.Load().Index()].n.Add(1)
+	if th == nil {
+		s.residents[c.loop.Load().Index()].n.Add(1)
+	}
 	s.live.Add(1)
 	s.namesChanged(name)
 	return c, nil

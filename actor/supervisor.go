@@ -30,9 +30,10 @@ const (
 
 // ChildSpec describes one supervised child.
 type ChildSpec struct {
-	Name    string   // registered name; "" for a generated one (a new Ref per restart)
-	Start   Behavior // the child's behavior, run anew at each restart; must not be nil
-	Restart Restart  // when the child is restarted (default Permanent)
+	Name    string         // registered name; "" for a generated one (a new Ref per restart)
+	Start   Behavior       // the child's behavior, run anew at each restart
+	Thread  ThreadBehavior // instead of Start: a thread-style child (SpawnThread)
+	Restart Restart        // when the child is restarted (default Permanent)
 }
 
 // SupervisorSpec configures Supervisor. At most MaxRestarts restarts may
@@ -53,6 +54,9 @@ type WhichChildren struct{}
 // and restarts them by its strategy. It traps exits. An exit signal from an
 // actor that is not one of its children (its parent, say) stops it, after
 // it stopped its children. A bad spec stops it at once with an error.
+// A thread-style child (ChildSpec.Thread) blocked in a call of its own
+// stops only once it next receives (see Thread.Receive): a one-for-all
+// restart, or the supervisor's own stop, waits for it until then.
 func Supervisor(spec SupervisorSpec) Behavior {
 	return func(c *Context) {
 		if err := spec.validate(); err != nil {
@@ -81,8 +85,11 @@ func (spec *SupervisorSpec) validate() error {
 		return fmt.Errorf("actor: unknown supervisor strategy %d", spec.Strategy)
 	}
 	for i, ch := range spec.Children {
-		if ch.Start == nil {
+		if ch.Start == nil && ch.Thread == nil {
 			return fmt.Errorf("actor: supervisor child %d: %w", i, ErrNilBehavior)
+		}
+		if ch.Start != nil && ch.Thread != nil {
+			return fmt.Errorf("actor: supervisor child %d has both Start and Thread", i)
 		}
 	}
 	return nil
@@ -96,7 +103,14 @@ type supervisor struct {
 }
 
 func (s *supervisor) start(i int) error {
-	ref, err := s.c.SpawnLink(s.spec.Children[i].Name, s.spec.Children[i].Start)
+	ch := &s.spec.Children[i]
+	var ref Ref
+	var err error
+	if ch.Thread != nil {
+		ref, err = s.c.SpawnLinkThread(ch.Name, ch.Thread)
+	} else {
+		ref, err = s.c.SpawnLink(ch.Name, ch.Start)
+	}
 	if err != nil {
 		return fmt.Errorf("actor: supervisor starting child %d: %w", i, err)
 	}

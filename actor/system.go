@@ -32,6 +32,9 @@ type System struct {
 	ids         atomic.Uint64 // monitor IDs (not correlation IDs: newCorr)
 	nameSeq     atomic.Uint64 // generated names; starts at random (see genName)
 	live        atomic.Int64
+	threads     sync.WaitGroup // the goroutines of thread-style actors
+	threadGs    sync.Map       // goroutine id → struct{}: those goroutines, while they run (onThread)
+	threadN     atomic.Int64   // how many threadGs holds
 	deadLetters atomic.Uint64
 	deadLog     *deadLetterLog
 	mailboxFull atomic.Uint64
@@ -131,9 +134,12 @@ func (s *System) InEventLoop() bool { return s.group.InLoop() }
 // exit signal with ErrShutdown (its monitors and links see that reason),
 // then the event loops drain and stop. It returns when all is stopped or ctx
 // ends (the error then wraps ctx.Err()). It must not be called from an
-// actor.
+// actor, thread-style ones included (ErrBlockingCall: it would wait for
+// the caller itself). A thread-style actor blocked in a call of its own stops only when
+// that call returns and it next calls Receive (see Thread.Receive):
+// Shutdown waits for it until ctx ends.
 func (s *System) Shutdown(ctx context.Context) error {
-	if s.group.InLoop() {
+	if s.group.InLoop() || s.onThread() {
 		return ErrBlockingCall
 	}
 	s.closing.Store(true)
@@ -146,6 +152,9 @@ func (s *System) Shutdown(ctx context.Context) error {
 	defer s.stopGCFloor()
 	select {
 	case <-s.drained:
+		// Every actor terminated: a thread's goroutine has only its
+		// own nodes to give back.
+		s.threads.Wait()
 	case <-ctx.Done():
 		s.group.Shutdown(ctx, 0)
 		return fmt.Errorf("actor: shutdown with %d actors still running: %w", s.live.Load(), ctx.Err())

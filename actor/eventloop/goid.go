@@ -5,6 +5,10 @@ import (
 	"strconv"
 )
 
+// GoID returns the current goroutine's id, as goid does: for a blocking
+// API outside this package that must recognize a goroutine of its own.
+func GoID() uint64 { return goid() }
+
 // goid returns the current goroutine's id, parsed from its stack header
 // ("goroutine 42 [running]:"). It costs about a microsecond and is only
 // used where a blocking call must detect that it runs on a loop.
