@@ -38,3 +38,24 @@ func TestConfigShowFillsInLimits(t *testing.T) {
 		t.Errorf("a default left as 0 (or the window wrong): %+v", in)
 	}
 }
+
+// TestConfigSetJSON: config set --json says what it wrote, as JSON.
+func TestConfigSetJSON(t *testing.T) {
+	home := t.TempDir()
+	code, out, errOut := runCLI(t, "config", "set", "-json", "mesh", "team-b", "-home", home)
+	if code != 0 {
+		t.Fatalf("config set -json: %d %q %q", code, out, errOut)
+	}
+	var r struct {
+		Key     string          `json:"key"`
+		Value   json.RawMessage `json:"value"`
+		Config  string          `json:"config"`
+		Running *bool           `json:"daemon_running"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("not JSON: %v: %q", err, out)
+	}
+	if r.Key != "mesh" || string(r.Value) != `"team-b"` || r.Config != home+"/config.json" || r.Running == nil || *r.Running {
+		t.Fatalf("config set -json said %+v (%s)", r, out)
+	}
+}

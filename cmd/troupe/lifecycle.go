@@ -67,6 +67,7 @@ func stopCmd(args []string, stdout, stderr io.Writer) int {
 func configCmd(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("config", "show | set KEY VALUE", "show: print the home's configuration as JSON, config.json over the defaults (a limit of 0 is libp2p's default; limits_in_force shows what each is on this machine). set: change one key of config.json (mesh, mdns, log_level, limits.conns, dead_letters.keep, ...; a list as JSON or comma-separated), checked before it is written; a running daemon takes it at its next start", stderr)
 	hf := homeFlag(fs)
+	asJSON := fs.Bool("json", false, "set: print the result as JSON (show prints JSON anyway)")
 	pos, ok, code := parseArgs(fs, args, 1, 3)
 	if !ok {
 		return code
@@ -99,8 +100,19 @@ func configCmd(args []string, stdout, stderr io.Writer) int {
 			return fail(stderr, "config", fmt.Errorf("writing %s: %w", h.configFile(), err))
 		}
 		now, _ := json.Marshal(mustField(next, pos[1]))
+		_, probeErr := dialDaemonProbe(h)
+		if *asJSON {
+			b, _ := json.Marshal(struct {
+				Key     string          `json:"key"`
+				Value   json.RawMessage `json:"value"`
+				Config  string          `json:"config"`
+				Running bool            `json:"daemon_running"` // it takes the value when it restarts
+			}{pos[1], now, h.configFile(), probeErr == nil})
+			fmt.Fprintln(stdout, string(b))
+			return 0
+		}
 		fmt.Fprintf(stdout, "%s = %s in %s\n", pos[1], now, h.configFile())
-		if _, err := dialDaemonProbe(h); err == nil {
+		if probeErr == nil {
 			fmt.Fprintln(stdout, "the running daemon takes it when it restarts ('troupe stop', then 'troupe daemon')")
 		}
 		return 0
