@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/troupe-mesh/troupe/internal/testutil"
 )
 
 // syncBuffer is a bytes.Buffer safe for concurrent use.
@@ -29,20 +31,6 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
-}
-
-// sayTwice returns a run of three words that line holds twice, or "".
-func sayTwice(line string) string {
-	w := strings.FieldsFunc(line, func(r rune) bool { return r == ' ' || r == ':' || r == ';' || r == ',' })
-	seen := map[string]bool{}
-	for i := 0; i+3 <= len(w); i++ {
-		p := strings.Join(w[i:i+3], " ")
-		if seen[p] {
-			return p
-		}
-		seen[p] = true
-	}
-	return ""
 }
 
 // TestNewcomerSession is what a new user does, step by step, with the
@@ -194,7 +182,7 @@ func TestNewcomerSession(t *testing.T) {
 		}
 	}
 	for step, line := range errLines {
-		if p := sayTwice(line); p != "" {
+		if p := testutil.RepeatedPhrase(line); p != "" {
 			t.Errorf("%s: %q says %q twice", step, line, p)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/troupe-mesh/troupe/internal/testutil"
 )
 
 // startTestDaemon runs a daemon in this process on a fresh home (loopback
@@ -50,20 +51,6 @@ func startStoppableDaemon(t *testing.T, logs *lockedWriter) (*runningDaemon, hom
 	}
 	t.Cleanup(stop)
 	return d, h, stop
-}
-
-// repeatedPhrase returns a run of three words that s holds twice, or "".
-func repeatedPhrase(s string) string {
-	w := strings.FieldsFunc(s, func(r rune) bool { return r == ' ' || r == ':' || r == ';' || r == ',' })
-	seen := map[string]bool{}
-	for i := 0; i+3 <= len(w); i++ {
-		p := strings.Join(w[i:i+3], " ")
-		if seen[p] {
-			return p
-		}
-		seen[p] = true
-	}
-	return ""
 }
 
 // TestErrorLinesSayItOnce: the CLI's line for each common mistake is one
@@ -110,18 +97,18 @@ func TestErrorLinesSayItOnce(t *testing.T) {
 		if strings.Contains(line, "usage:") || strings.Count(line, "actor: ") > 1 || strings.Count(line, testPeer) > 1 || strings.Count(line, self) > 1 {
 			t.Errorf("%s: %q says something twice", c.name, line)
 		}
-		if p := repeatedPhrase(line); p != "" {
+		if p := testutil.RepeatedPhrase(line); p != "" {
 			t.Errorf("%s: %q says %q twice", c.name, line, p)
 		}
 	}
 }
 
 func TestRepeatedPhrase(t *testing.T) {
-	if p := repeatedPhrase("peer: connect X: failed to dial: failed to dial X"); p != "failed to dial" {
-		t.Fatalf("repeatedPhrase found %q", p)
+	if p := testutil.RepeatedPhrase("peer: connect X: failed to dial: failed to dial X"); p != "failed to dial" {
+		t.Fatalf("RepeatedPhrase found %q", p)
 	}
-	if p := repeatedPhrase("connecting to X: all dials failed"); p != "" {
-		t.Fatalf("repeatedPhrase found %q", p)
+	if p := testutil.RepeatedPhrase("connecting to X: all dials failed"); p != "" {
+		t.Fatalf("RepeatedPhrase found %q", p)
 	}
 	err := dialCause(fmt.Errorf("peer: connect %s: %w", testPeerID(t), errors.New("failed to dial: failed to dial "+testPeer+": all dials failed\n  * [/ip4/127.0.0.1/tcp/1] dial tcp 127.0.0.1:1: connection refused")), testPeerID(t))
 	if got := err.Error(); got != "all dials failed; [/ip4/127.0.0.1/tcp/1] dial tcp 127.0.0.1:1: connection refused" {

@@ -1,6 +1,7 @@
 // Package testutil holds helpers that the tests of several packages
-// share: a logger that discards, and the process's CPU time for
-// benchmarks' metrics.
+// share: a logger that discards, the process's CPU time for
+// benchmarks' metrics, and the check that an error line says nothing
+// twice (RepeatedPhrase).
 //
 // # Imports
 //
