@@ -39,6 +39,8 @@ type probeState struct {
 	next  time.Time // when it is due
 	fails int       // pings failed in a row
 	busy  bool      // a ping is out
+	alive time.Time // when the last answered ping went out (first: when met)
+	sent  time.Time // when the ping out went out
 }
 
 type probeResult struct {
@@ -46,8 +48,10 @@ type probeResult struct {
 	err error
 }
 
-// startLatencyProber starts pinging h's peers until close.
-func startLatencyProber(h host.Host) *latencyProber {
+// startLatencyProber starts pinging h's peers until close; with a
+// liveness timeout (liveness.go) it pings them as often as that needs
+// and calls gone for each peer silent for that long.
+func startLatencyProber(h host.Host, pt probeTimes, gone func(libp2ppeer.ID)) *latencyProber {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &latencyProber{stop: cancel, done: make(chan struct{})}
 	go func() {
@@ -55,12 +59,18 @@ func startLatencyProber(h host.Host) *latencyProber {
 		state := map[libp2ppeer.ID]*probeState{}
 		results := make(chan probeResult, latencyParallel)
 		out := 0
-		tick := time.NewTicker(latencyTick)
+		tick := time.NewTicker(pt.tick)
 		defer tick.Stop()
 		for {
-			for _, id := range duePeers(h.Network().Peers(), state, time.Now(), latencyParallel-out) {
+			now := time.Now()
+			if pt.liveness > 0 {
+				for _, id := range silentPeers(state, now, pt.liveness) {
+					gone(id)
+				}
+			}
+			for _, id := range duePeers(h.Network().Peers(), state, now, latencyParallel-out) {
 				out++
-				go func() { results <- probeResult{id, pingOnce(ctx, h, id)} }()
+				go func() { results <- probeResult{id, pingOnce(ctx, h, id, pt.timeout)} }()
 			}
 			select {
 			case <-ctx.Done():
@@ -70,7 +80,7 @@ func startLatencyProber(h host.Host) *latencyProber {
 				return
 			case r := <-results:
 				out--
-				settle(state, r, time.Now())
+				settleWith(state, r, time.Now(), pt)
 			case <-tick.C:
 			}
 		}
@@ -94,11 +104,11 @@ func duePeers(connected []libp2ppeer.ID, state map[libp2ppeer.ID]*probeState, no
 		live[id] = true
 		st := state[id]
 		if st == nil {
-			st = &probeState{next: now}
+			st = &probeState{next: now, alive: now}
 			state[id] = st
 		}
 		if len(due) < slots && !st.busy && !now.Before(st.next) {
-			st.busy = true
+			st.busy, st.sent = true, now
 			due = append(due, id)
 		}
 	}
@@ -115,17 +125,27 @@ func duePeers(connected []libp2ppeer.ID, state map[libp2ppeer.ID]*probeState, no
 // after n failures in a row, latencyEvery·2ⁿ later, at most
 // latencyMaxWait.
 func settle(state map[libp2ppeer.ID]*probeState, r probeResult, now time.Time) {
+	settleWith(state, r, now, latencyTimes())
+}
+
+// settleWith is settle with the prober's times pt: with a liveness
+// timeout, a peer whose ping failed is pinged again pt.every later,
+// not less and less often, so that its silence is noticed in time.
+func settleWith(state map[libp2ppeer.ID]*probeState, r probeResult, now time.Time, pt probeTimes) {
 	st := state[r.id]
 	if st == nil {
 		return
 	}
 	st.busy = false
-	wait := latencyEvery
+	wait := pt.every
 	if r.err != nil {
 		st.fails++
-		wait = min(latencyEvery<<min(st.fails, 8), latencyMaxWait)
+		if pt.liveness == 0 {
+			wait = min(pt.every<<min(st.fails, 8), latencyMaxWait)
+		}
 	} else {
 		st.fails = 0
+		st.alive = st.sent
 	}
 	st.next = now.Add(wait - wait/10 + rand.N(wait/5))
 }
@@ -135,8 +155,8 @@ var errNoPong = errors.New("peer: no answer to the ping")
 
 // pingOnce pings id once on an existing connection (libp2p records the
 // round trip).
-func pingOnce(ctx context.Context, h host.Host, id libp2ppeer.ID) error {
-	ctx, cancel := context.WithTimeout(ctx, latencyTimeout)
+func pingOnce(ctx context.Context, h host.Host, id libp2ppeer.ID, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel() // ends ping's loop of pings
 	r, ok := <-ping.Ping(network.WithNoDial(ctx, "latency probe"), h, id)
 	switch {
