@@ -73,6 +73,14 @@ const (
 	ifacePoll = 2 * time.Second
 	// restartGap is the least time between two restarts of the service.
 	restartGap = time.Second
+	// requeryEvery is how often the service is restarted (which queries
+	// the LAN again) while a peer it connected to within knownFor is not
+	// connected: after a partition, or a peer that missed our
+	// announcement, the peers answer the new query. knownMax bounds the
+	// peers remembered so.
+	requeryEvery = 10 * time.Second
+	knownFor     = 15 * time.Minute
+	knownMax     = 256
 )
 
 // MDNS announces a host on the LAN and connects to the peers it finds. The
@@ -94,10 +102,11 @@ type MDNS struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu     sync.Mutex // guards dialed, svc, addrs and closed
+	mu     sync.Mutex // guards dialed, known, svc, addrs and closed
 	dialed map[libp2ppeer.ID]time.Time
-	svc    mdns.Service // nil while no interface can carry it
-	addrs  string       // the addresses the running service announces
+	known  map[libp2ppeer.ID]time.Time // peers connected to, when last
+	svc    mdns.Service                // nil while no interface can carry it
+	addrs  string                      // the addresses the running service announces
 	closed bool
 
 	restarts atomic.Uint64
@@ -137,6 +146,7 @@ func newMDNS(h host.Host, service string, connect func(context.Context, libp2ppe
 		found:      make(chan foundPeer, 64),
 		retryDelay: defaultRetryDelay,
 		dialed:     make(map[libp2ppeer.ID]time.Time),
+		known:      make(map[libp2ppeer.ID]time.Time),
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.wg.Add(2)
@@ -196,6 +206,8 @@ func (m *MDNS) watch(ifaces string, addrEvents event.Subscription) {
 	defer addrEvents.Close()
 	tick := time.NewTicker(ifacePoll)
 	defer tick.Stop()
+	requery := time.NewTicker(requeryEvery)
+	defer requery.Stop()
 	var due <-chan time.Time // a restart waiting for restartGap
 	var last time.Time
 	for {
@@ -217,6 +229,10 @@ func (m *MDNS) watch(ifaces string, addrEvents event.Subscription) {
 				return
 			}
 			if !m.addrsChanged() {
+				continue
+			}
+		case <-requery.C:
+			if !m.missing(time.Now()) {
 				continue
 			}
 		case <-due:
@@ -323,8 +339,38 @@ func (m *MDNS) work() {
 				continue
 			}
 			m.log.Debug("discovery: connected to mDNS peer", "peer", f.ai.ID)
+			m.knew(f.ai.ID, time.Now())
 		}
 	}
+}
+
+// knew records that id was connected to at now.
+func (m *MDNS) knew(id libp2ppeer.ID, now time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.known[id]; !ok && len(m.known) >= knownMax {
+		return // the peers known first are the ones looked for
+	}
+	m.known[id] = now
+}
+
+// missing reports whether a peer connected to within knownFor before
+// now is not connected, forgetting the older ones.
+func (m *MDNS) missing(now time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	gone := false
+	for id, t := range m.known {
+		switch {
+		case m.h.Network().Connectedness(id) == network.Connected:
+			m.known[id] = now
+		case now.Sub(t) >= knownFor:
+			delete(m.known, id)
+		default:
+			gone = true
+		}
+	}
+	return gone
 }
 
 // later queues f again after a random delay (see dialRetries).
