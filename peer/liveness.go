@@ -22,11 +22,12 @@ import (
 // of going silent.
 //
 // The cost, per connected peer: one ping (a new stream on the existing
-// connection, 32 bytes each way, with multistream's and the muxer's
-// framing and the security layer's overhead: some 400 bytes in all,
-// both ways) every liveness/4: about 1600/liveness bytes a second per
-// peer (≈ 110 B/s at the default 15 s), and no dial: a probe never
-// dials. The peers bound it: at most Connections.High of them.
+// connection, 32 bytes each way, with multistream's, the muxer's and the
+// security layer's framing and their TCP/IP packets: some 920 bytes of
+// IP traffic, measured) every liveness/4 each way, about 7400/liveness
+// bytes a second (≈ 490 B/s at the default 15 s, docs/reliability.md),
+// and no dial: a probe never dials. The peers bound it: at most
+// Connections.High of them.
 
 // DefaultLiveness is the liveness timeout of a node without WithLiveness.
 const DefaultLiveness = 15 * time.Second
