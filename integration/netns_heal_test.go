@@ -17,7 +17,8 @@ const healLiveness = 3 * time.Second
 const healHold = 6 * time.Second
 
 // TestDropPartitionHeals: two daemons in namespaces over one transport
-// (TCP, then QUIC), b connected to a with -connect; iptables DROPs every
+// (TCP, then QUIC), b connected to a with -connect and watching a's
+// echo; iptables DROPs every
 // packet that arrives on either side, so that neither side sees a disconnection:
 // both declare the other gone within the liveness timeout (+ slack), and
 // once the rule goes, b's asks to a's echo work again within 5 s.
@@ -50,6 +51,9 @@ func dropPartition(t *testing.T, listen string) {
 	b := startDaemonHome(t, home(), hosts[1], "-connect", a.addr.String())
 	a.expectLine(t, 15*time.Second, "joined "+b.id.String(), "(echo ")
 	b.expectLine(t, 15*time.Second, "joined "+a.id.String(), "(echo ")
+	// b's monitor of a's echo: something waits on each side, so the
+	// liveness timeout applies to both (an idle peer is never declared).
+	natWatch(t, b, a.id.String()+"/echo")
 
 	// Incoming packets dropped on both sides: what is sent vanishes, and
 	// no send fails (a DROP on OUTPUT fails the sender's sendmsg, which
@@ -69,6 +73,7 @@ func dropPartition(t *testing.T, listen string) {
 	aDown := time.Since(cut)
 	b.expectLine(t, bound-aDown, "left "+a.id.String())
 	bDown := time.Since(cut)
+	b.expectLine(t, time.Second, "down "+a.id.String()+"/echo")
 	// The partition lasts a while after both sides gave up: long enough
 	// for failed redials, and libp2p's dial backoff, to pile up.
 	time.Sleep(healHold)

@@ -7,9 +7,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/host"
-	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
-	"github.com/libp2p/go-libp2p/p2p/protocol/ping"
 )
 
 // The round trip to each connected peer, which 'troupe peers' and the
@@ -17,7 +15,9 @@ import (
 // it only when something pings, so the node pings each connected peer
 // within a second of meeting it and about every latencyEvery after (a
 // 32-byte ping each way, on an existing connection only: a probe never
-// dials). A peer whose pings fail is pinged less and less often.
+// dials). A peer whose pings fail is pinged less and less often. The
+// peers the liveness timeout applies to are pinged more often
+// (liveness.go), on one ping stream kept per peer (pingstream.go).
 
 const (
 	latencyTick     = time.Second      // how often the prober looks for due peers
@@ -36,11 +36,13 @@ type latencyProber struct {
 
 // probeState is what the prober knows of one peer.
 type probeState struct {
-	next  time.Time // when it is due
-	fails int       // pings failed in a row
-	busy  bool      // a ping is out
-	alive time.Time // when the last answered ping went out (first: when met)
-	sent  time.Time // when the ping out went out
+	next     time.Time // when it is due
+	fails    int       // pings failed in a row
+	busy     bool      // a ping is out
+	sent     time.Time // when the ping out went out
+	need     bool      // the liveness timeout applies to it (liveness.go)
+	alive    time.Time // the last sign of life: an answered ping went out, a message came, or need began
+	received uint64    // the messages received from it, at the last look
 }
 
 type probeResult struct {
@@ -48,29 +50,47 @@ type probeResult struct {
 	err error
 }
 
+// peerLife is what the prober asks of a connected peer at each tick
+// (with a liveness timeout): whether the timeout applies to it, and how
+// many messages came from it. Safe for concurrent use.
+type peerLife func(libp2ppeer.ID) (need bool, received uint64)
+
 // startLatencyProber starts pinging h's peers until close; with a
-// liveness timeout (liveness.go) it pings them as often as that needs
-// and calls gone for each peer silent for that long.
-func startLatencyProber(h host.Host, pt probeTimes, gone func(libp2ppeer.ID)) *latencyProber {
+// liveness timeout (liveness.go) it pings the peers life says need it
+// as often as that needs, and calls gone for each of them silent for
+// that long.
+func startLatencyProber(h host.Host, pt probeTimes, life peerLife, gone func(libp2ppeer.ID)) *latencyProber {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &latencyProber{stop: cancel, done: make(chan struct{})}
+	streams := newPingStreams()
 	go func() {
 		defer close(p.done)
+		defer streams.close()
 		state := map[libp2ppeer.ID]*probeState{}
 		results := make(chan probeResult, latencyParallel)
 		out := 0
 		tick := time.NewTicker(pt.tick)
 		defer tick.Stop()
+		ticked := true
 		for {
 			now := time.Now()
-			if pt.liveness > 0 {
+			if pt.liveness > 0 && ticked {
+				for id, st := range state {
+					need, received := life(id)
+					st.observe(need, received, now)
+				}
 				for _, id := range silentPeers(state, now, pt.liveness) {
 					gone(id)
 				}
 			}
+			if ticked {
+				streams.prune(state, now)
+			}
+			ticked = false
 			for _, id := range duePeers(h.Network().Peers(), state, now, latencyParallel-out) {
 				out++
-				go func() { results <- probeResult{id, pingOnce(ctx, h, id, pt.timeout)} }()
+				timeout := pt.timeoutOf(state[id])
+				go func() { results <- probeResult{id, streams.ping(ctx, h, id, timeout)} }()
 			}
 			select {
 			case <-ctx.Done():
@@ -82,6 +102,7 @@ func startLatencyProber(h host.Host, pt probeTimes, gone func(libp2ppeer.ID)) *l
 				out--
 				settleWith(state, r, time.Now(), pt)
 			case <-tick.C:
+				ticked = true
 			}
 		}
 	}()
@@ -128,24 +149,30 @@ func settle(state map[libp2ppeer.ID]*probeState, r probeResult, now time.Time) {
 	settleWith(state, r, now, latencyTimes())
 }
 
-// settleWith is settle with the prober's times pt: with a liveness
-// timeout, a peer whose ping failed is pinged again pt.every later,
-// not less and less often, so that its silence is noticed in time.
+// settleWith is settle with the prober's times pt: a peer the liveness
+// timeout applies to is pinged again pt.every later, failed or not, so
+// that its silence is noticed in time; the others as settle says.
 func settleWith(state map[libp2ppeer.ID]*probeState, r probeResult, now time.Time, pt probeTimes) {
 	st := state[r.id]
 	if st == nil {
 		return
 	}
 	st.busy = false
-	wait := pt.every
+	live := pt.liveness > 0 && st.need
+	wait := latencyEvery
+	if live {
+		wait = pt.every
+	}
 	if r.err != nil {
 		st.fails++
-		if pt.liveness == 0 {
-			wait = min(pt.every<<min(st.fails, 8), latencyMaxWait)
+		if !live {
+			wait = min(latencyEvery<<min(st.fails, 8), latencyMaxWait)
 		}
 	} else {
 		st.fails = 0
-		st.alive = st.sent
+		if st.sent.After(st.alive) {
+			st.alive = st.sent
+		}
 	}
 	st.next = now.Add(wait - wait/10 + rand.N(wait/5))
 }
@@ -153,17 +180,5 @@ func settleWith(state map[libp2ppeer.ID]*probeState, r probeResult, now time.Tim
 // errNoPong is a ping that ended without an answer.
 var errNoPong = errors.New("peer: no answer to the ping")
 
-// pingOnce pings id once on an existing connection (libp2p records the
-// round trip).
-func pingOnce(ctx context.Context, h host.Host, id libp2ppeer.ID, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel() // ends ping's loop of pings
-	r, ok := <-ping.Ping(network.WithNoDial(ctx, "latency probe"), h, id)
-	switch {
-	case !ok:
-		return errNoPong
-	case r.Error != nil:
-		return r.Error
-	}
-	return nil
-}
+// errBadPong is a ping answered with other bytes than were sent.
+var errBadPong = errors.New("peer: the ping's echo differs")

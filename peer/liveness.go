@@ -11,23 +11,37 @@ import (
 // partition whose packets vanish, a crashed peer on QUIC) would be
 // noticed only by yamux's keepalive (~40 s after the last traffic) or
 // QUIC's idle timeout (~34 s). Like Erlang's net_ticktime, the node
-// ticks every connected peer instead: the latency prober (latency.go)
-// pings each one every liveness/4 (±10 %), each ping answered within
-// liveness/4, and a peer none of whose pings sent in the last liveness
-// was answered is declared gone: its connections are closed, and the
-// disconnection fires the routing's PeerDown (monitors, links, Asks
-// across see actor.ErrNodeDown) through the existing path. So a silent
-// peer is declared gone within liveness after its last answered ping
-// went out, plus one tick of the prober (≤ 1 s): within liveness + 1 s
-// of going silent.
+// ticks the peers it has something pending with: those the connection
+// guard's protection (protect.go) keeps for livenessReasons — monitors
+// or links either way, Asks in flight, messages queued for the peer or
+// of the peer's not handled yet. The latency prober (latency.go) pings
+// each of them every liveness/4 (±10 %), each ping answered within
+// liveness/4, and one with no sign of life in the last liveness is
+// declared gone: its connections are closed, and the disconnection
+// fires the routing's PeerDown (monitors, links, Asks across see
+// actor.ErrNodeDown) through the existing path. A sign of life is an
+// answered ping (as of when it went out) or, as in Erlang, a message
+// from the peer: a peer whose messages arrive over a link too full for
+// its pings' answers is not declared. The prober looks every
+// min(1 s, liveness/8), so a silent peer is declared gone within
+// liveness + 1 s of going silent, or of needing the timeout (its first
+// ping goes out then). The other connected peers are pinged every 30 s
+// for their round trip only, and never declared: nothing here waits on
+// them, and a trimmed or silent idle connection fires no monitor.
 //
-// The cost, per connected peer: one ping (a new stream on the existing
-// connection, 32 bytes each way, with multistream's, the muxer's and the
-// security layer's framing and their TCP/IP packets: some 920 bytes of
-// IP traffic, measured) every liveness/4 each way, about 7400/liveness
-// bytes a second (≈ 490 B/s at the default 15 s, docs/reliability.md),
-// and no dial: a probe never dials. The peers bound it: at most
-// Connections.High of them.
+// The cost, per peer the timeout applies to: one ping each way every
+// liveness/4, on the peer's ping stream kept open (pingstream.go):
+// 32 bytes, with the muxer's and the security layer's framing and their
+// TCP/IP packets, at most ~250 bytes of IP traffic a round (~920 on a
+// new stream): 2 × 4 × 250 / liveness = 2000/liveness bytes a second at
+// most for the pair (both sides ping), ≤ 133 B/s at the default 15 s
+// (measured 54–136: docs/reliability.md). An idle peer costs a ping on a new stream each
+// way every 30 s, ≈ 61 B/s for the pair, as before the liveness timeout.
+// A probe never dials.
+
+// livenessReasons are the reasons to keep a connection (protect.go)
+// that make the liveness timeout apply to the peer.
+const livenessReasons = protEdges | protBusy | protHeld
 
 // DefaultLiveness is the liveness timeout of a node without WithLiveness.
 const DefaultLiveness = 15 * time.Second
@@ -36,12 +50,13 @@ const DefaultLiveness = 15 * time.Second
 const MinLiveness = 500 * time.Millisecond
 
 // WithLiveness sets the liveness timeout (default DefaultLiveness): a
-// connected peer that answers no ping for that long is declared gone,
-// within timeout + 1 s of going silent, as if it had disconnected. Zero
-// turns it off (a silent peer is then noticed by the transports'
-// keepalives, some 35–40 s, and the prober pings each peer every 30 s
-// for its round trip only). A timeout below MinLiveness, or negative, is
-// an error wrapping ErrInvalidOption.
+// connected peer something here waits on (a monitor or link either way,
+// an Ask, messages queued) that answers no ping and sends no message for
+// that long is declared gone, within timeout + 1 s of going silent, as
+// if it had disconnected. Zero turns it off (a silent peer is then
+// noticed by the transports' keepalives, some 35–40 s). Either way the
+// prober pings every peer every 30 s for its round trip. A timeout below
+// MinLiveness, or negative, is an error wrapping ErrInvalidOption.
 func WithLiveness(timeout time.Duration) Option {
 	return func(cfg *config) error {
 		if timeout != 0 && timeout < MinLiveness {
@@ -55,9 +70,9 @@ func WithLiveness(timeout time.Duration) Option {
 // probeTimes are the prober's periods.
 type probeTimes struct {
 	tick     time.Duration // how often it looks for due and silent peers
-	every    time.Duration // how often each peer is pinged, ±10 %
-	timeout  time.Duration // a ping unanswered by then failed
-	liveness time.Duration // a peer silent that long is gone (0: never)
+	every    time.Duration // how often a peer that needs liveness is pinged, ±10 %
+	timeout  time.Duration // a ping to it unanswered by then failed
+	liveness time.Duration // such a peer silent that long is gone (0: never)
 }
 
 // latencyTimes are the prober's times without a liveness timeout.
@@ -74,18 +89,54 @@ func livenessTimes(d time.Duration) probeTimes {
 	return probeTimes{tick: min(latencyTick, d/8), every: d / 4, timeout: d / 4, liveness: d}
 }
 
-// silentPeers returns the peers of state none of whose pings sent in the
-// last liveness before now was answered, and counts them alive again
-// from now, so that each silence is reported once per liveness.
+// timeoutOf returns the timeout of a ping to the peer of st.
+func (pt probeTimes) timeoutOf(st *probeState) time.Duration {
+	if pt.liveness > 0 && st.need {
+		return pt.timeout
+	}
+	return latencyTimeout
+}
+
+// observe records at now what the prober learnt of the peer at a tick:
+// whether the liveness timeout applies to it (need), and the messages
+// received from it. A message is a sign of life. A peer that starts to
+// need the timeout starts with a full one, and is due for a ping at
+// once.
+func (st *probeState) observe(need bool, received uint64, now time.Time) {
+	if received != st.received {
+		st.received, st.alive = received, now
+	}
+	if need && !st.need {
+		st.alive = now
+		if !st.busy {
+			st.next = now
+		}
+	}
+	st.need = need
+}
+
+// silentPeers returns the peers of state that need the liveness timeout
+// and showed no sign of life in the last liveness before now, and counts
+// them alive again from now, so that each silence is reported once per
+// liveness.
 func silentPeers(state map[libp2ppeer.ID]*probeState, now time.Time, liveness time.Duration) []libp2ppeer.ID {
 	var out []libp2ppeer.ID
 	for id, st := range state {
-		if now.Sub(st.alive) >= liveness {
+		if st.need && now.Sub(st.alive) >= liveness {
 			st.alive = now
 			out = append(out, id)
 		}
 	}
 	return out
+}
+
+// life is the prober's peerLife: the liveness timeout applies to p if the
+// guard's protection keeps it for livenessReasons. Safe for concurrent
+// use.
+func (n *Node) life(p libp2ppeer.ID) (need bool, received uint64) {
+	f := n.guard.facts(p)
+	r, _ := protection(peerMark{}, f, time.Now(), 0) // no grace: recent traffic alone is no reason
+	return r&livenessReasons != 0, f.activity.Received
 }
 
 // silent declares connected peer p gone: the prober found it silent for
@@ -98,9 +149,5 @@ func (n *Node) silent(p libp2ppeer.ID) {
 	}
 	n.cfg.logger.Info("peer: a silent peer is declared gone", "peer", p, "liveness", n.cfg.liveness)
 	n.redial.declared(p)
-	go func() {
-		for _, c := range n.host.Network().ConnsToPeer(p) {
-			_ = c.Close()
-		}
-	}()
+	n.redial.goClose(p)
 }

@@ -51,6 +51,9 @@ func TestLivenessDeclaresSilentPeerInTime(t *testing.T) {
 				settleWith(state, probeResult{id: o.id, err: err}, now, pt)
 			}
 			pending = kept
+			for _, st := range state {
+				st.observe(true, 0, now)
+			}
 			for _, id := range silentPeers(state, now, pt.liveness) {
 				if id == good {
 					t.Fatalf("the answering peer declared at %v", now.Sub(start))
@@ -79,8 +82,9 @@ func TestLivenessDeclaresSilentPeerInTime(t *testing.T) {
 	})
 }
 
-// TestLivenessPingsStayRegular: with a liveness timeout, failed pings do
-// not slow the pings down (without one they back off).
+// TestLivenessPingsStayRegular: with a liveness timeout, failed pings to
+// a peer that needs it do not slow the pings down (without one they back
+// off).
 func TestLivenessPingsStayRegular(t *testing.T) {
 	p := testhost.NewPeerID(t)
 	t0 := time.Now()
@@ -94,6 +98,7 @@ func TestLivenessPingsStayRegular(t *testing.T) {
 	} {
 		state := map[libp2ppeer.ID]*probeState{}
 		duePeers([]libp2ppeer.ID{p}, state, t0, 1)
+		state[p].observe(true, 0, t0)
 		for range 10 {
 			settleWith(state, probeResult{id: p, err: errNoPong}, t0, c.pt)
 		}

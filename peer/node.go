@@ -223,8 +223,8 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		_ = h.Close()
 		return nil, err
 	}
-	n.latency = startLatencyProber(h, livenessTimes(cfg.liveness), n.silent)
 	n.guard = startGuard(n)
+	n.latency = startLatencyProber(h, livenessTimes(cfg.liveness), n.life, n.silent)
 	if err := n.registerMetrics(); err != nil {
 		_ = n.Close(ctx)
 		return nil, err

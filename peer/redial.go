@@ -154,6 +154,18 @@ func (r *redialer) redial(p libp2ppeer.ID, forGood bool) {
 	}
 }
 
+// goClose closes p's connections on a goroutine close waits for (a
+// close may wait on a stuck connection's writes). Not after close.
+func (r *redialer) goClose(p libp2ppeer.ID) {
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		for _, c := range r.n.host.Network().ConnsToPeer(p) {
+			_ = c.Close()
+		}
+	}()
+}
+
 // close stops the redials and waits for them.
 func (r *redialer) close() {
 	r.stop()
