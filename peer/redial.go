@@ -23,8 +23,9 @@ import (
 // and growing with each failure, up to 5 minutes) is cleared before each
 // try: after a partition it would keep the peer, and every message to
 // it, away long after the heal. A peer the budget trimmed is never
-// redialed here (it was neither pinned nor declared gone); one that
-// discovery found is only while the node dials below Connections.Low.
+// redialed here (it was neither pinned nor declared gone); any but a
+// pinned one, bootstrap peers included, only while the node holds fewer
+// than Connections.Low peers, so that a redial never undoes a trim.
 // So after a heal a redialed peer is back within redialCap +
 // redialDialTimeout (≤ 4.5 s).
 
@@ -95,19 +96,32 @@ func (r *redialer) declared(p libp2ppeer.ID) {
 	r.mu.Unlock()
 }
 
+// redialPlan is how a disconnected peer is redialed.
+type redialPlan struct {
+	ai      libp2ppeer.AddrInfo // whom to dial: the bootstrap addresses, or the peerstore's
+	pinned  bool                // the application connected to it: redialed whatever the budget
+	forGood bool                // pinned or bootstrap: tried every redialSlow after redialFast tries
+}
+
 // wanted reports whether p, just disconnected, must be redialed, and
-// whether for good (pinned or bootstrap).
-func (r *redialer) wanted(p libp2ppeer.ID, lost bool) (redial, forGood bool) {
+// how. A bootstrap peer is not pinned: the connection manager (ours or
+// the other side's) may trim it, and a redial whatever the budget would
+// undo every trim.
+func (r *redialer) wanted(p libp2ppeer.ID, lost bool) (plan redialPlan, redial bool) {
 	n := r.n
-	forGood = n.cm.IsProtected(p, pinTag) || slices.ContainsFunc(n.cfg.bootstrap, func(b libp2ppeer.AddrInfo) bool { return b.ID == p })
-	return forGood || lost, forGood
+	plan = redialPlan{ai: libp2ppeer.AddrInfo{ID: p}, pinned: n.cm.IsProtected(p, pinTag)}
+	if i := slices.IndexFunc(n.cfg.bootstrap, func(b libp2ppeer.AddrInfo) bool { return b.ID == p }); i >= 0 {
+		plan.ai, plan.forGood = n.cfg.bootstrap[i], true
+	}
+	plan.forGood = plan.forGood || plan.pinned
+	return plan, plan.forGood || lost
 }
 
 func (r *redialer) disconnected(p libp2ppeer.ID) {
 	r.mu.Lock()
 	lost := r.lost[p]
 	delete(r.lost, p)
-	redial, forGood := r.wanted(p, lost)
+	plan, redial := r.wanted(p, lost)
 	if !redial || r.active[p] || r.n.closing.Load() {
 		r.mu.Unlock()
 		return
@@ -118,15 +132,16 @@ func (r *redialer) disconnected(p libp2ppeer.ID) {
 	go func() {
 		defer r.wg.Done()
 		defer func() { r.mu.Lock(); delete(r.active, p); r.mu.Unlock() }()
-		r.redial(p, forGood)
+		r.redial(plan)
 	}()
 }
 
-// redial dials p until it is connected, r stops, or its tries run out.
-func (r *redialer) redial(p libp2ppeer.ID, forGood bool) {
-	h := r.n.host
+// redial dials plan's peer until it is connected, r stops, its tries
+// run out, or (unless pinned) the node holds Connections.Low peers.
+func (r *redialer) redial(plan redialPlan) {
+	h, p := r.n.host, plan.ai.ID
 	for try := 0; ; try++ {
-		if try >= redialFast && !forGood {
+		if try >= redialFast && !plan.forGood {
 			return
 		}
 		t := time.NewTimer(redialDelay(try, rand.Float64()))
@@ -139,14 +154,14 @@ func (r *redialer) redial(p libp2ppeer.ID, forGood bool) {
 		if h.Network().Connectedness(p) == network.Connected {
 			return
 		}
-		if !forGood && r.n.dialBudgetFull() {
+		if !plan.pinned && r.n.dialBudgetFull() {
 			return
 		}
 		if sw, ok := h.Network().(*swarm.Swarm); ok {
 			sw.Backoff().Clear(p)
 		}
 		ctx, cancel := context.WithTimeout(r.ctx, redialDialTimeout)
-		err := r.n.connect(ctx, libp2ppeer.AddrInfo{ID: p})
+		err := r.n.connect(ctx, plan.ai)
 		cancel()
 		if err == nil {
 			return
