@@ -73,15 +73,30 @@ const (
 	ifacePoll = 2 * time.Second
 	// restartGap is the least time between two restarts of the service.
 	restartGap = time.Second
-	// requeryEvery is how often the service is restarted (which queries
-	// the LAN again) while a peer it connected to within knownFor is not
+	// requeryEvery is how soon the service is restarted (which queries
+	// the LAN again) once a peer it connected to within knownFor is not
 	// connected: after a partition, or a peer that missed our
-	// announcement, the peers answer the new query. knownMax bounds the
-	// peers remembered so.
+	// announcement, the peers answer the new query. While peers stay
+	// missing the restarts slow down (nextRequery), to requeryMax apart.
+	// knownMax bounds the peers remembered so.
 	requeryEvery = 10 * time.Second
+	requeryMax   = 5 * time.Minute
 	knownFor     = 15 * time.Minute
 	knownMax     = 256
 )
+
+// nextRequery returns the wait before the next look for missing peers
+// after one that waited wait: requeryEvery while none is missing, twice
+// the last wait (at most requeryMax) while some are. A LAN larger than
+// the connection budget always has peers trimmed, so missing: at a fixed
+// 10 s every node would restart, and every peer answer its query, every
+// 10 s (some 1000 multicast answers a second among 100 peers).
+func nextRequery(wait time.Duration, missing bool) time.Duration {
+	if !missing {
+		return requeryEvery
+	}
+	return min(2*wait, requeryMax)
+}
 
 // MDNS announces a host on the LAN and connects to the peers it finds. The
 // underlying service joins its multicast groups on the interfaces that are
@@ -206,7 +221,8 @@ func (m *MDNS) watch(ifaces string, addrEvents event.Subscription) {
 	defer addrEvents.Close()
 	tick := time.NewTicker(ifacePoll)
 	defer tick.Stop()
-	requery := time.NewTicker(requeryEvery)
+	requeryWait := requeryEvery
+	requery := time.NewTimer(requeryWait)
 	defer requery.Stop()
 	var due <-chan time.Time // a restart waiting for restartGap
 	var last time.Time
@@ -232,7 +248,10 @@ func (m *MDNS) watch(ifaces string, addrEvents event.Subscription) {
 				continue
 			}
 		case <-requery.C:
-			if !m.missing(time.Now()) {
+			gone := m.missing(time.Now())
+			requeryWait = nextRequery(requeryWait, gone)
+			requery.Reset(requeryWait)
+			if !gone {
 				continue
 			}
 		case <-due:

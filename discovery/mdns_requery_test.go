@@ -15,7 +15,8 @@ import (
 
 // TestMDNSRequeriesForMissingPeers: a peer mDNS connected to that is no
 // longer connected makes the service query again (missing), until
-// knownFor has passed; with none known, or all connected, nothing does.
+// knownFor has passed, less and less often; with none known, or all
+// connected, nothing does.
 func TestMDNSRequeriesForMissingPeers(t *testing.T) {
 	h := testhost.NewHost(t, libp2p.NoListenAddrs)
 	k, _, err := crypto.GenerateEd25519Key(rand.Reader)
@@ -46,5 +47,19 @@ func TestMDNSRequeriesForMissingPeers(t *testing.T) {
 	}
 	if len(m.known) != knownMax {
 		t.Fatalf("%d known, want at most %d", len(m.known), knownMax)
+	}
+	// While peers stay missing the requeries slow down, to requeryMax;
+	// once none is, they are requeryEvery apart again.
+	wait := requeryEvery
+	for _, want := range []time.Duration{2 * requeryEvery, 4 * requeryEvery} {
+		if wait = nextRequery(wait, true); wait != want {
+			t.Fatalf("next requery in %v, want %v", wait, want)
+		}
+	}
+	for range 10 {
+		wait = nextRequery(wait, true)
+	}
+	if wait != requeryMax || nextRequery(wait, false) != requeryEvery {
+		t.Fatalf("requeries %v apart at most, then %v: want %v, %v", wait, nextRequery(wait, false), requeryMax, requeryEvery)
 	}
 }
