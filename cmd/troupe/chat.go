@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"io"
 	"net"
 	"os"
@@ -244,7 +245,7 @@ func chatCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	var peers []libp2ppeer.AddrInfo
 	for _, s := range connect {
-		ai, err := parsePeerAddr(s)
+		ai, err := config.ParsePeerAddr(s)
 		if err != nil {
 			return fail(stderr, "chat", fmt.Errorf("%w: -connect: %w", errUsage, err))
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -157,7 +158,7 @@ func (s *syncBuffer) waitFor(t *testing.T, want string) {
 }
 
 func TestLonelyHintNamesTheSettings(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := config.Default()
 	cfg.Mesh, cfg.PSKFile, cfg.Allowlist = "team", "swarm.key", []string{"x"}
 	got := lonelyHint(cfg)
 	for _, want := range []string{"no peers after 10s", "UDP 5353", `mesh "team"`, "private-network key", "allowlisted", "-connect"} {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"log/slog"
 	"net"
 	"os"
@@ -112,7 +113,7 @@ func TestInitCreatesKeyAndConfig(t *testing.T) {
 			t.Fatalf("%s: %v, mode %v, want %v", name, err, fi.Mode().Perm(), mode)
 		}
 	}
-	cfg, exists, err := loadConfig(filepath.Join(home, configFileName))
+	cfg, exists, err := config.Load(filepath.Join(home, configFileName))
 	if err != nil || !exists || cfg.Mesh != "default" || !cfg.MDNS || cfg.DHT != "client" || cfg.NATPortMap {
 		t.Fatalf("config: %+v %v %v", cfg, exists, err)
 	}
@@ -128,9 +129,9 @@ func TestInitCreatesKeyAndConfig(t *testing.T) {
 func TestLogFormat(t *testing.T) {
 	for format, want := range map[string]string{"json": `{"time":`, "text": "time="} {
 		var out bytes.Buffer
-		cfg := DefaultConfig()
+		cfg := config.Default()
 		cfg.LogFormat = format
-		newLogger(&out, cfg).Info("hello", "peer", "x")
+		config.NewLogger(&out, cfg).Info("hello", "peer", "x")
 		if !strings.HasPrefix(out.String(), want) || !strings.Contains(out.String(), "hello") {
 			t.Errorf("%s: %q, want a line starting %q", format, out.String(), want)
 		}
@@ -308,9 +309,9 @@ func homeWithSwarmKey(t *testing.T) string {
 }
 
 // startFromConfig starts a node from cfg in home, closed when the test ends.
-func startFromConfig(t *testing.T, cfg Config, home string) *peer.Node {
+func startFromConfig(t *testing.T, cfg config.Config, home string) *peer.Node {
 	t.Helper()
-	opts, err := cfg.peerOptions(home)
+	opts, err := cfg.PeerOptions(home)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +335,7 @@ func startFromConfig(t *testing.T, cfg Config, home string) *peer.Node {
 // the default's shape (TCP and QUIC) starts a node, on TCP only.
 func TestPSKWithTheDefaultListenShape(t *testing.T) {
 	home := homeWithSwarmKey(t)
-	cfg := DefaultConfig()
+	cfg := config.Default()
 	cfg.PSKFile, cfg.DHT, cfg.MDNS = "swarm.key", "off", false
 	cfg.Listen = []string{"/ip4/127.0.0.1/tcp/0", "/ip4/127.0.0.1/udp/0/quic-v1"} // on loopback only
 	n := startFromConfig(t, cfg, home)
@@ -347,23 +348,23 @@ func TestPSKWithTheDefaultListenShape(t *testing.T) {
 
 func TestConfigOptions(t *testing.T) {
 	home := homeWithSwarmKey(t)
-	cfg := DefaultConfig()
+	cfg := config.Default()
 	cfg.PSKFile, cfg.DHT, cfg.Bootstrap, cfg.Allowlist = "swarm.key", "server", []string{"/ip4/127.0.0.1/tcp/1/p2p/" + testPeer}, []string{testPeer}
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cfg.peerOptions(home); err != nil {
+	if _, err := cfg.PeerOptions(home); err != nil {
 		t.Fatal(err)
 	}
 	// A node starts from such a configuration (DHT and mDNS off: nothing
 	// leaves 127.0.0.1).
 	cfg.DHT, cfg.MDNS, cfg.Listen = "off", false, []string{"/ip4/127.0.0.1/tcp/0"}
-	cfg.Limits = ConfigLimits{MemoryMiB: 512, ConnsInbound: 100, StreamsPerPeer: 256, StreamWindowKiB: 4096}
+	cfg.Limits = config.ConfigLimits{MemoryMiB: 512, ConnsInbound: 100, StreamsPerPeer: 256, StreamWindowKiB: 4096}
 	startFromConfig(t, cfg, home)
 	if err := os.WriteFile(filepath.Join(home, "swarm.key"), []byte("not a key"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cfg.peerOptions(home); err == nil || !strings.Contains(err.Error(), "psk_file") {
+	if _, err := cfg.PeerOptions(home); err == nil || !strings.Contains(err.Error(), "psk_file") {
 		t.Fatalf("bad key file: %v", err)
 	}
 }

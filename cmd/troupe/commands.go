@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"io"
 	"os"
 	"os/signal"
@@ -144,7 +145,7 @@ func idOffline(h home, stale, asJSON bool, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "id", err)
 	}
-	cfg, _, err := loadConfig(h.configFile())
+	cfg, _, err := config.Load(h.configFile())
 	if err != nil {
 		return fail(stderr, "id", err)
 	}
@@ -318,7 +319,7 @@ func connectCmd(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	if _, err := parsePeerAddr(pos[0]); err != nil {
+	if _, err := config.ParsePeerAddr(pos[0]); err != nil {
 		return fail(stderr, "connect", fmt.Errorf("%w: %w", errUsage, err))
 	}
 	if *timeout <= 0 {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"io"
 	"log/slog"
 	"os"
@@ -60,13 +61,13 @@ func daemon(args []string, stdout, stderr io.Writer) int {
 	// Flags are checked before the home is touched.
 	var connect []libp2ppeer.AddrInfo
 	for _, s := range f.connect {
-		ai, err := parsePeerAddr(s)
+		ai, err := config.ParsePeerAddr(s)
 		if err != nil {
 			return fail(stderr, "daemon", fmt.Errorf("%w: -connect: %w", errUsage, err))
 		}
 		connect = append(connect, ai)
 	}
-	probe := DefaultConfig()
+	probe := config.Default()
 	if err := f.apply(fs, &probe); err != nil {
 		return fail(stderr, "daemon", err)
 	}
@@ -142,7 +143,7 @@ func daemon(args []string, stdout, stderr io.Writer) int {
 }
 
 // apply overrides cfg with the flags that were given and validates it.
-func (f *daemonFlags) apply(fs *cmdFlags, cfg *Config) error {
+func (f *daemonFlags) apply(fs *cmdFlags, cfg *config.Config) error {
 	fs.Visit(func(fl *flag.Flag) {
 		switch fl.Name {
 		case "listen":
@@ -165,14 +166,14 @@ func (f *daemonFlags) apply(fs *cmdFlags, cfg *Config) error {
 			cfg.RelayService = *f.relayService
 		}
 	})
-	return cfg.validate()
+	return cfg.Validate()
 }
 
 // runningDaemon is a started daemon: the node, its built-in actors, the
 // control socket and the metrics server.
 type runningDaemon struct {
 	home       home
-	cfg        Config
+	cfg        config.Config
 	node       *peer.Node
 	reg        *codec.Registry
 	log        *slog.Logger
@@ -194,8 +195,8 @@ type runningDaemon struct {
 // startDaemon starts the node described by cfg with its control socket.
 // A chat's own peer (embeddedChat) serves every request but chat: the
 // chats of other terminals would end with it.
-func startDaemon(ctx context.Context, h home, cfg Config, stderr, out io.Writer, embeddedChat bool) (*runningDaemon, error) {
-	logger, level := newLeveledLogger(stderr, cfg)
+func startDaemon(ctx context.Context, h home, cfg config.Config, stderr, out io.Writer, embeddedChat bool) (*runningDaemon, error) {
+	logger, level := config.NewLeveledLogger(stderr, cfg)
 	// The process's default logger too, for what logs through
 	// slog.Default(); then LogLibp2pTo takes Go's log package (which
 	// SetDefault pointed at the handler at info) with its own levels.
@@ -205,7 +206,7 @@ func startDaemon(ctx context.Context, h home, cfg Config, stderr, out io.Writer,
 	if err != nil {
 		return nil, err
 	}
-	opts, err := cfg.peerOptions(string(h))
+	opts, err := cfg.PeerOptions(string(h))
 	if err != nil {
 		return nil, err
 	}

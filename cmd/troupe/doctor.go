@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"io"
 	"net"
 	"slices"
@@ -92,7 +93,7 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 	if err := h.checkPrivate(); err != nil {
 		return fail(stderr, "doctor", err)
 	}
-	cfg, _, err := loadConfig(h.configFile())
+	cfg, _, err := config.Load(h.configFile())
 	if err != nil {
 		return fail(stderr, "doctor", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"net"
 	"os"
 	"reflect"
@@ -360,7 +361,7 @@ func connectedElsewhere(conns []ma.Multiaddr, relayed bool, given []ma.Multiaddr
 
 // connect connects to the peer at addr (with /p2p/).
 func (d *runningDaemon) connect(ctx context.Context, addr string) (connectResult, error) {
-	ai, err := parsePeerAddr(addr)
+	ai, err := config.ParsePeerAddr(addr)
 	if err != nil {
 		return connectResult{}, err
 	}

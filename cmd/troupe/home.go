@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -37,24 +38,24 @@ func (h home) socket() string          { return h.path(socketName) }
 
 // ensure creates the home directory (0700) and a default config.json when
 // they are missing, and checks that the directory is writable.
-func (h home) ensure() (Config, error) {
+func (h home) ensure() (config.Config, error) {
 	if err := os.MkdirAll(string(h), 0o700); err != nil {
-		return Config{}, fmt.Errorf("cannot create home %s: %w; choose another with -home or TROUPE_HOME", h, err)
+		return config.Config{}, fmt.Errorf("cannot create home %s: %w; choose another with -home or TROUPE_HOME", h, err)
 	}
 	if err := h.checkPrivate(); err != nil {
-		return Config{}, err
+		return config.Config{}, err
 	}
 	probe, err := os.CreateTemp(string(h), ".probe-*")
 	if err != nil {
-		return Config{}, fmt.Errorf("home %s is not writable: %w; choose another with -home or TROUPE_HOME", h, err)
+		return config.Config{}, fmt.Errorf("home %s is not writable: %w; choose another with -home or TROUPE_HOME", h, err)
 	}
 	probe.Close()
 	os.Remove(probe.Name())
-	cfg, exists, err := loadConfig(h.configFile())
+	cfg, exists, err := config.Load(h.configFile())
 	if err != nil || exists {
 		return cfg, err
 	}
-	if err := writeConfig(h.configFile(), cfg); err != nil {
+	if err := config.Write(h.configFile(), cfg); err != nil {
 		return cfg, fmt.Errorf("writing %s: %w", h.configFile(), err)
 	}
 	return cfg, nil
@@ -76,7 +77,7 @@ func (h home) checkPrivate() error {
 
 // open ensures the home and takes its lock: what a daemon or an embedded
 // chat peer does before it starts.
-func (h home) open() (Config, func(), error) {
+func (h home) open() (config.Config, func(), error) {
 	cfg, err := h.ensure()
 	if err != nil {
 		return cfg, nil, err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"io"
 	"strings"
 	"time"
@@ -84,19 +85,19 @@ func configCmd(args []string, stdout, stderr io.Writer) int {
 	if err := h.checkPrivate(); err != nil {
 		return fail(stderr, "config", err)
 	}
-	cfg, _, err := loadConfig(h.configFile())
+	cfg, _, err := config.Load(h.configFile())
 	if err != nil {
 		return fail(stderr, "config", err)
 	}
 	if pos[0] == "set" {
-		next, err := setConfig(cfg, pos[1], pos[2])
+		next, err := config.Set(cfg, pos[1], pos[2])
 		if err != nil {
 			return fail(stderr, "config", err)
 		}
 		if _, err := h.ensure(); err != nil {
 			return fail(stderr, "config", err)
 		}
-		if err := writeConfig(h.configFile(), next); err != nil {
+		if err := config.Write(h.configFile(), next); err != nil {
 			return fail(stderr, "config", fmt.Errorf("writing %s: %w", h.configFile(), err))
 		}
 		now, _ := json.Marshal(mustField(next, pos[1]))
@@ -117,7 +118,7 @@ func configCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	b, err := showConfig(cfg)
+	b, err := config.Show(cfg)
 	if err != nil {
 		return fail(stderr, "config", err)
 	}
@@ -126,7 +127,7 @@ func configCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 // mustField is the value at the JSON path key of cfg (a valid key).
-func mustField(cfg Config, key string) any {
+func mustField(cfg config.Config, key string) any {
 	b, _ := json.Marshal(cfg)
 	var v any
 	_ = json.Unmarshal(b, &v)
@@ -142,12 +143,12 @@ const lonelyAfter = 10 * time.Second
 
 // lonelyHint is the one line a daemon prints when no peer came within
 // lonelyAfter: the usual reasons, and what of them cfg sets.
-func lonelyHint(cfg Config) string { return lonelyHintFor(cfg, nil, 0) }
+func lonelyHint(cfg config.Config) string { return lonelyHintFor(cfg, nil, 0) }
 
 // lonelyHintFor is lonelyHint with what 'troupe doctor' checks too: the
 // interfaces that can carry multicast (nil: not looked at) and how many
 // peers discovery found but could not dial.
-func lonelyHintFor(cfg Config, ifaces []ifaceReport, dialFailures int) string {
+func lonelyHintFor(cfg config.Config, ifaces []ifaceReport, dialFailures int) string {
 	var why []string
 	switch {
 	case !cfg.MDNS:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"io"
 	"strings"
 
@@ -23,7 +24,7 @@ func (d *runningDaemon) logLevel(level string) (logLevelResult, error) {
 	if level == "" {
 		return r, nil
 	}
-	l, err := parseLevel(level)
+	l, err := config.ParseLevel(level)
 	if err != nil {
 		return r, fmt.Errorf("%w: log level %v", errUsage, err)
 	}
@@ -49,7 +50,7 @@ func logCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	req := request{Cmd: "loglevel"}
 	if len(pos) == 2 {
-		if _, err := parseLevel(pos[1]); err != nil {
+		if _, err := config.ParseLevel(pos[1]); err != nil {
 			return fail(stderr, "log", fmt.Errorf("%w: %w", errUsage, err))
 		}
 		req.Level = pos[1]

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"io"
 	"os"
 	"runtime/debug"
@@ -162,7 +163,7 @@ func buildVersion() string {
 }
 
 // errUsage marks a bad command line (exit code 2).
-var errUsage = errors.New("usage")
+var errUsage = config.ErrUsage
 
 // cmdFlags is a command's flag set with its help text.
 type cmdFlags struct {
@@ -236,7 +237,7 @@ func fail(stderr io.Writer, cmd string, err error) int {
 	// errUsage sets the exit code; the line says what was wrong.
 	msg = strings.TrimPrefix(msg, errUsage.Error()+": ")
 	fmt.Fprintf(stderr, "troupe %s: %s\n", cmd, msg)
-	if errors.Is(err, errUsage) || errors.Is(err, errConfig) {
+	if errors.Is(err, errUsage) || errors.Is(err, config.ErrInvalid) {
 		return 2
 	}
 	return 1

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"io"
 	"net"
 	"net/http"
@@ -54,14 +55,14 @@ func TestIsLocalHost(t *testing.T) {
 		"localhost": true, "LOCALHOST:8080": true, "127.0.0.1:1": true, "127.9.9.9": true, "[::1]:80": true, "::1": true,
 		"": false, "example.com": false, "localhost.evil.com:80": false, "10.0.0.1:80": false, "[::]:80": false, "0.0.0.0:80": false,
 	} {
-		if got := isLocalHost(host); got != want {
-			t.Errorf("isLocalHost(%q) = %v, want %v", host, got, want)
+		if got := config.IsLocalHost(host); got != want {
+			t.Errorf("config.IsLocalHost(%q) = %v, want %v", host, got, want)
 		}
 	}
-	if err := checkUIAddr("0.0.0.0:8080"); err == nil {
+	if err := config.CheckUIAddr("0.0.0.0:8080"); err == nil {
 		t.Error("the view may listen on every interface")
 	}
-	if err := checkUIAddr("127.0.0.1:0"); err != nil {
+	if err := config.CheckUIAddr("127.0.0.1:0"); err != nil {
 		t.Error(err)
 	}
 }
