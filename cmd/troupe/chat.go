@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"io"
 	"net"
 	"os"
@@ -14,13 +13,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"golang.org/x/term"
 
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/peer"
 )
@@ -59,7 +58,7 @@ const chatCommands = "/msg NICK text, /who, /rooms, /join ROOM, /nick NEW, /stat
 const (
 	chatActorPrefix = "chat-"
 	chatGroupPrefix = "chat-"
-	maxChatLine     = 16 << 10
+	maxChatLine     = cli.MaxLine
 )
 
 // checkChatName checks a nick or room name: 1–24 of a-z, A-Z, 0-9, '_', '-'.
@@ -80,22 +79,6 @@ func checkChatName(what, s string) error {
 // is not a valid one (a line break, escape codes) is never shown.
 func fromNick(c *actor.Context, nick string) bool {
 	return checkChatName("nick", nick) == nil && c.Sender().Name() == chatActorPrefix+nick
-}
-
-// clean makes a text from another peer safe to print on one line: control
-// characters (line breaks, terminal escape sequences, C1 codes) and bidi
-// controls (which can reorder what a line shows) become spaces, and
-// the text is cut at maxChatLine bytes.
-func clean(text string) string {
-	if len(text) > maxChatLine {
-		text = strings.ToValidUTF8(text[:maxChatLine], "") + " …"
-	}
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) || r == utf8.RuneError {
-			return ' '
-		}
-		return r
-	}, text)
 }
 
 // chatInput is a line the user typed, handed to the user's actor.

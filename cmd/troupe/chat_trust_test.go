@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -11,6 +10,8 @@ import (
 	"time"
 
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"github.com/troupe-mesh/troupe/peer"
 )
 
@@ -173,7 +174,7 @@ func TestLonelyHintNamesTheSettings(t *testing.T) {
 
 func TestCleanDropsBidiAndC1Controls(t *testing.T) {
 	in := "ok\u202eevil\u2066x\u009b31m\u200fy"
-	if got := clean(in); strings.ContainsAny(got, "\u202e\u2066\u009b\u200f") {
-		t.Fatalf("clean(%q) = %q: a bidi or C1 control is left", in, got)
+	if got := cli.Clean(in); strings.ContainsAny(got, "\u202e\u2066\u009b\u200f") {
+		t.Fatalf("cli.Clean(%q) = %q: a bidi or C1 control is left", in, got)
 	}
 }

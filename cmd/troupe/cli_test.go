@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"log/slog"
 	"net"
 	"os"
@@ -13,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/peer"
 )
@@ -270,7 +271,7 @@ func TestJSONMessagesRoundTrip(t *testing.T) {
 			t.Fatalf("%s: decoded as %T, want a Raw", in, msg)
 		}
 		out, err := toJSON(msg)
-		if err != nil || compactJSON(out) != want {
+		if err != nil || cli.CompactJSON(out) != want {
 			t.Fatalf("%s: got %s (%v), want %s", in, out, err, want)
 		}
 	}

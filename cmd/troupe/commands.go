@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"io"
 	"os"
 	"os/signal"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"github.com/troupe-mesh/troupe/peer"
 )
 
@@ -87,7 +88,7 @@ func (f clientFlags) request(cmd string, req request, out any, stdout, stderr io
 		return fail(stderr, cmd, err)
 	}
 	if f.json != nil && *f.json {
-		fmt.Fprintln(stdout, compactJSON(raw))
+		fmt.Fprintln(stdout, cli.CompactJSON(raw))
 		return 0
 	}
 	if out != nil {
@@ -151,7 +152,7 @@ func idOffline(h home, stale, asJSON bool, stdout, stderr io.Writer) int {
 	}
 	r := idResult{ID: id.String(), Reachability: "unknown", Addrs: []string{}, Mesh: cfg.Mesh, Version: buildVersion(), Home: string(h), Offline: true}
 	if asJSON {
-		b, _ := marshalJSON(r)
+		b, _ := cli.MarshalJSON(r)
 		fmt.Fprintln(stdout, string(b))
 		return 0
 	}
@@ -186,7 +187,7 @@ func peersCmd(args []string, stdout, stderr io.Writer) int {
 				line += " relayed"
 			}
 			if len(p.Actors) > 0 {
-				line += " actors=" + clean(strings.Join(p.Actors, ","))
+				line += " actors=" + cli.Clean(strings.Join(p.Actors, ","))
 			}
 			fmt.Fprintln(stdout, line)
 		}
@@ -214,7 +215,7 @@ func actorsCmd(args []string, stdout, stderr io.Writer) int {
 	var r actorsResult
 	return f.request("actors", req, &r, stdout, stderr, func() {
 		for _, a := range r.Actors {
-			fmt.Fprintf(stdout, "%s/%s\n", r.Peer, clean(a))
+			fmt.Fprintf(stdout, "%s/%s\n", r.Peer, cli.Clean(a))
 		}
 	})
 }
@@ -284,7 +285,7 @@ func messageCmd(cmd, summary, timeoutUsage string, args []string, stdout, stderr
 		return f.request(cmd, req, &r, stdout, stderr, func() { fmt.Fprintln(stdout, sendLine(r)) })
 	}
 	var r askResult
-	return f.request(cmd, req, &r, stdout, stderr, func() { fmt.Fprintln(stdout, compactJSON(r.Reply)) })
+	return f.request(cmd, req, &r, stdout, stderr, func() { fmt.Fprintln(stdout, cli.CompactJSON(r.Reply)) })
 }
 
 func pingCmd(args []string, stdout, stderr io.Writer) int {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 )
 
 // The control socket: the CLI sends one JSON request line to the daemon's
@@ -232,27 +233,15 @@ func writeResponse(w io.Writer, result any, err error) {
 	if err != nil {
 		resp.Error = err.Error()
 	} else if result != nil {
-		b, merr := marshalJSON(result)
+		b, merr := cli.MarshalJSON(result)
 		if merr != nil {
 			resp.Error = merr.Error()
 		} else {
 			resp.Result = b
 		}
 	}
-	b, _ := marshalJSON(resp)
+	b, _ := cli.MarshalJSON(resp)
 	_, _ = w.Write(append(b, '\n'))
-}
-
-// marshalJSON encodes v without escaping <, > and & (the output is not
-// HTML), so sizes stay close to the message's.
-func marshalJSON(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
 // sessionGrace bounds how long Close lets sessions write their last lines:

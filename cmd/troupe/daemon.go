@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"io"
 	"log/slog"
 	"os"
@@ -20,6 +19,8 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/peer"
 )
@@ -287,7 +288,7 @@ func reportPeers(n *peer.Node, out io.Writer) (stop func(), err error) {
 			defer cancel()
 			start := time.Now()
 			if _, err := n.System().Ask(ctx, echo, "hello"); err != nil {
-				fmt.Fprintf(out, "joined %s (echo failed: %s)\n", id, clean(err.Error()))
+				fmt.Fprintf(out, "joined %s (echo failed: %s)\n", id, cli.Clean(err.Error()))
 				return
 			}
 			fmt.Fprintf(out, "joined %s (echo %v)\n", id, time.Since(start).Round(time.Microsecond))

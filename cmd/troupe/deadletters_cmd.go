@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 )
 
 // deadlettersCmd is 'troupe deadletters [-n N] [--follow] [--json]'.
@@ -54,7 +56,7 @@ func deadlettersCmd(args []string, stdout, stderr io.Writer) int {
 	defer stopRead()
 	print := func(e deadLetter) {
 		if asJSON {
-			b, _ := marshalJSON(e)
+			b, _ := cli.MarshalJSON(e)
 			fmt.Fprintln(stdout, string(b))
 			return
 		}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"io"
 	"net"
 	"slices"
@@ -16,6 +15,8 @@ import (
 	"github.com/libp2p/zeroconf/v2"
 	ma "github.com/multiformats/go-multiaddr"
 	manet "github.com/multiformats/go-multiaddr/net"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"github.com/troupe-mesh/troupe/peer"
 )
 
@@ -77,7 +78,7 @@ func (d *runningDaemon) doctorInfo() doctorDaemon {
 		r.Public = r.Public || manet.IsPublicAddr(a)
 	}
 	for _, f := range d.node.DialFailures() {
-		r.DialFailures = append(r.DialFailures, dialReport{Peer: f.Peer.String(), Addrs: f.Addrs, Err: clean(f.Err), Ago: time.Since(f.At).Round(time.Second).String()})
+		r.DialFailures = append(r.DialFailures, dialReport{Peer: f.Peer.String(), Addrs: f.Addrs, Err: cli.Clean(f.Err), Ago: time.Since(f.At).Round(time.Second).String()})
 	}
 	return r
 }
@@ -200,7 +201,7 @@ func doctorHints(r doctorReport) []string {
 	}
 	if p := r.Probe; p != nil {
 		if p.Err != "" {
-			h = append(h, "the mDNS query failed: "+clean(p.Err))
+			h = append(h, "the mDNS query failed: "+cli.Clean(p.Err))
 		}
 		if r.Daemon != nil && !p.HeardSelf {
 			h = append(h, "the daemon's own mDNS announcement was not heard: a firewall may block UDP 5353, or (macOS) the terminal lacks the Local Network permission")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 	"github.com/troupe-mesh/troupe/internal/testutil"
 )
 
@@ -110,7 +111,7 @@ func TestRepeatedPhrase(t *testing.T) {
 	if p := testutil.RepeatedPhrase("connecting to X: all dials failed"); p != "" {
 		t.Fatalf("RepeatedPhrase found %q", p)
 	}
-	err := dialCause(fmt.Errorf("peer: connect %s: %w", testPeerID(t), errors.New("failed to dial: failed to dial "+testPeer+": all dials failed\n  * [/ip4/127.0.0.1/tcp/1] dial tcp 127.0.0.1:1: connection refused")), testPeerID(t))
+	err := cli.DialCause(fmt.Errorf("peer: connect %s: %w", testPeerID(t), errors.New("failed to dial: failed to dial "+testPeer+": all dials failed\n  * [/ip4/127.0.0.1/tcp/1] dial tcp 127.0.0.1:1: connection refused")), testPeerID(t))
 	if got := err.Error(); got != "all dials failed; [/ip4/127.0.0.1/tcp/1] dial tcp 127.0.0.1:1: connection refused" {
 		t.Fatalf("dialCause: %q", got)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"net"
 	"os"
 	"reflect"
@@ -17,6 +16,8 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/protocol/ping"
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/peer"
 )
@@ -162,13 +163,13 @@ const maxPeerAddrs = 8
 func dialAddrs(id string, listen, conns []ma.Multiaddr) []string {
 	out := []string{}
 	for _, a := range listen {
-		if s := a.String(); s == clean(s) {
+		if s := a.String(); s == cli.Clean(s) {
 			out = append(out, s+"/p2p/"+id)
 		}
 	}
 	if len(out) == 0 {
 		for _, a := range conns {
-			if s := a.String(); s == clean(s) {
+			if s := a.String(); s == cli.Clean(s) {
 				out = append(out, s+"/p2p/"+id)
 			}
 		}
@@ -260,7 +261,7 @@ func (d *runningDaemon) sendOrAsk(ctx context.Context, req request) (any, error)
 	sys := d.node.System()
 	if ref.Peer() == sys.Peer() {
 		if _, ok := sys.Whereis(ref.Name()); !ok {
-			return nil, &trimmedError{text: fmt.Sprintf("no such actor %q on this peer", ref.Name()), err: actor.ErrNoSuchActor}
+			return nil, cli.Trimmed(fmt.Sprintf("no such actor %q on this peer", ref.Name()), actor.ErrNoSuchActor)
 		}
 	}
 	if req.Cmd == "send" {
@@ -303,7 +304,7 @@ func (d *runningDaemon) ping(ctx context.Context, peerStr string, count int) (pi
 		count = 3
 	}
 	if err := d.node.Connect(ctx, libp2ppeer.AddrInfo{ID: id}); err != nil {
-		return pingResult{}, fmt.Errorf("connecting to %s: %w", id, dialCause(err, id))
+		return pingResult{}, fmt.Errorf("connecting to %s: %w", id, cli.DialCause(err, id))
 	}
 	r := pingResult{Peer: id.String(), RTTsMS: []float64{}}
 	pctx, cancel := context.WithCancel(ctx)
@@ -380,7 +381,7 @@ func (d *runningDaemon) connect(ctx context.Context, addr string) (connectResult
 		return r, nil
 	}
 	if err := d.node.Connect(ctx, ai); err != nil {
-		return connectResult{}, fmt.Errorf("connecting to %s: %w", ai.ID, dialCause(err, ai.ID))
+		return connectResult{}, fmt.Errorf("connecting to %s: %w", ai.ID, cli.DialCause(err, ai.ID))
 	}
 	r.Relayed = d.node.Relayed(ai.ID)
 	return r, nil

@@ -3,11 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 )
 
 // The files in a home directory.

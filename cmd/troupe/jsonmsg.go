@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/fxamacker/cbor/v2"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 	"github.com/troupe-mesh/troupe/codec"
 )
 
@@ -86,9 +86,9 @@ func toJSON(msg any) (json.RawMessage, error) {
 		}
 		msg = jsonable(v)
 	}
-	b, err := marshalJSON(msg)
+	b, err := cli.MarshalJSON(msg)
 	if err != nil {
-		b, err = marshalJSON(fmt.Sprintf("%+v", msg))
+		b, err = cli.MarshalJSON(fmt.Sprintf("%+v", msg))
 	}
 	return b, err
 }
@@ -113,13 +113,4 @@ func jsonable(v any) any {
 		}
 	}
 	return v
-}
-
-// compactJSON formats b on one line for human output.
-func compactJSON(b []byte) string {
-	var buf bytes.Buffer
-	if json.Compact(&buf, b) != nil {
-		return string(b)
-	}
-	return buf.String()
 }

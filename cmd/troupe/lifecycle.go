@@ -4,10 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"io"
 	"strings"
 	"time"
+
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 )
 
 // stopResult is the daemon's answer to "stop".

@@ -3,11 +3,12 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 )
 
 // TestLonelyHintUsesWhatDoctorChecks: with no multicast interface the

@@ -2,10 +2,10 @@ package main
 
 import (
 	"fmt"
-	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"io"
 	"strings"
 
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"github.com/troupe-mesh/troupe/peer"
 )
 

@@ -13,12 +13,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"io"
 	"os"
 	"runtime/debug"
 	"slices"
 	"strings"
+
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 )
 
 // What 'troupe send' can say of a message. A plain send gets no answer
@@ -90,7 +91,7 @@ func askCause(err error, peer string) error {
 	if inner := errors.Unwrap(err); inner != nil && strings.HasPrefix(err.Error(), "actor: ask ") {
 		err = inner
 	}
-	return sayOnce(err, peer)
+	return cli.SayOnce(err, peer)
 }
 
 // sendLine is a send's result for people.

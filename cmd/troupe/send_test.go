@@ -12,6 +12,7 @@ import (
 
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 )
 
 // TestSendWaitLongerThanTimeout: -wait is how long a send to another
@@ -73,7 +74,7 @@ func TestDialAddrsFromAHostilePeer(t *testing.T) {
 		t.Fatalf("%d addresses kept of %d: %q", len(got), len(listen), got)
 	}
 	for _, a := range got {
-		if a != clean(a) || !strings.HasSuffix(a, "/p2p/"+id) {
+		if a != cli.Clean(a) || !strings.HasSuffix(a, "/p2p/"+id) {
 			t.Fatalf("address %q", a)
 		}
 	}

@@ -3,10 +3,11 @@ package main
 import (
 	"embed"
 	"fmt"
-	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"io/fs"
 	"net/http"
 	"time"
+
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 )
 
 // The live mesh view over HTTP: the page (ui/, embedded), GET /api/mesh

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"io"
 	"net"
 	"net/http"
@@ -16,6 +15,8 @@ import (
 	"time"
 
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 )
 
 // TestWithRates: rates are the counters' growth per second between two
