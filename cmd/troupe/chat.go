@@ -18,6 +18,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/chat"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"github.com/troupe-mesh/troupe/codec"
@@ -287,7 +288,7 @@ func chatCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if tui {
 		var serr error
-		if err := runTUI(*nick, *room, stdin, stdout, func(in io.Reader, out io.Writer) { serr = session(in, out) }); err != nil {
+		if err := chat.RunTUI(*nick, *room, stdin, stdout, func(in io.Reader, out io.Writer) { serr = session(in, out) }); err != nil {
 			return fail(stderr, "chat", err)
 		}
 		err = serr
