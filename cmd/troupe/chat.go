@@ -240,7 +240,7 @@ func chatCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	tui := !*plain && isTerminal(stdin) && isTerminal(stdout)
 	// session runs the chat with the given input and output until it ends.
 	var session func(in io.Reader, out io.Writer) error
-	h := home(*homeDir)
+	h := cli.Home(*homeDir)
 	conn, err := call(ctx, h, request{Cmd: "chat", Nick: *nick, Room: *room}, nil, true)
 	switch {
 	case err == nil:
@@ -248,7 +248,7 @@ func chatCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case !errors.Is(err, errNoDaemon):
 		return fail(stderr, "chat", err)
 	default:
-		cfg, unlock, err := h.open()
+		cfg, unlock, err := h.Open()
 		if err != nil {
 			return fail(stderr, "chat", err)
 		}
@@ -256,7 +256,7 @@ func chatCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		logs := stderr
 		if tui {
 			// Log lines would tear the full-screen UI: they go to a file.
-			f, err := os.OpenFile(h.path("chat.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+			f, err := os.OpenFile(h.Path("chat.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 			if err != nil {
 				return fail(stderr, "chat", err)
 			}

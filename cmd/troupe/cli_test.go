@@ -108,13 +108,13 @@ func TestInitCreatesKeyAndConfig(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "initialized "+home) || !strings.Contains(out, "peer 12D3KooW") {
 		t.Fatalf("init: %d %q %q", code, out, errOut)
 	}
-	for name, mode := range map[string]os.FileMode{keyFileName: 0o600, configFileName: 0o600, "": 0o700} {
+	for name, mode := range map[string]os.FileMode{cli.KeyFileName: 0o600, cli.ConfigFileName: 0o600, "": 0o700} {
 		fi, err := os.Stat(filepath.Join(home, name))
 		if err != nil || fi.Mode().Perm() != mode {
 			t.Fatalf("%s: %v, mode %v, want %v", name, err, fi.Mode().Perm(), mode)
 		}
 	}
-	cfg, exists, err := config.Load(filepath.Join(home, configFileName))
+	cfg, exists, err := config.Load(filepath.Join(home, cli.ConfigFileName))
 	if err != nil || !exists || cfg.Mesh != "default" || !cfg.MDNS || cfg.DHT != "client" || cfg.NATPortMap {
 		t.Fatalf("config: %+v %v %v", cfg, exists, err)
 	}
@@ -169,7 +169,7 @@ func TestBadConfigNamesTheField(t *testing.T) {
 		{`{"psk_file": "missing.key", "listen": ["/ip4/127.0.0.1/tcp/0"], "mdns": false}`, "psk_file"},
 	} {
 		home := t.TempDir()
-		if err := os.WriteFile(filepath.Join(home, configFileName), []byte(c.json), 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(home, cli.ConfigFileName), []byte(c.json), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		code, _, errOut := runCLI(t, "daemon", "-home", home)
@@ -202,7 +202,7 @@ func TestNoDaemonAndStaleSocket(t *testing.T) {
 	}
 	oneLine(t, "no daemon", errOut)
 	// A socket file that nobody serves, as a killed daemon leaves it.
-	ln, err := net.Listen("unix", filepath.Join(home, socketName))
+	ln, err := net.Listen("unix", filepath.Join(home, cli.SocketName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,16 +216,16 @@ func TestNoDaemonAndStaleSocket(t *testing.T) {
 }
 
 func TestSecondLockHolderIsRefused(t *testing.T) {
-	h := home(t.TempDir())
-	unlock, err := h.lock()
+	h := cli.Home(t.TempDir())
+	unlock, err := h.Lock()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.lock(); err == nil || !strings.Contains(err.Error(), "pid "+itoa(os.Getpid())) {
+	if _, err := h.Lock(); err == nil || !strings.Contains(err.Error(), "pid "+itoa(os.Getpid())) {
 		t.Fatalf("second lock: %v", err)
 	}
 	unlock()
-	unlock2, err := h.lock()
+	unlock2, err := h.Lock()
 	if err != nil {
 		t.Fatalf("lock after unlock: %v", err)
 	}

@@ -26,12 +26,12 @@ func initCmd(args []string, stdout, stderr io.Writer) int {
 	if _, ok, code := parseArgs(fs, args, 0, 0); !ok {
 		return code
 	}
-	h := home(*homeDir)
-	_, statErr := os.Stat(h.configFile())
-	if _, err := h.ensure(); err != nil {
+	h := cli.Home(*homeDir)
+	_, statErr := os.Stat(h.ConfigFile())
+	if _, err := h.Ensure(); err != nil {
 		return fail(stderr, "init", err)
 	}
-	key, err := peer.LoadOrCreateKey(h.keyFile())
+	key, err := peer.LoadOrCreateKey(h.KeyFile())
 	if err != nil {
 		return fail(stderr, "init", err)
 	}
@@ -45,7 +45,7 @@ func initCmd(args []string, stdout, stderr io.Writer) int {
 			Peer    string `json:"peer"`
 			Config  string `json:"config"`
 			Created bool   `json:"created"`
-		}{string(h), id.String(), h.configFile(), statErr != nil})
+		}{string(h), id.String(), h.ConfigFile(), statErr != nil})
 		fmt.Fprintln(stdout, string(b))
 		return 0
 	}
@@ -54,7 +54,7 @@ func initCmd(args []string, stdout, stderr io.Writer) int {
 	} else {
 		fmt.Fprintf(stdout, "initialized %s\n", h)
 	}
-	fmt.Fprintf(stdout, "peer %s\nconfig %s\n", id, h.configFile())
+	fmt.Fprintf(stdout, "peer %s\nconfig %s\n", id, h.ConfigFile())
 	return 0
 }
 
@@ -84,7 +84,7 @@ func (f clientFlags) request(cmd string, req request, out any, stdout, stderr io
 	ctx, cancel := context.WithTimeout(ctx, wait+10*time.Second)
 	defer cancel()
 	var raw json.RawMessage
-	if _, err := call(ctx, home(*f.home), req, &raw, false); err != nil {
+	if _, err := call(ctx, cli.Home(*f.home), req, &raw, false); err != nil {
 		return fail(stderr, cmd, err)
 	}
 	if f.json != nil && *f.json {
@@ -107,8 +107,8 @@ func idCmd(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	var r idResult
-	if _, err := dialDaemonProbe(home(*f.home)); errors.Is(err, errNoDaemon) {
-		return idOffline(home(*f.home), strings.Contains(err.Error(), "stale"), *f.json, stdout, stderr)
+	if _, err := dialDaemonProbe(cli.Home(*f.home)); errors.Is(err, errNoDaemon) {
+		return idOffline(cli.Home(*f.home), strings.Contains(err.Error(), "stale"), *f.json, stdout, stderr)
 	}
 	return f.request("id", request{Cmd: "id"}, &r, stdout, stderr, func() {
 		fmt.Fprintf(stdout, "peer %s\nmesh %s\nversion %s\nreachability %s\n", r.ID, r.Mesh, r.Version, r.Reachability)
@@ -119,7 +119,7 @@ func idCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 // dialDaemonProbe tells whether a daemon serves h (errNoDaemon if not).
-func dialDaemonProbe(h home) (bool, error) {
+func dialDaemonProbe(h cli.Home) (bool, error) {
 	conn, err := dialDaemon(h)
 	if err != nil {
 		return false, err
@@ -131,14 +131,14 @@ func dialDaemonProbe(h home) (bool, error) {
 // idOffline is 'troupe id' with no daemon: the identity and mesh the
 // home gives, no addresses (nothing listens).
 // A stale control socket (a daemon that was killed) is said.
-func idOffline(h home, stale, asJSON bool, stdout, stderr io.Writer) int {
-	if _, err := os.Stat(h.keyFile()); err != nil {
+func idOffline(h cli.Home, stale, asJSON bool, stdout, stderr io.Writer) int {
+	if _, err := os.Stat(h.KeyFile()); err != nil {
 		return fail(stderr, "id", fmt.Errorf("%w on %s, and it has no identity yet: 'troupe init' or 'troupe daemon' creates one", errNoDaemon, h))
 	}
-	if err := h.checkPrivate(); err != nil {
+	if err := h.CheckPrivate(); err != nil {
 		return fail(stderr, "id", err)
 	}
-	key, err := peer.LoadOrCreateKey(h.keyFile()) // it exists: only loaded
+	key, err := peer.LoadOrCreateKey(h.KeyFile()) // it exists: only loaded
 	if err != nil {
 		return fail(stderr, "id", err)
 	}
@@ -146,7 +146,7 @@ func idOffline(h home, stale, asJSON bool, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "id", err)
 	}
-	cfg, _, err := config.Load(h.configFile())
+	cfg, _, err := config.Load(h.ConfigFile())
 	if err != nil {
 		return fail(stderr, "id", err)
 	}

@@ -84,7 +84,7 @@ func listenControl(path string, h handler, web http.Handler) (*controlServer, er
 		return nil, fmt.Errorf("removing stale control socket: %w", err)
 	}
 	var ln net.Listener
-	err := withUmask(0o177, func() (err error) {
+	err := cli.WithUmask(0o177, func() (err error) {
 		ln, err = net.Listen("unix", path)
 		return err
 	})
@@ -294,8 +294,8 @@ func (s *controlServer) closeConns(sessions bool) {
 var errNoDaemon = errors.New("no daemon is running")
 
 // dialDaemon connects to the daemon of h.
-func dialDaemon(h home) (net.Conn, error) {
-	conn, err := net.DialTimeout("unix", h.socket(), 5*time.Second)
+func dialDaemon(h cli.Home) (net.Conn, error) {
+	conn, err := net.DialTimeout("unix", h.Socket(), 5*time.Second)
 	switch {
 	case err == nil:
 		return conn, nil
@@ -304,13 +304,13 @@ func dialDaemon(h home) (net.Conn, error) {
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return nil, fmt.Errorf("%w on %s (its control socket is stale); start one with 'troupe daemon'", errNoDaemon, h)
 	}
-	return nil, fmt.Errorf("control socket %s: %w", h.socket(), err)
+	return nil, fmt.Errorf("control socket %s: %w", h.Socket(), err)
 }
 
 // call sends req to the daemon of h and decodes the result into out (when
 // not nil). The connection is returned open for streaming requests when
 // keep is true; otherwise it is closed.
-func call(ctx context.Context, h home, req request, out any, keep bool) (net.Conn, error) {
+func call(ctx context.Context, h cli.Home, req request, out any, keep bool) (net.Conn, error) {
 	conn, err := dialDaemon(h)
 	if err != nil {
 		return nil, err

@@ -12,13 +12,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 )
 
 // A control server with a handler that answers "id" and fails the rest.
-func testControl(t *testing.T) (home, *controlServer) {
+func testControl(t *testing.T) (cli.Home, *controlServer) {
 	t.Helper()
-	h := home(t.TempDir())
-	s, err := listenControl(h.socket(), func(_ context.Context, req request, _ net.Conn) (any, func(), error) {
+	h := cli.Home(t.TempDir())
+	s, err := listenControl(h.Socket(), func(_ context.Context, req request, _ net.Conn) (any, func(), error) {
 		if req.Cmd == "id" {
 			return idResult{ID: "me"}, nil, nil
 		}
@@ -32,9 +34,9 @@ func testControl(t *testing.T) (home, *controlServer) {
 }
 
 // rawRequest writes raw bytes to the socket and returns the response line.
-func rawRequest(t *testing.T, h home, raw string) response {
+func rawRequest(t *testing.T, h cli.Home, raw string) response {
 	t.Helper()
-	conn, err := net.Dial("unix", h.socket())
+	conn, err := net.Dial("unix", h.Socket())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +56,7 @@ func rawRequest(t *testing.T, h home, raw string) response {
 
 func TestControlSocketRefusesBadRequestsAndKeepsServing(t *testing.T) {
 	h, _ := testControl(t)
-	fi, err := os.Stat(h.socket())
+	fi, err := os.Stat(h.Socket())
 	if err != nil || fi.Mode().Perm() != 0o600 || fi.Mode()&os.ModeSocket == 0 {
 		t.Fatalf("socket %v mode %v", err, fi.Mode())
 	}
@@ -75,18 +77,18 @@ func TestControlSocketRefusesBadRequestsAndKeepsServing(t *testing.T) {
 }
 
 func TestControlSocketReplacesStaleSocketAndCloses(t *testing.T) {
-	h := home(t.TempDir())
-	if err := os.WriteFile(h.socket(), []byte("stale"), 0o600); err != nil {
+	h := cli.Home(t.TempDir())
+	if err := os.WriteFile(h.Socket(), []byte("stale"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s, err := listenControl(h.socket(), func(context.Context, request, net.Conn) (any, func(), error) {
+	s, err := listenControl(h.Socket(), func(context.Context, request, net.Conn) (any, func(), error) {
 		return struct{}{}, nil, nil
 	}, nil)
 	if err != nil {
 		t.Fatalf("stale file not replaced: %v", err)
 	}
 	// An idle connection that never sends a request does not hold Close.
-	idle, err := net.Dial("unix", h.socket())
+	idle, err := net.Dial("unix", h.Socket())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,8 +113,8 @@ func TestControlSocketReplacesStaleSocketAndCloses(t *testing.T) {
 // Close's ctx is gone.
 func TestControlCloseLetsSessionsSayGoodbye(t *testing.T) {
 	for _, stuck := range []bool{false, true} {
-		h := home(t.TempDir())
-		s, err := listenControl(h.socket(), func(ctx context.Context, _ request, conn net.Conn) (any, func(), error) {
+		h := cli.Home(t.TempDir())
+		s, err := listenControl(h.Socket(), func(ctx context.Context, _ request, conn net.Conn) (any, func(), error) {
 			return struct{}{}, func() {
 				if stuck { // reads until its connection is closed
 					_, _ = io.Copy(io.Discard, conn)

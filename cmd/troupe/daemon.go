@@ -72,8 +72,8 @@ func daemon(args []string, stdout, stderr io.Writer) int {
 	if err := f.apply(fs, &probe); err != nil {
 		return fail(stderr, "daemon", err)
 	}
-	h := home(*f.home)
-	cfg, unlock, err := h.open()
+	h := cli.Home(*f.home)
+	cfg, unlock, err := h.Open()
 	if err != nil {
 		return fail(stderr, "daemon", err)
 	}
@@ -96,7 +96,7 @@ func daemon(args []string, stdout, stderr io.Writer) int {
 	for _, a := range d.node.Addrs() {
 		fmt.Fprintf(out, "listen %s\n", a)
 	}
-	fmt.Fprintf(out, "control %s\n", h.socket())
+	fmt.Fprintf(out, "control %s\n", h.Socket())
 	if d.metrics != nil {
 		fmt.Fprintf(out, "metrics http://%s/metrics\n", d.metrics.Addr())
 	}
@@ -173,7 +173,7 @@ func (f *daemonFlags) apply(fs *cmdFlags, cfg *config.Config) error {
 // runningDaemon is a started daemon: the node, its built-in actors, the
 // control socket and the metrics server.
 type runningDaemon struct {
-	home       home
+	home       cli.Home
 	cfg        config.Config
 	node       *peer.Node
 	reg        *codec.Registry
@@ -196,7 +196,7 @@ type runningDaemon struct {
 // startDaemon starts the node described by cfg with its control socket.
 // A chat's own peer (embeddedChat) serves every request but chat: the
 // chats of other terminals would end with it.
-func startDaemon(ctx context.Context, h home, cfg config.Config, stderr, out io.Writer, embeddedChat bool) (*runningDaemon, error) {
+func startDaemon(ctx context.Context, h cli.Home, cfg config.Config, stderr, out io.Writer, embeddedChat bool) (*runningDaemon, error) {
 	logger, level := config.NewLeveledLogger(stderr, cfg)
 	// The process's default logger too, for what logs through
 	// slog.Default(); then LogLibp2pTo takes Go's log package (which
@@ -211,7 +211,7 @@ func startDaemon(ctx context.Context, h home, cfg config.Config, stderr, out io.
 	if err != nil {
 		return nil, err
 	}
-	opts = append(opts, peer.WithKeyFile(h.keyFile()), peer.WithLogger(logger), peer.WithRegistry(reg),
+	opts = append(opts, peer.WithKeyFile(h.KeyFile()), peer.WithLogger(logger), peer.WithRegistry(reg),
 		peer.WithActorOptions(actor.WithDeadLetterLog(cfg.DeadLetters.Keep, describeMessage(reg))))
 	var prom *prometheus.Registry
 	if cfg.Metrics != "" {
@@ -233,7 +233,7 @@ func startDaemon(ctx context.Context, h home, cfg config.Config, stderr, out io.
 	d.stopView = d.view.start()
 	view := newViewHandler(d.view, d.deadLetters)
 	if err == nil {
-		d.ctl, err = listenControl(h.socket(), d.handle, view)
+		d.ctl, err = listenControl(h.Socket(), d.handle, view)
 	}
 	if err == nil && cfg.Metrics != "" {
 		d.metrics, err = serveMetrics(cfg.Metrics, prom)
@@ -251,7 +251,7 @@ func startDaemon(ctx context.Context, h home, cfg config.Config, stderr, out io.
 func (d *runningDaemon) close(ctx context.Context) error {
 	if d.ctl != nil {
 		d.ctl.Close(ctx)
-		os.Remove(d.home.socket())
+		os.Remove(d.home.Socket())
 	}
 	if d.metrics != nil {
 		d.metrics.Close()

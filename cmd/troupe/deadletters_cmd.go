@@ -47,7 +47,7 @@ func deadlettersCmd(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signalContext()
 	defer stop()
 	var r deadLettersResult
-	conn, err := call(ctx, home(*f.home), req, &r, true)
+	conn, err := call(ctx, cli.Home(*f.home), req, &r, true)
 	if err != nil {
 		return fail(stderr, "deadletters", err)
 	}

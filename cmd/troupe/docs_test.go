@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 )
 
 // TestDocsNameTheControlSocket: every socket file the README and docs/
@@ -27,13 +29,13 @@ func TestDocsNameTheControlSocket(t *testing.T) {
 		}
 		for _, name := range sock.FindAllString(string(doc), -1) {
 			seen++
-			if name != socketName {
-				t.Errorf("%s names the socket %q; the daemon's is %q", f, name, socketName)
+			if name != cli.SocketName {
+				t.Errorf("%s names the socket %q; the daemon's is %q", f, name, cli.SocketName)
 			}
 		}
 	}
 	if seen == 0 {
-		t.Fatalf("no document names %s", socketName)
+		t.Fatalf("no document names %s", cli.SocketName)
 	}
 }
 

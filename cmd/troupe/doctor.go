@@ -90,11 +90,11 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 	if _, ok, code := parseArgs(fs, args, 0, 0); !ok {
 		return code
 	}
-	h := home(*f.home)
-	if err := h.checkPrivate(); err != nil {
+	h := cli.Home(*f.home)
+	if err := h.CheckPrivate(); err != nil {
 		return fail(stderr, "doctor", err)
 	}
-	cfg, _, err := config.Load(h.configFile())
+	cfg, _, err := config.Load(h.ConfigFile())
 	if err != nil {
 		return fail(stderr, "doctor", err)
 	}

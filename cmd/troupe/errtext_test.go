@@ -17,17 +17,17 @@ import (
 
 // startTestDaemon runs a daemon in this process on a fresh home (loopback
 // only, no mDNS) until the test ends, with its log in logs.
-func startTestDaemon(t *testing.T, logs *lockedWriter) (*runningDaemon, home) {
+func startTestDaemon(t *testing.T, logs *lockedWriter) (*runningDaemon, cli.Home) {
 	d, h, _ := startStoppableDaemon(t, logs)
 	return d, h
 }
 
 // startStoppableDaemon is startTestDaemon with a func that stops the
 // daemon before the test ends (once; the test's end then does nothing).
-func startStoppableDaemon(t *testing.T, logs *lockedWriter) (*runningDaemon, home, func()) {
+func startStoppableDaemon(t *testing.T, logs *lockedWriter) (*runningDaemon, cli.Home, func()) {
 	t.Helper()
-	h := home(t.TempDir())
-	cfg, unlock, err := h.open()
+	h := cli.Home(t.TempDir())
+	cfg, unlock, err := h.Open()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 )
 
@@ -42,10 +43,10 @@ func stopCmd(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	// The daemon holds the home's lock until it has closed.
-	h := home(*f.home)
+	h := cli.Home(*f.home)
 	deadline := time.Now().Add(stopWait)
 	for {
-		unlock, err := h.lock()
+		unlock, err := h.Lock()
 		if err == nil {
 			unlock()
 			if *f.json {
@@ -59,7 +60,7 @@ func stopCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "stopped %s\n", r.Peer)
 			return 0
 		}
-		if !errors.Is(err, errLocked) || time.Now().After(deadline) {
+		if !errors.Is(err, cli.ErrLocked) || time.Now().After(deadline) {
 			return fail(stderr, "stop", fmt.Errorf("the daemon %s was asked to stop, but still holds %s: %w", r.Peer, h, err))
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -82,11 +83,11 @@ func configCmd(args []string, stdout, stderr io.Writer) int {
 	default:
 		return fail(stderr, "config", fmt.Errorf("%w: unknown subcommand %q; 'troupe config show' prints the configuration, 'troupe config set KEY VALUE' changes it", errUsage, strings.Join(pos, " ")))
 	}
-	h := home(*hf)
-	if err := h.checkPrivate(); err != nil {
+	h := cli.Home(*hf)
+	if err := h.CheckPrivate(); err != nil {
 		return fail(stderr, "config", err)
 	}
-	cfg, _, err := config.Load(h.configFile())
+	cfg, _, err := config.Load(h.ConfigFile())
 	if err != nil {
 		return fail(stderr, "config", err)
 	}
@@ -95,11 +96,11 @@ func configCmd(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return fail(stderr, "config", err)
 		}
-		if _, err := h.ensure(); err != nil {
+		if _, err := h.Ensure(); err != nil {
 			return fail(stderr, "config", err)
 		}
-		if err := config.Write(h.configFile(), next); err != nil {
-			return fail(stderr, "config", fmt.Errorf("writing %s: %w", h.configFile(), err))
+		if err := config.Write(h.ConfigFile(), next); err != nil {
+			return fail(stderr, "config", fmt.Errorf("writing %s: %w", h.ConfigFile(), err))
 		}
 		now, _ := json.Marshal(mustField(next, pos[1]))
 		_, probeErr := dialDaemonProbe(h)
@@ -109,11 +110,11 @@ func configCmd(args []string, stdout, stderr io.Writer) int {
 				Value   json.RawMessage `json:"value"`
 				Config  string          `json:"config"`
 				Running bool            `json:"daemon_running"` // it takes the value when it restarts
-			}{pos[1], now, h.configFile(), probeErr == nil})
+			}{pos[1], now, h.ConfigFile(), probeErr == nil})
 			fmt.Fprintln(stdout, string(b))
 			return 0
 		}
-		fmt.Fprintf(stdout, "%s = %s in %s\n", pos[1], now, h.configFile())
+		fmt.Fprintf(stdout, "%s = %s in %s\n", pos[1], now, h.ConfigFile())
 		if probeErr == nil {
 			fmt.Fprintln(stdout, "the running daemon takes it when it restarts ('troupe stop', then 'troupe daemon')")
 		}

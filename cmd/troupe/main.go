@@ -19,6 +19,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 )
 
@@ -192,7 +193,7 @@ func (fs *cmdFlags) help() {
 
 // homeFlag adds -home to a command.
 func homeFlag(fs *cmdFlags) *string {
-	return fs.String("home", defaultHome(), "home directory with the identity key, config.json and the control socket ($TROUPE_HOME)")
+	return fs.String("home", cli.DefaultHome(), "home directory with the identity key, config.json and the control socket ($TROUPE_HOME)")
 }
 
 // parseArgs parses flags that may come before, between or after the

@@ -28,7 +28,7 @@ func topCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *n < 0 {
 		return fail(stderr, "top", fmt.Errorf("%w: -n must be at least 0", errUsage))
 	}
-	h := home(*f.home)
+	h := cli.Home(*f.home)
 	ctx, stop := signalContext()
 	defer stop()
 	full := *n == 0 && !*f.json && isTerminal(stdin) && isTerminal(stdout)
@@ -59,7 +59,7 @@ func topCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 // fetchView asks the daemon for a sample numbered after after.
-func fetchView(ctx context.Context, h home, after uint64) (json.RawMessage, meshView, error) {
+func fetchView(ctx context.Context, h cli.Home, after uint64) (json.RawMessage, meshView, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	var raw json.RawMessage
@@ -146,7 +146,7 @@ func bytesText(n int64) string {
 // as it has one (the daemon answers when it takes it, every second).
 type topModel struct {
 	ctx           context.Context
-	h             home
+	h             cli.Home
 	view          meshView
 	err           error
 	width, height int

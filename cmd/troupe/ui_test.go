@@ -16,6 +16,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 )
 
@@ -171,8 +172,8 @@ func readEvents(r *bufio.Reader, n int) []meshView {
 // the view's API on the control socket, JSON requests still work there,
 // and Close ends an event stream at once.
 func TestViewOnTheControlSocket(t *testing.T) {
-	h := home(t.TempDir())
-	s, err := listenControl(h.socket(), func(context.Context, request, net.Conn) (any, func(), error) {
+	h := cli.Home(t.TempDir())
+	s, err := listenControl(h.Socket(), func(context.Context, request, net.Conn) (any, func(), error) {
 		return idResult{ID: "json"}, nil, nil
 	}, newViewHandler(testHub(t), noDeadLetters))
 	if err != nil {
@@ -180,7 +181,7 @@ func TestViewOnTheControlSocket(t *testing.T) {
 	}
 	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		var d net.Dialer
-		return d.DialContext(ctx, "unix", h.socket())
+		return d.DialContext(ctx, "unix", h.Socket())
 	}}}
 	resp, err := client.Get("http://localhost/api/mesh")
 	if err != nil {

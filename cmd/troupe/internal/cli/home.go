@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"errors"
@@ -13,16 +13,16 @@ import (
 
 // The files in a home directory.
 const (
-	keyFileName    = "identity.key"
-	configFileName = "config.json"
+	KeyFileName    = "identity.key"
+	ConfigFileName = "config.json"
 	lockFileName   = "lock"
-	socketName     = "troupe.sock"
+	SocketName     = "troupe.sock"
 )
 
-// home is a Troupe home directory ($TROUPE_HOME, default ~/.troupe).
-type home string
+// Home is a Troupe home directory ($TROUPE_HOME, default ~/.troupe).
+type Home string
 
-func defaultHome() string {
+func DefaultHome() string {
 	if h := os.Getenv("TROUPE_HOME"); h != "" {
 		return h
 	}
@@ -32,18 +32,18 @@ func defaultHome() string {
 	return ".troupe"
 }
 
-func (h home) path(name string) string { return filepath.Join(string(h), name) }
-func (h home) keyFile() string         { return h.path(keyFileName) }
-func (h home) configFile() string      { return h.path(configFileName) }
-func (h home) socket() string          { return h.path(socketName) }
+func (h Home) Path(name string) string { return filepath.Join(string(h), name) }
+func (h Home) KeyFile() string         { return h.Path(KeyFileName) }
+func (h Home) ConfigFile() string      { return h.Path(ConfigFileName) }
+func (h Home) Socket() string          { return h.Path(SocketName) }
 
-// ensure creates the home directory (0700) and a default config.json when
+// Ensure creates the home directory (0700) and a default config.json when
 // they are missing, and checks that the directory is writable.
-func (h home) ensure() (config.Config, error) {
+func (h Home) Ensure() (config.Config, error) {
 	if err := os.MkdirAll(string(h), 0o700); err != nil {
 		return config.Config{}, fmt.Errorf("cannot create home %s: %w; choose another with -home or TROUPE_HOME", h, err)
 	}
-	if err := h.checkPrivate(); err != nil {
+	if err := h.CheckPrivate(); err != nil {
 		return config.Config{}, err
 	}
 	probe, err := os.CreateTemp(string(h), ".probe-*")
@@ -52,23 +52,23 @@ func (h home) ensure() (config.Config, error) {
 	}
 	probe.Close()
 	os.Remove(probe.Name())
-	cfg, exists, err := config.Load(h.configFile())
+	cfg, exists, err := config.Load(h.ConfigFile())
 	if err != nil || exists {
 		return cfg, err
 	}
-	if err := config.Write(h.configFile(), cfg); err != nil {
-		return cfg, fmt.Errorf("writing %s: %w", h.configFile(), err)
+	if err := config.Write(h.ConfigFile(), cfg); err != nil {
+		return cfg, fmt.Errorf("writing %s: %w", h.ConfigFile(), err)
 	}
 	return cfg, nil
 }
 
-// checkPrivate refuses a home, or its key or config file, that another
+// CheckPrivate refuses a home, or its key or config file, that another
 // user owns or may change (see checkPrivate in home_unix.go).
-func (h home) checkPrivate() error {
+func (h Home) CheckPrivate() error {
 	if err := checkPrivate(string(h), true); err != nil {
 		return err
 	}
-	for _, f := range []string{h.keyFile(), h.configFile()} {
+	for _, f := range []string{h.KeyFile(), h.ConfigFile()} {
 		if err := checkPrivate(f, false); err != nil {
 			return err
 		}
@@ -76,30 +76,30 @@ func (h home) checkPrivate() error {
 	return nil
 }
 
-// open ensures the home and takes its lock: what a daemon or an embedded
+// Open ensures the home and takes its lock: what a daemon or an embedded
 // chat peer does before it starts.
-func (h home) open() (config.Config, func(), error) {
-	cfg, err := h.ensure()
+func (h Home) Open() (config.Config, func(), error) {
+	cfg, err := h.Ensure()
 	if err != nil {
 		return cfg, nil, err
 	}
-	unlock, err := h.lock()
+	unlock, err := h.Lock()
 	return cfg, unlock, err
 }
 
-// errLocked is returned by lock when another process holds the home;
+// ErrLocked is returned by lock when another process holds the home;
 // errLockHeld by lockFile when another process holds a file's lock.
 var (
-	errLocked   = errors.New("home in use")
+	ErrLocked   = errors.New("home in use")
 	errLockHeld = errors.New("lock held by another process")
 )
 
-// lock takes the home's lock file for this process (an advisory flock that
+// Lock takes the home's lock file for this process (an advisory flock that
 // the kernel releases when the process dies, so a crash never leaves a
-// stale lock). It fails with errLocked, naming the holder's pid, when
+// stale lock). It fails with ErrLocked, naming the holder's pid, when
 // another daemon or embedded chat peer uses the home.
-func (h home) lock() (unlock func(), err error) {
-	f, err := os.OpenFile(h.path(lockFileName), os.O_RDWR|os.O_CREATE, 0o600)
+func (h Home) Lock() (unlock func(), err error) {
+	f, err := os.OpenFile(h.Path(lockFileName), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("home %s: %w", h, err)
 	}
@@ -114,7 +114,7 @@ func (h home) lock() (unlock func(), err error) {
 		if _, perr := strconv.Atoi(holder); perr != nil {
 			holder = "unknown"
 		}
-		return nil, fmt.Errorf("%w: another troupe process (pid %s) runs on %s; stop it or choose another home with -home or TROUPE_HOME", errLocked, holder, h)
+		return nil, fmt.Errorf("%w: another troupe process (pid %s) runs on %s; stop it or choose another home with -home or TROUPE_HOME", ErrLocked, holder, h)
 	}
 	if err := f.Truncate(0); err == nil {
 		_, _ = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
