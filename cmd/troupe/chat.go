@@ -21,6 +21,7 @@ import (
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/chat"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/peer"
 )
@@ -149,8 +150,8 @@ func runChat(ctx context.Context, node *peer.Node, nick, room, stopNote string, 
 		defer wg.Done()
 		r := bufio.NewReaderSize(in, 4096)
 		for {
-			line, err := readLimitedLine(r, maxChatLine)
-			if errors.Is(err, errLineTooLong) {
+			line, err := control.ReadLimitedLine(r, maxChatLine)
+			if errors.Is(err, control.ErrLineTooLong) {
 				s.printf("! line longer than %d bytes, not sent", maxChatLine)
 				continue
 			}
@@ -197,7 +198,7 @@ func (s *chatSession) finish() { s.once.Do(func() { close(s.done) }) }
 
 // chat is the daemon side of 'troupe chat': the user's actor runs in the
 // daemon and the control connection carries the lines.
-func (d *runningDaemon) chat(ctx context.Context, req request, conn net.Conn) (any, func(), error) {
+func (d *runningDaemon) chat(ctx context.Context, req control.Request, conn net.Conn) (any, func(), error) {
 	if err := checkChatName("nick", req.Nick); err != nil {
 		return nil, nil, err
 	}
@@ -241,11 +242,11 @@ func chatCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// session runs the chat with the given input and output until it ends.
 	var session func(in io.Reader, out io.Writer) error
 	h := cli.Home(*homeDir)
-	conn, err := call(ctx, h, request{Cmd: "chat", Nick: *nick, Room: *room}, nil, true)
+	conn, err := control.Call(ctx, h, control.Request{Cmd: "chat", Nick: *nick, Room: *room}, nil, true)
 	switch {
 	case err == nil:
 		session = func(in io.Reader, out io.Writer) error { return chatThroughDaemon(ctx, conn, in, out) }
-	case !errors.Is(err, errNoDaemon):
+	case !errors.Is(err, control.ErrNoDaemon):
 		return fail(stderr, "chat", err)
 	default:
 		cfg, unlock, err := h.Open()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/peer"
 )
@@ -280,7 +281,7 @@ func TestJSONMessagesRoundTrip(t *testing.T) {
 	if msg, err := reg.Decode("string", body); err != nil || msg != "hello" {
 		t.Fatalf("string: %v %v", msg, err)
 	}
-	if _, err := jsonToCBOR(strings.Repeat(" ", maxJSONMessage+1)); err == nil {
+	if _, err := jsonToCBOR(strings.Repeat(" ", control.MaxJSONMessage+1)); err == nil {
 		t.Fatal("oversize message accepted")
 	}
 }

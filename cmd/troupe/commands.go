@@ -15,6 +15,7 @@ import (
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 	"github.com/troupe-mesh/troupe/peer"
 )
 
@@ -74,7 +75,7 @@ func addClientFlags(fs *cmdFlags, withJSON bool) clientFlags {
 
 // request sends req to the daemon and prints the result as JSON (--json)
 // or with human, which gets the decoded result in out.
-func (f clientFlags) request(cmd string, req request, out any, stdout, stderr io.Writer, human func()) int {
+func (f clientFlags) request(cmd string, req control.Request, out any, stdout, stderr io.Writer, human func()) int {
 	ctx, stop := signalContext()
 	defer stop()
 	wait := max(req.Timeout, req.Wait) // as the daemon's handle
@@ -84,7 +85,7 @@ func (f clientFlags) request(cmd string, req request, out any, stdout, stderr io
 	ctx, cancel := context.WithTimeout(ctx, wait+10*time.Second)
 	defer cancel()
 	var raw json.RawMessage
-	if _, err := call(ctx, cli.Home(*f.home), req, &raw, false); err != nil {
+	if _, err := control.Call(ctx, cli.Home(*f.home), req, &raw, false); err != nil {
 		return fail(stderr, cmd, err)
 	}
 	if f.json != nil && *f.json {
@@ -107,10 +108,10 @@ func idCmd(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	var r idResult
-	if _, err := dialDaemonProbe(cli.Home(*f.home)); errors.Is(err, errNoDaemon) {
+	if _, err := dialDaemonProbe(cli.Home(*f.home)); errors.Is(err, control.ErrNoDaemon) {
 		return idOffline(cli.Home(*f.home), strings.Contains(err.Error(), "stale"), *f.json, stdout, stderr)
 	}
-	return f.request("id", request{Cmd: "id"}, &r, stdout, stderr, func() {
+	return f.request("id", control.Request{Cmd: "id"}, &r, stdout, stderr, func() {
 		fmt.Fprintf(stdout, "peer %s\nmesh %s\nversion %s\nreachability %s\n", r.ID, r.Mesh, r.Version, r.Reachability)
 		for _, a := range r.Addrs {
 			fmt.Fprintf(stdout, "listen %s\n", a)
@@ -118,9 +119,9 @@ func idCmd(args []string, stdout, stderr io.Writer) int {
 	})
 }
 
-// dialDaemonProbe tells whether a daemon serves h (errNoDaemon if not).
+// dialDaemonProbe tells whether a daemon serves h (control.ErrNoDaemon if not).
 func dialDaemonProbe(h cli.Home) (bool, error) {
-	conn, err := dialDaemon(h)
+	conn, err := control.Dial(h)
 	if err != nil {
 		return false, err
 	}
@@ -133,7 +134,7 @@ func dialDaemonProbe(h cli.Home) (bool, error) {
 // A stale control socket (a daemon that was killed) is said.
 func idOffline(h cli.Home, stale, asJSON bool, stdout, stderr io.Writer) int {
 	if _, err := os.Stat(h.KeyFile()); err != nil {
-		return fail(stderr, "id", fmt.Errorf("%w on %s, and it has no identity yet: 'troupe init' or 'troupe daemon' creates one", errNoDaemon, h))
+		return fail(stderr, "id", fmt.Errorf("%w on %s, and it has no identity yet: 'troupe init' or 'troupe daemon' creates one", control.ErrNoDaemon, h))
 	}
 	if err := h.CheckPrivate(); err != nil {
 		return fail(stderr, "id", err)
@@ -171,7 +172,7 @@ func peersCmd(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	var r []peerInfo
-	return f.request("peers", request{Cmd: "peers"}, &r, stdout, stderr, func() {
+	return f.request("peers", control.Request{Cmd: "peers"}, &r, stdout, stderr, func() {
 		if len(r) == 0 {
 			fmt.Fprintln(stdout, "no peers connected")
 		}
@@ -202,7 +203,7 @@ func actorsCmd(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	req := request{Cmd: "actors", Timeout: *timeout}
+	req := control.Request{Cmd: "actors", Timeout: *timeout}
 	if len(pos) == 1 {
 		if _, err := libp2ppeer.Decode(pos[0]); err != nil {
 			return fail(stderr, "actors", fmt.Errorf("%w: %q is not a peer ID", errUsage, pos[0]))
@@ -221,20 +222,20 @@ func actorsCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 // messageRequest checks the address and JSON of send and ask.
-func messageRequest(cmd string, pos []string, typ string, timeout time.Duration) (request, error) {
+func messageRequest(cmd string, pos []string, typ string, timeout time.Duration) (control.Request, error) {
 	if _, err := parseActorAddr(pos[0]); err != nil {
-		return request{}, err
+		return control.Request{}, err
 	}
 	if _, err := jsonToCBOR(pos[1]); err != nil {
-		return request{}, fmt.Errorf("%w: %w", errUsage, err)
+		return control.Request{}, fmt.Errorf("%w: %w", errUsage, err)
 	}
 	if timeout <= 0 {
-		return request{}, fmt.Errorf("%w: -timeout must be positive", errUsage)
+		return control.Request{}, fmt.Errorf("%w: -timeout must be positive", errUsage)
 	}
 	if typ != "" && !validTypeName(typ) {
-		return request{}, fmt.Errorf("%w: -type %q is not a type name (letters, digits, '.', '_', '-', '/')", errUsage, typ)
+		return control.Request{}, fmt.Errorf("%w: -type %q is not a type name (letters, digits, '.', '_', '-', '/')", errUsage, typ)
 	}
-	return request{Cmd: cmd, Addr: pos[0], Body: json.RawMessage(pos[1]), Type: typ, Timeout: timeout}, nil
+	return control.Request{Cmd: cmd, Addr: pos[0], Body: json.RawMessage(pos[1]), Type: typ, Timeout: timeout}, nil
 }
 
 func validTypeName(s string) bool {
@@ -304,7 +305,7 @@ func pingCmd(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "ping", fmt.Errorf("%w: -n must be 1..1000 and -timeout positive", errUsage))
 	}
 	var r pingResult
-	return f.request("ping", request{Cmd: "ping", Peer: pos[0], Count: *count, Timeout: *timeout}, &r, stdout, stderr, func() {
+	return f.request("ping", control.Request{Cmd: "ping", Peer: pos[0], Count: *count, Timeout: *timeout}, &r, stdout, stderr, func() {
 		for i, rtt := range r.RTTsMS {
 			fmt.Fprintf(stdout, "pong %d from %s: %.3f ms\n", i+1, r.Peer, rtt)
 		}
@@ -327,7 +328,7 @@ func connectCmd(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "connect", fmt.Errorf("%w: -timeout must be positive", errUsage))
 	}
 	var r connectResult
-	return f.request("connect", request{Cmd: "connect", Addr: pos[0], Timeout: *timeout}, &r, stdout, stderr, func() {
+	return f.request("connect", control.Request{Cmd: "connect", Addr: pos[0], Timeout: *timeout}, &r, stdout, stderr, func() {
 		how := "direct"
 		if r.Relayed {
 			how = "relayed"

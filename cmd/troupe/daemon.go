@@ -21,6 +21,7 @@ import (
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/peer"
 )
@@ -181,9 +182,9 @@ type runningDaemon struct {
 	level      *slog.LevelVar // the log's, changed by 'troupe log level'
 	started    time.Time
 	out        io.Writer
-	ctl        *controlServer
-	metrics    *httpServer
-	ui         *httpServer
+	ctl        *control.Server
+	metrics    *control.HTTPServer
+	ui         *control.HTTPServer
 	view       *meshHub
 	stopView   func()
 	stopEvents func()
@@ -233,10 +234,10 @@ func startDaemon(ctx context.Context, h cli.Home, cfg config.Config, stderr, out
 	d.stopView = d.view.start()
 	view := newViewHandler(d.view, d.deadLetters)
 	if err == nil {
-		d.ctl, err = listenControl(h.Socket(), d.handle, view)
+		d.ctl, err = control.Listen(h.Socket(), d.handle, view)
 	}
 	if err == nil && cfg.Metrics != "" {
-		d.metrics, err = serveMetrics(cfg.Metrics, prom)
+		d.metrics, err = control.ServeMetrics(cfg.Metrics, prom)
 	}
 	if err == nil && cfg.UI != "" {
 		d.ui, err = serveUI(cfg.UI, view)

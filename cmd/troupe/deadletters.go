@@ -13,6 +13,7 @@ import (
 
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 	"github.com/troupe-mesh/troupe/codec"
 )
 
@@ -121,7 +122,7 @@ func fitDeadLetters(es []deadLetter, budget int) ([]deadLetter, int) {
 // response (the ones kept now), each new record is one JSON line on conn
 // until the client goes away, ctx ends (the daemon stops) or a write
 // takes longer than viewWriteTimeout.
-func (d *runningDaemon) followDeadLetters(ctx context.Context, req request, conn net.Conn) (any, func(), error) {
+func (d *runningDaemon) followDeadLetters(ctx context.Context, req control.Request, conn net.Conn) (any, func(), error) {
 	first := d.deadLetters(req.Count, 0)
 	after := uint64(0)
 	if n := len(first.Recent); n > 0 {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 )
 
 // deadlettersCmd is 'troupe deadletters [-n N] [--follow] [--json]'.
@@ -26,7 +27,7 @@ func deadlettersCmd(args []string, stdout, stderr io.Writer) int {
 	if *count < 0 {
 		return fail(stderr, "deadletters", fmt.Errorf("%w: -n must not be negative", errUsage))
 	}
-	req := request{Cmd: "deadletters", Count: *count, Follow: *follow}
+	req := control.Request{Cmd: "deadletters", Count: *count, Follow: *follow}
 	asJSON := *f.json
 	if !*follow {
 		var r deadLettersResult
@@ -47,7 +48,7 @@ func deadlettersCmd(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signalContext()
 	defer stop()
 	var r deadLettersResult
-	conn, err := call(ctx, cli.Home(*f.home), req, &r, true)
+	conn, err := control.Call(ctx, cli.Home(*f.home), req, &r, true)
 	if err != nil {
 		return fail(stderr, "deadletters", err)
 	}

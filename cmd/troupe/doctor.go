@@ -17,6 +17,7 @@ import (
 	manet "github.com/multiformats/go-multiaddr/net"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 	"github.com/troupe-mesh/troupe/peer"
 )
 
@@ -104,12 +105,12 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 		MDNS: cfg.MDNS, DHT: cfg.DHT, Bootstrap: len(cfg.Bootstrap), Interfaces: multicastInterfaces()}
 	var dd doctorDaemon
 	callCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	_, err = call(callCtx, h, request{Cmd: "doctor"}, &dd, false)
+	_, err = control.Call(callCtx, h, control.Request{Cmd: "doctor"}, &dd, false)
 	cancel()
 	switch {
 	case err == nil:
 		r.Daemon, r.Mesh = &dd, dd.Mesh
-	case !errors.Is(err, errNoDaemon):
+	case !errors.Is(err, control.ErrNoDaemon):
 		return fail(stderr, "doctor", err)
 	}
 	if cfg.MDNS && *probe > 0 && len(r.Interfaces) > 0 {

@@ -18,6 +18,7 @@ import (
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/peer"
 )
@@ -82,7 +83,7 @@ const (
 )
 
 // handle answers one control request. Safe for concurrent use.
-func (d *runningDaemon) handle(ctx context.Context, req request, conn net.Conn) (any, func(), error) {
+func (d *runningDaemon) handle(ctx context.Context, req control.Request, conn net.Conn) (any, func(), error) {
 	timeout := req.Timeout
 	if timeout <= 0 {
 		timeout = defaultAskTimeout
@@ -241,7 +242,7 @@ func (d *runningDaemon) actors(ctx context.Context, peerStr string) (actorsResul
 // A type name the daemon has registered yields a value of that type (so a
 // local actor receives what a Go sender would send); any other name yields
 // a codec.Raw that peers knowing the type decode.
-func (d *runningDaemon) sendOrAsk(ctx context.Context, req request) (any, error) {
+func (d *runningDaemon) sendOrAsk(ctx context.Context, req control.Request) (any, error) {
 	ref, err := parseActorAddr(req.Addr)
 	if err != nil {
 		return nil, err

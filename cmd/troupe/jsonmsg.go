@@ -9,6 +9,7 @@ import (
 
 	"github.com/fxamacker/cbor/v2"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 	"github.com/troupe-mesh/troupe/codec"
 )
 
@@ -16,14 +17,11 @@ import (
 // without --type: receivers see it as a codec.Raw of this type.
 const jsonType = "troupe.JSON"
 
-// maxJSONMessage caps a message given on the command line.
-const maxJSONMessage = 1 << 20
-
 // jsonToCBOR converts one JSON value to CBOR: integers stay integers,
 // other numbers become floats, objects become maps with text keys.
 func jsonToCBOR(s string) ([]byte, error) {
-	if len(s) > maxJSONMessage {
-		return nil, fmt.Errorf("message is %d bytes, more than %d", len(s), maxJSONMessage)
+	if len(s) > control.MaxJSONMessage {
+		return nil, fmt.Errorf("message is %d bytes, more than %d", len(s), control.MaxJSONMessage)
 	}
 	dec := json.NewDecoder(strings.NewReader(s))
 	dec.UseNumber()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 )
 
 // stopResult is the daemon's answer to "stop".
@@ -39,7 +40,7 @@ func stopCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	var r stopResult
 	plain := clientFlags{home: f.home} // prints nothing: the line comes once the daemon is gone
-	if code := plain.request("stop", request{Cmd: "stop"}, &r, stdout, stderr, func() {}); code != 0 {
+	if code := plain.request("stop", control.Request{Cmd: "stop"}, &r, stdout, stderr, func() {}); code != 0 {
 		return code
 	}
 	// The daemon holds the home's lock until it has closed.

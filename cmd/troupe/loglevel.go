@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 	"github.com/troupe-mesh/troupe/peer"
 )
 
@@ -48,7 +49,7 @@ func logCmd(args []string, stdout, stderr io.Writer) int {
 	if pos[0] != "level" {
 		return fail(stderr, "log", fmt.Errorf("%w: unknown subcommand %q; use 'troupe log level [LEVEL]'", errUsage, pos[0]))
 	}
-	req := request{Cmd: "loglevel"}
+	req := control.Request{Cmd: "loglevel"}
 	if len(pos) == 2 {
 		if _, err := config.ParseLevel(pos[1]); err != nil {
 			return fail(stderr, "log", fmt.Errorf("%w: %w", errUsage, err))

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"errors"
-	"io"
 	"os"
 	"strings"
 	"testing"
@@ -20,20 +17,6 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
-}
-
-func TestReadLimitedLineSkipsOverlongLines(t *testing.T) {
-	r := bufio.NewReaderSize(strings.NewReader("short\n"+strings.Repeat("y", 100)+"\nnext\nlast"), 16)
-	want := []struct {
-		line string
-		err  error
-	}{{"short\n", nil}, {"", errLineTooLong}, {"next\n", nil}, {"last", io.EOF}}
-	for i, w := range want {
-		line, err := readLimitedLine(r, 50)
-		if string(line) != w.line || !errors.Is(err, w.err) && !(err == nil && w.err == nil) {
-			t.Fatalf("read %d: %q %v, want %q %v", i, line, err, w.line, w.err)
-		}
-	}
 }
 
 func TestVersionTakesNoArguments(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 )
 
 // 'troupe top': the mesh view in the terminal, from the daemon's "mesh"
@@ -64,7 +65,7 @@ func fetchView(ctx context.Context, h cli.Home, after uint64) (json.RawMessage, 
 	defer cancel()
 	var raw json.RawMessage
 	var v meshView
-	if _, err := call(ctx, h, request{Cmd: "mesh", After: after}, &raw, false); err != nil {
+	if _, err := control.Call(ctx, h, control.Request{Cmd: "mesh", After: after}, &raw, false); err != nil {
 		return nil, v, err
 	}
 	if err := json.Unmarshal(raw, &v); err != nil {

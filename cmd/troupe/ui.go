@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 )
 
 // The live mesh view over HTTP: the page (ui/, embedded), GET /api/mesh
@@ -109,11 +110,11 @@ func localOnly(next http.Handler) http.Handler {
 
 // serveUI listens on addr, which must be a loopback address, and serves
 // view (newViewHandler) until Close.
-func serveUI(addr string, view http.Handler) (*httpServer, error) {
+func serveUI(addr string, view http.Handler) (*control.HTTPServer, error) {
 	if err := config.CheckUIAddr(addr); err != nil {
 		return nil, fmt.Errorf("ui: %w", err)
 	}
-	s, err := serveHTTP(addr, view)
+	s, err := control.ServeHTTP(addr, view)
 	if err != nil {
 		return nil, fmt.Errorf("ui: %w", err)
 	}

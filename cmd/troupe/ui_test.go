@@ -18,6 +18,7 @@ import (
 
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 )
 
 // TestWithRates: rates are the counters' growth per second between two
@@ -173,7 +174,7 @@ func readEvents(r *bufio.Reader, n int) []meshView {
 // and Close ends an event stream at once.
 func TestViewOnTheControlSocket(t *testing.T) {
 	h := cli.Home(t.TempDir())
-	s, err := listenControl(h.Socket(), func(context.Context, request, net.Conn) (any, func(), error) {
+	s, err := control.Listen(h.Socket(), func(context.Context, control.Request, net.Conn) (any, func(), error) {
 		return idResult{ID: "json"}, nil, nil
 	}, newViewHandler(testHub(t), noDeadLetters))
 	if err != nil {
@@ -299,4 +300,25 @@ func TestMeshHubNext(t *testing.T) {
 			t.Fatalf("sample %d, encoded %v; want 5, not encoded", cur.v.Seq, cur.json != nil)
 		}
 	})
+}
+
+// rawRequest writes raw bytes to the socket and returns the response line.
+func rawRequest(t *testing.T, h cli.Home, raw string) control.Response {
+	t.Helper()
+	conn, err := net.Dial("unix", h.Socket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	go func() { _, _ = conn.Write([]byte(raw)) }()
+	line, err := bufio.NewReader(conn).ReadBytes('\n')
+	if err != nil {
+		t.Fatalf("no Response to %.40q: %v", raw, err)
+	}
+	var r control.Response
+	if err := json.Unmarshal(line, &r); err != nil {
+		t.Fatalf("bad Response %q: %v", line, err)
+	}
+	return r
 }

@@ -1,4 +1,4 @@
-package main
+package control
 
 import (
 	"bufio"
@@ -17,14 +17,19 @@ import (
 )
 
 // A control server with a handler that answers "id" and fails the rest.
-func testControl(t *testing.T) (cli.Home, *controlServer) {
+// testResult stands for a handler's result.
+type testResult struct {
+	ID string `json:"id"`
+}
+
+func testControl(t *testing.T) (cli.Home, *Server) {
 	t.Helper()
 	h := cli.Home(t.TempDir())
-	s, err := listenControl(h.Socket(), func(_ context.Context, req request, _ net.Conn) (any, func(), error) {
+	s, err := Listen(h.Socket(), func(_ context.Context, req Request, _ net.Conn) (any, func(), error) {
 		if req.Cmd == "id" {
-			return idResult{ID: "me"}, nil, nil
+			return testResult{ID: "me"}, nil, nil
 		}
-		return nil, nil, errors.New("no such request")
+		return nil, nil, errors.New("no such Request")
 	}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +39,7 @@ func testControl(t *testing.T) (cli.Home, *controlServer) {
 }
 
 // rawRequest writes raw bytes to the socket and returns the response line.
-func rawRequest(t *testing.T, h cli.Home, raw string) response {
+func rawRequest(t *testing.T, h cli.Home, raw string) Response {
 	t.Helper()
 	conn, err := net.Dial("unix", h.Socket())
 	if err != nil {
@@ -45,11 +50,11 @@ func rawRequest(t *testing.T, h cli.Home, raw string) response {
 	go func() { _, _ = conn.Write([]byte(raw)) }()
 	line, err := bufio.NewReader(conn).ReadBytes('\n')
 	if err != nil {
-		t.Fatalf("no response to %.40q: %v", raw, err)
+		t.Fatalf("no Response to %.40q: %v", raw, err)
 	}
-	var r response
+	var r Response
 	if err := json.Unmarshal(line, &r); err != nil {
-		t.Fatalf("bad response %q: %v", line, err)
+		t.Fatalf("bad Response %q: %v", line, err)
 	}
 	return r
 }
@@ -70,8 +75,8 @@ func TestControlSocketRefusesBadRequestsAndKeepsServing(t *testing.T) {
 			t.Fatalf("%.40q: no error", raw)
 		}
 	}
-	var id idResult
-	if _, err := call(context.Background(), h, request{Cmd: "id"}, &id, false); err != nil || id.ID != "me" {
+	var id testResult
+	if _, err := Call(context.Background(), h, Request{Cmd: "id"}, &id, false); err != nil || id.ID != "me" {
 		t.Fatalf("id after bad requests: %+v %v", id, err)
 	}
 }
@@ -81,7 +86,7 @@ func TestControlSocketReplacesStaleSocketAndCloses(t *testing.T) {
 	if err := os.WriteFile(h.Socket(), []byte("stale"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s, err := listenControl(h.Socket(), func(context.Context, request, net.Conn) (any, func(), error) {
+	s, err := Listen(h.Socket(), func(context.Context, Request, net.Conn) (any, func(), error) {
 		return struct{}{}, nil, nil
 	}, nil)
 	if err != nil {
@@ -100,10 +105,10 @@ func TestControlSocketReplacesStaleSocketAndCloses(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Close waits for an idle connection")
 	}
-	if _, err := dialDaemon(h); !errors.Is(err, errNoDaemon) {
+	if _, err := Dial(h); !errors.Is(err, ErrNoDaemon) {
 		t.Fatalf("after Close: %v", err)
 	}
-	if _, err := listenControl(filepath.Join(t.TempDir(), strings.Repeat("d", 120), "s"), nil, nil); err == nil {
+	if _, err := Listen(filepath.Join(t.TempDir(), strings.Repeat("d", 120), "s"), nil, nil); err == nil {
 		t.Fatal("a socket path over the Unix limit was accepted")
 	}
 }
@@ -114,7 +119,7 @@ func TestControlSocketReplacesStaleSocketAndCloses(t *testing.T) {
 func TestControlCloseLetsSessionsSayGoodbye(t *testing.T) {
 	for _, stuck := range []bool{false, true} {
 		h := cli.Home(t.TempDir())
-		s, err := listenControl(h.Socket(), func(ctx context.Context, _ request, conn net.Conn) (any, func(), error) {
+		s, err := Listen(h.Socket(), func(ctx context.Context, _ Request, conn net.Conn) (any, func(), error) {
 			return struct{}{}, func() {
 				if stuck { // reads until its connection is closed
 					_, _ = io.Copy(io.Discard, conn)
@@ -128,7 +133,7 @@ func TestControlCloseLetsSessionsSayGoodbye(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		conn, err := call(context.Background(), h, request{Cmd: "chat"}, nil, true)
+		conn, err := Call(context.Background(), h, Request{Cmd: "chat"}, nil, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,6 +154,20 @@ func TestControlCloseLetsSessionsSayGoodbye(t *testing.T) {
 		case <-done:
 		case <-time.After(5 * time.Second):
 			t.Fatalf("stuck=%v: Close did not return", stuck)
+		}
+	}
+}
+
+func TestReadLimitedLineSkipsOverlongLines(t *testing.T) {
+	r := bufio.NewReaderSize(strings.NewReader("short\n"+strings.Repeat("y", 100)+"\nnext\nlast"), 16)
+	want := []struct {
+		line string
+		err  error
+	}{{"short\n", nil}, {"", ErrLineTooLong}, {"next\n", nil}, {"last", io.EOF}}
+	for i, w := range want {
+		line, err := ReadLimitedLine(r, 50)
+		if string(line) != w.line || !errors.Is(err, w.err) && !(err == nil && w.err == nil) {
+			t.Fatalf("read %d: %q %v, want %q %v", i, line, err, w.line, w.err)
 		}
 	}
 }
