@@ -389,15 +389,3 @@ func (d *runningDaemon) connect(ctx context.Context, addr string) (connectResult
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-// parseActorAddr parses "<peer ID>/<name>" or "/p2p/<peer ID>/actor/<name>".
-func parseActorAddr(s string) (actor.Ref, error) {
-	ref, err := actor.ParseRef(s)
-	if err != nil {
-		return actor.Ref{}, fmt.Errorf("%w: address %q is not <peer ID>/<actor name>", errUsage, s)
-	}
-	if _, err := libp2ppeer.Decode(ref.Peer()); err != nil {
-		return actor.Ref{}, fmt.Errorf("%w: address %q: %q is not a peer ID", errUsage, s, ref.Peer())
-	}
-	return ref, nil
-}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 )
@@ -106,4 +108,16 @@ func sendLine(r sendResult) string {
 		return fmt.Sprintf("sent to %s; delivery unconfirmed (no bounce within %v)", r.To, time.Duration(r.WaitMS)*time.Millisecond)
 	}
 	return "sent to " + r.To + "; delivery unconfirmed"
+}
+
+// parseActorAddr parses "<peer ID>/<name>" or "/p2p/<peer ID>/actor/<name>".
+func parseActorAddr(s string) (actor.Ref, error) {
+	ref, err := actor.ParseRef(s)
+	if err != nil {
+		return actor.Ref{}, fmt.Errorf("%w: address %q is not <peer ID>/<actor name>", errUsage, s)
+	}
+	if _, err := libp2ppeer.Decode(ref.Peer()); err != nil {
+		return actor.Ref{}, fmt.Errorf("%w: address %q: %q is not a peer ID", errUsage, s, ref.Peer())
+	}
+	return ref, nil
 }
