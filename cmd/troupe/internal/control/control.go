@@ -159,13 +159,13 @@ func (s *Server) serve(conn net.Conn) {
 	}
 	line, err := ReadLimitedLine(r, maxRequest)
 	if err != nil {
-		writeResponse(conn, nil, fmt.Errorf("bad Request: %w", err))
+		writeResponse(conn, nil, fmt.Errorf("bad request: %w", err))
 		return
 	}
 	_ = conn.SetReadDeadline(time.Time{})
 	var req Request
 	if err := json.Unmarshal(line, &req); err != nil {
-		writeResponse(conn, nil, fmt.Errorf("bad Request: %w", err))
+		writeResponse(conn, nil, fmt.Errorf("bad request: %w", err))
 		return
 	}
 	if req.Cmd == "chat" || req.Cmd == "deadletters" && req.Follow { // the connection carries the session's lines
@@ -340,7 +340,7 @@ func Call(ctx context.Context, h cli.Home, req Request, out any, keep bool) (net
 	var resp Response
 	if err := json.Unmarshal(line, &resp); err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("control socket: bad Response: %w", err)
+		return nil, fmt.Errorf("control socket: bad response: %w", err)
 	}
 	if resp.Error != "" {
 		conn.Close()

@@ -29,7 +29,7 @@ func testControl(t *testing.T) (cli.Home, *Server) {
 		if req.Cmd == "id" {
 			return testResult{ID: "me"}, nil, nil
 		}
-		return nil, nil, errors.New("no such Request")
+		return nil, nil, errors.New("no such request")
 	}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -50,11 +50,11 @@ func rawRequest(t *testing.T, h cli.Home, raw string) Response {
 	go func() { _, _ = conn.Write([]byte(raw)) }()
 	line, err := bufio.NewReader(conn).ReadBytes('\n')
 	if err != nil {
-		t.Fatalf("no Response to %.40q: %v", raw, err)
+		t.Fatalf("no response to %.40q: %v", raw, err)
 	}
 	var r Response
 	if err := json.Unmarshal(line, &r); err != nil {
-		t.Fatalf("bad Response %q: %v", line, err)
+		t.Fatalf("bad response %q: %v", line, err)
 	}
 	return r
 }
@@ -65,14 +65,15 @@ func TestControlSocketRefusesBadRequestsAndKeepsServing(t *testing.T) {
 	if err != nil || fi.Mode().Perm() != 0o600 || fi.Mode()&os.ModeSocket == 0 {
 		t.Fatalf("socket %v mode %v", err, fi.Mode())
 	}
-	for _, raw := range []string{
-		"garbage\n",
-		`{"cmd": 5}` + "\n",
-		`{"cmd": "unknown"}` + "\n",
-		strings.Repeat("x", maxRequest+10) + "\n",
+	// The CLI prints these texts after "troupe <cmd>: ".
+	for raw, want := range map[string]string{
+		"garbage\n":                               "bad request: ",
+		`{"cmd": 5}` + "\n":                       "bad request: ",
+		`{"cmd": "unknown"}` + "\n":               "no such request",
+		strings.Repeat("x", maxRequest+10) + "\n": "bad request: line too long",
 	} {
-		if r := rawRequest(t, h, raw); r.Error == "" {
-			t.Fatalf("%.40q: no error", raw)
+		if r := rawRequest(t, h, raw); !strings.HasPrefix(r.Error, want) {
+			t.Fatalf("%.40q: error %q, want one starting %q", raw, r.Error, want)
 		}
 	}
 	var id testResult
