@@ -193,8 +193,11 @@ func TestViewOnTheControlSocket(t *testing.T) {
 		t.Fatalf("/api/mesh on the socket: %v %+v", err, v)
 	}
 	resp.Body.Close()
-	if r := rawRequest(t, h, `{"cmd":"id"}`+"\n"); r.Error != "" || !strings.Contains(string(r.Result), "json") {
-		t.Fatalf("a JSON request: %+v", r)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var id idResult
+	if _, err := control.Call(ctx, h, control.Request{Cmd: "id"}, &id, false); err != nil || id.ID != "json" {
+		t.Fatalf("a JSON request: %+v %v", id, err)
 	}
 	resp, err = client.Get("http://localhost/api/events")
 	if err != nil {
@@ -300,25 +303,4 @@ func TestMeshHubNext(t *testing.T) {
 			t.Fatalf("sample %d, encoded %v; want 5, not encoded", cur.v.Seq, cur.json != nil)
 		}
 	})
-}
-
-// rawRequest writes raw bytes to the socket and returns the response line.
-func rawRequest(t *testing.T, h cli.Home, raw string) control.Response {
-	t.Helper()
-	conn, err := net.Dial("unix", h.Socket())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-	go func() { _, _ = conn.Write([]byte(raw)) }()
-	line, err := bufio.NewReader(conn).ReadBytes('\n')
-	if err != nil {
-		t.Fatalf("no Response to %.40q: %v", raw, err)
-	}
-	var r control.Response
-	if err := json.Unmarshal(line, &r); err != nil {
-		t.Fatalf("bad Response %q: %v", line, err)
-	}
-	return r
 }

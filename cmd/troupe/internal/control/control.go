@@ -21,7 +21,7 @@ import (
 // Unix socket and reads one JSON response line. A chat request turns the
 // connection into a line stream after the response. A connection that
 // starts with anything but '{' speaks HTTP to the mesh view's API
-// (control_http.go).
+// (http.go).
 
 // Request is one CLI request to the daemon.
 type Request struct {
@@ -40,8 +40,8 @@ type Request struct {
 	Level   string          `json:"level,omitempty"`     // loglevel: the level to set; empty to read it
 }
 
-// Response is the daemon's answer: a result or an error.
-type Response struct {
+// response is the daemon's answer: a result or an error.
+type response struct {
 	Error  string          `json:"error,omitempty"`
 	Result json.RawMessage `json:"result,omitempty"`
 }
@@ -232,7 +232,7 @@ func ReadLimitedLine(r *bufio.Reader, max int) ([]byte, error) {
 }
 
 func writeResponse(w io.Writer, result any, err error) {
-	var resp Response
+	var resp response
 	if err != nil {
 		resp.Error = err.Error()
 	} else if result != nil {
@@ -337,7 +337,7 @@ func Call(ctx context.Context, h cli.Home, req Request, out any, keep bool) (net
 		}
 		return nil, fmt.Errorf("control socket: daemon closed the connection: %w", err)
 	}
-	var resp Response
+	var resp response
 	if err := json.Unmarshal(line, &resp); err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("control socket: bad response: %w", err)

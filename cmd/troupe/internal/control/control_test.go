@@ -39,7 +39,7 @@ func testControl(t *testing.T) (cli.Home, *Server) {
 }
 
 // rawRequest writes raw bytes to the socket and returns the response line.
-func rawRequest(t *testing.T, h cli.Home, raw string) Response {
+func rawRequest(t *testing.T, h cli.Home, raw string) response {
 	t.Helper()
 	conn, err := net.Dial("unix", h.Socket())
 	if err != nil {
@@ -52,7 +52,7 @@ func rawRequest(t *testing.T, h cli.Home, raw string) Response {
 	if err != nil {
 		t.Fatalf("no response to %.40q: %v", raw, err)
 	}
-	var r Response
+	var r response
 	if err := json.Unmarshal(line, &r); err != nil {
 		t.Fatalf("bad response %q: %v", line, err)
 	}

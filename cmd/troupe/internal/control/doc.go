@@ -1,5 +1,5 @@
 // Package control is the daemon's control socket: the protocol (one JSON
-// Request line, one Response line; a chat request turns the connection
+// Request line, one response line; a chat request turns the connection
 // into a line stream), the server (Listen, Server.Close), the client
 // (Dial, Call), and the HTTP side of the socket, where a connection that
 // does not start with '{' is served by the mesh view's handler. It also
