@@ -109,13 +109,13 @@ func TestInitCreatesKeyAndConfig(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "initialized "+home) || !strings.Contains(out, "peer 12D3KooW") {
 		t.Fatalf("init: %d %q %q", code, out, errOut)
 	}
-	for name, mode := range map[string]os.FileMode{cli.KeyFileName: 0o600, cli.ConfigFileName: 0o600, "": 0o700} {
+	for name, mode := range map[string]os.FileMode{"identity.key": 0o600, "config.json": 0o600, "": 0o700} {
 		fi, err := os.Stat(filepath.Join(home, name))
 		if err != nil || fi.Mode().Perm() != mode {
 			t.Fatalf("%s: %v, mode %v, want %v", name, err, fi.Mode().Perm(), mode)
 		}
 	}
-	cfg, exists, err := config.Load(filepath.Join(home, cli.ConfigFileName))
+	cfg, exists, err := config.Load(filepath.Join(home, "config.json"))
 	if err != nil || !exists || cfg.Mesh != "default" || !cfg.MDNS || cfg.DHT != "client" || cfg.NATPortMap {
 		t.Fatalf("config: %+v %v %v", cfg, exists, err)
 	}
@@ -123,20 +123,6 @@ func TestInitCreatesKeyAndConfig(t *testing.T) {
 	code, out, _ = runCLI(t, "init", "-home", home)
 	if code != 0 || !strings.Contains(out, "already initialized") || !strings.Contains(out, first) {
 		t.Fatalf("second init changed the identity or failed: %d %q", code, out)
-	}
-}
-
-// TestLogFormat: log_format json makes the daemon's log (and libp2p's,
-// which LogLibp2pTo sends there) JSON lines; text is slog's key=value.
-func TestLogFormat(t *testing.T) {
-	for format, want := range map[string]string{"json": `{"time":`, "text": "time="} {
-		var out bytes.Buffer
-		cfg := config.Default()
-		cfg.LogFormat = format
-		config.NewLogger(&out, cfg).Info("hello", "peer", "x")
-		if !strings.HasPrefix(out.String(), want) || !strings.Contains(out.String(), "hello") {
-			t.Errorf("%s: %q, want a line starting %q", format, out.String(), want)
-		}
 	}
 }
 
@@ -170,7 +156,7 @@ func TestBadConfigNamesTheField(t *testing.T) {
 		{`{"psk_file": "missing.key", "listen": ["/ip4/127.0.0.1/tcp/0"], "mdns": false}`, "psk_file"},
 	} {
 		home := t.TempDir()
-		if err := os.WriteFile(filepath.Join(home, cli.ConfigFileName), []byte(c.json), 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(home, "config.json"), []byte(c.json), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		code, _, errOut := runCLI(t, "daemon", "-home", home)
@@ -203,7 +189,7 @@ func TestNoDaemonAndStaleSocket(t *testing.T) {
 	}
 	oneLine(t, "no daemon", errOut)
 	// A socket file that nobody serves, as a killed daemon leaves it.
-	ln, err := net.Listen("unix", filepath.Join(home, cli.SocketName))
+	ln, err := net.Listen("unix", filepath.Join(home, "troupe.sock"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,5 +4,5 @@
 // actors, rooms, history and nick book) still lives in the main package,
 // and is to move here next.
 //
-// It imports only the module's public packages.
+// It imports cli and the module's public packages.
 package chat

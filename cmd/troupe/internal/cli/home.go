@@ -13,15 +13,17 @@ import (
 
 // The files in a home directory.
 const (
-	KeyFileName    = "identity.key"
-	ConfigFileName = "config.json"
+	keyFileName    = "identity.key"
+	configFileName = "config.json"
 	lockFileName   = "lock"
-	SocketName     = "troupe.sock"
+	socketName     = "troupe.sock"
 )
 
 // Home is a Troupe home directory ($TROUPE_HOME, default ~/.troupe).
 type Home string
 
+// DefaultHome is the home the commands use without -home: $TROUPE_HOME,
+// else ~/.troupe, else .troupe in the working directory.
 func DefaultHome() string {
 	if h := os.Getenv("TROUPE_HOME"); h != "" {
 		return h
@@ -32,10 +34,17 @@ func DefaultHome() string {
 	return ".troupe"
 }
 
+// Path is the path of the file called name in the home.
 func (h Home) Path(name string) string { return filepath.Join(string(h), name) }
-func (h Home) KeyFile() string         { return h.Path(KeyFileName) }
-func (h Home) ConfigFile() string      { return h.Path(ConfigFileName) }
-func (h Home) Socket() string          { return h.Path(SocketName) }
+
+// KeyFile is the peer's identity key (identity.key).
+func (h Home) KeyFile() string { return h.Path(keyFileName) }
+
+// ConfigFile is the daemon's configuration (config.json).
+func (h Home) ConfigFile() string { return h.Path(configFileName) }
+
+// Socket is the daemon's control socket (troupe.sock).
+func (h Home) Socket() string { return h.Path(socketName) }
 
 // Ensure creates the home directory (0700) and a default config.json when
 // they are missing, and checks that the directory is writable.
@@ -87,7 +96,7 @@ func (h Home) Open() (config.Config, func(), error) {
 	return cfg, unlock, err
 }
 
-// ErrLocked is returned by lock when another process holds the home;
+// ErrLocked is returned by Lock when another process holds the home;
 // errLockHeld by lockFile when another process holds a file's lock.
 var (
 	ErrLocked   = errors.New("home in use")

@@ -18,12 +18,6 @@ func ParseLevel(s string) (slog.Level, error) {
 	return l, nil
 }
 
-// NewLogger returns the logger cfg asks for, writing to w.
-func NewLogger(w io.Writer, cfg Config) *slog.Logger {
-	l, _ := NewLeveledLogger(w, cfg)
-	return l
-}
-
 // NewLeveledLogger returns the logger cfg asks for, writing to w, and the
 // level it logs from, which may change while it runs ('troupe log
 // level'). Both formats carry the time.
