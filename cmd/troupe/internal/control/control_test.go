@@ -16,12 +16,13 @@ import (
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 )
 
-// A control server with a handler that answers "id" and fails the rest.
 // testResult stands for a handler's result.
 type testResult struct {
 	ID string `json:"id"`
 }
 
+// testControl is a control server with a handler that answers "id" and
+// fails the rest, closed when the test ends.
 func testControl(t *testing.T) (cli.Home, *Server) {
 	t.Helper()
 	h := cli.Home(t.TempDir())
