@@ -40,6 +40,10 @@ type Request struct {
 	Level   string          `json:"level,omitempty"`     // loglevel: the level to set; empty to read it
 }
 
+// request is Request as the server decodes it: encoding/json's errors
+// name the type ("Go struct field request.cmd"), and clients see them.
+type request Request
+
 // response is the daemon's answer: a result or an error.
 type response struct {
 	Error  string          `json:"error,omitempty"`
@@ -163,11 +167,12 @@ func (s *Server) serve(conn net.Conn) {
 		return
 	}
 	_ = conn.SetReadDeadline(time.Time{})
-	var req Request
-	if err := json.Unmarshal(line, &req); err != nil {
+	var wire request
+	if err := json.Unmarshal(line, &wire); err != nil {
 		writeResponse(conn, nil, fmt.Errorf("bad request: %w", err))
 		return
 	}
+	req := Request(wire)
 	if req.Cmd == "chat" || req.Cmd == "deadletters" && req.Follow { // the connection carries the session's lines
 		s.mu.Lock()
 		s.conns[conn] = true

@@ -77,6 +77,10 @@ func TestControlSocketRefusesBadRequestsAndKeepsServing(t *testing.T) {
 			t.Fatalf("%.40q: error %q, want one starting %q", raw, r.Error, want)
 		}
 	}
+	// json's text names the type decoded, as it did before the move.
+	if r := rawRequest(t, h, `{"cmd": 5}`+"\n"); !strings.Contains(r.Error, " request.cmd ") {
+		t.Fatalf("a number for cmd: %q, want the field named request.cmd", r.Error)
+	}
 	var id testResult
 	if _, err := Call(context.Background(), h, Request{Cmd: "id"}, &id, false); err != nil || id.ID != "me" {
 		t.Fatalf("id after bad requests: %+v %v", id, err)
