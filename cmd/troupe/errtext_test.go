@@ -113,7 +113,7 @@ func TestRepeatedPhrase(t *testing.T) {
 	}
 	err := cli.DialCause(fmt.Errorf("peer: connect %s: %w", testPeerID(t), errors.New("failed to dial: failed to dial "+testPeer+": all dials failed\n  * [/ip4/127.0.0.1/tcp/1] dial tcp 127.0.0.1:1: connection refused")), testPeerID(t))
 	if got := err.Error(); got != "all dials failed; [/ip4/127.0.0.1/tcp/1] dial tcp 127.0.0.1:1: connection refused" {
-		t.Fatalf("dialCause: %q", got)
+		t.Fatalf("cli.DialCause: %q", got)
 	}
 }
 

@@ -88,7 +88,7 @@ func isBounce(err error) bool {
 // askCause is the error of a failed Ask without actor's "actor: ask
 // <ref>:" wrapping, which the daemon's own "asking <ref>" says already.
 // Dial phrases that repeat the ID of peer, the target's, go too
-// (sayOnce).
+// (cli.SayOnce).
 func askCause(err error, peer string) error {
 	if inner := errors.Unwrap(err); inner != nil && strings.HasPrefix(err.Error(), "actor: ask ") {
 		err = inner
