@@ -37,6 +37,11 @@ type dhtConfig struct {
 	Logger    *slog.Logger
 	Client    bool
 	Wants     func() bool // nil: always
+	// Names gives the names this peer provides above LookupAbove (nil:
+	// none), looked at every NamesTick.
+	Names       func() []string
+	LookupAbove int
+	NamesTick   time.Duration
 }
 
 // DHT finds peers beyond the LAN: a Kademlia DHT in server mode under
@@ -54,6 +59,10 @@ type DHT struct {
 	joinedNow chan struct{} // keepJoined joined: advertise now
 	bootDials atomic.Uint64 // dials of bootstrap peers
 	lookups   atomic.Uint64 // rendezvous lookups started
+
+	large         atomic.Bool // Large's last answer
+	nameLookups   atomic.Uint64
+	namesProvided atomic.Uint64
 }
 
 // StartDHT joins the DHT through the bootstrap peers and starts the
@@ -67,7 +76,13 @@ func StartDHT(h host.Host, connect func(context.Context, libp2ppeer.AddrInfo) er
 		return nil, err
 	}
 	cfg := dhtConfig{Mesh: o.mesh, Bootstrap: o.bootstrap, Connect: connect, FindEvery: o.findEvery, Logger: o.logger, Client: o.client,
-		Wants: o.wants}
+		Wants: o.wants, Names: o.names, LookupAbove: o.lookupAbove, NamesTick: o.namesTick}
+	if cfg.LookupAbove <= 0 {
+		cfg.LookupAbove = DefaultLookupAbove
+	}
+	if cfg.NamesTick <= 0 {
+		cfg.NamesTick = defaultTick
+	}
 	if cfg.Connect == nil {
 		return nil, fmt.Errorf("discovery: DHT needs a Connect function")
 	}
@@ -78,9 +93,9 @@ func StartDHT(h host.Host, connect func(context.Context, libp2ppeer.AddrInfo) er
 	if cfg.Client {
 		mode = dht.ModeClient
 	}
-	// Troupe's peers store provider records of the mesh's rendezvous, and
-	// nothing else: values are off, and the provider store takes records
-	// of the rendezvous only, up to maxProviders (any peer could otherwise
+	// Troupe's peers store provider records of the mesh's rendezvous and
+	// of names (names.go), and nothing else: values are off, and the
+	// provider store bounds the records it takes (any peer could otherwise
 	// store records and values for any key, kept for hours).
 	providers, err := newMeshProviders("/troupe/" + cfg.Mesh)
 	if err != nil {
@@ -96,7 +111,8 @@ func StartDHT(h host.Host, connect func(context.Context, libp2ppeer.AddrInfo) er
 	}
 	d := &DHT{cfg: cfg, h: h, kad: kad, rd: drouting.NewRoutingDiscovery(kad), joinedNow: make(chan struct{}, 1)}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
-	d.wg.Add(3)
+	d.wg.Add(4)
+	go d.provideNames()
 	go d.keepJoined()
 	go d.advertise()
 	go d.find()
@@ -110,24 +126,32 @@ func (d *DHT) Rendezvous() string { return "/troupe/" + d.cfg.Mesh }
 // peer of the mesh that advertises itself.
 const maxProviders = 4096
 
-// errNotRendezvous and errProvidersFull refuse a provider record.
-var (
-	errNotRendezvous = errors.New("discovery: a provider record of another key than the mesh's rendezvous")
-	errProvidersFull = errors.New("discovery: provider records at their bound")
+// Bounds on the provider records of other keys than the rendezvous: the
+// names peers provide above the lookup threshold (names.go). A key's
+// hash does not say which mesh or name it is of, so these are bounded by
+// provider and in total instead.
+const (
+	maxNameRecords  = 16384
+	maxNamesPerPeer = 64
 )
 
+// errProvidersFull refuses a provider record.
+var errProvidersFull = errors.New("discovery: provider records at their bound")
+
 // meshProviders is the DHT's provider datastore: an in-memory store that
-// takes the records of the mesh's rendezvous only, up to maxProviders.
-// The DHT's provider manager keys a record by the provided key's
-// multihash and the provider (see kad-dht's records package:
-// /providers/<base32 key>/<base32 peer>); a record of any other key is
-// refused, as one beyond the bound is.
+// takes the records of the mesh's rendezvous up to maxProviders, and
+// those of other keys (names) up to maxNamesPerPeer per provider and
+// maxNameRecords in all. The DHT's provider manager keys a record by the
+// provided key's multihash and the provider (see kad-dht's records
+// package: /providers/<base32 key>/<base32 peer>).
 type meshProviders struct {
 	ds.Batching
 	prefix string // of the rendezvous's records' keys
 
-	mu sync.Mutex // serializes writes, so that n stays the count
-	n  int
+	mu      sync.Mutex // serializes writes, so that the counts below stay true
+	n       int        // rendezvous records
+	names   int        // other records
+	perPeer map[string]int
 }
 
 func newMeshProviders(rendezvous string) (*meshProviders, error) {
@@ -140,28 +164,38 @@ func newMeshProviders(rendezvous string) (*meshProviders, error) {
 	return &meshProviders{
 		Batching: dssync.MutexWrap(ds.NewMapDatastore()),
 		prefix:   "/providers/" + base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(h) + "/",
+		perPeer:  make(map[string]int),
 	}, nil
 }
 
-// Put stores a provider record of the rendezvous, within the bound.
+// Put stores a provider record, within the bounds.
 func (m *meshProviders) Put(ctx context.Context, key ds.Key, value []byte) error {
-	if !strings.HasPrefix(key.String(), m.prefix) {
-		return errNotRendezvous
-	}
+	rendezvous := strings.HasPrefix(key.String(), m.prefix)
+	provider := key.BaseNamespace()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	had, err := m.Batching.Has(ctx, key)
 	if err != nil {
 		return err
 	}
-	if !had && m.n >= maxProviders {
-		return errProvidersFull
+	if !had {
+		switch {
+		case rendezvous && m.n >= maxProviders:
+			return errProvidersFull
+		case !rendezvous && (m.names >= maxNameRecords || m.perPeer[provider] >= maxNamesPerPeer):
+			return errProvidersFull
+		}
 	}
 	if err := m.Batching.Put(ctx, key, value); err != nil {
 		return err
 	}
 	if !had {
-		m.n++
+		if rendezvous {
+			m.n++
+		} else {
+			m.names++
+			m.perPeer[provider]++
+		}
 	}
 	return nil
 }
@@ -179,7 +213,15 @@ func (m *meshProviders) Delete(ctx context.Context, key ds.Key) error {
 		return err
 	}
 	if had {
-		m.n--
+		if strings.HasPrefix(key.String(), m.prefix) {
+			m.n--
+		} else {
+			m.names--
+			provider := key.BaseNamespace()
+			if m.perPeer[provider]--; m.perPeer[provider] <= 0 {
+				delete(m.perPeer, provider)
+			}
+		}
 	}
 	return nil
 }
@@ -221,7 +263,7 @@ func (b *providerBatch) Commit(ctx context.Context) error {
 		} else {
 			err = b.m.Put(ctx, op.key, op.value)
 		}
-		if err != nil && !errors.Is(err, errNotRendezvous) && !errors.Is(err, errProvidersFull) {
+		if err != nil && !errors.Is(err, errProvidersFull) {
 			return err
 		}
 	}

@@ -12,10 +12,10 @@ import (
 	"github.com/troupe-mesh/troupe/internal/testutil/testhost"
 )
 
-// The DHT's provider store keeps records of the mesh's rendezvous only, up
-// to maxProviders, whatever keys peers provide; records refused in a
-// batch cost the others nothing, and room comes back as records go.
-func TestProvidersOfTheRendezvousOnly(t *testing.T) {
+// The DHT's provider store keeps records of the mesh's rendezvous up to
+// maxProviders, whatever other keys peers provide; records refused in a
+// batch cost the others nothing.
+func TestProvidersOfTheRendezvousBounded(t *testing.T) {
 	ctx := context.Background()
 	store, err := newMeshProviders("/troupe/mesh")
 	if err != nil {
@@ -72,7 +72,8 @@ func TestProvidersOfTheRendezvousOnly(t *testing.T) {
 			t.Fatalf("%v is no provider of the rendezvous", ai.ID)
 		}
 	}
-	if others, _ := pm2.GetProviders(ctx, other); len(others) != 0 {
-		t.Fatalf("%d providers of another key kept", len(others))
+	// Another key is a name's: its records have a bound of their own.
+	if others, _ := pm2.GetProviders(ctx, other); len(others) == 0 || store.names != len(others) {
+		t.Fatalf("%d providers of another key kept, %d counted", len(others), store.names)
 	}
 }

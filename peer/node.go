@@ -35,6 +35,7 @@ type Node struct {
 	dht    *discovery.DHT
 	groups *routing.Groups
 	dir    *discovery.Directory
+	names  *nameCache // Whereis's answers from DHT lookups
 
 	behaviors   behaviors
 	metrics     *nodeCollector // registered with cfg.prom; nil without WithPrometheus
@@ -212,7 +213,7 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, host: h, sys: sys, router: r, reg: reg, groups: groups, holePunches: hp, latency: startLatencyProber(h),
-		cm: cm, closed: make(chan struct{})}
+		cm: cm, closed: make(chan struct{}), names: newNameCache(nameCacheSize)}
 	n.guard = startGuard(n)
 	if err := n.registerMetrics(); err != nil {
 		_ = n.Close(ctx)
@@ -237,7 +238,8 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 	if cfg.dht {
 		n.dht, err = discovery.StartDHT(h, n.connectFound, discovery.WithMesh(cfg.mesh), discovery.WithBootstrap(cfg.bootstrap...),
 			discovery.WithLogger(cfg.logger), discovery.WithFindEvery(cfg.findEvery), discovery.WithDHTClient(cfg.dhtClient),
-			discovery.WithWantsPeers(func() bool { return !n.dialBudgetFull() }))
+			discovery.WithWantsPeers(func() bool { return !n.dialBudgetFull() }),
+			discovery.WithNames(sys.Names), lookupAboveOption(cfg.lookupAbove))
 		if err != nil {
 			_ = n.Close(ctx)
 			return nil, err
