@@ -26,6 +26,7 @@ type config struct {
 	departed    func(libp2ppeer.ID) bool
 	wants       func() bool
 	names       func() []string
+	claims      ClaimSource
 	lookupAbove int
 	namesTick   time.Duration
 }
@@ -126,4 +127,10 @@ func WithLookupAbove(n int) Option {
 // (default 2 s).
 func WithNamesTick(d time.Duration) Option {
 	return func(c *config) error { c.namesTick = d; return nil }
+}
+
+// WithClaims gives StartAds the mesh-wide names this peer claims, to
+// advertise with its actors (looked at every tick, as the actors are).
+func WithClaims(claims ClaimSource) Option {
+	return func(c *config) error { c.claims = claims; return nil }
 }

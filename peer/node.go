@@ -35,7 +35,8 @@ type Node struct {
 	dht    *discovery.DHT
 	groups *routing.Groups
 	dir    *discovery.Directory
-	names  *nameCache // Whereis's answers from DHT lookups
+	names  *nameCache   // Whereis's answers from DHT lookups
+	global *globalNames // mesh-wide names (global.go)
 
 	behaviors   behaviors
 	metrics     *nodeCollector // registered with cfg.prom; nil without WithPrometheus
@@ -215,6 +216,7 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 	n := &Node{cfg: cfg, host: h, sys: sys, router: r, reg: reg, groups: groups, holePunches: hp, latency: startLatencyProber(h),
 		cm: cm, closed: make(chan struct{}), names: newNameCache(nameCacheSize)}
 	n.guard = startGuard(n)
+	n.global = newGlobal(n)
 	if err := n.registerMetrics(); err != nil {
 		_ = n.Close(ctx)
 		return nil, err
@@ -227,12 +229,13 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		n.dir, err = discovery.StartAds(h, groups.PubSub(), func() ([]string, []string) { return sys.Names(), sys.Groups() },
 			discovery.WithMesh(cfg.mesh), discovery.WithIncarnation(r.Incarnation()), discovery.WithAdTick(cfg.adTick),
 			discovery.WithAdTTL(cfg.adTTL), discovery.WithLogger(cfg.logger), discovery.WithRelayAd(cfg.relayService),
-			discovery.WithDeparture(departure(h, &dir, cfg.conns.High)))
+			discovery.WithDeparture(departure(h, &dir, cfg.conns.High)), discovery.WithClaims(n.global.source))
 		if err != nil {
 			_ = n.Close(ctx)
 			return nil, err
 		}
 		dir.Store(n.dir)
+		n.global.start()
 		relays.dir.Store(n.dir)
 	}
 	if cfg.dht {
@@ -378,6 +381,7 @@ func (n *Node) Close(ctx context.Context) error {
 		if n.dht != nil {
 			discErr = errors.Join(discErr, n.dht.Close(ctx))
 		}
+		n.global.close()
 		if n.dir != nil {
 			discErr = errors.Join(discErr, n.dir.Close(ctx))
 		}
