@@ -163,3 +163,12 @@ func (d Directory) Stats() discovery.DirectoryStats {
 	}
 	return d.d.Stats()
 }
+
+// Updated returns a channel closed when the directory next stores an
+// advertisement (nil, which never fires, without WithGroups).
+func (d Directory) Updated() <-chan struct{} {
+	if d.d == nil {
+		return nil
+	}
+	return d.d.Updated()
+}
