@@ -2,6 +2,7 @@ package discovery
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -75,5 +76,56 @@ func TestProvidersOfTheRendezvousBounded(t *testing.T) {
 	// Another key is a name's: its records have a bound of their own.
 	if others, _ := pm2.GetProviders(ctx, other); len(others) == 0 || store.names != len(others) {
 		t.Fatalf("%d providers of another key kept, %d counted", len(others), store.names)
+	}
+}
+
+// Name records (keys other than the rendezvous) are bounded per
+// provider: one peer cannot fill a server's store with names.
+func TestNameRecordsBoundedPerProvider(t *testing.T) {
+	ctx := context.Background()
+	store, err := newMeshProviders("/troupe/mesh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, err := pstoremem.NewPeerstore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ps.Close()
+	pm, err := records.NewProviderManager(testhost.NewPeerID(t), ps, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	greedy, honest := testhost.NewPeerID(t), testhost.NewPeerID(t)
+	greedyKey := func(m *meshProviders) string { // the provider with the most records
+		best := ""
+		for p, n := range m.perPeer {
+			if best == "" || n > m.perPeer[best] {
+				best = p
+			}
+		}
+		return best
+	}
+	for i := range maxNamesPerPeer + 50 {
+		key, err := NameKey("mesh", fmt.Sprint("name", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pm.AddProvider(ctx, key.Hash(), libp2ppeer.AddrInfo{ID: greedy}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key, _ := NameKey("mesh", "svc")
+	if err := pm.AddProvider(ctx, key.Hash(), libp2ppeer.AddrInfo{ID: honest}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pm.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if len(store.perPeer) != 2 || max(store.perPeer[greedyKey(store)], 0) != maxNamesPerPeer {
+		t.Fatalf("records per provider %v, want %d of the greedy one and 1", store.perPeer, maxNamesPerPeer)
+	}
+	if store.names != maxNamesPerPeer+1 {
+		t.Fatalf("%d name records, want %d (the bound and the honest one)", store.names, maxNamesPerPeer+1)
 	}
 }

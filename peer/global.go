@@ -163,6 +163,14 @@ func (n *Node) remoteClaims(name string) []globalClaim {
 			continue
 		}
 		for _, c := range ad.Global {
+			// A claim with a name or actor no Ref can carry would win
+			// and resolve to nothing: it is ignored.
+			if _, err := Ref(id, c.Actor); err != nil {
+				continue
+			}
+			if _, err := Ref(id, c.Name); err != nil {
+				continue
+			}
 			if name == "" || c.Name == name {
 				out = append(out, globalClaim{Name: c.Name, Peer: id, Actor: c.Actor})
 			}
