@@ -220,7 +220,7 @@ func actorsCmd(args []string, stdout, stderr io.Writer) int {
 
 // messageRequest checks the address and JSON of send and ask.
 func messageRequest(cmd string, pos []string, typ string, timeout time.Duration) (request, error) {
-	if _, err := parseActorAddr(pos[0]); err != nil && strings.Contains(pos[0], "/") { // a bare name: found by Whereis
+	if _, err := parseActorAddr(pos[0]); err != nil {
 		return request{}, err
 	}
 	if _, err := jsonToCBOR(pos[1]); err != nil {

@@ -241,9 +241,6 @@ func (d *runningDaemon) actors(ctx context.Context, peerStr string) (actorsResul
 // a codec.Raw that peers knowing the type decode.
 func (d *runningDaemon) sendOrAsk(ctx context.Context, req request) (any, error) {
 	ref, err := parseActorAddr(req.Addr)
-	if err != nil && !strings.Contains(req.Addr, "/") { // a bare name, anywhere in the mesh
-		ref, err = d.node.Whereis(ctx, req.Addr)
-	}
 	if err != nil {
 		return nil, err
 	}
