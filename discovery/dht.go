@@ -3,6 +3,7 @@ package discovery
 import (
 	"context"
 	"encoding/base32"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -141,17 +142,21 @@ var errProvidersFull = errors.New("discovery: provider records at their bound")
 // meshProviders is the DHT's provider datastore: an in-memory store that
 // takes the records of the mesh's rendezvous up to maxProviders, and
 // those of other keys (names) up to maxNamesPerPeer per provider and
-// maxNameRecords in all. The DHT's provider manager keys a record by the
+// maxNameRecords in all. A provider at its bound that provides a new
+// name replaces its own record written least lately: records outlive the
+// names they were put for by up to two days, and a peer whose names
+// come and go would otherwise find its new names refused by the stale
+// ones. The DHT's provider manager keys a record by the
 // provided key's multihash and the provider (see kad-dht's records
 // package: /providers/<base32 key>/<base32 peer>).
 type meshProviders struct {
 	ds.Batching
 	prefix string // of the rendezvous's records' keys
 
-	mu      sync.Mutex // serializes writes, so that the counts below stay true
-	n       int        // rendezvous records
-	names   int        // other records
-	perPeer map[string]int
+	mu      sync.Mutex                  // serializes writes, so that the fields below stay true
+	n       int                         // rendezvous records
+	names   int                         // other records
+	perPeer map[string]map[ds.Key]int64 // a provider's other records: when each was written
 }
 
 func newMeshProviders(rendezvous string) (*meshProviders, error) {
@@ -164,7 +169,7 @@ func newMeshProviders(rendezvous string) (*meshProviders, error) {
 	return &meshProviders{
 		Batching: dssync.MutexWrap(ds.NewMapDatastore()),
 		prefix:   "/providers/" + base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(h) + "/",
-		perPeer:  make(map[string]int),
+		perPeer:  make(map[string]map[ds.Key]int64),
 	}, nil
 }
 
@@ -178,26 +183,57 @@ func (m *meshProviders) Put(ctx context.Context, key ds.Key, value []byte) error
 	if err != nil {
 		return err
 	}
-	if !had {
-		switch {
-		case rendezvous && m.n >= maxProviders:
-			return errProvidersFull
-		case !rendezvous && (m.names >= maxNameRecords || m.perPeer[provider] >= maxNamesPerPeer):
+	switch {
+	case rendezvous:
+		if !had && m.n >= maxProviders {
 			return errProvidersFull
 		}
+	case had:
+	case len(m.perPeer[provider]) >= maxNamesPerPeer:
+		// Room made from the provider's own records only.
+		if err := m.deleteLocked(ctx, oldest(m.perPeer[provider])); err != nil {
+			return err
+		}
+	case m.names >= maxNameRecords:
+		return errProvidersFull
 	}
 	if err := m.Batching.Put(ctx, key, value); err != nil {
 		return err
 	}
-	if !had {
-		if rendezvous {
+	switch {
+	case rendezvous:
+		if !had {
 			m.n++
-		} else {
-			m.names++
-			m.perPeer[provider]++
 		}
+	default:
+		if !had {
+			m.names++
+		}
+		if m.perPeer[provider] == nil {
+			m.perPeer[provider] = make(map[ds.Key]int64)
+		}
+		// The provider manager's value is the record's write time, a
+		// varint of Unix nanoseconds; a value that is none counts as
+		// the oldest.
+		at, _ := binary.Varint(value)
+		m.perPeer[provider][key] = at
 	}
 	return nil
+}
+
+// oldest returns the key written least lately.
+func oldest(keys map[ds.Key]int64) ds.Key {
+	var (
+		out   ds.Key
+		outAt int64
+		found bool
+	)
+	for k, at := range keys {
+		if !found || at < outAt || (at == outAt && k.String() < out.String()) {
+			out, outAt, found = k, at, true
+		}
+	}
+	return out
 }
 
 // Delete removes a record (an expired one: the provider manager's
@@ -205,6 +241,11 @@ func (m *meshProviders) Put(ctx context.Context, key ds.Key, value []byte) error
 func (m *meshProviders) Delete(ctx context.Context, key ds.Key) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.deleteLocked(ctx, key)
+}
+
+// deleteLocked removes a record and counts it out; m.mu is held.
+func (m *meshProviders) deleteLocked(ctx context.Context, key ds.Key) error {
 	had, err := m.Batching.Has(ctx, key)
 	if err != nil {
 		return err
@@ -212,16 +253,18 @@ func (m *meshProviders) Delete(ctx context.Context, key ds.Key) error {
 	if err := m.Batching.Delete(ctx, key); err != nil {
 		return err
 	}
-	if had {
-		if strings.HasPrefix(key.String(), m.prefix) {
-			m.n--
-		} else {
-			m.names--
-			provider := key.BaseNamespace()
-			if m.perPeer[provider]--; m.perPeer[provider] <= 0 {
-				delete(m.perPeer, provider)
-			}
-		}
+	if !had {
+		return nil
+	}
+	if strings.HasPrefix(key.String(), m.prefix) {
+		m.n--
+		return nil
+	}
+	m.names--
+	provider := key.BaseNamespace()
+	delete(m.perPeer[provider], key)
+	if len(m.perPeer[provider]) == 0 {
+		delete(m.perPeer, provider)
 	}
 	return nil
 }
