@@ -102,6 +102,7 @@ func (n *Node) ClaimGlobal(ctx context.Context, name string, ref actor.Ref) erro
 	g := n.global
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.pruneLocked() // claims whose actors stopped end now, not at the next advertisement
 	if held, ok := g.claims[name]; ok {
 		if held == ref {
 			return nil
@@ -184,16 +185,22 @@ func (n *Node) remoteClaims(name string) []globalClaim {
 func (g *globalNames) source() []discovery.GlobalClaim {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	var out []discovery.GlobalClaim
+	g.pruneLocked()
+	out := make([]discovery.GlobalClaim, 0, len(g.claims))
 	for name, ref := range g.claims {
-		if got, ok := g.n.sys.Whereis(ref.Name()); !ok || got != ref {
-			delete(g.claims, name)
-			continue
-		}
 		out = append(out, discovery.GlobalClaim{Name: name, Actor: ref.Name()})
 	}
 	slices.SortFunc(out, func(a, b discovery.GlobalClaim) int { return strings.Compare(a.Name, b.Name) })
 	return out
+}
+
+// pruneLocked ends the claims whose actors stopped; g.mu is held.
+func (g *globalNames) pruneLocked() {
+	for name, ref := range g.claims {
+		if got, ok := g.n.sys.Whereis(ref.Name()); !ok || got != ref {
+			delete(g.claims, name)
+		}
+	}
 }
 
 // watch resolves the node's claims against the others' each time the
@@ -216,6 +223,12 @@ func (g *globalNames) watch() {
 // resolve withdraws the node's claims that another's beats and tells their
 // actors.
 func (g *globalNames) resolve() {
+	g.mu.Lock()
+	none := len(g.claims) == 0
+	g.mu.Unlock()
+	if none { // the usual case: nothing to scan the directory for
+		return
+	}
 	remote := g.n.remoteClaims("")
 	type lost struct {
 		to  actor.Ref

@@ -27,6 +27,10 @@ const (
 	nameMissTTL   = 5 * time.Second  // a name not found is not looked up again before
 	lookupTimeout = 5 * time.Second  // a whole DHT lookup, providers confirmed
 	confirmTime   = 2 * time.Second  // confirming one provider
+	// lookupsAtOnce is the most DHT lookups in flight; more wait for a
+	// slot. Each may dial up to discovery.MaxNameProviders peers the DHT
+	// named, one at a time, so this bounds those dials too.
+	lookupsAtOnce = 4
 )
 
 // lookupAboveOption passes the node's threshold to the DHT (nil: its
@@ -112,7 +116,7 @@ var errNotLarge = errors.New("peer: mesh below the lookup threshold")
 
 // lookupDHT finds name through the DHT: from the cache, or by asking the
 // DHT for its providers and confirming them one at a time, within
-// lookupTimeout (confirmTime each). It fails with errNotLarge below the
+// lookupTimeout (confirmTime each), at most lookupsAtOnce at a time. It fails with errNotLarge below the
 // threshold, or an error wrapping actor.ErrNoSuchActor.
 func (n *Node) lookupDHT(ctx context.Context, name string) (actor.Ref, error) {
 	if n.dht == nil || !n.dht.Large() {
@@ -122,6 +126,15 @@ func (n *Node) lookupDHT(ctx context.Context, name string) (actor.Ref, error) {
 		if ref.IsZero() {
 			return actor.Ref{}, fmt.Errorf("%w: %q (looked up lately)", actor.ErrNoSuchActor, name)
 		}
+		return ref, nil
+	}
+	select {
+	case n.lookupSlots <- struct{}{}:
+		defer func() { <-n.lookupSlots }()
+	case <-ctx.Done():
+		return actor.Ref{}, ctx.Err()
+	}
+	if ref, ok := n.names.get(name); ok && !ref.IsZero() { // found while this one waited
 		return ref, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)

@@ -37,6 +37,8 @@ type Node struct {
 	dir    *discovery.Directory
 	names  *nameCache   // Whereis's answers from DHT lookups
 	global *globalNames // mesh-wide names (global.go)
+	// lookupSlots bounds the DHT lookups in flight (lookup.go).
+	lookupSlots chan struct{}
 
 	behaviors   behaviors
 	metrics     *nodeCollector // registered with cfg.prom; nil without WithPrometheus
@@ -214,7 +216,8 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, host: h, sys: sys, router: r, reg: reg, groups: groups, holePunches: hp, latency: startLatencyProber(h),
-		cm: cm, closed: make(chan struct{}), names: newNameCache(nameCacheSize)}
+		cm: cm, closed: make(chan struct{}), names: newNameCache(nameCacheSize),
+		lookupSlots: make(chan struct{}, lookupsAtOnce)}
 	n.guard = startGuard(n)
 	n.global = newGlobal(n)
 	if err := n.registerMetrics(); err != nil {
