@@ -19,11 +19,12 @@ type System struct {
 	group *eventloop.Group
 	port  Port // its transport handle: port.s is the system
 
-	names  *registry
-	batch  BatchRemote  // cfg.remote when it takes runs of messages, else nil
-	direct DirectRemote // cfg.remote when it can write on the caller's goroutine, else nil
-	remote remoteIndex  // monitors and links across peers
-	groups groupTable
+	names   *registry
+	batch   BatchRemote  // cfg.remote when it takes runs of messages, else nil
+	direct  DirectRemote // cfg.remote when it can write on the caller's goroutine, else nil
+	remote  remoteIndex  // monitors and links across peers
+	replies replyTable   // the System.Asks waiting for their replies
+	groups  groupTable
 	// residents counts the actors whose activations run on each loop.
 	residents []residents
 	nodes     sync.Pool // *node, recycled once handled
@@ -146,6 +147,9 @@ func (s *System) Shutdown(ctx context.Context) error {
 	for _, c := range s.names.all() {
 		c.push(s.newNode(ExitSignal{Reason: ErrShutdown, Kill: true}, Ref{}, 0, kindSignal))
 	}
+	s.replies.failAll(func() *node {
+		return s.newNode(ExitSignal{Reason: ErrShutdown, Kill: true}, Ref{}, 0, kindSignal)
+	})
 	if s.live.Load() == 0 {
 		s.drainOne.Do(func() { close(s.drained) })
 	}
