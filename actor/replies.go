@@ -22,7 +22,7 @@ type replyTable struct {
 type replyShard struct {
 	mu sync.Mutex         // guards m; a leaf: nothing is called with it held
 	m  map[uint64]*waiter // by correlation ID
-	_  [40]byte           // keeps neighbouring shards' locks off one cache line
+	_  [64 - 16]byte      // one cache line a shard: neighbours' locks apart
 }
 
 // waiter is a System.Ask waiting for its reply. Whoever removes it from

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // The reply table: a System.Ask waits in it, not in the registry.
@@ -88,5 +89,13 @@ func TestConcurrentSystemAsks(t *testing.T) {
 		if n := len(s.replies.shards[i].m); n != 0 {
 			t.Fatalf("shard %d holds %d waiters after every Ask returned", i, n)
 		}
+	}
+}
+
+// A shard is one cache line, so that Asks on neighbouring shards do not
+// contend for one line.
+func TestReplyShardIsACacheLine(t *testing.T) {
+	if n := unsafe.Sizeof(replyShard{}); n != 64 {
+		t.Fatalf("a reply shard takes %d bytes, want 64", n)
 	}
 }
