@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
-	"sync/atomic"
 	"time"
 )
 
@@ -74,48 +73,15 @@ func newCorr() uint64 {
 	}
 }
 
-// waiter stands in for an actor while plain Go code waits in System.Ask: a
-// registered name whose inbox is a channel, so that the reply goes straight
-// to the waiting goroutine, with no actor to spawn and no event loop in
-// between. Its Context is in the waiting state, is never scheduled, and its
-// fields do not change once it is registered.
-type waiter struct {
-	corr uint64
-	done atomic.Bool // set by the one offer that is taken, or when Ask gives up
-	ch   chan *node  // capacity 1: the reply, or the signal that ends the wait
-}
-
-// accepts is never called (a waiter is never an actor's continuation); it
-// makes *waiter a Case so that it can sit in Context.cont.
-func (w *waiter) accepts(*node) bool  { return false }
-func (w *waiter) run(*Context, *node) {}
-
-// offer takes the reply to the Ask, or System.Shutdown's kill; anything
-// else is refused and becomes a dead letter, as for a stopped actor.
-func (w *waiter) offer(n *node) bool {
-	switch {
-	case n.kind == kindReply && n.corr == w.corr:
-	case n.kind == kindSignal: // only System.Shutdown's kill, which has no sender
-		if x, ok := n.msg.(ExitSignal); !ok || !x.Kill || !n.from.IsZero() {
-			return false
-		}
-	default:
-		return false
-	}
-	if !w.done.CompareAndSwap(false, true) {
-		return false // a second reply, or Ask gave up
-	}
-	w.ch <- n
-	return true
-}
-
 // Ask sends msg to `to` from plain Go code and waits for the reply until ctx
 // ends. The error wraps ctx.Err() on timeout, is ErrNoSuchActor or
 // ErrNoRoute when the request reached no actor, and is ErrBlockingCall when
 // called on an event loop (inside an actor use Context.Ask).
 //
-// The request's sender is a generated name that exists while Ask waits;
-// other messages sent to it become dead letters.
+// The request's sender is a generated name that no actor holds: the reply
+// finds the waiting call through the system's reply table (replies.go),
+// and anything else sent to that name, a reply after Ask gave up included,
+// becomes a dead letter.
 func (s *System) Ask(ctx context.Context, to Ref, msg any) (any, error) {
 	if s.group.InLoop() {
 		return nil, ErrBlockingCall
@@ -123,31 +89,38 @@ func (s *System) Ask(ctx context.Context, to Ref, msg any) (any, error) {
 	if s.closing.Load() {
 		return nil, ErrClosed
 	}
-	w := &waiter{corr: newCorr(), ch: make(chan *node, 1)}
-	c := &Context{sys: s, ref: s.genRef(s.names.gen.take()), cont: w}
-	c.state.Store(waiting)
-	if !s.names.add(c) {
-		return nil, fmt.Errorf("%w: %q", ErrNameTaken, c.name())
+	// The sender is a generated name no actor holds: the reply misses the
+	// registry and finds w in the reply table (see unregistered).
+	w := &waiter{from: s.genRef(0), ch: make(chan *node, 1)}
+	for w.corr = newCorr(); !s.replies.add(w); w.corr = newCorr() {
 	}
-	defer s.names.remove(c)
+	if s.closing.Load() { // Shutdown may have failed the table before add
+		if s.replies.remove(w) {
+			return nil, ErrClosed
+		}
+		n := <-w.ch
+		s.free(n)
+		return nil, ErrClosed
+	}
+	from := Ref{s: w.from}
 	if !to.on(s.peer) && !to.IsZero() {
-		e := remoteEdge{kind: edgeAsk, local: c.Self(), remote: to, id: MonitorID(w.corr)}
+		e := remoteEdge{kind: edgeAsk, local: from, remote: to, id: MonitorID(w.corr)}
 		s.remote.add(e)
 		defer s.remote.remove(e)
 	}
 	if s.direct != nil && !to.on(s.peer) && !to.IsZero() {
 		// The request may be written on this goroutine: see DirectRemote.
-		if err := s.direct.DeliverDirect(ctx, to, c.Self(), msg, w.corr, false); err != nil {
-			s.undeliverable(to, s.newNode(msg, c.Self(), w.corr, kindUser), err)
+		if err := s.direct.DeliverDirect(ctx, to, from, msg, w.corr, false); err != nil {
+			s.undeliverable(to, s.newNode(msg, from, w.corr, kindUser), err)
 		}
 	} else {
-		s.send(to, c.Self(), msg, w.corr, kindUser)
+		s.send(to, from, msg, w.corr, kindUser)
 	}
 	var n *node
 	select {
 	case n = <-w.ch:
 	case <-ctx.Done():
-		if w.done.CompareAndSwap(false, true) {
+		if s.replies.remove(w) {
 			return nil, fmt.Errorf("actor: ask %v: %w", to, ctx.Err())
 		}
 		n = <-w.ch // the reply came at the same time

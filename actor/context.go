@@ -17,7 +17,6 @@ type Behavior func(c *Context)
 const (
 	idle      int32 = iota // no activation queued or running
 	scheduled              // an activation is queued or running
-	waiting                // not an actor: a System.Ask waiter, never scheduled
 )
 
 // Flags (Context.flags), owned by the actor's activation.
@@ -256,9 +255,6 @@ func (c *Context) fail(err error) {
 // pushRun is push for a run of nodes linked newest first, from first to
 // last: one atomic operation and at most one activation for all of them.
 func (c *Context) pushRun(first, last *node) bool {
-	if c.state.Load() == waiting {
-		return false // Inbound.Flush hands the nodes over one at a time
-	}
 	if (first.size != 0 || c.acct.Load() != nil) && !c.admitRun(first, last) {
 		return false // one at a time, as the limits refuse some
 	}
@@ -285,9 +281,6 @@ func (c *Context) push(n *node) bool { return c.pushFrom(n, nil) }
 // pushFrom is push by an actor that runs on loop from: an idle actor it
 // wakes may move to from (see wake).
 func (c *Context) pushFrom(n *node, from *eventloop.Loop) bool {
-	if c.state.Load() == waiting {
-		return c.cont.(*waiter).offer(n)
-	}
 	var a *mailboxAcct
 	if n.kind == kindUser {
 		if a = c.acct.Load(); a == nil && n.size != 0 {

@@ -56,7 +56,7 @@ func (c *Context) send(to Ref, msg any, corr uint64, kind uint8) {
 		c.lastTo = target
 		return
 	}
-	s.undeliverable(to, n, ErrNoSuchActor)
+	s.unregistered(to, n)
 }
 
 // sendOut gathers a message to another peer in the actor's outbox. kind

@@ -112,7 +112,7 @@ func (s *System) deliverLocal(to Ref, n *node) {
 	if c := s.names.load(to.Name()); c != nil && c.push(n) {
 		return
 	}
-	s.undeliverable(to, n, ErrNoSuchActor)
+	s.unregistered(to, n)
 }
 
 // undeliverable disposes of a message that reached no actor: user messages

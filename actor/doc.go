@@ -175,6 +175,7 @@
 //	placement.go   which loop an actor runs on, and when it moves
 //	mailbox.go     inbox and saved messages; nodeblock.go: remote nodes
 //	ask.go         Ask and replies; typed.go: AskAs, AskThen
+//	replies.go     the reply table where a System.Ask waits
 //	signal.go      links, monitors, exits, Down
 //	supervisor.go  Supervisor
 //	group.go       groups (Join, Broadcast, presence)

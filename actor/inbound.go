@@ -108,8 +108,8 @@ func (in *Inbound) Flush() {
 			for n := reverseNodes(r.first); n != nil; {
 				next := n.next
 				n.next = nil
-				if c == nil || !c.push(n) { // c may be a waiter
-					s.undeliverable(r.to, n, ErrNoSuchActor)
+				if c == nil || !c.push(n) {
+					s.unregistered(r.to, n)
 				}
 				n = next
 			}

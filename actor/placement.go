@@ -62,8 +62,8 @@ func (c *Context) follow() {
 	if p == nil {
 		return
 	}
-	l, to := c.loop.Load(), p.loop.Load() // a System.Ask waiter has no loop
-	if to != nil && l != to && c.sys.move(l, to, before(c, p)) {
+	l, to := c.loop.Load(), p.loop.Load()
+	if l != to && c.sys.move(l, to, before(c, p)) {
 		c.loop.Store(to)
 	}
 }

@@ -41,7 +41,23 @@ type Advertisement struct {
 	Addrs       []string `cbor:"6,keyasint,omitempty"` // its host's multiaddrs as text, at most MaxAdAddrs
 	TTLSeconds  uint32   `cbor:"7,keyasint"`           // seconds others keep it; it is republished every third of that
 	Relay       bool     `cbor:"8,keyasint,omitempty"` // it serves as a circuit relay for the mesh
+	// Global lists the mesh-wide names it claims, at most MaxAdGlobal,
+	// each for one of its own actors (see peer.Node.ClaimGlobal).
+	Global []GlobalClaim `cbor:"9,keyasint,omitempty"`
 }
+
+// GlobalClaim is a peer's claim of a mesh-wide name for one of its actors;
+// the advertisement that carries it is signed by that peer.
+type GlobalClaim struct {
+	Name  string `cbor:"1,keyasint"` // the mesh-wide name
+	Actor string `cbor:"2,keyasint"` // the local name of the claiming actor on the advertising peer
+}
+
+// MaxAdGlobal is the most mesh-wide names one advertisement claims.
+const MaxAdGlobal = 16
+
+// ClaimSource says which mesh-wide names this peer claims now.
+type ClaimSource func() []GlobalClaim
 
 // AdSource says what this peer hosts now.
 type AdSource func() (actors, groups []string)
@@ -56,6 +72,7 @@ type adsConfig struct {
 	TTL, Tick   time.Duration
 	Logger      *slog.Logger
 	Relay       bool
+	Claims      ClaimSource // nil: none
 	// Departed says whether a peer that disconnected left (nil: always).
 	Departed func(libp2ppeer.ID) bool
 }
@@ -129,7 +146,7 @@ func StartAds(h host.Host, ps *pubsub.PubSub, source AdSource, opts ...Option) (
 		return nil, err
 	}
 	cfg := adsConfig{Mesh: o.mesh, PubSub: ps, Incarnation: o.incarnation, Source: source, TTL: o.ttl, Tick: o.tick, Logger: o.logger, Relay: o.relay,
-		Departed: o.departed}
+		Departed: o.departed, Claims: o.claims}
 	if cfg.PubSub == nil || cfg.Source == nil {
 		return nil, errors.New("discovery: advertisements need a pubsub and a source")
 	}
@@ -230,6 +247,7 @@ func (d *Directory) advertise() {
 	var (
 		lastActors, lastGroups []string
 		lastAddrs              []ma.Multiaddr
+		lastClaims             []GlobalClaim
 		lastAt, lastForced     time.Time
 		published              bool
 		forceC                 <-chan time.Time
@@ -237,12 +255,18 @@ func (d *Directory) advertise() {
 	for {
 		actors, groups := d.cfg.Source()
 		actors, groups = capNames(actors), capNames(groups)
+		var claims []GlobalClaim
+		if d.cfg.Claims != nil {
+			if claims = d.cfg.Claims(); len(claims) > MaxAdGlobal {
+				claims = claims[:MaxAdGlobal]
+			}
+		}
 		addrs := d.h.Addrs()
 		if len(addrs) > MaxAdAddrs {
 			addrs = addrs[:MaxAdAddrs]
 		}
 		changed := !published || !slices.Equal(actors, lastActors) || !slices.Equal(groups, lastGroups) ||
-			!slices.EqualFunc(addrs, lastAddrs, ma.Multiaddr.Equal)
+			!slices.EqualFunc(addrs, lastAddrs, ma.Multiaddr.Equal) || !slices.Equal(claims, lastClaims)
 		force := false
 		if d.force.Load() {
 			if wait := time.Until(lastForced.Add(forceInterval)); wait > 0 {
@@ -255,10 +279,10 @@ func (d *Directory) advertise() {
 			}
 		}
 		if changed || force || time.Since(lastAt) >= d.cfg.TTL/3 {
-			if err := d.publishAd(actors, groups, addrs); err != nil {
+			if err := d.publishAd(actors, groups, addrs, claims); err != nil {
 				d.cfg.Logger.Debug("discovery: advertisement not published", "err", err)
 			} else {
-				lastActors, lastGroups, lastAddrs, published = actors, groups, addrs, true
+				lastActors, lastGroups, lastAddrs, lastClaims, published = actors, groups, addrs, claims, true
 				lastAt = time.Now()
 				if force {
 					lastForced = lastAt
@@ -279,10 +303,10 @@ func (d *Directory) advertise() {
 
 // publishAd signs and publishes a new advertisement, and keeps it to answer
 // directory requests.
-func (d *Directory) publishAd(actors, groups []string, addrs []ma.Multiaddr) error {
+func (d *Directory) publishAd(actors, groups []string, addrs []ma.Multiaddr, claims []GlobalClaim) error {
 	ad := &Advertisement{
 		Peer: []byte(d.h.ID()), Incarnation: d.cfg.Incarnation, Seq: d.seq.Add(1),
-		Actors: actors, Groups: groups, Relay: d.cfg.Relay,
+		Actors: actors, Groups: groups, Relay: d.cfg.Relay, Global: claims,
 		TTLSeconds: uint32(d.cfg.TTL / time.Second),
 	}
 	for _, a := range addrs {

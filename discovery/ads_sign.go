@@ -79,7 +79,7 @@ func decodeAd(data []byte) (ad *Advertisement, body, sig []byte, err error) {
 	if err := adDecMode.Unmarshal(s.Ad, ad); err != nil {
 		return nil, nil, nil, fmt.Errorf("%w: %w", ErrBadAd, err)
 	}
-	if len(ad.Actors) > MaxAdNames || len(ad.Groups) > MaxAdNames || len(ad.Addrs) > MaxAdAddrs {
+	if len(ad.Actors) > MaxAdNames || len(ad.Groups) > MaxAdNames || len(ad.Addrs) > MaxAdAddrs || len(ad.Global) > MaxAdGlobal {
 		return nil, nil, nil, fmt.Errorf("%w: too many names", ErrBadAd)
 	}
 	return ad, s.Ad, s.Sig, nil

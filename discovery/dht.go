@@ -3,6 +3,7 @@ package discovery
 import (
 	"context"
 	"encoding/base32"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -37,6 +38,11 @@ type dhtConfig struct {
 	Logger    *slog.Logger
 	Client    bool
 	Wants     func() bool // nil: always
+	// Names gives the names this peer provides above LookupAbove (nil:
+	// none), looked at every NamesTick.
+	Names       func() []string
+	LookupAbove int
+	NamesTick   time.Duration
 }
 
 // DHT finds peers beyond the LAN: a Kademlia DHT in server mode under
@@ -54,6 +60,10 @@ type DHT struct {
 	joinedNow chan struct{} // keepJoined joined: advertise now
 	bootDials atomic.Uint64 // dials of bootstrap peers
 	lookups   atomic.Uint64 // rendezvous lookups started
+
+	large         atomic.Bool // Large's last answer
+	nameLookups   atomic.Uint64
+	namesProvided atomic.Uint64
 }
 
 // StartDHT joins the DHT through the bootstrap peers and starts the
@@ -67,7 +77,13 @@ func StartDHT(h host.Host, connect func(context.Context, libp2ppeer.AddrInfo) er
 		return nil, err
 	}
 	cfg := dhtConfig{Mesh: o.mesh, Bootstrap: o.bootstrap, Connect: connect, FindEvery: o.findEvery, Logger: o.logger, Client: o.client,
-		Wants: o.wants}
+		Wants: o.wants, Names: o.names, LookupAbove: o.lookupAbove, NamesTick: o.namesTick}
+	if cfg.LookupAbove <= 0 {
+		cfg.LookupAbove = DefaultLookupAbove
+	}
+	if cfg.NamesTick <= 0 {
+		cfg.NamesTick = defaultTick
+	}
 	if cfg.Connect == nil {
 		return nil, fmt.Errorf("discovery: DHT needs a Connect function")
 	}
@@ -78,9 +94,9 @@ func StartDHT(h host.Host, connect func(context.Context, libp2ppeer.AddrInfo) er
 	if cfg.Client {
 		mode = dht.ModeClient
 	}
-	// Troupe's peers store provider records of the mesh's rendezvous, and
-	// nothing else: values are off, and the provider store takes records
-	// of the rendezvous only, up to maxProviders (any peer could otherwise
+	// Troupe's peers store provider records of the mesh's rendezvous and
+	// of names (names.go), and nothing else: values are off, and the
+	// provider store bounds the records it takes (any peer could otherwise
 	// store records and values for any key, kept for hours).
 	providers, err := newMeshProviders("/troupe/" + cfg.Mesh)
 	if err != nil {
@@ -96,7 +112,8 @@ func StartDHT(h host.Host, connect func(context.Context, libp2ppeer.AddrInfo) er
 	}
 	d := &DHT{cfg: cfg, h: h, kad: kad, rd: drouting.NewRoutingDiscovery(kad), joinedNow: make(chan struct{}, 1)}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
-	d.wg.Add(3)
+	d.wg.Add(4)
+	go d.provideNames()
 	go d.keepJoined()
 	go d.advertise()
 	go d.find()
@@ -110,24 +127,36 @@ func (d *DHT) Rendezvous() string { return "/troupe/" + d.cfg.Mesh }
 // peer of the mesh that advertises itself.
 const maxProviders = 4096
 
-// errNotRendezvous and errProvidersFull refuse a provider record.
-var (
-	errNotRendezvous = errors.New("discovery: a provider record of another key than the mesh's rendezvous")
-	errProvidersFull = errors.New("discovery: provider records at their bound")
+// Bounds on the provider records of other keys than the rendezvous: the
+// names peers provide above the lookup threshold (names.go). A key's
+// hash does not say which mesh or name it is of, so these are bounded by
+// provider and in total instead.
+const (
+	maxNameRecords  = 16384
+	maxNamesPerPeer = 64
 )
 
+// errProvidersFull refuses a provider record.
+var errProvidersFull = errors.New("discovery: provider records at their bound")
+
 // meshProviders is the DHT's provider datastore: an in-memory store that
-// takes the records of the mesh's rendezvous only, up to maxProviders.
-// The DHT's provider manager keys a record by the provided key's
-// multihash and the provider (see kad-dht's records package:
-// /providers/<base32 key>/<base32 peer>); a record of any other key is
-// refused, as one beyond the bound is.
+// takes the records of the mesh's rendezvous up to maxProviders, and
+// those of other keys (names) up to maxNamesPerPeer per provider and
+// maxNameRecords in all. A provider at its bound that provides a new
+// name replaces its own record written least lately: records outlive the
+// names they were put for by up to two days, and a peer whose names
+// come and go would otherwise find its new names refused by the stale
+// ones. The DHT's provider manager keys a record by the
+// provided key's multihash and the provider (see kad-dht's records
+// package: /providers/<base32 key>/<base32 peer>).
 type meshProviders struct {
 	ds.Batching
 	prefix string // of the rendezvous's records' keys
 
-	mu sync.Mutex // serializes writes, so that n stays the count
-	n  int
+	mu      sync.Mutex                  // serializes writes, so that the fields below stay true
+	n       int                         // rendezvous records
+	names   int                         // other records
+	perPeer map[string]map[ds.Key]int64 // a provider's other records: when each was written
 }
 
 func newMeshProviders(rendezvous string) (*meshProviders, error) {
@@ -140,30 +169,71 @@ func newMeshProviders(rendezvous string) (*meshProviders, error) {
 	return &meshProviders{
 		Batching: dssync.MutexWrap(ds.NewMapDatastore()),
 		prefix:   "/providers/" + base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(h) + "/",
+		perPeer:  make(map[string]map[ds.Key]int64),
 	}, nil
 }
 
-// Put stores a provider record of the rendezvous, within the bound.
+// Put stores a provider record, within the bounds.
 func (m *meshProviders) Put(ctx context.Context, key ds.Key, value []byte) error {
-	if !strings.HasPrefix(key.String(), m.prefix) {
-		return errNotRendezvous
-	}
+	rendezvous := strings.HasPrefix(key.String(), m.prefix)
+	provider := key.BaseNamespace()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	had, err := m.Batching.Has(ctx, key)
 	if err != nil {
 		return err
 	}
-	if !had && m.n >= maxProviders {
+	switch {
+	case rendezvous:
+		if !had && m.n >= maxProviders {
+			return errProvidersFull
+		}
+	case had:
+	case len(m.perPeer[provider]) >= maxNamesPerPeer:
+		// Room made from the provider's own records only.
+		if err := m.deleteLocked(ctx, oldest(m.perPeer[provider])); err != nil {
+			return err
+		}
+	case m.names >= maxNameRecords:
 		return errProvidersFull
 	}
 	if err := m.Batching.Put(ctx, key, value); err != nil {
 		return err
 	}
-	if !had {
-		m.n++
+	switch {
+	case rendezvous:
+		if !had {
+			m.n++
+		}
+	default:
+		if !had {
+			m.names++
+		}
+		if m.perPeer[provider] == nil {
+			m.perPeer[provider] = make(map[ds.Key]int64)
+		}
+		// The provider manager's value is the record's write time, a
+		// varint of Unix nanoseconds; a value that is none counts as
+		// the oldest.
+		at, _ := binary.Varint(value)
+		m.perPeer[provider][key] = at
 	}
 	return nil
+}
+
+// oldest returns the key written least lately.
+func oldest(keys map[ds.Key]int64) ds.Key {
+	var (
+		out   ds.Key
+		outAt int64
+		found bool
+	)
+	for k, at := range keys {
+		if !found || at < outAt || (at == outAt && k.String() < out.String()) {
+			out, outAt, found = k, at, true
+		}
+	}
+	return out
 }
 
 // Delete removes a record (an expired one: the provider manager's
@@ -171,6 +241,11 @@ func (m *meshProviders) Put(ctx context.Context, key ds.Key, value []byte) error
 func (m *meshProviders) Delete(ctx context.Context, key ds.Key) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.deleteLocked(ctx, key)
+}
+
+// deleteLocked removes a record and counts it out; m.mu is held.
+func (m *meshProviders) deleteLocked(ctx context.Context, key ds.Key) error {
 	had, err := m.Batching.Has(ctx, key)
 	if err != nil {
 		return err
@@ -178,8 +253,18 @@ func (m *meshProviders) Delete(ctx context.Context, key ds.Key) error {
 	if err := m.Batching.Delete(ctx, key); err != nil {
 		return err
 	}
-	if had {
+	if !had {
+		return nil
+	}
+	if strings.HasPrefix(key.String(), m.prefix) {
 		m.n--
+		return nil
+	}
+	m.names--
+	provider := key.BaseNamespace()
+	delete(m.perPeer[provider], key)
+	if len(m.perPeer[provider]) == 0 {
+		delete(m.perPeer, provider)
 	}
 	return nil
 }
@@ -221,7 +306,7 @@ func (b *providerBatch) Commit(ctx context.Context) error {
 		} else {
 			err = b.m.Put(ctx, op.key, op.value)
 		}
-		if err != nil && !errors.Is(err, errNotRendezvous) && !errors.Is(err, errProvidersFull) {
+		if err != nil && !errors.Is(err, errProvidersFull) {
 			return err
 		}
 	}

@@ -61,10 +61,21 @@
 // a 10 s deadline, 8 answered at once (more are reset), a queue of 256
 // peers to ask.
 //
+// # Names by lookup
+//
+// Above a mesh size (WithLookupAbove, DefaultLookupAbove; DHT.Large
+// judges it from the routing table) the DHT provides this peer's names
+// (WithNames) under their NameKey, and FindName returns the providers of
+// a name, which the caller confirms with each provider itself. The
+// provider store bounds name records per provider and in all.
+// Advertisements carry the mesh-wide names a peer claims (WithClaims,
+// Advertisement.Global).
+//
 // # Files
 //
 //	mdns.go          mDNS on the LAN
 //	dht.go           the DHT rendezvous and its bounded provider store
+//	names.go         names provided and looked up in the DHT
 //	bootstrap.go     staying joined: bootstrap peers dialed until reached
 //	ads.go           advertisements: format, publication
 //	ads_sign.go      signing and verifying them

@@ -1,6 +1,7 @@
 package discovery
 
 import (
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -24,6 +25,10 @@ type config struct {
 	client      bool
 	departed    func(libp2ppeer.ID) bool
 	wants       func() bool
+	names       func() []string
+	claims      ClaimSource
+	lookupAbove int
+	namesTick   time.Duration
 }
 
 // apply applies opts over the defaults and checks the mesh name.
@@ -98,4 +103,34 @@ func WithDeparture(left func(libp2ppeer.ID) bool) Option {
 // the mesh (StartDHT).
 func WithWantsPeers(wants func() bool) Option {
 	return func(c *config) error { c.wants = wants; return nil }
+}
+
+// WithNames gives the DHT the names this peer hosts: above the lookup
+// threshold (WithLookupAbove) it provides each under its NameKey.
+func WithNames(names func() []string) Option {
+	return func(c *config) error { c.names = names; return nil }
+}
+
+// WithLookupAbove sets the mesh size from which names are provided and
+// looked up through the DHT (default DefaultLookupAbove, 32).
+func WithLookupAbove(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return fmt.Errorf("discovery: lookup threshold %d must be at least 1", n)
+		}
+		c.lookupAbove = n
+		return nil
+	}
+}
+
+// WithNamesTick sets how often the DHT looks at the names it provides
+// (default 2 s).
+func WithNamesTick(d time.Duration) Option {
+	return func(c *config) error { c.namesTick = d; return nil }
+}
+
+// WithClaims gives StartAds the mesh-wide names this peer claims, to
+// advertise with its actors (looked at every tick, as the actors are).
+func WithClaims(claims ClaimSource) Option {
+	return func(c *config) error { c.claims = claims; return nil }
 }

@@ -70,7 +70,10 @@ func (d Directory) Await(ctx context.Context, name string) ([]actor.Ref, error) 
 func (n *Node) Peers() []libp2ppeer.ID { return n.host.Network().Peers() }
 
 // Whereis finds an actor called name anywhere in the mesh: on this node,
-// in the directory (a connected peer's advertisement first), then by asking the connected peers, up to
+// in the directory (a connected peer's advertisement first), above the
+// lookup threshold through the DHT (WithLookupAbove: providers of the
+// name's key, each confirmed by the provider itself, answers cached),
+// then by asking the connected peers, up to
 // whereisAtOnce at a time, and taking the first that has it (a silent
 // peer costs the others nothing). It returns an error wrapping
 // actor.ErrNoSuchActor when none has it, joined with the errors of the
@@ -91,6 +94,15 @@ func (n *Node) Whereis(ctx context.Context, name string) (actor.Ref, error) {
 			}
 		}
 		return refs[0], nil
+	}
+	// Above the lookup threshold the directory holds only part of the
+	// mesh: the DHT knows who provides the name.
+	ref, err := n.lookupDHT(ctx, name)
+	switch {
+	case err == nil:
+		return ref, nil
+	case ctx.Err() != nil:
+		return actor.Ref{}, ctx.Err()
 	}
 	peers := n.Peers()
 	ask, cancel := context.WithCancel(ctx)
@@ -150,4 +162,13 @@ func (d Directory) Stats() discovery.DirectoryStats {
 		return discovery.DirectoryStats{}
 	}
 	return d.d.Stats()
+}
+
+// Updated returns a channel closed when the directory next stores an
+// advertisement (nil, which never fires, without WithGroups).
+func (d Directory) Updated() <-chan struct{} {
+	if d.d == nil {
+		return nil
+	}
+	return d.d.Updated()
 }

@@ -31,6 +31,9 @@
 //	relayfind.go  relays found in advertisements (AutoRelay's source)
 //	latency.go    pings that keep peers' round trips known
 //	directory.go  what other peers advertise; Whereis
+//	lookup.go     names looked up in the DHT above a size, and their cache
+//	global.go     mesh-wide names: ClaimGlobal, WhereisGlobal, GlobalNameLost
+//	global_resolve.go  the pure resolution of a name's claims
 //	service.go    the node actor (name lookups, remote spawn)
 //	spawn.go      remote spawn and its quotas
 //	names.go      mesh names and their mDNS service

@@ -35,6 +35,10 @@ type Node struct {
 	dht    *discovery.DHT
 	groups *routing.Groups
 	dir    *discovery.Directory
+	names  *nameCache   // Whereis's answers from DHT lookups
+	global *globalNames // mesh-wide names (global.go)
+	// lookupSlots bounds the DHT lookups in flight (lookup.go).
+	lookupSlots chan struct{}
 
 	behaviors   behaviors
 	metrics     *nodeCollector // registered with cfg.prom; nil without WithPrometheus
@@ -213,7 +217,8 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, host: h, sys: sys, router: r, reg: reg, groups: groups, holePunches: hp,
-		cm: cm, closed: make(chan struct{})}
+		cm: cm, closed: make(chan struct{}), names: newNameCache(nameCacheSize),
+		lookupSlots: make(chan struct{}, lookupsAtOnce)}
 	if n.redial, err = startRedialer(n); err != nil {
 		_ = sys.Shutdown(ctx)
 		if groups != nil {
@@ -225,6 +230,7 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 	}
 	n.guard = startGuard(n)
 	n.latency = startLatencyProber(h, livenessTimes(cfg.liveness), n.life, n.silent)
+	n.global = newGlobal(n)
 	if err := n.registerMetrics(); err != nil {
 		_ = n.Close(ctx)
 		return nil, err
@@ -237,18 +243,20 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		n.dir, err = discovery.StartAds(h, groups.PubSub(), func() ([]string, []string) { return sys.Names(), sys.Groups() },
 			discovery.WithMesh(cfg.mesh), discovery.WithIncarnation(r.Incarnation()), discovery.WithAdTick(cfg.adTick),
 			discovery.WithAdTTL(cfg.adTTL), discovery.WithLogger(cfg.logger), discovery.WithRelayAd(cfg.relayService),
-			discovery.WithDeparture(departure(h, &dir, cfg.conns.High)))
+			discovery.WithDeparture(departure(h, &dir, cfg.conns.High)), discovery.WithClaims(n.global.source))
 		if err != nil {
 			_ = n.Close(ctx)
 			return nil, err
 		}
 		dir.Store(n.dir)
+		n.global.start()
 		relays.dir.Store(n.dir)
 	}
 	if cfg.dht {
 		n.dht, err = discovery.StartDHT(h, n.connectFound, discovery.WithMesh(cfg.mesh), discovery.WithBootstrap(cfg.bootstrap...),
 			discovery.WithLogger(cfg.logger), discovery.WithFindEvery(cfg.findEvery), discovery.WithDHTClient(cfg.dhtClient),
-			discovery.WithWantsPeers(func() bool { return !n.dialBudgetFull() }))
+			discovery.WithWantsPeers(func() bool { return !n.dialBudgetFull() }),
+			discovery.WithNames(sys.Names), lookupAboveOption(cfg.lookupAbove))
 		if err != nil {
 			_ = n.Close(ctx)
 			return nil, err
@@ -387,6 +395,7 @@ func (n *Node) Close(ctx context.Context) error {
 		if n.dht != nil {
 			discErr = errors.Join(discErr, n.dht.Close(ctx))
 		}
+		n.global.close()
 		if n.dir != nil {
 			discErr = errors.Join(discErr, n.dir.Close(ctx))
 		}

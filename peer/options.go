@@ -54,6 +54,7 @@ type config struct {
 	groups       bool
 	adTick       time.Duration
 	findEvery    time.Duration
+	lookupAbove  int // names by DHT lookup from this mesh size (0: discovery's default)
 	adTTL        time.Duration
 	bootstrap    []libp2ppeer.AddrInfo
 	limits       Limits
@@ -281,6 +282,20 @@ func WithDHTFindEvery(d time.Duration) Option {
 			return invalid("DHT lookup interval %v must be positive", d)
 		}
 		c.findEvery = d
+		return nil
+	}
+}
+
+// WithLookupAbove sets the mesh size from which the node provides its
+// public names in the DHT and Whereis looks names up there (default
+// discovery.DefaultLookupAbove, 32; with WithDHT). The node judges the
+// size from its DHT routing table: see docs/scale.md.
+func WithLookupAbove(n int) Option {
+	return func(c *config) error {
+		if n < 1 {
+			return invalid("lookup threshold %d must be at least 1", n)
+		}
+		c.lookupAbove = n
 		return nil
 	}
 }

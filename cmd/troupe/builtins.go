@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/peer"
 )
@@ -88,7 +89,7 @@ func watcher(c *actor.Context, out io.Writer) {
 			case c.Sender().Peer() != c.Self().Peer():
 				c.Reply(false)
 			case err != nil:
-				fmt.Fprintf(out, "bad watch %q: %s\n", m.Ref, clean(err.Error()))
+				fmt.Fprintf(out, "bad watch %q: %s\n", m.Ref, cli.Clean(err.Error()))
 				c.Reply(false)
 			case watched[ref]:
 				fmt.Fprintf(out, "watching %s already\n", ref)
@@ -106,7 +107,7 @@ func watcher(c *actor.Context, out io.Writer) {
 		case actor.Down:
 			watching--
 			delete(watched, m.Ref)
-			fmt.Fprintf(out, "down %s %s\n", m.Ref, clean(fmt.Sprint(m.Reason)))
+			fmt.Fprintf(out, "down %s %s\n", m.Ref, cli.Clean(fmt.Sprint(m.Reason)))
 		}
 		c.Receive(h)
 	})

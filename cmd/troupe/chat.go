@@ -13,13 +13,15 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"golang.org/x/term"
 
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/chat"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/peer"
 )
@@ -58,7 +60,7 @@ const chatCommands = "/msg NICK text, /who, /rooms, /join ROOM, /nick NEW, /stat
 const (
 	chatActorPrefix = "chat-"
 	chatGroupPrefix = "chat-"
-	maxChatLine     = 16 << 10
+	maxChatLine     = cli.MaxLine
 )
 
 // checkChatName checks a nick or room name: 1–24 of a-z, A-Z, 0-9, '_', '-'.
@@ -79,22 +81,6 @@ func checkChatName(what, s string) error {
 // is not a valid one (a line break, escape codes) is never shown.
 func fromNick(c *actor.Context, nick string) bool {
 	return checkChatName("nick", nick) == nil && c.Sender().Name() == chatActorPrefix+nick
-}
-
-// clean makes a text from another peer safe to print on one line: control
-// characters (line breaks, terminal escape sequences, C1 codes) and bidi
-// controls (which can reorder what a line shows) become spaces, and
-// the text is cut at maxChatLine bytes.
-func clean(text string) string {
-	if len(text) > maxChatLine {
-		text = strings.ToValidUTF8(text[:maxChatLine], "") + " …"
-	}
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) || r == utf8.RuneError {
-			return ' '
-		}
-		return r
-	}, text)
 }
 
 // chatInput is a line the user typed, handed to the user's actor.
@@ -164,8 +150,8 @@ func runChat(ctx context.Context, node *peer.Node, nick, room, stopNote string, 
 		defer wg.Done()
 		r := bufio.NewReaderSize(in, 4096)
 		for {
-			line, err := readLimitedLine(r, maxChatLine)
-			if errors.Is(err, errLineTooLong) {
+			line, err := control.ReadLimitedLine(r, maxChatLine)
+			if errors.Is(err, control.ErrLineTooLong) {
 				s.printf("! line longer than %d bytes, not sent", maxChatLine)
 				continue
 			}
@@ -212,7 +198,7 @@ func (s *chatSession) finish() { s.once.Do(func() { close(s.done) }) }
 
 // chat is the daemon side of 'troupe chat': the user's actor runs in the
 // daemon and the control connection carries the lines.
-func (d *runningDaemon) chat(ctx context.Context, req request, conn net.Conn) (any, func(), error) {
+func (d *runningDaemon) chat(ctx context.Context, req control.Request, conn net.Conn) (any, func(), error) {
 	if err := checkChatName("nick", req.Nick); err != nil {
 		return nil, nil, err
 	}
@@ -244,7 +230,7 @@ func chatCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	var peers []libp2ppeer.AddrInfo
 	for _, s := range connect {
-		ai, err := parsePeerAddr(s)
+		ai, err := config.ParsePeerAddr(s)
 		if err != nil {
 			return fail(stderr, "chat", fmt.Errorf("%w: -connect: %w", errUsage, err))
 		}
@@ -255,15 +241,15 @@ func chatCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	tui := !*plain && isTerminal(stdin) && isTerminal(stdout)
 	// session runs the chat with the given input and output until it ends.
 	var session func(in io.Reader, out io.Writer) error
-	h := home(*homeDir)
-	conn, err := call(ctx, h, request{Cmd: "chat", Nick: *nick, Room: *room}, nil, true)
+	h := cli.Home(*homeDir)
+	conn, err := control.Call(ctx, h, control.Request{Cmd: "chat", Nick: *nick, Room: *room}, nil, true)
 	switch {
 	case err == nil:
 		session = func(in io.Reader, out io.Writer) error { return chatThroughDaemon(ctx, conn, in, out) }
-	case !errors.Is(err, errNoDaemon):
+	case !errors.Is(err, control.ErrNoDaemon):
 		return fail(stderr, "chat", err)
 	default:
-		cfg, unlock, err := h.open()
+		cfg, unlock, err := h.Open()
 		if err != nil {
 			return fail(stderr, "chat", err)
 		}
@@ -271,7 +257,7 @@ func chatCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		logs := stderr
 		if tui {
 			// Log lines would tear the full-screen UI: they go to a file.
-			f, err := os.OpenFile(h.path("chat.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+			f, err := os.OpenFile(h.Path("chat.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 			if err != nil {
 				return fail(stderr, "chat", err)
 			}
@@ -303,7 +289,7 @@ func chatCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if tui {
 		var serr error
-		if err := runTUI(*nick, *room, stdin, stdout, func(in io.Reader, out io.Writer) { serr = session(in, out) }); err != nil {
+		if err := chat.RunTUI(*nick, *room, stdin, stdout, func(in io.Reader, out io.Writer) { serr = session(in, out) }); err != nil {
 			return fail(stderr, "chat", err)
 		}
 		err = serr

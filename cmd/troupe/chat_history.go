@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 )
 
 // A late joiner's history: on entering a room, a user asks the room's
@@ -154,7 +155,7 @@ func minTime(a, b time.Time) time.Time {
 func (h *history) add(from actor.Ref, nick string, ans ChatHistory, now time.Time) error {
 	switch {
 	case ans.Room != h.room:
-		return fmt.Errorf("history of #%s, not of #%s", clean(ans.Room), h.room)
+		return fmt.Errorf("history of #%s, not of #%s", cli.Clean(ans.Room), h.room)
 	case len(ans.Lines) > maxHistory:
 		return fmt.Errorf("%d lines of history, more than %d", len(ans.Lines), maxHistory)
 	case h.answered[from]:
@@ -173,7 +174,7 @@ func (h *history) add(from actor.Ref, nick string, ans ChatHistory, now time.Tim
 		if at.After(now) {
 			at = now
 		}
-		h.lines = append(h.lines, pastLine{from: from, nick: nick, seq: p.Seq, at: at, text: clean(p.Text)})
+		h.lines = append(h.lines, pastLine{from: from, nick: nick, seq: p.Seq, at: at, text: cli.Clean(p.Text)})
 	}
 	slices.SortStableFunc(h.lines, func(a, b pastLine) int {
 		return cmp.Or(a.at.Compare(b.at), cmp.Compare(a.from.String(), b.from.String()), cmp.Compare(a.seq, b.seq))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 )
 
 // A chat session's state: the user's actor, the room, and what each
@@ -87,14 +88,14 @@ func (st *chatState) handle(c *actor.Context, m any) bool {
 		return st.command(c, m.line)
 	case ChatLine:
 		if m.Room == st.room && fromNick(c, m.Nick) && st.s.limit.allow(from) {
-			st.s.printf("%s [#%s] <%s> %s", st.s.clock(), m.Room, st.s.nicks.show(m.Nick, from), clean(m.Text))
+			st.s.printf("%s [#%s] <%s> %s", st.s.clock(), m.Room, st.s.nicks.show(m.Nick, from), cli.Clean(m.Text))
 		}
 	case ChatDirect:
 		if fromNick(c, m.Nick) && st.s.limit.allow(from) {
-			st.s.printf("%s [dm from %s] %s", st.s.clock(), st.s.nicks.label(m.Nick, from), clean(m.Text))
+			st.s.printf("%s [dm from %s] %s", st.s.clock(), st.s.nicks.label(m.Nick, from), cli.Clean(m.Text))
 		}
 	case chatForwarded:
-		st.s.printf("%s [dm from %s] %s", st.s.clock(), st.s.nicks.label(m.m.Nick, m.peer), clean(m.m.Text))
+		st.s.printf("%s [dm from %s] %s", st.s.clock(), st.s.nicks.label(m.m.Nick, m.peer), cli.Clean(m.m.Text))
 	case ChatHistoryAsk:
 		if m.Room == st.room && !st.own(c, c.Sender()) && st.s.limit.allow(from) {
 			c.Send(c.Sender(), ChatHistory{Room: st.room, Lines: st.said.of(st.room)})
@@ -299,7 +300,7 @@ func (st *chatState) rooms() []string {
 	}
 	out := make([]string, 0, len(count))
 	for r, n := range count {
-		out = append(out, fmt.Sprintf("#%s (%d %s)", clean(r), n, plural(n, "peer"))) // advertised by peers
+		out = append(out, fmt.Sprintf("#%s (%d %s)", cli.Clean(r), n, plural(n, "peer"))) // advertised by peers
 	}
 	slices.Sort(out)
 	return out

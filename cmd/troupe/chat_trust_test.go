@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"github.com/troupe-mesh/troupe/peer"
 )
 
@@ -167,7 +169,7 @@ func (s *syncBuffer) waitFor(t *testing.T, want string) {
 }
 
 func TestLonelyHintNamesTheSettings(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := config.Default()
 	cfg.Mesh, cfg.PSKFile, cfg.Allowlist = "team", "swarm.key", []string{"x"}
 	got := lonelyHint(cfg)
 	for _, want := range []string{"no peers after 10s", "UDP 5353", `mesh "team"`, "private-network key", "allowlisted", "-connect"} {
@@ -182,7 +184,7 @@ func TestLonelyHintNamesTheSettings(t *testing.T) {
 
 func TestCleanDropsBidiAndC1Controls(t *testing.T) {
 	in := "ok\u202eevil\u2066x\u009b31m\u200fy"
-	if got := clean(in); strings.ContainsAny(got, "\u202e\u2066\u009b\u200f") {
-		t.Fatalf("clean(%q) = %q: a bidi or C1 control is left", in, got)
+	if got := cli.Clean(in); strings.ContainsAny(got, "\u202e\u2066\u009b\u200f") {
+		t.Fatalf("cli.Clean(%q) = %q: a bidi or C1 control is left", in, got)
 	}
 }

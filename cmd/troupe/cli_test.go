@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/peer"
 )
@@ -106,13 +109,13 @@ func TestInitCreatesKeyAndConfig(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "initialized "+home) || !strings.Contains(out, "peer 12D3KooW") {
 		t.Fatalf("init: %d %q %q", code, out, errOut)
 	}
-	for name, mode := range map[string]os.FileMode{keyFileName: 0o600, configFileName: 0o600, "": 0o700} {
+	for name, mode := range map[string]os.FileMode{"identity.key": 0o600, "config.json": 0o600, "": 0o700} {
 		fi, err := os.Stat(filepath.Join(home, name))
 		if err != nil || fi.Mode().Perm() != mode {
 			t.Fatalf("%s: %v, mode %v, want %v", name, err, fi.Mode().Perm(), mode)
 		}
 	}
-	cfg, exists, err := loadConfig(filepath.Join(home, configFileName))
+	cfg, exists, err := config.Load(filepath.Join(home, "config.json"))
 	if err != nil || !exists || cfg.Mesh != "default" || !cfg.MDNS || cfg.DHT != "client" || cfg.NATPortMap {
 		t.Fatalf("config: %+v %v %v", cfg, exists, err)
 	}
@@ -120,20 +123,6 @@ func TestInitCreatesKeyAndConfig(t *testing.T) {
 	code, out, _ = runCLI(t, "init", "-home", home)
 	if code != 0 || !strings.Contains(out, "already initialized") || !strings.Contains(out, first) {
 		t.Fatalf("second init changed the identity or failed: %d %q", code, out)
-	}
-}
-
-// TestLogFormat: log_format json makes the daemon's log (and libp2p's,
-// which LogLibp2pTo sends there) JSON lines; text is slog's key=value.
-func TestLogFormat(t *testing.T) {
-	for format, want := range map[string]string{"json": `{"time":`, "text": "time="} {
-		var out bytes.Buffer
-		cfg := DefaultConfig()
-		cfg.LogFormat = format
-		newLogger(&out, cfg).Info("hello", "peer", "x")
-		if !strings.HasPrefix(out.String(), want) || !strings.Contains(out.String(), "hello") {
-			t.Errorf("%s: %q, want a line starting %q", format, out.String(), want)
-		}
 	}
 }
 
@@ -167,7 +156,7 @@ func TestBadConfigNamesTheField(t *testing.T) {
 		{`{"psk_file": "missing.key", "listen": ["/ip4/127.0.0.1/tcp/0"], "mdns": false}`, "psk_file"},
 	} {
 		home := t.TempDir()
-		if err := os.WriteFile(filepath.Join(home, configFileName), []byte(c.json), 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(home, "config.json"), []byte(c.json), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		code, _, errOut := runCLI(t, "daemon", "-home", home)
@@ -200,7 +189,7 @@ func TestNoDaemonAndStaleSocket(t *testing.T) {
 	}
 	oneLine(t, "no daemon", errOut)
 	// A socket file that nobody serves, as a killed daemon leaves it.
-	ln, err := net.Listen("unix", filepath.Join(home, socketName))
+	ln, err := net.Listen("unix", filepath.Join(home, "troupe.sock"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,16 +203,16 @@ func TestNoDaemonAndStaleSocket(t *testing.T) {
 }
 
 func TestSecondLockHolderIsRefused(t *testing.T) {
-	h := home(t.TempDir())
-	unlock, err := h.lock()
+	h := cli.Home(t.TempDir())
+	unlock, err := h.Lock()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.lock(); err == nil || !strings.Contains(err.Error(), "pid "+itoa(os.Getpid())) {
+	if _, err := h.Lock(); err == nil || !strings.Contains(err.Error(), "pid "+itoa(os.Getpid())) {
 		t.Fatalf("second lock: %v", err)
 	}
 	unlock()
-	unlock2, err := h.lock()
+	unlock2, err := h.Lock()
 	if err != nil {
 		t.Fatalf("lock after unlock: %v", err)
 	}
@@ -269,7 +258,7 @@ func TestJSONMessagesRoundTrip(t *testing.T) {
 			t.Fatalf("%s: decoded as %T, want a Raw", in, msg)
 		}
 		out, err := toJSON(msg)
-		if err != nil || compactJSON(out) != want {
+		if err != nil || cli.CompactJSON(out) != want {
 			t.Fatalf("%s: got %s (%v), want %s", in, out, err, want)
 		}
 	}
@@ -278,7 +267,7 @@ func TestJSONMessagesRoundTrip(t *testing.T) {
 	if msg, err := reg.Decode("string", body); err != nil || msg != "hello" {
 		t.Fatalf("string: %v %v", msg, err)
 	}
-	if _, err := jsonToCBOR(strings.Repeat(" ", maxJSONMessage+1)); err == nil {
+	if _, err := jsonToCBOR(strings.Repeat(" ", control.MaxJSONMessage+1)); err == nil {
 		t.Fatal("oversize message accepted")
 	}
 }
@@ -308,9 +297,9 @@ func homeWithSwarmKey(t *testing.T) string {
 }
 
 // startFromConfig starts a node from cfg in home, closed when the test ends.
-func startFromConfig(t *testing.T, cfg Config, home string) *peer.Node {
+func startFromConfig(t *testing.T, cfg config.Config, home string) *peer.Node {
 	t.Helper()
-	opts, err := cfg.peerOptions(home)
+	opts, err := cfg.PeerOptions(home)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +323,7 @@ func startFromConfig(t *testing.T, cfg Config, home string) *peer.Node {
 // the default's shape (TCP and QUIC) starts a node, on TCP only.
 func TestPSKWithTheDefaultListenShape(t *testing.T) {
 	home := homeWithSwarmKey(t)
-	cfg := DefaultConfig()
+	cfg := config.Default()
 	cfg.PSKFile, cfg.DHT, cfg.MDNS = "swarm.key", "off", false
 	cfg.Listen = []string{"/ip4/127.0.0.1/tcp/0", "/ip4/127.0.0.1/udp/0/quic-v1"} // on loopback only
 	n := startFromConfig(t, cfg, home)
@@ -347,23 +336,23 @@ func TestPSKWithTheDefaultListenShape(t *testing.T) {
 
 func TestConfigOptions(t *testing.T) {
 	home := homeWithSwarmKey(t)
-	cfg := DefaultConfig()
+	cfg := config.Default()
 	cfg.PSKFile, cfg.DHT, cfg.Bootstrap, cfg.Allowlist = "swarm.key", "server", []string{"/ip4/127.0.0.1/tcp/1/p2p/" + testPeer}, []string{testPeer}
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cfg.peerOptions(home); err != nil {
+	if _, err := cfg.PeerOptions(home); err != nil {
 		t.Fatal(err)
 	}
 	// A node starts from such a configuration (DHT and mDNS off: nothing
 	// leaves 127.0.0.1).
 	cfg.DHT, cfg.MDNS, cfg.Listen = "off", false, []string{"/ip4/127.0.0.1/tcp/0"}
-	cfg.Limits = ConfigLimits{MemoryMiB: 512, ConnsInbound: 100, StreamsPerPeer: 256, StreamWindowKiB: 4096}
+	cfg.Limits = config.ConfigLimits{MemoryMiB: 512, ConnsInbound: 100, StreamsPerPeer: 256, StreamWindowKiB: 4096}
 	startFromConfig(t, cfg, home)
 	if err := os.WriteFile(filepath.Join(home, "swarm.key"), []byte("not a key"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cfg.peerOptions(home); err == nil || !strings.Contains(err.Error(), "psk_file") {
+	if _, err := cfg.PeerOptions(home); err == nil || !strings.Contains(err.Error(), "psk_file") {
 		t.Fatalf("bad key file: %v", err)
 	}
 }

@@ -13,6 +13,9 @@ import (
 	"time"
 
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 	"github.com/troupe-mesh/troupe/peer"
 )
 
@@ -24,12 +27,12 @@ func initCmd(args []string, stdout, stderr io.Writer) int {
 	if _, ok, code := parseArgs(fs, args, 0, 0); !ok {
 		return code
 	}
-	h := home(*homeDir)
-	_, statErr := os.Stat(h.configFile())
-	if _, err := h.ensure(); err != nil {
+	h := cli.Home(*homeDir)
+	_, statErr := os.Stat(h.ConfigFile())
+	if _, err := h.Ensure(); err != nil {
 		return fail(stderr, "init", err)
 	}
-	key, err := peer.LoadOrCreateKey(h.keyFile())
+	key, err := peer.LoadOrCreateKey(h.KeyFile())
 	if err != nil {
 		return fail(stderr, "init", err)
 	}
@@ -43,7 +46,7 @@ func initCmd(args []string, stdout, stderr io.Writer) int {
 			Peer    string `json:"peer"`
 			Config  string `json:"config"`
 			Created bool   `json:"created"`
-		}{string(h), id.String(), h.configFile(), statErr != nil})
+		}{string(h), id.String(), h.ConfigFile(), statErr != nil})
 		fmt.Fprintln(stdout, string(b))
 		return 0
 	}
@@ -52,7 +55,7 @@ func initCmd(args []string, stdout, stderr io.Writer) int {
 	} else {
 		fmt.Fprintf(stdout, "initialized %s\n", h)
 	}
-	fmt.Fprintf(stdout, "peer %s\nconfig %s\n", id, h.configFile())
+	fmt.Fprintf(stdout, "peer %s\nconfig %s\n", id, h.ConfigFile())
 	return 0
 }
 
@@ -72,7 +75,7 @@ func addClientFlags(fs *cmdFlags, withJSON bool) clientFlags {
 
 // request sends req to the daemon and prints the result as JSON (--json)
 // or with human, which gets the decoded result in out.
-func (f clientFlags) request(cmd string, req request, out any, stdout, stderr io.Writer, human func()) int {
+func (f clientFlags) request(cmd string, req control.Request, out any, stdout, stderr io.Writer, human func()) int {
 	ctx, stop := signalContext()
 	defer stop()
 	wait := max(req.Timeout, req.Wait) // as the daemon's handle
@@ -82,11 +85,11 @@ func (f clientFlags) request(cmd string, req request, out any, stdout, stderr io
 	ctx, cancel := context.WithTimeout(ctx, wait+10*time.Second)
 	defer cancel()
 	var raw json.RawMessage
-	if _, err := call(ctx, home(*f.home), req, &raw, false); err != nil {
+	if _, err := control.Call(ctx, cli.Home(*f.home), req, &raw, false); err != nil {
 		return fail(stderr, cmd, err)
 	}
 	if f.json != nil && *f.json {
-		fmt.Fprintln(stdout, compactJSON(raw))
+		fmt.Fprintln(stdout, cli.CompactJSON(raw))
 		return 0
 	}
 	if out != nil {
@@ -105,10 +108,10 @@ func idCmd(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	var r idResult
-	if _, err := dialDaemonProbe(home(*f.home)); errors.Is(err, errNoDaemon) {
-		return idOffline(home(*f.home), strings.Contains(err.Error(), "stale"), *f.json, stdout, stderr)
+	if _, err := dialDaemonProbe(cli.Home(*f.home)); errors.Is(err, control.ErrNoDaemon) {
+		return idOffline(cli.Home(*f.home), strings.Contains(err.Error(), "stale"), *f.json, stdout, stderr)
 	}
-	return f.request("id", request{Cmd: "id"}, &r, stdout, stderr, func() {
+	return f.request("id", control.Request{Cmd: "id"}, &r, stdout, stderr, func() {
 		fmt.Fprintf(stdout, "peer %s\nmesh %s\nversion %s\nreachability %s\n", r.ID, r.Mesh, r.Version, r.Reachability)
 		for _, a := range r.Addrs {
 			fmt.Fprintf(stdout, "listen %s\n", a)
@@ -116,9 +119,9 @@ func idCmd(args []string, stdout, stderr io.Writer) int {
 	})
 }
 
-// dialDaemonProbe tells whether a daemon serves h (errNoDaemon if not).
-func dialDaemonProbe(h home) (bool, error) {
-	conn, err := dialDaemon(h)
+// dialDaemonProbe tells whether a daemon serves h (control.ErrNoDaemon if not).
+func dialDaemonProbe(h cli.Home) (bool, error) {
+	conn, err := control.Dial(h)
 	if err != nil {
 		return false, err
 	}
@@ -129,14 +132,14 @@ func dialDaemonProbe(h home) (bool, error) {
 // idOffline is 'troupe id' with no daemon: the identity and mesh the
 // home gives, no addresses (nothing listens).
 // A stale control socket (a daemon that was killed) is said.
-func idOffline(h home, stale, asJSON bool, stdout, stderr io.Writer) int {
-	if _, err := os.Stat(h.keyFile()); err != nil {
-		return fail(stderr, "id", fmt.Errorf("%w on %s, and it has no identity yet: 'troupe init' or 'troupe daemon' creates one", errNoDaemon, h))
+func idOffline(h cli.Home, stale, asJSON bool, stdout, stderr io.Writer) int {
+	if _, err := os.Stat(h.KeyFile()); err != nil {
+		return fail(stderr, "id", fmt.Errorf("%w on %s, and it has no identity yet: 'troupe init' or 'troupe daemon' creates one", control.ErrNoDaemon, h))
 	}
-	if err := h.checkPrivate(); err != nil {
+	if err := h.CheckPrivate(); err != nil {
 		return fail(stderr, "id", err)
 	}
-	key, err := peer.LoadOrCreateKey(h.keyFile()) // it exists: only loaded
+	key, err := peer.LoadOrCreateKey(h.KeyFile()) // it exists: only loaded
 	if err != nil {
 		return fail(stderr, "id", err)
 	}
@@ -144,13 +147,13 @@ func idOffline(h home, stale, asJSON bool, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "id", err)
 	}
-	cfg, _, err := loadConfig(h.configFile())
+	cfg, _, err := config.Load(h.ConfigFile())
 	if err != nil {
 		return fail(stderr, "id", err)
 	}
 	r := idResult{ID: id.String(), Reachability: "unknown", Addrs: []string{}, Mesh: cfg.Mesh, Version: buildVersion(), Home: string(h), Offline: true}
 	if asJSON {
-		b, _ := marshalJSON(r)
+		b, _ := cli.MarshalJSON(r)
 		fmt.Fprintln(stdout, string(b))
 		return 0
 	}
@@ -169,7 +172,7 @@ func peersCmd(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	var r []peerInfo
-	return f.request("peers", request{Cmd: "peers"}, &r, stdout, stderr, func() {
+	return f.request("peers", control.Request{Cmd: "peers"}, &r, stdout, stderr, func() {
 		if len(r) == 0 {
 			fmt.Fprintln(stdout, "no peers connected")
 		}
@@ -185,7 +188,7 @@ func peersCmd(args []string, stdout, stderr io.Writer) int {
 				line += " relayed"
 			}
 			if len(p.Actors) > 0 {
-				line += " actors=" + clean(strings.Join(p.Actors, ","))
+				line += " actors=" + cli.Clean(strings.Join(p.Actors, ","))
 			}
 			fmt.Fprintln(stdout, line)
 		}
@@ -200,7 +203,7 @@ func actorsCmd(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	req := request{Cmd: "actors", Timeout: *timeout}
+	req := control.Request{Cmd: "actors", Timeout: *timeout}
 	if len(pos) == 1 {
 		if _, err := libp2ppeer.Decode(pos[0]); err != nil {
 			return fail(stderr, "actors", fmt.Errorf("%w: %q is not a peer ID", errUsage, pos[0]))
@@ -213,26 +216,26 @@ func actorsCmd(args []string, stdout, stderr io.Writer) int {
 	var r actorsResult
 	return f.request("actors", req, &r, stdout, stderr, func() {
 		for _, a := range r.Actors {
-			fmt.Fprintf(stdout, "%s/%s\n", r.Peer, clean(a))
+			fmt.Fprintf(stdout, "%s/%s\n", r.Peer, cli.Clean(a))
 		}
 	})
 }
 
 // messageRequest checks the address and JSON of send and ask.
-func messageRequest(cmd string, pos []string, typ string, timeout time.Duration) (request, error) {
+func messageRequest(cmd string, pos []string, typ string, timeout time.Duration) (control.Request, error) {
 	if _, err := parseActorAddr(pos[0]); err != nil {
-		return request{}, err
+		return control.Request{}, err
 	}
 	if _, err := jsonToCBOR(pos[1]); err != nil {
-		return request{}, fmt.Errorf("%w: %w", errUsage, err)
+		return control.Request{}, fmt.Errorf("%w: %w", errUsage, err)
 	}
 	if timeout <= 0 {
-		return request{}, fmt.Errorf("%w: -timeout must be positive", errUsage)
+		return control.Request{}, fmt.Errorf("%w: -timeout must be positive", errUsage)
 	}
 	if typ != "" && !validTypeName(typ) {
-		return request{}, fmt.Errorf("%w: -type %q is not a type name (letters, digits, '.', '_', '-', '/')", errUsage, typ)
+		return control.Request{}, fmt.Errorf("%w: -type %q is not a type name (letters, digits, '.', '_', '-', '/')", errUsage, typ)
 	}
-	return request{Cmd: cmd, Addr: pos[0], Body: json.RawMessage(pos[1]), Type: typ, Timeout: timeout}, nil
+	return control.Request{Cmd: cmd, Addr: pos[0], Body: json.RawMessage(pos[1]), Type: typ, Timeout: timeout}, nil
 }
 
 func validTypeName(s string) bool {
@@ -283,7 +286,7 @@ func messageCmd(cmd, summary, timeoutUsage string, args []string, stdout, stderr
 		return f.request(cmd, req, &r, stdout, stderr, func() { fmt.Fprintln(stdout, sendLine(r)) })
 	}
 	var r askResult
-	return f.request(cmd, req, &r, stdout, stderr, func() { fmt.Fprintln(stdout, compactJSON(r.Reply)) })
+	return f.request(cmd, req, &r, stdout, stderr, func() { fmt.Fprintln(stdout, cli.CompactJSON(r.Reply)) })
 }
 
 func pingCmd(args []string, stdout, stderr io.Writer) int {
@@ -302,7 +305,7 @@ func pingCmd(args []string, stdout, stderr io.Writer) int {
 		return fail(stderr, "ping", fmt.Errorf("%w: -n must be 1..1000 and -timeout positive", errUsage))
 	}
 	var r pingResult
-	return f.request("ping", request{Cmd: "ping", Peer: pos[0], Count: *count, Timeout: *timeout}, &r, stdout, stderr, func() {
+	return f.request("ping", control.Request{Cmd: "ping", Peer: pos[0], Count: *count, Timeout: *timeout}, &r, stdout, stderr, func() {
 		for i, rtt := range r.RTTsMS {
 			fmt.Fprintf(stdout, "pong %d from %s: %.3f ms\n", i+1, r.Peer, rtt)
 		}
@@ -318,14 +321,14 @@ func connectCmd(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	if _, err := parsePeerAddr(pos[0]); err != nil {
+	if _, err := config.ParsePeerAddr(pos[0]); err != nil {
 		return fail(stderr, "connect", fmt.Errorf("%w: %w", errUsage, err))
 	}
 	if *timeout <= 0 {
 		return fail(stderr, "connect", fmt.Errorf("%w: -timeout must be positive", errUsage))
 	}
 	var r connectResult
-	return f.request("connect", request{Cmd: "connect", Addr: pos[0], Timeout: *timeout}, &r, stdout, stderr, func() {
+	return f.request("connect", control.Request{Cmd: "connect", Addr: pos[0], Timeout: *timeout}, &r, stdout, stderr, func() {
 		how := "direct"
 		if r.Relayed {
 			how = "relayed"

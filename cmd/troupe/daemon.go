@@ -19,6 +19,9 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/peer"
 )
@@ -60,18 +63,18 @@ func daemon(args []string, stdout, stderr io.Writer) int {
 	// Flags are checked before the home is touched.
 	var connect []libp2ppeer.AddrInfo
 	for _, s := range f.connect {
-		ai, err := parsePeerAddr(s)
+		ai, err := config.ParsePeerAddr(s)
 		if err != nil {
 			return fail(stderr, "daemon", fmt.Errorf("%w: -connect: %w", errUsage, err))
 		}
 		connect = append(connect, ai)
 	}
-	probe := DefaultConfig()
+	probe := config.Default()
 	if err := f.apply(fs, &probe); err != nil {
 		return fail(stderr, "daemon", err)
 	}
-	h := home(*f.home)
-	cfg, unlock, err := h.open()
+	h := cli.Home(*f.home)
+	cfg, unlock, err := h.Open()
 	if err != nil {
 		return fail(stderr, "daemon", err)
 	}
@@ -94,7 +97,7 @@ func daemon(args []string, stdout, stderr io.Writer) int {
 	for _, a := range d.node.Addrs() {
 		fmt.Fprintf(out, "listen %s\n", a)
 	}
-	fmt.Fprintf(out, "control %s\n", h.socket())
+	fmt.Fprintf(out, "control %s\n", h.Socket())
 	if d.metrics != nil {
 		fmt.Fprintf(out, "metrics http://%s/metrics\n", d.metrics.Addr())
 	}
@@ -142,7 +145,7 @@ func daemon(args []string, stdout, stderr io.Writer) int {
 }
 
 // apply overrides cfg with the flags that were given and validates it.
-func (f *daemonFlags) apply(fs *cmdFlags, cfg *Config) error {
+func (f *daemonFlags) apply(fs *cmdFlags, cfg *config.Config) error {
 	fs.Visit(func(fl *flag.Flag) {
 		switch fl.Name {
 		case "listen":
@@ -165,23 +168,23 @@ func (f *daemonFlags) apply(fs *cmdFlags, cfg *Config) error {
 			cfg.RelayService = *f.relayService
 		}
 	})
-	return cfg.validate()
+	return cfg.Validate()
 }
 
 // runningDaemon is a started daemon: the node, its built-in actors, the
 // control socket and the metrics server.
 type runningDaemon struct {
-	home       home
-	cfg        Config
+	home       cli.Home
+	cfg        config.Config
 	node       *peer.Node
 	reg        *codec.Registry
 	log        *slog.Logger
 	level      *slog.LevelVar // the log's, changed by 'troupe log level'
 	started    time.Time
 	out        io.Writer
-	ctl        *controlServer
-	metrics    *httpServer
-	ui         *httpServer
+	ctl        *control.Server
+	metrics    *control.HTTPServer
+	ui         *control.HTTPServer
 	view       *meshHub
 	stopView   func()
 	stopEvents func()
@@ -194,8 +197,8 @@ type runningDaemon struct {
 // startDaemon starts the node described by cfg with its control socket.
 // A chat's own peer (embeddedChat) serves every request but chat: the
 // chats of other terminals would end with it.
-func startDaemon(ctx context.Context, h home, cfg Config, stderr, out io.Writer, embeddedChat bool) (*runningDaemon, error) {
-	logger, level := newLeveledLogger(stderr, cfg)
+func startDaemon(ctx context.Context, h cli.Home, cfg config.Config, stderr, out io.Writer, embeddedChat bool) (*runningDaemon, error) {
+	logger, level := config.NewLeveledLogger(stderr, cfg)
 	// The process's default logger too, for what logs through
 	// slog.Default(); then LogLibp2pTo takes Go's log package (which
 	// SetDefault pointed at the handler at info) with its own levels.
@@ -205,11 +208,11 @@ func startDaemon(ctx context.Context, h home, cfg Config, stderr, out io.Writer,
 	if err != nil {
 		return nil, err
 	}
-	opts, err := cfg.peerOptions(string(h))
+	opts, err := cfg.PeerOptions(string(h))
 	if err != nil {
 		return nil, err
 	}
-	opts = append(opts, peer.WithKeyFile(h.keyFile()), peer.WithLogger(logger), peer.WithRegistry(reg),
+	opts = append(opts, peer.WithKeyFile(h.KeyFile()), peer.WithLogger(logger), peer.WithRegistry(reg),
 		peer.WithActorOptions(actor.WithDeadLetterLog(cfg.DeadLetters.Keep, describeMessage(reg))))
 	var prom *prometheus.Registry
 	if cfg.Metrics != "" {
@@ -231,10 +234,10 @@ func startDaemon(ctx context.Context, h home, cfg Config, stderr, out io.Writer,
 	d.stopView = d.view.start()
 	view := newViewHandler(d.view, d.deadLetters)
 	if err == nil {
-		d.ctl, err = listenControl(h.socket(), d.handle, view)
+		d.ctl, err = control.Listen(h.Socket(), d.handle, view)
 	}
 	if err == nil && cfg.Metrics != "" {
-		d.metrics, err = serveMetrics(cfg.Metrics, prom)
+		d.metrics, err = control.ServeMetrics(cfg.Metrics, prom)
 	}
 	if err == nil && cfg.UI != "" {
 		d.ui, err = serveUI(cfg.UI, view)
@@ -249,7 +252,7 @@ func startDaemon(ctx context.Context, h home, cfg Config, stderr, out io.Writer,
 func (d *runningDaemon) close(ctx context.Context) error {
 	if d.ctl != nil {
 		d.ctl.Close(ctx)
-		os.Remove(d.home.socket())
+		os.Remove(d.home.Socket())
 	}
 	if d.metrics != nil {
 		d.metrics.Close()
@@ -286,7 +289,7 @@ func reportPeers(n *peer.Node, out io.Writer) (stop func(), err error) {
 			defer cancel()
 			start := time.Now()
 			if _, err := n.System().Ask(ctx, echo, "hello"); err != nil {
-				fmt.Fprintf(out, "joined %s (echo failed: %s)\n", id, clean(err.Error()))
+				fmt.Fprintf(out, "joined %s (echo failed: %s)\n", id, cli.Clean(err.Error()))
 				return
 			}
 			fmt.Fprintf(out, "joined %s (echo %v)\n", id, time.Since(start).Round(time.Microsecond))

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 	"github.com/troupe-mesh/troupe/codec"
 )
 
@@ -75,9 +77,9 @@ func describeMessage(reg *codec.Registry) func(any) (string, int) {
 func toDeadLetters(rs []actor.DeadLetterRecord) []deadLetter {
 	out := make([]deadLetter, 0, len(rs))
 	for _, r := range rs {
-		e := deadLetter{Seq: r.Seq, Time: r.Time.UTC(), To: clean(r.To.String()), Type: clean(r.Type), Size: r.Size, Kind: clean(r.Kind), Reason: clean(r.Reason)}
+		e := deadLetter{Seq: r.Seq, Time: r.Time.UTC(), To: cli.Clean(r.To.String()), Type: cli.Clean(r.Type), Size: r.Size, Kind: cli.Clean(r.Kind), Reason: cli.Clean(r.Reason)}
 		if !r.From.IsZero() {
-			e.From, e.FromPeer = clean(r.From.String()), clean(r.From.Peer())
+			e.From, e.FromPeer = cli.Clean(r.From.String()), cli.Clean(r.From.Peer())
 		}
 		out = append(out, e)
 	}
@@ -120,7 +122,7 @@ func fitDeadLetters(es []deadLetter, budget int) ([]deadLetter, int) {
 // response (the ones kept now), each new record is one JSON line on conn
 // until the client goes away, ctx ends (the daemon stops) or a write
 // takes longer than viewWriteTimeout.
-func (d *runningDaemon) followDeadLetters(ctx context.Context, req request, conn net.Conn) (any, func(), error) {
+func (d *runningDaemon) followDeadLetters(ctx context.Context, req control.Request, conn net.Conn) (any, func(), error) {
 	first := d.deadLetters(req.Count, 0)
 	after := uint64(0)
 	if n := len(first.Recent); n > 0 {
@@ -150,7 +152,7 @@ func (d *runningDaemon) followDeadLetters(ctx context.Context, req request, conn
 			_ = conn.SetWriteDeadline(time.Now().Add(viewWriteTimeout))
 			for _, e := range toDeadLetters(rs) {
 				after = e.Seq
-				b, _ := marshalJSON(e)
+				b, _ := cli.MarshalJSON(e)
 				_, _ = w.Write(append(b, '\n'))
 			}
 			if err := w.Flush(); err != nil {

@@ -10,6 +10,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 )
 
 // deadlettersCmd is 'troupe deadletters [-n N] [--follow] [--json]'.
@@ -24,7 +27,7 @@ func deadlettersCmd(args []string, stdout, stderr io.Writer) int {
 	if *count < 0 {
 		return fail(stderr, "deadletters", fmt.Errorf("%w: -n must not be negative", errUsage))
 	}
-	req := request{Cmd: "deadletters", Count: *count, Follow: *follow}
+	req := control.Request{Cmd: "deadletters", Count: *count, Follow: *follow}
 	asJSON := *f.json
 	if !*follow {
 		var r deadLettersResult
@@ -45,7 +48,7 @@ func deadlettersCmd(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signalContext()
 	defer stop()
 	var r deadLettersResult
-	conn, err := call(ctx, home(*f.home), req, &r, true)
+	conn, err := control.Call(ctx, cli.Home(*f.home), req, &r, true)
 	if err != nil {
 		return fail(stderr, "deadletters", err)
 	}
@@ -54,7 +57,7 @@ func deadlettersCmd(args []string, stdout, stderr io.Writer) int {
 	defer stopRead()
 	print := func(e deadLetter) {
 		if asJSON {
-			b, _ := marshalJSON(e)
+			b, _ := cli.MarshalJSON(e)
 			fmt.Fprintln(stdout, string(b))
 			return
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 )
 
 // skewConn is a net.Conn for a follower that never reads: its writes
@@ -86,7 +87,7 @@ func TestFollowSurvivesABurstAfterQuiet(t *testing.T) {
 	conn := newSkewConn()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	_, stream, err := d.followDeadLetters(ctx, request{Cmd: "deadletters", Follow: true}, conn)
+	_, stream, err := d.followDeadLetters(ctx, control.Request{Cmd: "deadletters", Follow: true}, conn)
 	if err != nil {
 		t.Fatal(err)
 	}

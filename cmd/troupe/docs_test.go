@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 )
 
 // TestDocsNameTheControlSocket: every socket file the README and docs/
@@ -19,6 +21,7 @@ func TestDocsNameTheControlSocket(t *testing.T) {
 	}
 	files = append(files, "../../README.md")
 	sock := regexp.MustCompile(`[\w.-]+\.sock\b`)
+	socketName := filepath.Base(cli.Home("").Socket())
 	seen := 0
 	for _, f := range files {
 		doc, err := os.ReadFile(f)

@@ -15,6 +15,9 @@ import (
 	"github.com/libp2p/zeroconf/v2"
 	ma "github.com/multiformats/go-multiaddr"
 	manet "github.com/multiformats/go-multiaddr/net"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 	"github.com/troupe-mesh/troupe/peer"
 )
 
@@ -76,7 +79,7 @@ func (d *runningDaemon) doctorInfo() doctorDaemon {
 		r.Public = r.Public || manet.IsPublicAddr(a)
 	}
 	for _, f := range d.node.DialFailures() {
-		r.DialFailures = append(r.DialFailures, dialReport{Peer: f.Peer.String(), Addrs: f.Addrs, Err: clean(f.Err), Ago: time.Since(f.At).Round(time.Second).String()})
+		r.DialFailures = append(r.DialFailures, dialReport{Peer: f.Peer.String(), Addrs: f.Addrs, Err: cli.Clean(f.Err), Ago: time.Since(f.At).Round(time.Second).String()})
 	}
 	return r
 }
@@ -88,11 +91,11 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 	if _, ok, code := parseArgs(fs, args, 0, 0); !ok {
 		return code
 	}
-	h := home(*f.home)
-	if err := h.checkPrivate(); err != nil {
+	h := cli.Home(*f.home)
+	if err := h.CheckPrivate(); err != nil {
 		return fail(stderr, "doctor", err)
 	}
-	cfg, _, err := loadConfig(h.configFile())
+	cfg, _, err := config.Load(h.ConfigFile())
 	if err != nil {
 		return fail(stderr, "doctor", err)
 	}
@@ -102,12 +105,12 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 		MDNS: cfg.MDNS, DHT: cfg.DHT, Bootstrap: len(cfg.Bootstrap), Interfaces: multicastInterfaces()}
 	var dd doctorDaemon
 	callCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	_, err = call(callCtx, h, request{Cmd: "doctor"}, &dd, false)
+	_, err = control.Call(callCtx, h, control.Request{Cmd: "doctor"}, &dd, false)
 	cancel()
 	switch {
 	case err == nil:
 		r.Daemon, r.Mesh = &dd, dd.Mesh
-	case !errors.Is(err, errNoDaemon):
+	case !errors.Is(err, control.ErrNoDaemon):
 		return fail(stderr, "doctor", err)
 	}
 	if cfg.MDNS && *probe > 0 && len(r.Interfaces) > 0 {
@@ -199,7 +202,7 @@ func doctorHints(r doctorReport) []string {
 	}
 	if p := r.Probe; p != nil {
 		if p.Err != "" {
-			h = append(h, "the mDNS query failed: "+clean(p.Err))
+			h = append(h, "the mDNS query failed: "+cli.Clean(p.Err))
 		}
 		if r.Daemon != nil && !p.HeardSelf {
 			h = append(h, "the daemon's own mDNS announcement was not heard: a firewall may block UDP 5353, or (macOS) the terminal lacks the Local Network permission")

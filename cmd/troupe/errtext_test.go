@@ -11,22 +11,23 @@ import (
 	"time"
 
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 	"github.com/troupe-mesh/troupe/internal/testutil"
 )
 
 // startTestDaemon runs a daemon in this process on a fresh home (loopback
 // only, no mDNS) until the test ends, with its log in logs.
-func startTestDaemon(t *testing.T, logs *lockedWriter) (*runningDaemon, home) {
+func startTestDaemon(t *testing.T, logs *lockedWriter) (*runningDaemon, cli.Home) {
 	d, h, _ := startStoppableDaemon(t, logs)
 	return d, h
 }
 
 // startStoppableDaemon is startTestDaemon with a func that stops the
 // daemon before the test ends (once; the test's end then does nothing).
-func startStoppableDaemon(t *testing.T, logs *lockedWriter) (*runningDaemon, home, func()) {
+func startStoppableDaemon(t *testing.T, logs *lockedWriter) (*runningDaemon, cli.Home, func()) {
 	t.Helper()
-	h := home(t.TempDir())
-	cfg, unlock, err := h.open()
+	h := cli.Home(t.TempDir())
+	cfg, unlock, err := h.Open()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,9 +111,9 @@ func TestRepeatedPhrase(t *testing.T) {
 	if p := testutil.RepeatedPhrase("connecting to X: all dials failed"); p != "" {
 		t.Fatalf("RepeatedPhrase found %q", p)
 	}
-	err := dialCause(fmt.Errorf("peer: connect %s: %w", testPeerID(t), errors.New("failed to dial: failed to dial "+testPeer+": all dials failed\n  * [/ip4/127.0.0.1/tcp/1] dial tcp 127.0.0.1:1: connection refused")), testPeerID(t))
+	err := cli.DialCause(fmt.Errorf("peer: connect %s: %w", testPeerID(t), errors.New("failed to dial: failed to dial "+testPeer+": all dials failed\n  * [/ip4/127.0.0.1/tcp/1] dial tcp 127.0.0.1:1: connection refused")), testPeerID(t))
 	if got := err.Error(); got != "all dials failed; [/ip4/127.0.0.1/tcp/1] dial tcp 127.0.0.1:1: connection refused" {
-		t.Fatalf("dialCause: %q", got)
+		t.Fatalf("cli.DialCause: %q", got)
 	}
 }
 

@@ -16,6 +16,9 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/protocol/ping"
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/peer"
 )
@@ -80,7 +83,7 @@ const (
 )
 
 // handle answers one control request. Safe for concurrent use.
-func (d *runningDaemon) handle(ctx context.Context, req request, conn net.Conn) (any, func(), error) {
+func (d *runningDaemon) handle(ctx context.Context, req control.Request, conn net.Conn) (any, func(), error) {
 	timeout := req.Timeout
 	if timeout <= 0 {
 		timeout = defaultAskTimeout
@@ -161,13 +164,13 @@ const maxPeerAddrs = 8
 func dialAddrs(id string, listen, conns []ma.Multiaddr) []string {
 	out := []string{}
 	for _, a := range listen {
-		if s := a.String(); s == clean(s) {
+		if s := a.String(); s == cli.Clean(s) {
 			out = append(out, s+"/p2p/"+id)
 		}
 	}
 	if len(out) == 0 {
 		for _, a := range conns {
-			if s := a.String(); s == clean(s) {
+			if s := a.String(); s == cli.Clean(s) {
 				out = append(out, s+"/p2p/"+id)
 			}
 		}
@@ -239,7 +242,7 @@ func (d *runningDaemon) actors(ctx context.Context, peerStr string) (actorsResul
 // A type name the daemon has registered yields a value of that type (so a
 // local actor receives what a Go sender would send); any other name yields
 // a codec.Raw that peers knowing the type decode.
-func (d *runningDaemon) sendOrAsk(ctx context.Context, req request) (any, error) {
+func (d *runningDaemon) sendOrAsk(ctx context.Context, req control.Request) (any, error) {
 	ref, err := parseActorAddr(req.Addr)
 	if err != nil {
 		return nil, err
@@ -259,7 +262,7 @@ func (d *runningDaemon) sendOrAsk(ctx context.Context, req request) (any, error)
 	sys := d.node.System()
 	if ref.Peer() == sys.Peer() {
 		if _, ok := sys.Whereis(ref.Name()); !ok {
-			return nil, &trimmedError{text: fmt.Sprintf("no such actor %q on this peer", ref.Name()), err: actor.ErrNoSuchActor}
+			return nil, cli.Trimmed(fmt.Sprintf("no such actor %q on this peer", ref.Name()), actor.ErrNoSuchActor)
 		}
 	}
 	if req.Cmd == "send" {
@@ -302,7 +305,7 @@ func (d *runningDaemon) ping(ctx context.Context, peerStr string, count int) (pi
 		count = 3
 	}
 	if err := d.node.Connect(ctx, libp2ppeer.AddrInfo{ID: id}); err != nil {
-		return pingResult{}, fmt.Errorf("connecting to %s: %w", id, dialCause(err, id))
+		return pingResult{}, fmt.Errorf("connecting to %s: %w", id, cli.DialCause(err, id))
 	}
 	r := pingResult{Peer: id.String(), RTTsMS: []float64{}}
 	pctx, cancel := context.WithCancel(ctx)
@@ -360,7 +363,7 @@ func connectedElsewhere(conns []ma.Multiaddr, relayed bool, given []ma.Multiaddr
 
 // connect connects to the peer at addr (with /p2p/).
 func (d *runningDaemon) connect(ctx context.Context, addr string) (connectResult, error) {
-	ai, err := parsePeerAddr(addr)
+	ai, err := config.ParsePeerAddr(addr)
 	if err != nil {
 		return connectResult{}, err
 	}
@@ -379,22 +382,10 @@ func (d *runningDaemon) connect(ctx context.Context, addr string) (connectResult
 		return r, nil
 	}
 	if err := d.node.Connect(ctx, ai); err != nil {
-		return connectResult{}, fmt.Errorf("connecting to %s: %w", ai.ID, dialCause(err, ai.ID))
+		return connectResult{}, fmt.Errorf("connecting to %s: %w", ai.ID, cli.DialCause(err, ai.ID))
 	}
 	r.Relayed = d.node.Relayed(ai.ID)
 	return r, nil
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-// parseActorAddr parses "<peer ID>/<name>" or "/p2p/<peer ID>/actor/<name>".
-func parseActorAddr(s string) (actor.Ref, error) {
-	ref, err := actor.ParseRef(s)
-	if err != nil {
-		return actor.Ref{}, fmt.Errorf("%w: address %q is not <peer ID>/<actor name>", errUsage, s)
-	}
-	if _, err := libp2ppeer.Decode(ref.Peer()); err != nil {
-		return actor.Ref{}, fmt.Errorf("%w: address %q: %q is not a peer ID", errUsage, s, ref.Peer())
-	}
-	return ref, nil
-}

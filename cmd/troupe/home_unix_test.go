@@ -20,10 +20,10 @@ func TestHomeMustBePrivate(t *testing.T) {
 	}{
 		{"group-writable home", func(t *testing.T, home string) { chmod(t, home, 0o775) }, "chmod go-w"},
 		{"world-writable key", func(t *testing.T, home string) {
-			writeFile(t, filepath.Join(home, keyFileName), 0o602)
+			writeFile(t, filepath.Join(home, "identity.key"), 0o602)
 		}, "chmod go-w"},
 		{"group-writable config", func(t *testing.T, home string) {
-			writeFile(t, filepath.Join(home, configFileName), 0o620)
+			writeFile(t, filepath.Join(home, "config.json"), 0o620)
 		}, "chmod go-w"},
 		{"home of another user", func(t *testing.T, home string) {
 			if os.Getuid() != 0 {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/fxamacker/cbor/v2"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 	"github.com/troupe-mesh/troupe/codec"
 )
 
@@ -16,14 +17,11 @@ import (
 // without --type: receivers see it as a codec.Raw of this type.
 const jsonType = "troupe.JSON"
 
-// maxJSONMessage caps a message given on the command line.
-const maxJSONMessage = 1 << 20
-
 // jsonToCBOR converts one JSON value to CBOR: integers stay integers,
 // other numbers become floats, objects become maps with text keys.
 func jsonToCBOR(s string) ([]byte, error) {
-	if len(s) > maxJSONMessage {
-		return nil, fmt.Errorf("message is %d bytes, more than %d", len(s), maxJSONMessage)
+	if len(s) > control.MaxJSONMessage {
+		return nil, fmt.Errorf("message is %d bytes, more than %d", len(s), control.MaxJSONMessage)
 	}
 	dec := json.NewDecoder(strings.NewReader(s))
 	dec.UseNumber()
@@ -86,9 +84,9 @@ func toJSON(msg any) (json.RawMessage, error) {
 		}
 		msg = jsonable(v)
 	}
-	b, err := marshalJSON(msg)
+	b, err := cli.MarshalJSON(msg)
 	if err != nil {
-		b, err = marshalJSON(fmt.Sprintf("%+v", msg))
+		b, err = cli.MarshalJSON(fmt.Sprintf("%+v", msg))
 	}
 	return b, err
 }
@@ -113,13 +111,4 @@ func jsonable(v any) any {
 		}
 	}
 	return v
-}
-
-// compactJSON formats b on one line for human output.
-func compactJSON(b []byte) string {
-	var buf bytes.Buffer
-	if json.Compact(&buf, b) != nil {
-		return string(b)
-	}
-	return buf.String()
 }

@@ -7,6 +7,10 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 )
 
 // stopResult is the daemon's answer to "stop".
@@ -36,14 +40,14 @@ func stopCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	var r stopResult
 	plain := clientFlags{home: f.home} // prints nothing: the line comes once the daemon is gone
-	if code := plain.request("stop", request{Cmd: "stop"}, &r, stdout, stderr, func() {}); code != 0 {
+	if code := plain.request("stop", control.Request{Cmd: "stop"}, &r, stdout, stderr, func() {}); code != 0 {
 		return code
 	}
 	// The daemon holds the home's lock until it has closed.
-	h := home(*f.home)
+	h := cli.Home(*f.home)
 	deadline := time.Now().Add(stopWait)
 	for {
-		unlock, err := h.lock()
+		unlock, err := h.Lock()
 		if err == nil {
 			unlock()
 			if *f.json {
@@ -57,7 +61,7 @@ func stopCmd(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "stopped %s\n", r.Peer)
 			return 0
 		}
-		if !errors.Is(err, errLocked) || time.Now().After(deadline) {
+		if !errors.Is(err, cli.ErrLocked) || time.Now().After(deadline) {
 			return fail(stderr, "stop", fmt.Errorf("the daemon %s was asked to stop, but still holds %s: %w", r.Peer, h, err))
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -80,24 +84,24 @@ func configCmd(args []string, stdout, stderr io.Writer) int {
 	default:
 		return fail(stderr, "config", fmt.Errorf("%w: unknown subcommand %q; 'troupe config show' prints the configuration, 'troupe config set KEY VALUE' changes it", errUsage, strings.Join(pos, " ")))
 	}
-	h := home(*hf)
-	if err := h.checkPrivate(); err != nil {
+	h := cli.Home(*hf)
+	if err := h.CheckPrivate(); err != nil {
 		return fail(stderr, "config", err)
 	}
-	cfg, _, err := loadConfig(h.configFile())
+	cfg, _, err := config.Load(h.ConfigFile())
 	if err != nil {
 		return fail(stderr, "config", err)
 	}
 	if pos[0] == "set" {
-		next, err := setConfig(cfg, pos[1], pos[2])
+		next, err := config.Set(cfg, pos[1], pos[2])
 		if err != nil {
 			return fail(stderr, "config", err)
 		}
-		if _, err := h.ensure(); err != nil {
+		if _, err := h.Ensure(); err != nil {
 			return fail(stderr, "config", err)
 		}
-		if err := writeConfig(h.configFile(), next); err != nil {
-			return fail(stderr, "config", fmt.Errorf("writing %s: %w", h.configFile(), err))
+		if err := config.Write(h.ConfigFile(), next); err != nil {
+			return fail(stderr, "config", fmt.Errorf("writing %s: %w", h.ConfigFile(), err))
 		}
 		now, _ := json.Marshal(mustField(next, pos[1]))
 		_, probeErr := dialDaemonProbe(h)
@@ -107,17 +111,17 @@ func configCmd(args []string, stdout, stderr io.Writer) int {
 				Value   json.RawMessage `json:"value"`
 				Config  string          `json:"config"`
 				Running bool            `json:"daemon_running"` // it takes the value when it restarts
-			}{pos[1], now, h.configFile(), probeErr == nil})
+			}{pos[1], now, h.ConfigFile(), probeErr == nil})
 			fmt.Fprintln(stdout, string(b))
 			return 0
 		}
-		fmt.Fprintf(stdout, "%s = %s in %s\n", pos[1], now, h.configFile())
+		fmt.Fprintf(stdout, "%s = %s in %s\n", pos[1], now, h.ConfigFile())
 		if probeErr == nil {
 			fmt.Fprintln(stdout, "the running daemon takes it when it restarts ('troupe stop', then 'troupe daemon')")
 		}
 		return 0
 	}
-	b, err := showConfig(cfg)
+	b, err := config.Show(cfg)
 	if err != nil {
 		return fail(stderr, "config", err)
 	}
@@ -126,7 +130,7 @@ func configCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 // mustField is the value at the JSON path key of cfg (a valid key).
-func mustField(cfg Config, key string) any {
+func mustField(cfg config.Config, key string) any {
 	b, _ := json.Marshal(cfg)
 	var v any
 	_ = json.Unmarshal(b, &v)
@@ -142,12 +146,12 @@ const lonelyAfter = 10 * time.Second
 
 // lonelyHint is the one line a daemon prints when no peer came within
 // lonelyAfter: the usual reasons, and what of them cfg sets.
-func lonelyHint(cfg Config) string { return lonelyHintFor(cfg, nil, 0) }
+func lonelyHint(cfg config.Config) string { return lonelyHintFor(cfg, nil, 0) }
 
 // lonelyHintFor is lonelyHint with what 'troupe doctor' checks too: the
 // interfaces that can carry multicast (nil: not looked at) and how many
 // peers discovery found but could not dial.
-func lonelyHintFor(cfg Config, ifaces []ifaceReport, dialFailures int) string {
+func lonelyHintFor(cfg config.Config, ifaces []ifaceReport, dialFailures int) string {
 	var why []string
 	switch {
 	case !cfg.MDNS:

@@ -7,13 +7,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 )
 
 // TestLonelyHintUsesWhatDoctorChecks: with no multicast interface the
 // hint says so instead of blaming the Wi-Fi, and it counts the peers
 // found but not dialed.
 func TestLonelyHintUsesWhatDoctorChecks(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := config.Default()
 	got := lonelyHintFor(cfg, []ifaceReport{}, 2)
 	if strings.Contains(got, "Wi-Fi") || !strings.Contains(got, "no interface here can carry mDNS") || !strings.Contains(got, "2 peers were found but could not be dialed") {
 		t.Fatalf("hint: %q", got)
@@ -74,7 +76,7 @@ func TestConfigSet(t *testing.T) {
 			t.Fatalf("set %s %s: %d %q %q", c.key, c.value, code, out, errOut)
 		}
 	}
-	cfg, _, err := loadConfig(home + "/config.json")
+	cfg, _, err := config.Load(home + "/config.json")
 	if err != nil || cfg.Mesh != "team-a" || cfg.MDNS || cfg.Limits.Conns != 64 || cfg.DeadLetters.Keep != 16 || len(cfg.Allowlist) != 2 || cfg.Listen[0] != "/ip4/127.0.0.1/tcp/0" {
 		t.Fatalf("config after set: %v %+v", err, cfg)
 	}
@@ -97,7 +99,7 @@ func TestConfigSet(t *testing.T) {
 		}
 		oneLine(t, "config set", errOut)
 	}
-	after, _, _ := loadConfig(home + "/config.json")
+	after, _, _ := config.Load(home + "/config.json")
 	if after.Mesh != "team-a" || after.Limits.Conns != 64 {
 		t.Fatalf("a refused set changed the config: %+v", after)
 	}
@@ -131,5 +133,26 @@ func TestEventLinesWithTimestamps(t *testing.T) {
 	}
 	if _, err := time.Parse(eventTimeFormat, time.Now().Format(eventTimeFormat)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestConfigSetJSON: config set --json says what it wrote, as JSON.
+func TestConfigSetJSON(t *testing.T) {
+	home := t.TempDir()
+	code, out, errOut := runCLI(t, "config", "set", "-json", "mesh", "team-b", "-home", home)
+	if code != 0 {
+		t.Fatalf("config set -json: %d %q %q", code, out, errOut)
+	}
+	var r struct {
+		Key     string          `json:"key"`
+		Value   json.RawMessage `json:"value"`
+		Config  string          `json:"config"`
+		Running *bool           `json:"daemon_running"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("not JSON: %v: %q", err, out)
+	}
+	if r.Key != "mesh" || string(r.Value) != `"team-b"` || r.Config != home+"/config.json" || r.Running == nil || *r.Running {
+		t.Fatalf("config set -json said %+v (%s)", r, out)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 	"github.com/troupe-mesh/troupe/peer"
 )
 
@@ -23,7 +25,7 @@ func (d *runningDaemon) logLevel(level string) (logLevelResult, error) {
 	if level == "" {
 		return r, nil
 	}
-	l, err := parseLevel(level)
+	l, err := config.ParseLevel(level)
 	if err != nil {
 		return r, fmt.Errorf("%w: log level %v", errUsage, err)
 	}
@@ -47,9 +49,9 @@ func logCmd(args []string, stdout, stderr io.Writer) int {
 	if pos[0] != "level" {
 		return fail(stderr, "log", fmt.Errorf("%w: unknown subcommand %q; use 'troupe log level [LEVEL]'", errUsage, pos[0]))
 	}
-	req := request{Cmd: "loglevel"}
+	req := control.Request{Cmd: "loglevel"}
 	if len(pos) == 2 {
-		if _, err := parseLevel(pos[1]); err != nil {
+		if _, err := config.ParseLevel(pos[1]); err != nil {
 			return fail(stderr, "log", fmt.Errorf("%w: %w", errUsage, err))
 		}
 		req.Level = pos[1]

@@ -18,6 +18,9 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -162,7 +165,7 @@ func buildVersion() string {
 }
 
 // errUsage marks a bad command line (exit code 2).
-var errUsage = errors.New("usage")
+var errUsage = config.ErrUsage
 
 // cmdFlags is a command's flag set with its help text.
 type cmdFlags struct {
@@ -190,7 +193,7 @@ func (fs *cmdFlags) help() {
 
 // homeFlag adds -home to a command.
 func homeFlag(fs *cmdFlags) *string {
-	return fs.String("home", defaultHome(), "home directory with the identity key, config.json and the control socket ($TROUPE_HOME)")
+	return fs.String("home", cli.DefaultHome(), "home directory with the identity key, config.json and the control socket ($TROUPE_HOME)")
 }
 
 // parseArgs parses flags that may come before, between or after the
@@ -236,7 +239,7 @@ func fail(stderr io.Writer, cmd string, err error) int {
 	// errUsage sets the exit code; the line says what was wrong.
 	msg = strings.TrimPrefix(msg, errUsage.Error()+": ")
 	fmt.Fprintf(stderr, "troupe %s: %s\n", cmd, msg)
-	if errors.Is(err, errUsage) || errors.Is(err, errConfig) {
+	if errors.Is(err, errUsage) || errors.Is(err, config.ErrInvalid) {
 		return 2
 	}
 	return 1

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"errors"
-	"io"
 	"os"
 	"strings"
 	"testing"
@@ -20,36 +17,6 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
-}
-
-func TestCleanMakesRemoteTextOneSafeLine(t *testing.T) {
-	for in, want := range map[string]string{
-		"hi":                       "hi",
-		"a\n* mallory joined #x":   "a * mallory joined #x",
-		"\x1b]0;title\x07red":      " ]0;title red",
-		"tab\there":                "tab here",
-		"bad \xff utf8":            "bad   utf8",
-		"é and 日本":                 "é and 日本",
-		strings.Repeat("x", 20000): strings.Repeat("x", maxChatLine) + " …",
-	} {
-		if got := clean(in); got != want {
-			t.Fatalf("clean(%.30q) = %.40q, want %.40q", in, got, want)
-		}
-	}
-}
-
-func TestReadLimitedLineSkipsOverlongLines(t *testing.T) {
-	r := bufio.NewReaderSize(strings.NewReader("short\n"+strings.Repeat("y", 100)+"\nnext\nlast"), 16)
-	want := []struct {
-		line string
-		err  error
-	}{{"short\n", nil}, {"", errLineTooLong}, {"next\n", nil}, {"last", io.EOF}}
-	for i, w := range want {
-		line, err := readLimitedLine(r, 50)
-		if string(line) != w.line || !errors.Is(err, w.err) && !(err == nil && w.err == nil) {
-			t.Fatalf("read %d: %q %v, want %q %v", i, line, err, w.line, w.err)
-		}
-	}
 }
 
 func TestVersionTakesNoArguments(t *testing.T) {

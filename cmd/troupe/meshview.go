@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 )
 
 // The mesh view: what the web page (-ui), 'troupe top' and the HTTP API
@@ -147,7 +149,7 @@ type hubSample struct {
 
 // encoded returns the sample as JSON, encoding it on the first call.
 func (s *hubSample) encoded() ([]byte, error) {
-	s.once.Do(func() { s.json, s.err = marshalJSON(s.v) })
+	s.once.Do(func() { s.json, s.err = cli.MarshalJSON(s.v) })
 	return s.json, s.err
 }
 

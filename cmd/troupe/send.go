@@ -7,7 +7,10 @@ import (
 	"strings"
 	"time"
 
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 )
 
 // What 'troupe send' can say of a message. A plain send gets no answer
@@ -85,12 +88,12 @@ func isBounce(err error) bool {
 // askCause is the error of a failed Ask without actor's "actor: ask
 // <ref>:" wrapping, which the daemon's own "asking <ref>" says already.
 // Dial phrases that repeat the ID of peer, the target's, go too
-// (sayOnce).
+// (cli.SayOnce).
 func askCause(err error, peer string) error {
 	if inner := errors.Unwrap(err); inner != nil && strings.HasPrefix(err.Error(), "actor: ask ") {
 		err = inner
 	}
-	return sayOnce(err, peer)
+	return cli.SayOnce(err, peer)
 }
 
 // sendLine is a send's result for people.
@@ -105,4 +108,16 @@ func sendLine(r sendResult) string {
 		return fmt.Sprintf("sent to %s; delivery unconfirmed (no bounce within %v)", r.To, time.Duration(r.WaitMS)*time.Millisecond)
 	}
 	return "sent to " + r.To + "; delivery unconfirmed"
+}
+
+// parseActorAddr parses "<peer ID>/<name>" or "/p2p/<peer ID>/actor/<name>".
+func parseActorAddr(s string) (actor.Ref, error) {
+	ref, err := actor.ParseRef(s)
+	if err != nil {
+		return actor.Ref{}, fmt.Errorf("%w: address %q is not <peer ID>/<actor name>", errUsage, s)
+	}
+	if _, err := libp2ppeer.Decode(ref.Peer()); err != nil {
+		return actor.Ref{}, fmt.Errorf("%w: address %q: %q is not a peer ID", errUsage, s, ref.Peer())
+	}
+	return ref, nil
 }

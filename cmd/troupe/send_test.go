@@ -12,6 +12,8 @@ import (
 
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 )
 
 // TestSendWaitLongerThanTimeout: -wait is how long a send to another
@@ -41,7 +43,7 @@ func TestSendWaitLongerThanTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := request{Cmd: "send", Addr: silent.String(), Type: "string", Body: json.RawMessage(`"hi"`), Timeout: 50 * time.Millisecond, Wait: 300 * time.Millisecond}
+	req := control.Request{Cmd: "send", Addr: silent.String(), Type: "string", Body: json.RawMessage(`"hi"`), Timeout: 50 * time.Millisecond, Wait: 300 * time.Millisecond}
 	res, _, err := a.handle(ctx, req, nil)
 	if err != nil {
 		t.Fatalf("send with -wait above -timeout: %v", err)
@@ -73,7 +75,7 @@ func TestDialAddrsFromAHostilePeer(t *testing.T) {
 		t.Fatalf("%d addresses kept of %d: %q", len(got), len(listen), got)
 	}
 	for _, a := range got {
-		if a != clean(a) || !strings.HasSuffix(a, "/p2p/"+id) {
+		if a != cli.Clean(a) || !strings.HasSuffix(a, "/p2p/"+id) {
 			t.Fatalf("address %q", a)
 		}
 	}

@@ -10,6 +10,9 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 )
 
 // 'troupe top': the mesh view in the terminal, from the daemon's "mesh"
@@ -26,7 +29,7 @@ func topCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *n < 0 {
 		return fail(stderr, "top", fmt.Errorf("%w: -n must be at least 0", errUsage))
 	}
-	h := home(*f.home)
+	h := cli.Home(*f.home)
 	ctx, stop := signalContext()
 	defer stop()
 	full := *n == 0 && !*f.json && isTerminal(stdin) && isTerminal(stdout)
@@ -45,7 +48,7 @@ func topCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		after = v.Seq
 		switch {
 		case *f.json:
-			fmt.Fprintln(stdout, compactJSON(raw))
+			fmt.Fprintln(stdout, cli.CompactJSON(raw))
 		default:
 			if i > 0 {
 				fmt.Fprintln(stdout)
@@ -57,12 +60,12 @@ func topCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 // fetchView asks the daemon for a sample numbered after after.
-func fetchView(ctx context.Context, h home, after uint64) (json.RawMessage, meshView, error) {
+func fetchView(ctx context.Context, h cli.Home, after uint64) (json.RawMessage, meshView, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	var raw json.RawMessage
 	var v meshView
-	if _, err := call(ctx, h, request{Cmd: "mesh", After: after}, &raw, false); err != nil {
+	if _, err := control.Call(ctx, h, control.Request{Cmd: "mesh", After: after}, &raw, false); err != nil {
 		return nil, v, err
 	}
 	if err := json.Unmarshal(raw, &v); err != nil {
@@ -77,7 +80,7 @@ func fetchView(ctx context.Context, h home, after uint64) (json.RawMessage, mesh
 // cleaned of terminal controls.
 func renderTop(v meshView, width, height int) string {
 	var b strings.Builder
-	b.WriteString(ansi.Truncate(fmt.Sprintf("peer %s  mesh %s  %s", v.Self.ID, clean(v.Self.Mesh), v.Self.Reachability), max(width, 2), "…") + "\n")
+	b.WriteString(ansi.Truncate(fmt.Sprintf("peer %s  mesh %s  %s", v.Self.ID, cli.Clean(v.Self.Mesh), v.Self.Reachability), max(width, 2), "…") + "\n")
 	fmt.Fprintf(&b, "out %s/s  in %s/s  dead letters %d (%s/s)  peers %d\n\n",
 		rateText(v.SentRate), rateText(v.ReceivedRate), v.DeadLetters, rateText(v.DeadLetterRate), len(v.Peers))
 	fmt.Fprintf(&b, "%-14s %-7s %8s %8s %8s %7s %9s  %s\n", "PEER", "LINK", "RTT", "OUT/s", "IN/s", "QUEUED", "HELD", "ACTORS")
@@ -98,7 +101,7 @@ func renderTop(v meshView, width, height int) string {
 			actors += fmt.Sprintf(" +%d", p.MoreActors)
 		}
 		line := fmt.Sprintf("%-14s %-7s %8s %8s %8s %7d %9s  %s", shortID(p.ID), link, rtt,
-			rateText(p.SentRate), rateText(p.ReceivedRate), p.Queued, bytesText(p.HeldBytes), clean(actors))
+			rateText(p.SentRate), rateText(p.ReceivedRate), p.Queued, bytesText(p.HeldBytes), cli.Clean(actors))
 		b.WriteString(ansi.Truncate(line, max(width, 2), "…") + "\n")
 	}
 	if len(rows) < len(v.Peers) {
@@ -144,7 +147,7 @@ func bytesText(n int64) string {
 // as it has one (the daemon answers when it takes it, every second).
 type topModel struct {
 	ctx           context.Context
-	h             home
+	h             cli.Home
 	view          meshView
 	err           error
 	width, height int
@@ -204,7 +207,7 @@ func (m *topModel) View() string {
 		height = max(m.height-2, 1)
 	}
 	if m.err != nil {
-		s += ansi.Truncate("daemon: "+clean(m.err.Error()), width, "…") + "\n\n"
+		s += ansi.Truncate("daemon: "+cli.Clean(m.err.Error()), width, "…") + "\n\n"
 		if height > 0 {
 			height = max(height-2, 1)
 		}

@@ -4,11 +4,11 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
-	"net"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 )
 
 // The live mesh view over HTTP: the page (ui/, embedded), GET /api/mesh
@@ -89,7 +89,7 @@ func streamViews(w http.ResponseWriter, r *http.Request, hub *meshHub) {
 // and sets headers that keep the page to its own files.
 func localOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !isLocalHost(r.Host) {
+		if !config.IsLocalHost(r.Host) {
 			http.Error(w, "the mesh view answers only to localhost", http.StatusForbidden)
 			return
 		}
@@ -108,44 +108,13 @@ func localOnly(next http.Handler) http.Handler {
 	})
 }
 
-// isLocalHost reports whether an HTTP Host header names this machine:
-// localhost or a loopback address, with any port.
-func isLocalHost(hostport string) bool {
-	host := hostport
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// checkUIAddr checks that addr (host:port) listens on a loopback address
-// only: the view shows the mesh to whoever can reach it.
-func checkUIAddr(addr string) error {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return err
-	}
-	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
-		return fmt.Errorf("the port must be a number from 0 to 65535")
-	}
-	if !isLocalHost(host) {
-		return fmt.Errorf("%s is not a loopback address: the view shows the mesh to whoever reaches it", host)
-	}
-	return nil
-}
-
 // serveUI listens on addr, which must be a loopback address, and serves
 // view (newViewHandler) until Close.
-func serveUI(addr string, view http.Handler) (*httpServer, error) {
-	if err := checkUIAddr(addr); err != nil {
+func serveUI(addr string, view http.Handler) (*control.HTTPServer, error) {
+	if err := config.CheckUIAddr(addr); err != nil {
 		return nil, fmt.Errorf("ui: %w", err)
 	}
-	s, err := serveHTTP(addr, view)
+	s, err := control.ServeHTTP(addr, view)
 	if err != nil {
 		return nil, fmt.Errorf("ui: %w", err)
 	}

@@ -15,6 +15,10 @@ import (
 	"time"
 
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 )
 
 // TestWithRates: rates are the counters' growth per second between two
@@ -54,14 +58,14 @@ func TestIsLocalHost(t *testing.T) {
 		"localhost": true, "LOCALHOST:8080": true, "127.0.0.1:1": true, "127.9.9.9": true, "[::1]:80": true, "::1": true,
 		"": false, "example.com": false, "localhost.evil.com:80": false, "10.0.0.1:80": false, "[::]:80": false, "0.0.0.0:80": false,
 	} {
-		if got := isLocalHost(host); got != want {
-			t.Errorf("isLocalHost(%q) = %v, want %v", host, got, want)
+		if got := config.IsLocalHost(host); got != want {
+			t.Errorf("config.IsLocalHost(%q) = %v, want %v", host, got, want)
 		}
 	}
-	if err := checkUIAddr("0.0.0.0:8080"); err == nil {
+	if err := config.CheckUIAddr("0.0.0.0:8080"); err == nil {
 		t.Error("the view may listen on every interface")
 	}
-	if err := checkUIAddr("127.0.0.1:0"); err != nil {
+	if err := config.CheckUIAddr("127.0.0.1:0"); err != nil {
 		t.Error(err)
 	}
 }
@@ -169,8 +173,8 @@ func readEvents(r *bufio.Reader, n int) []meshView {
 // the view's API on the control socket, JSON requests still work there,
 // and Close ends an event stream at once.
 func TestViewOnTheControlSocket(t *testing.T) {
-	h := home(t.TempDir())
-	s, err := listenControl(h.socket(), func(context.Context, request, net.Conn) (any, func(), error) {
+	h := cli.Home(t.TempDir())
+	s, err := control.Listen(h.Socket(), func(context.Context, control.Request, net.Conn) (any, func(), error) {
 		return idResult{ID: "json"}, nil, nil
 	}, newViewHandler(testHub(t), noDeadLetters))
 	if err != nil {
@@ -178,7 +182,7 @@ func TestViewOnTheControlSocket(t *testing.T) {
 	}
 	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		var d net.Dialer
-		return d.DialContext(ctx, "unix", h.socket())
+		return d.DialContext(ctx, "unix", h.Socket())
 	}}}
 	resp, err := client.Get("http://localhost/api/mesh")
 	if err != nil {
@@ -189,8 +193,11 @@ func TestViewOnTheControlSocket(t *testing.T) {
 		t.Fatalf("/api/mesh on the socket: %v %+v", err, v)
 	}
 	resp.Body.Close()
-	if r := rawRequest(t, h, `{"cmd":"id"}`+"\n"); r.Error != "" || !strings.Contains(string(r.Result), "json") {
-		t.Fatalf("a JSON request: %+v", r)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var id idResult
+	if _, err := control.Call(ctx, h, control.Request{Cmd: "id"}, &id, false); err != nil || id.ID != "json" {
+		t.Fatalf("a JSON request: %+v %v", id, err)
 	}
 	resp, err = client.Get("http://localhost/api/events")
 	if err != nil {

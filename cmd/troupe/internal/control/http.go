@@ -1,4 +1,4 @@
-package main
+package control
 
 import (
 	"bufio"
@@ -13,7 +13,7 @@ import (
 // did not start with a JSON request (curl --unix-socket), with s.web until
 // the client closes it, it idles for a minute, or Close; it returns once
 // its handler returned.
-func (s *controlServer) serveHTTP(conn net.Conn, r *bufio.Reader) {
+func (s *Server) serveHTTP(conn net.Conn, r *bufio.Reader) {
 	_ = conn.SetReadDeadline(time.Time{}) // the server sets its own
 	closed := make(chan struct{})
 	srv := &http.Server{

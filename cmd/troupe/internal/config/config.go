@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"bytes"
@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"maps"
 	"net"
 	"os"
@@ -129,10 +128,10 @@ func (l ConfigLimits) peerLimits() (peer.Limits, string) {
 	}, ""
 }
 
-// DefaultConfig is the configuration for a laptop: TCP and QUIC on every
+// Default is the configuration for a laptop: TCP and QUIC on every
 // interface with random ports, mDNS on, the DHT as a client without
 // bootstrap peers, no port mapping.
-func DefaultConfig() Config {
+func Default() Config {
 	return Config{
 		Listen:     peer.DefaultListenAddrs(),
 		Mesh:       "default",
@@ -149,18 +148,22 @@ func DefaultConfig() Config {
 	}
 }
 
-// errConfig marks a configuration error (exit code 2).
-var errConfig = errors.New("bad configuration")
+// ErrInvalid marks a configuration error (exit code 2).
+var ErrInvalid = errors.New("bad configuration")
+
+// ErrUsage marks a bad key or value given on the command line (config
+// set): the CLI exits with code 2 and drops the "usage: " prefix.
+var ErrUsage = errors.New("usage")
 
 // configError names the field and the problem.
 func configError(field, format string, args ...any) error {
-	return fmt.Errorf("%w: %s: %s", errConfig, field, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: %s: %s", ErrInvalid, field, fmt.Sprintf(format, args...))
 }
 
-// loadConfig reads path over the defaults. A missing file yields the
+// Load reads path over the defaults. A missing file yields the
 // defaults and exists=false.
-func loadConfig(path string) (cfg Config, exists bool, err error) {
-	cfg = DefaultConfig()
+func Load(path string) (cfg Config, exists bool, err error) {
+	cfg = Default()
 	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return cfg, false, nil
@@ -171,15 +174,15 @@ func loadConfig(path string) (cfg Config, exists bool, err error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&cfg); err != nil {
-		return cfg, true, fmt.Errorf("%w: %s: %s", errConfig, path, jsonProblem(err))
+		return cfg, true, fmt.Errorf("%w: %s: %s", ErrInvalid, path, jsonProblem(err))
 	}
 	if err := exactKeys(b, reflect.TypeFor[Config](), ""); err != nil {
-		return cfg, true, fmt.Errorf("%w: %s: %v", errConfig, path, err)
+		return cfg, true, fmt.Errorf("%w: %s: %v", ErrInvalid, path, err)
 	}
 	if dec.More() {
-		return cfg, true, fmt.Errorf("%w: %s: more than one JSON value", errConfig, path)
+		return cfg, true, fmt.Errorf("%w: %s: more than one JSON value", ErrInvalid, path)
 	}
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return cfg, true, fmt.Errorf("%s: %w", path, err)
 	}
 	return cfg, true, nil
@@ -232,8 +235,8 @@ func jsonProblem(err error) string {
 	return err.Error()
 }
 
-// validate checks every field and names the first bad one.
-func (c *Config) validate() error {
+// Validate checks every field and names the first bad one.
+func (c *Config) Validate() error {
 	if len(c.Listen) == 0 {
 		return configError("listen", "at least one address is needed")
 	}
@@ -249,12 +252,12 @@ func (c *Config) validate() error {
 		return configError("liveness", "%q: a duration of at least %v, or 0 for none", c.Liveness, peer.MinLiveness)
 	}
 	for _, b := range c.Bootstrap {
-		if _, err := parsePeerAddr(b); err != nil {
+		if _, err := ParsePeerAddr(b); err != nil {
 			return configError("bootstrap", "%v", err)
 		}
 	}
 	for _, r := range c.Relays {
-		if _, err := parsePeerAddr(r); err != nil {
+		if _, err := ParsePeerAddr(r); err != nil {
 			return configError("relays", "%v", err)
 		}
 	}
@@ -268,7 +271,7 @@ func (c *Config) validate() error {
 			return configError("allowlist", "%q is not a peer ID", id)
 		}
 	}
-	if _, err := parseLevel(c.LogLevel); err != nil {
+	if _, err := ParseLevel(c.LogLevel); err != nil {
 		return configError("log_level", "%v", err)
 	}
 	if c.LogFormat != "text" && c.LogFormat != "json" {
@@ -284,7 +287,7 @@ func (c *Config) validate() error {
 		}
 	}
 	if c.UI != "" {
-		if err := checkUIAddr(c.UI); err != nil {
+		if err := CheckUIAddr(c.UI); err != nil {
 			return configError("ui", "%q: %v", c.UI, err)
 		}
 	}
@@ -310,50 +313,8 @@ func (c *Config) validate() error {
 // maxDeadLettersKept caps dead_letters.keep (as actor.WithDeadLetterLog).
 const maxDeadLettersKept = 1 << 16
 
-// parseLevel parses a log level name.
-func parseLevel(s string) (slog.Level, error) {
-	var l slog.Level
-	if s == "" || l.UnmarshalText([]byte(s)) != nil {
-		return l, fmt.Errorf("%q: use debug, info, warn or error", s)
-	}
-	return l, nil
-}
-
-// newLogger returns the logger cfg asks for, writing to w.
-func newLogger(w io.Writer, cfg Config) *slog.Logger {
-	l, _ := newLeveledLogger(w, cfg)
-	return l
-}
-
-// newLeveledLogger returns the logger cfg asks for, writing to w, and the
-// level it logs from, which may change while it runs ('troupe log
-// level'). Both formats carry the time.
-func newLeveledLogger(w io.Writer, cfg Config) (*slog.Logger, *slog.LevelVar) {
-	level, _ := parseLevel(cfg.LogLevel)
-	lv := new(slog.LevelVar)
-	lv.Set(level)
-	opts := &slog.HandlerOptions{Level: lv}
-	if cfg.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts)), lv
-	}
-	return slog.New(slog.NewTextHandler(w, opts)), lv
-}
-
-// parsePeerAddr parses a multiaddr that ends in /p2p/<peer ID>.
-func parsePeerAddr(s string) (libp2ppeer.AddrInfo, error) {
-	m, err := ma.NewMultiaddr(s)
-	if err != nil {
-		return libp2ppeer.AddrInfo{}, fmt.Errorf("%q is not a multiaddr: %w", s, err)
-	}
-	ai, err := libp2ppeer.AddrInfoFromP2pAddr(m)
-	if err != nil {
-		return libp2ppeer.AddrInfo{}, fmt.Errorf("%q needs a /p2p/<peer ID> suffix", s)
-	}
-	return *ai, nil
-}
-
-// peerOptions turns a validated configuration into node options.
-func (c *Config) peerOptions(home string) ([]peer.Option, error) {
+// PeerOptions turns a validated configuration into node options.
+func (c *Config) PeerOptions(home string) ([]peer.Option, error) {
 	opts := []peer.Option{
 		peer.WithListenAddrs(c.Listen...),
 		peer.WithMesh(c.Mesh),
@@ -364,7 +325,7 @@ func (c *Config) peerOptions(home string) ([]peer.Option, error) {
 		peer.WithRelayDiscovery(c.FindRelays),
 	}
 	for _, r := range c.Relays {
-		ai, _ := parsePeerAddr(r)
+		ai, _ := ParsePeerAddr(r)
 		opts = append(opts, peer.WithRelays(ai))
 	}
 	if l, _ := c.Limits.peerLimits(); l != (peer.Limits{}) {
@@ -377,7 +338,7 @@ func (c *Config) peerOptions(home string) ([]peer.Option, error) {
 	}
 	var boots []libp2ppeer.AddrInfo
 	for _, b := range c.Bootstrap {
-		ai, _ := parsePeerAddr(b)
+		ai, _ := ParsePeerAddr(b)
 		boots = append(boots, ai)
 	}
 	if c.DHT == "server" || (c.DHT == "client" && len(boots) > 0) {
@@ -410,9 +371,9 @@ func (c *Config) peerOptions(home string) ([]peer.Option, error) {
 	return opts, nil
 }
 
-// writeConfig writes cfg to path (mode 0600) without replacing an existing
+// Write writes cfg to path (mode 0600) without replacing an existing
 // file half-way: it writes a temporary file and renames it.
-func writeConfig(path string, cfg Config) error {
+func Write(path string, cfg Config) error {
 	b, err := json.MarshalIndent(cfg, "", "  ")
 	if err != nil {
 		return err

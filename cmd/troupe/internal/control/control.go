@@ -1,8 +1,7 @@
-package main
+package control
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,16 +13,18 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 )
 
 // The control socket: the CLI sends one JSON request line to the daemon's
 // Unix socket and reads one JSON response line. A chat request turns the
 // connection into a line stream after the response. A connection that
 // starts with anything but '{' speaks HTTP to the mesh view's API
-// (control_http.go).
+// (http.go).
 
-// request is one CLI request to the daemon.
-type request struct {
+// Request is one CLI request to the daemon.
+type Request struct {
 	Cmd     string          `json:"cmd"`
 	Peer    string          `json:"peer,omitempty"`
 	Addr    string          `json:"addr,omitempty"`
@@ -39,14 +40,21 @@ type request struct {
 	Level   string          `json:"level,omitempty"`     // loglevel: the level to set; empty to read it
 }
 
+// request is Request as the server decodes it: encoding/json's errors
+// name the type ("Go struct field request.cmd"), and clients see them.
+type request Request
+
 // response is the daemon's answer: a result or an error.
 type response struct {
 	Error  string          `json:"error,omitempty"`
 	Result json.RawMessage `json:"result,omitempty"`
 }
 
-// maxRequest caps a request line (a message body is at most maxJSONMessage).
-const maxRequest = 2*maxJSONMessage + 4096
+// MaxJSONMessage caps a message given on the command line.
+const MaxJSONMessage = 1 << 20
+
+// maxRequest caps a request line (a message body is at most MaxJSONMessage).
+const maxRequest = 2*MaxJSONMessage + 4096
 
 // maxResponse caps a response line: a reply of the largest frame (4 MiB)
 // as JSON, with room for escapes.
@@ -55,13 +63,13 @@ const maxResponse = 32 << 20
 // maxControlConns caps concurrent control connections.
 const maxControlConns = 64
 
-// handler answers a request; chat requests also get the connection.
-type handler func(ctx context.Context, req request, conn net.Conn) (result any, stream func(), err error)
+// Handler answers a Request; chat requests also get the connection.
+type Handler func(ctx context.Context, req Request, conn net.Conn) (result any, stream func(), err error)
 
-// controlServer serves the control socket.
-type controlServer struct {
+// Server serves the control socket.
+type Server struct {
 	ln     net.Listener
-	handle handler
+	handle Handler
 	web    http.Handler // answers HTTP connections; nil: none
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -72,10 +80,10 @@ type controlServer struct {
 	conns map[net.Conn]bool // true: a session (chat) that ends by itself
 }
 
-// listenControl creates the socket at path with mode 0600, serving h, and
+// Listen creates the socket at path with mode 0600, serving h, and
 // web to HTTP clients. The caller holds the home's lock, so a socket file
 // already there is stale and removed.
-func listenControl(path string, h handler, web http.Handler) (*controlServer, error) {
+func Listen(path string, h Handler, web http.Handler) (*Server, error) {
 	if len(path) > 100 {
 		return nil, fmt.Errorf("control socket path %s is too long for a Unix socket; use a shorter home", path)
 	}
@@ -83,7 +91,7 @@ func listenControl(path string, h handler, web http.Handler) (*controlServer, er
 		return nil, fmt.Errorf("removing stale control socket: %w", err)
 	}
 	var ln net.Listener
-	err := withUmask(0o177, func() (err error) {
+	err := cli.WithUmask(0o177, func() (err error) {
 		ln, err = net.Listen("unix", path)
 		return err
 	})
@@ -95,13 +103,13 @@ func listenControl(path string, h handler, web http.Handler) (*controlServer, er
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &controlServer{ln: ln, handle: h, web: web, ctx: ctx, cancel: cancel, sem: make(chan struct{}, maxControlConns), conns: map[net.Conn]bool{}}
+	s := &Server{ln: ln, handle: h, web: web, ctx: ctx, cancel: cancel, sem: make(chan struct{}, maxControlConns), conns: map[net.Conn]bool{}}
 	s.wg.Add(1)
 	go s.accept()
 	return s, nil
 }
 
-func (s *controlServer) accept() {
+func (s *Server) accept() {
 	defer s.wg.Done()
 	for {
 		conn, err := s.ln.Accept()
@@ -146,24 +154,25 @@ func (s *controlServer) accept() {
 	}
 }
 
-func (s *controlServer) serve(conn net.Conn) {
+func (s *Server) serve(conn net.Conn) {
 	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
 	r := bufio.NewReader(conn)
 	if b, err := r.Peek(1); err == nil && b[0] != '{' && s.web != nil {
 		s.serveHTTP(conn, r)
 		return
 	}
-	line, err := readLimitedLine(r, maxRequest)
+	line, err := ReadLimitedLine(r, maxRequest)
 	if err != nil {
 		writeResponse(conn, nil, fmt.Errorf("bad request: %w", err))
 		return
 	}
 	_ = conn.SetReadDeadline(time.Time{})
-	var req request
-	if err := json.Unmarshal(line, &req); err != nil {
+	var wire request
+	if err := json.Unmarshal(line, &wire); err != nil {
 		writeResponse(conn, nil, fmt.Errorf("bad request: %w", err))
 		return
 	}
+	req := Request(wire)
 	if req.Cmd == "chat" || req.Cmd == "deadletters" && req.Follow { // the connection carries the session's lines
 		s.mu.Lock()
 		s.conns[conn] = true
@@ -194,14 +203,14 @@ func (s *controlServer) serve(conn net.Conn) {
 	<-gone
 }
 
-// errLineTooLong is returned by readLimitedLine.
-var errLineTooLong = errors.New("line too long")
+// ErrLineTooLong is returned by ReadLimitedLine.
+var ErrLineTooLong = errors.New("line too long")
 
-// readLimitedLine reads one line of at most max bytes (the newline
-// included). A longer line is consumed to its end and errLineTooLong
+// ReadLimitedLine reads one line of at most max bytes (the newline
+// included). A longer line is consumed to its end and ErrLineTooLong
 // returned, so the next call reads the next line. At the end of input it
 // returns what it has with the error.
-func readLimitedLine(r *bufio.Reader, max int) ([]byte, error) {
+func ReadLimitedLine(r *bufio.Reader, max int) ([]byte, error) {
 	var line []byte
 	long := false
 	for {
@@ -213,7 +222,7 @@ func readLimitedLine(r *bufio.Reader, max int) ([]byte, error) {
 			long, line = true, nil
 		}
 		if long && err == nil {
-			return nil, fmt.Errorf("%w: more than %d bytes", errLineTooLong, max)
+			return nil, fmt.Errorf("%w: more than %d bytes", ErrLineTooLong, max)
 		}
 		if long && !errors.Is(err, bufio.ErrBufferFull) {
 			return nil, err
@@ -232,27 +241,15 @@ func writeResponse(w io.Writer, result any, err error) {
 	if err != nil {
 		resp.Error = err.Error()
 	} else if result != nil {
-		b, merr := marshalJSON(result)
+		b, merr := cli.MarshalJSON(result)
 		if merr != nil {
 			resp.Error = merr.Error()
 		} else {
 			resp.Result = b
 		}
 	}
-	b, _ := marshalJSON(resp)
+	b, _ := cli.MarshalJSON(resp)
 	_, _ = w.Write(append(b, '\n'))
-}
-
-// marshalJSON encodes v without escaping <, > and & (the output is not
-// HTML), so sizes stay close to the message's.
-func marshalJSON(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
 // sessionGrace bounds how long Close lets sessions write their last lines:
@@ -264,7 +261,7 @@ const sessionGrace = 7 * time.Second
 // half of what is left of ctx (the rest is for what the caller closes
 // next), to write their last lines and finish before their connections
 // are closed too. It waits for every goroutine it started.
-func (s *controlServer) Close(ctx context.Context) {
+func (s *Server) Close(ctx context.Context) {
 	s.cancel()
 	s.ln.Close()
 	done := make(chan struct{})
@@ -291,7 +288,7 @@ func (s *controlServer) Close(ctx context.Context) {
 
 // closeConns closes the connections that serve requests, and the sessions
 // too when sessions.
-func (s *controlServer) closeConns(sessions bool) {
+func (s *Server) closeConns(sessions bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for c, session := range s.conns {
@@ -301,28 +298,28 @@ func (s *controlServer) closeConns(sessions bool) {
 	}
 }
 
-// errNoDaemon is returned when no daemon serves the home.
-var errNoDaemon = errors.New("no daemon is running")
+// ErrNoDaemon is returned when no daemon serves the home.
+var ErrNoDaemon = errors.New("no daemon is running")
 
-// dialDaemon connects to the daemon of h.
-func dialDaemon(h home) (net.Conn, error) {
-	conn, err := net.DialTimeout("unix", h.socket(), 5*time.Second)
+// Dial connects to the daemon of h.
+func Dial(h cli.Home) (net.Conn, error) {
+	conn, err := net.DialTimeout("unix", h.Socket(), 5*time.Second)
 	switch {
 	case err == nil:
 		return conn, nil
 	case errors.Is(err, os.ErrNotExist):
-		return nil, fmt.Errorf("%w on %s; start one with 'troupe daemon'", errNoDaemon, h)
+		return nil, fmt.Errorf("%w on %s; start one with 'troupe daemon'", ErrNoDaemon, h)
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return nil, fmt.Errorf("%w on %s (its control socket is stale); start one with 'troupe daemon'", errNoDaemon, h)
+		return nil, fmt.Errorf("%w on %s (its control socket is stale); start one with 'troupe daemon'", ErrNoDaemon, h)
 	}
-	return nil, fmt.Errorf("control socket %s: %w", h.socket(), err)
+	return nil, fmt.Errorf("control socket %s: %w", h.Socket(), err)
 }
 
-// call sends req to the daemon of h and decodes the result into out (when
+// Call sends req to the daemon of h and decodes the result into out (when
 // not nil). The connection is returned open for streaming requests when
 // keep is true; otherwise it is closed.
-func call(ctx context.Context, h home, req request, out any, keep bool) (net.Conn, error) {
-	conn, err := dialDaemon(h)
+func Call(ctx context.Context, h cli.Home, req Request, out any, keep bool) (net.Conn, error) {
+	conn, err := Dial(h)
 	if err != nil {
 		return nil, err
 	}
@@ -334,13 +331,13 @@ func call(ctx context.Context, h home, req request, out any, keep bool) (net.Con
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
 	r := bufio.NewReader(conn)
-	line, err := readLimitedLine(r, maxResponse)
+	line, err := ReadLimitedLine(r, maxResponse)
 	if err != nil {
 		conn.Close()
 		switch {
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
-		case errors.Is(err, errLineTooLong):
+		case errors.Is(err, ErrLineTooLong):
 			return nil, fmt.Errorf("the daemon's answer is larger than %d MiB", maxResponse>>20)
 		}
 		return nil, fmt.Errorf("control socket: daemon closed the connection: %w", err)

@@ -1,4 +1,4 @@
-package main
+package control
 
 import (
 	"fmt"
@@ -12,21 +12,21 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// httpServer is an HTTP server of the daemon's on a TCP address: the
+// HTTPServer is an HTTP server of the daemon's on a TCP address: the
 // metrics (-metrics) or the mesh view (-ui).
-type httpServer struct {
+type HTTPServer struct {
 	ln  net.Listener
 	srv *http.Server
 	wg  sync.WaitGroup
 }
 
-// serveHTTP listens on addr and serves h until Close.
-func serveHTTP(addr string, h http.Handler) (*httpServer, error) {
+// ServeHTTP listens on addr and serves h until Close.
+func ServeHTTP(addr string, h http.Handler) (*HTTPServer, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	s := &httpServer{ln: ln, srv: &http.Server{
+	s := &HTTPServer{ln: ln, srv: &http.Server{
 		Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
 	}}
 	s.wg.Add(1)
@@ -38,25 +38,25 @@ func serveHTTP(addr string, h http.Handler) (*httpServer, error) {
 }
 
 // Addr is the address the server listens on.
-func (s *httpServer) Addr() net.Addr { return s.ln.Addr() }
+func (s *HTTPServer) Addr() net.Addr { return s.ln.Addr() }
 
 // Close stops the server, ending open requests (event streams) at once,
 // and waits for it.
-func (s *httpServer) Close() {
+func (s *HTTPServer) Close() {
 	_ = s.srv.Close()
 	s.wg.Wait()
 }
 
-// serveMetrics listens on addr and serves what reg gathers (the node's
+// ServeMetrics listens on addr and serves what reg gathers (the node's
 // metrics, given to peer.WithPrometheus) plus the Go runtime's at
 // /metrics.
-func serveMetrics(addr string, reg *prometheus.Registry) (*httpServer, error) {
+func ServeMetrics(addr string, reg *prometheus.Registry) (*HTTPServer, error) {
 	if err := reg.Register(collectors.NewGoCollector()); err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	s, err := serveHTTP(addr, mux)
+	s, err := ServeHTTP(addr, mux)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: %w", err)
 	}

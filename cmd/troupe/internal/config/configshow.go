@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"encoding/json"
@@ -16,10 +16,10 @@ type shownConfig struct {
 	LimitsInForce *ConfigLimits `json:"limits_in_force,omitempty"`
 }
 
-// showConfig renders cfg for 'troupe config show'. Limits that peer
+// Show renders cfg for 'troupe config show'. Limits that peer
 // refuses leave limits_in_force out (the daemon would not start; the
 // error says why when it does).
-func showConfig(cfg Config) ([]byte, error) {
+func Show(cfg Config) ([]byte, error) {
 	shown := shownConfig{Config: cfg}
 	if l, bad := cfg.Limits.peerLimits(); bad == "" {
 		if in, err := peer.EffectiveLimits(l, 0); err == nil {

@@ -1,6 +1,6 @@
 //go:build windows
 
-package main
+package cli
 
 import (
 	"errors"
@@ -28,5 +28,5 @@ func unlockFile(f *os.File) {
 	_ = windows.UnlockFileEx(windows.Handle(f.Fd()), 0, 1, 0, new(windows.Overlapped))
 }
 
-// withUmask runs f: Windows has no umask.
-func withUmask(_ int, f func() error) error { return f() }
+// WithUmask runs f: Windows has no umask.
+func WithUmask(_ int, f func() error) error { return f() }

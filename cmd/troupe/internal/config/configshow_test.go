@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"encoding/json"
@@ -9,9 +9,9 @@ import (
 // they are (0: libp2p's default) and adds what each is on this machine,
 // with what is set kept as set.
 func TestConfigShowFillsInLimits(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := Default()
 	cfg.Limits.Conns = 55
-	b, err := showConfig(cfg)
+	b, err := Show(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,26 +36,5 @@ func TestConfigShowFillsInLimits(t *testing.T) {
 	}
 	if in.Streams == 0 || in.MemoryMiB == 0 || in.FDs == 0 || in.ConnsPerPeer == 0 || in.StreamWindowKiB != 1024 {
 		t.Errorf("a default left as 0 (or the window wrong): %+v", in)
-	}
-}
-
-// TestConfigSetJSON: config set --json says what it wrote, as JSON.
-func TestConfigSetJSON(t *testing.T) {
-	home := t.TempDir()
-	code, out, errOut := runCLI(t, "config", "set", "-json", "mesh", "team-b", "-home", home)
-	if code != 0 {
-		t.Fatalf("config set -json: %d %q %q", code, out, errOut)
-	}
-	var r struct {
-		Key     string          `json:"key"`
-		Value   json.RawMessage `json:"value"`
-		Config  string          `json:"config"`
-		Running *bool           `json:"daemon_running"`
-	}
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
-		t.Fatalf("not JSON: %v: %q", err, out)
-	}
-	if r.Key != "mesh" || string(r.Value) != `"team-b"` || r.Config != home+"/config.json" || r.Running == nil || *r.Running {
-		t.Fatalf("config set -json said %+v (%s)", r, out)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package control
 
 import (
 	"bufio"
@@ -12,15 +12,23 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 )
 
-// A control server with a handler that answers "id" and fails the rest.
-func testControl(t *testing.T) (home, *controlServer) {
+// testResult stands for a handler's result.
+type testResult struct {
+	ID string `json:"id"`
+}
+
+// testControl is a control server with a handler that answers "id" and
+// fails the rest, closed when the test ends.
+func testControl(t *testing.T) (cli.Home, *Server) {
 	t.Helper()
-	h := home(t.TempDir())
-	s, err := listenControl(h.socket(), func(_ context.Context, req request, _ net.Conn) (any, func(), error) {
+	h := cli.Home(t.TempDir())
+	s, err := Listen(h.Socket(), func(_ context.Context, req Request, _ net.Conn) (any, func(), error) {
 		if req.Cmd == "id" {
-			return idResult{ID: "me"}, nil, nil
+			return testResult{ID: "me"}, nil, nil
 		}
 		return nil, nil, errors.New("no such request")
 	}, nil)
@@ -32,9 +40,9 @@ func testControl(t *testing.T) (home, *controlServer) {
 }
 
 // rawRequest writes raw bytes to the socket and returns the response line.
-func rawRequest(t *testing.T, h home, raw string) response {
+func rawRequest(t *testing.T, h cli.Home, raw string) response {
 	t.Helper()
-	conn, err := net.Dial("unix", h.socket())
+	conn, err := net.Dial("unix", h.Socket())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,39 +62,44 @@ func rawRequest(t *testing.T, h home, raw string) response {
 
 func TestControlSocketRefusesBadRequestsAndKeepsServing(t *testing.T) {
 	h, _ := testControl(t)
-	fi, err := os.Stat(h.socket())
+	fi, err := os.Stat(h.Socket())
 	if err != nil || fi.Mode().Perm() != 0o600 || fi.Mode()&os.ModeSocket == 0 {
 		t.Fatalf("socket %v mode %v", err, fi.Mode())
 	}
-	for _, raw := range []string{
-		"garbage\n",
-		`{"cmd": 5}` + "\n",
-		`{"cmd": "unknown"}` + "\n",
-		strings.Repeat("x", maxRequest+10) + "\n",
+	// The CLI prints these texts after "troupe <cmd>: ".
+	for raw, want := range map[string]string{
+		"garbage\n":                               "bad request: ",
+		`{"cmd": 5}` + "\n":                       "bad request: ",
+		`{"cmd": "unknown"}` + "\n":               "no such request",
+		strings.Repeat("x", maxRequest+10) + "\n": "bad request: line too long",
 	} {
-		if r := rawRequest(t, h, raw); r.Error == "" {
-			t.Fatalf("%.40q: no error", raw)
+		if r := rawRequest(t, h, raw); !strings.HasPrefix(r.Error, want) {
+			t.Fatalf("%.40q: error %q, want one starting %q", raw, r.Error, want)
 		}
 	}
-	var id idResult
-	if _, err := call(context.Background(), h, request{Cmd: "id"}, &id, false); err != nil || id.ID != "me" {
+	// json's text names the type decoded, as it did before the move.
+	if r := rawRequest(t, h, `{"cmd": 5}`+"\n"); !strings.Contains(r.Error, " request.cmd ") {
+		t.Fatalf("a number for cmd: %q, want the field named request.cmd", r.Error)
+	}
+	var id testResult
+	if _, err := Call(context.Background(), h, Request{Cmd: "id"}, &id, false); err != nil || id.ID != "me" {
 		t.Fatalf("id after bad requests: %+v %v", id, err)
 	}
 }
 
 func TestControlSocketReplacesStaleSocketAndCloses(t *testing.T) {
-	h := home(t.TempDir())
-	if err := os.WriteFile(h.socket(), []byte("stale"), 0o600); err != nil {
+	h := cli.Home(t.TempDir())
+	if err := os.WriteFile(h.Socket(), []byte("stale"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s, err := listenControl(h.socket(), func(context.Context, request, net.Conn) (any, func(), error) {
+	s, err := Listen(h.Socket(), func(context.Context, Request, net.Conn) (any, func(), error) {
 		return struct{}{}, nil, nil
 	}, nil)
 	if err != nil {
 		t.Fatalf("stale file not replaced: %v", err)
 	}
 	// An idle connection that never sends a request does not hold Close.
-	idle, err := net.Dial("unix", h.socket())
+	idle, err := net.Dial("unix", h.Socket())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,10 +111,10 @@ func TestControlSocketReplacesStaleSocketAndCloses(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Close waits for an idle connection")
 	}
-	if _, err := dialDaemon(h); !errors.Is(err, errNoDaemon) {
+	if _, err := Dial(h); !errors.Is(err, ErrNoDaemon) {
 		t.Fatalf("after Close: %v", err)
 	}
-	if _, err := listenControl(filepath.Join(t.TempDir(), strings.Repeat("d", 120), "s"), nil, nil); err == nil {
+	if _, err := Listen(filepath.Join(t.TempDir(), strings.Repeat("d", 120), "s"), nil, nil); err == nil {
 		t.Fatal("a socket path over the Unix limit was accepted")
 	}
 }
@@ -111,8 +124,8 @@ func TestControlSocketReplacesStaleSocketAndCloses(t *testing.T) {
 // Close's ctx is gone.
 func TestControlCloseLetsSessionsSayGoodbye(t *testing.T) {
 	for _, stuck := range []bool{false, true} {
-		h := home(t.TempDir())
-		s, err := listenControl(h.socket(), func(ctx context.Context, _ request, conn net.Conn) (any, func(), error) {
+		h := cli.Home(t.TempDir())
+		s, err := Listen(h.Socket(), func(ctx context.Context, _ Request, conn net.Conn) (any, func(), error) {
 			return struct{}{}, func() {
 				if stuck { // reads until its connection is closed
 					_, _ = io.Copy(io.Discard, conn)
@@ -126,7 +139,7 @@ func TestControlCloseLetsSessionsSayGoodbye(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		conn, err := call(context.Background(), h, request{Cmd: "chat"}, nil, true)
+		conn, err := Call(context.Background(), h, Request{Cmd: "chat"}, nil, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,6 +160,20 @@ func TestControlCloseLetsSessionsSayGoodbye(t *testing.T) {
 		case <-done:
 		case <-time.After(5 * time.Second):
 			t.Fatalf("stuck=%v: Close did not return", stuck)
+		}
+	}
+}
+
+func TestReadLimitedLineSkipsOverlongLines(t *testing.T) {
+	r := bufio.NewReaderSize(strings.NewReader("short\n"+strings.Repeat("y", 100)+"\nnext\nlast"), 16)
+	want := []struct {
+		line string
+		err  error
+	}{{"short\n", nil}, {"", ErrLineTooLong}, {"next\n", nil}, {"last", io.EOF}}
+	for i, w := range want {
+		line, err := ReadLimitedLine(r, 50)
+		if string(line) != w.line || !errors.Is(err, w.err) && !(err == nil && w.err == nil) {
+			t.Fatalf("read %d: %q %v, want %q %v", i, line, err, w.line, w.err)
 		}
 	}
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package cli
 
 import (
 	"errors"
@@ -46,8 +46,8 @@ func lockFile(f *os.File) error {
 
 func unlockFile(f *os.File) { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }
 
-// withUmask runs f with the process's umask set to mask.
-func withUmask(mask int, f func() error) error {
+// WithUmask runs f with the process's umask set to mask.
+func WithUmask(mask int, f func() error) error {
 	old := syscall.Umask(mask)
 	defer syscall.Umask(old)
 	return f()

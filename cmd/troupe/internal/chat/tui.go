@@ -1,4 +1,4 @@
-package main
+package chat
 
 import (
 	"bufio"
@@ -12,6 +12,8 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
+
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 )
 
 // The chat's terminal UI: scrollback, member list and input line around
@@ -49,7 +51,7 @@ func newTUIModel(nick, room string, typed io.Writer) *tuiModel {
 	in := textinput.New()
 	in.Placeholder = "say something, or /help"
 	in.Prompt = "> "
-	in.CharLimit = maxChatLine / utf8.UTFMax // a rune is at most 4 bytes
+	in.CharLimit = cli.MaxLine / utf8.UTFMax // a rune is at most 4 bytes
 	in.Focus()
 	return &tuiModel{typed: typed, nick: nick, room: room, input: in}
 }
@@ -190,10 +192,10 @@ func (m *tuiModel) View() string {
 	return body + "\n" + m.input.View()
 }
 
-// runTUI runs the terminal UI around a chat: start gets the reader of the
+// RunTUI runs the terminal UI around a chat: start gets the reader of the
 // user's lines and the writer for the chat's output, and returns when the
 // chat ends.
-func runTUI(nick, room string, stdin io.Reader, stdout io.Writer, start func(in io.Reader, out io.Writer)) error {
+func RunTUI(nick, room string, stdin io.Reader, stdout io.Writer, start func(in io.Reader, out io.Writer)) error {
 	typedR, typedW := io.Pipe()
 	outR, outW := io.Pipe()
 	p := tea.NewProgram(newTUIModel(nick, room, typedW), tea.WithAltScreen(), tea.WithInput(stdin), tea.WithOutput(stdout))
@@ -201,7 +203,7 @@ func runTUI(nick, room string, stdin io.Reader, stdout io.Writer, start func(in 
 	go func() {
 		defer close(done)
 		sc := bufio.NewScanner(outR)
-		sc.Buffer(make([]byte, 4096), 4*maxChatLine)
+		sc.Buffer(make([]byte, 4096), 4*cli.MaxLine)
 		for sc.Scan() {
 			p.Send(chatLineMsg(sc.Text()))
 		}

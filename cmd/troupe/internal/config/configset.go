@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"bytes"
@@ -31,13 +31,13 @@ func configField(key string) (reflect.Type, error) {
 			}
 		}
 		if found == nil {
-			return nil, fmt.Errorf("%w: no key %q in config.json (at this level: %s)", errUsage, key, strings.Join(names, ", "))
+			return nil, fmt.Errorf("%w: no key %q in config.json (at this level: %s)", ErrUsage, key, strings.Join(names, ", "))
 		}
 		if i < len(parts)-1 && found.Kind() != reflect.Struct {
-			return nil, fmt.Errorf("%w: %q is not a section of config.json", errUsage, strings.Join(parts[:i+1], "."))
+			return nil, fmt.Errorf("%w: %q is not a section of config.json", ErrUsage, strings.Join(parts[:i+1], "."))
 		}
 		if i == len(parts)-1 && found.Kind() == reflect.Struct {
-			return nil, fmt.Errorf("%w: %q is a section; set one of its keys (%s.KEY)", errUsage, key, key)
+			return nil, fmt.Errorf("%w: %q is a section; set one of its keys (%s.KEY)", ErrUsage, key, key)
 		}
 		t = found
 	}
@@ -53,7 +53,7 @@ func configValue(t reflect.Type, key, value string) (json.RawMessage, error) {
 	case reflect.Slice:
 		if strings.HasPrefix(strings.TrimSpace(value), "[") {
 			if !json.Valid([]byte(value)) {
-				return nil, fmt.Errorf("%w: %s takes a JSON list or comma-separated words, not %q", errConfig, key, value)
+				return nil, fmt.Errorf("%w: %s takes a JSON list or comma-separated words, not %q", ErrInvalid, key, value)
 			}
 			return json.RawMessage(value), nil
 		}
@@ -67,13 +67,13 @@ func configValue(t reflect.Type, key, value string) (json.RawMessage, error) {
 		return b, nil
 	}
 	if !json.Valid([]byte(value)) {
-		return nil, fmt.Errorf("%w: %s takes a %s, not %q", errConfig, key, t.Kind(), value)
+		return nil, fmt.Errorf("%w: %s takes a %s, not %q", ErrInvalid, key, t.Kind(), value)
 	}
 	return json.RawMessage(value), nil
 }
 
-// setConfig returns cfg with key set to value, validated.
-func setConfig(cfg Config, key, value string) (Config, error) {
+// Set returns cfg with key set to value, validated.
+func Set(cfg Config, key, value string) (Config, error) {
 	t, err := configField(key)
 	if err != nil {
 		return cfg, err
@@ -92,13 +92,13 @@ func setConfig(cfg Config, key, value string) (Config, error) {
 	}
 	node[parts[len(parts)-1]] = v
 	b, _ = json.Marshal(tree)
-	out := DefaultConfig()
+	out := Default()
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&out); err != nil {
-		return cfg, fmt.Errorf("%w: %s", errConfig, jsonProblem(err))
+		return cfg, fmt.Errorf("%w: %s", ErrInvalid, jsonProblem(err))
 	}
-	if err := out.validate(); err != nil {
+	if err := out.Validate(); err != nil {
 		return cfg, err
 	}
 	return out, nil

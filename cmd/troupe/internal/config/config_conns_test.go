@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"os"
@@ -19,26 +19,26 @@ func TestConfigConnections(t *testing.T) {
 		{`{"connections": {"grace_seconds": -1}}`, "connections.grace_seconds"},
 		{`{"connections": {"Low": 1}}`, `unknown field "connections.Low"`},
 	} {
-		path := filepath.Join(t.TempDir(), configFileName)
+		path := filepath.Join(t.TempDir(), "config.json")
 		if err := os.WriteFile(path, []byte(c.json), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := loadConfig(path); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, _, err := Load(path); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error naming %s", c.json, err, c.want)
 		}
 	}
-	path := filepath.Join(t.TempDir(), configFileName)
+	path := filepath.Join(t.TempDir(), "config.json")
 	if err := os.WriteFile(path, []byte(`{"connections": {"low": 4, "high": 6, "grace_seconds": 5}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, _, err := loadConfig(path)
+	cfg, _, err := Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, want := cfg.Connections.budget(), (peer.Connections{Low: 4, High: 6, Grace: 5 * time.Second}); got != want {
 		t.Fatalf("budget %+v, want %+v", got, want)
 	}
-	if got := DefaultConfig().Connections.budget(); got != (peer.Connections{}) {
+	if got := Default().Connections.budget(); got != (peer.Connections{}) {
 		t.Fatalf("default budget %+v, want the zero value (peer's defaults)", got)
 	}
 }

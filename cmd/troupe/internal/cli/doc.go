@@ -1,0 +1,9 @@
+// Package cli holds what the commands of the troupe binary share: the
+// text of errors said once (SayOnce, DialCause, Trimmed), remote text made
+// safe to print on one line (Clean), JSON output (MarshalJSON,
+// CompactJSON), and the home directory (Home: its files, the default
+// config.json it creates, and its lock).
+//
+// It owns no state but the home's lock file, held by whoever called
+// Home.Lock. It imports config and the module's public packages.
+package cli

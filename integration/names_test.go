@@ -1,0 +1,60 @@
+package integration
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/peer"
+)
+
+// Above the lookup threshold (3 here, 32 by default), names are found
+// through the DHT by a peer that holds no advertisement at all (no
+// groups, so no directory): the provider of the name's key is confirmed
+// by the provider itself, and a peer whose record is stale (it provided
+// the name and no longer hosts it) is passed over, so a name only it
+// provided is not found.
+func TestNamesFoundByDHTLookup(t *testing.T) {
+	opts := []peer.Option{peer.WithMesh("lookup"), peer.WithLookupAbove(3), peer.WithDHTFindEvery(time.Second)}
+	first := newNode(t, append(opts, peer.WithDHT())...)
+	join := append(opts, peer.WithDHT(*first.AddrInfo()))
+	owner, stale, finder := newNode(t, join...), newNode(t, join...), newNode(t, join...)
+	newNode(t, join...)
+
+	quits := func(c *actor.Context) { c.Receive(actor.On(func(Ping) {})) } // stops at its first Ping
+	stales := []actor.Ref{spawn(t, stale, "ghost", quits), spawn(t, stale, "svc", quits)}
+	svc := spawn(t, owner, "svc", echo)
+	eventually(t, 20*time.Second, "names provided", func() bool {
+		return owner.NamesProvided() >= 1 && stale.NamesProvided() >= 2
+	})
+	// stale no longer hosts its names; its records stay in the DHT.
+	for _, ref := range stales {
+		stale.System().Send(ref, Ping{1})
+	}
+	eventually(t, 5*time.Second, "stale's actors stopped", func() bool { return len(stale.System().Names()) == 0 })
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	before := finder.NameLookups()
+	got, err := finder.Whereis(ctx, "svc")
+	if err != nil || got != svc {
+		t.Fatalf("Whereis(svc) = %v, %v; want %v", got, err, svc)
+	}
+	if finder.NameLookups() == before {
+		t.Fatal("svc found without a DHT lookup")
+	}
+	v, err := finder.System().Ask(ctx, got, Ping{7})
+	if err != nil || v != (Pong{7}) {
+		t.Fatalf("ask %v: %v, %v", got, v, err)
+	}
+	if got, err := finder.Whereis(ctx, "ghost"); !errors.Is(err, actor.ErrNoSuchActor) {
+		t.Fatalf("Whereis(ghost) = %v, %v; want ErrNoSuchActor (only a stale provider)", got, err)
+	}
+	// Answers are cached: a second lookup costs the DHT nothing.
+	n := finder.NameLookups()
+	if got, err := finder.Whereis(ctx, "svc"); err != nil || got != svc || finder.NameLookups() != n {
+		t.Fatalf("cached Whereis(svc) = %v, %v after %d more lookups", got, err, finder.NameLookups()-n)
+	}
+}
