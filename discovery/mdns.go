@@ -73,7 +73,30 @@ const (
 	ifacePoll = 2 * time.Second
 	// restartGap is the least time between two restarts of the service.
 	restartGap = time.Second
+	// requeryEvery is how soon the service is restarted (which queries
+	// the LAN again) once a peer it connected to within knownFor is not
+	// connected: after a partition, or a peer that missed our
+	// announcement, the peers answer the new query. While peers stay
+	// missing the restarts slow down (nextRequery), to requeryMax apart.
+	// knownMax bounds the peers remembered so.
+	requeryEvery = 10 * time.Second
+	requeryMax   = 5 * time.Minute
+	knownFor     = 15 * time.Minute
+	knownMax     = 256
 )
+
+// nextRequery returns the wait before the next look for missing peers
+// after one that waited wait: requeryEvery while none is missing, twice
+// the last wait (at most requeryMax) while some are. A LAN larger than
+// the connection budget always has peers trimmed, so missing: at a fixed
+// 10 s every node would restart, and every peer answer its query, every
+// 10 s (some 1000 multicast answers a second among 100 peers).
+func nextRequery(wait time.Duration, missing bool) time.Duration {
+	if !missing {
+		return requeryEvery
+	}
+	return min(2*wait, requeryMax)
+}
 
 // MDNS announces a host on the LAN and connects to the peers it finds. The
 // underlying service joins its multicast groups on the interfaces that are
@@ -94,10 +117,11 @@ type MDNS struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu     sync.Mutex // guards dialed, svc, addrs and closed
+	mu     sync.Mutex // guards dialed, known, svc, addrs and closed
 	dialed map[libp2ppeer.ID]time.Time
-	svc    mdns.Service // nil while no interface can carry it
-	addrs  string       // the addresses the running service announces
+	known  map[libp2ppeer.ID]time.Time // peers connected to, when last
+	svc    mdns.Service                // nil while no interface can carry it
+	addrs  string                      // the addresses the running service announces
 	closed bool
 
 	restarts atomic.Uint64
@@ -137,6 +161,7 @@ func newMDNS(h host.Host, service string, connect func(context.Context, libp2ppe
 		found:      make(chan foundPeer, 64),
 		retryDelay: defaultRetryDelay,
 		dialed:     make(map[libp2ppeer.ID]time.Time),
+		known:      make(map[libp2ppeer.ID]time.Time),
 	}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.wg.Add(2)
@@ -196,6 +221,9 @@ func (m *MDNS) watch(ifaces string, addrEvents event.Subscription) {
 	defer addrEvents.Close()
 	tick := time.NewTicker(ifacePoll)
 	defer tick.Stop()
+	requeryWait := requeryEvery
+	requery := time.NewTimer(requeryWait)
+	defer requery.Stop()
 	var due <-chan time.Time // a restart waiting for restartGap
 	var last time.Time
 	for {
@@ -217,6 +245,13 @@ func (m *MDNS) watch(ifaces string, addrEvents event.Subscription) {
 				return
 			}
 			if !m.addrsChanged() {
+				continue
+			}
+		case <-requery.C:
+			gone := m.missing(time.Now())
+			requeryWait = nextRequery(requeryWait, gone)
+			requery.Reset(requeryWait)
+			if !gone {
 				continue
 			}
 		case <-due:
@@ -323,8 +358,38 @@ func (m *MDNS) work() {
 				continue
 			}
 			m.log.Debug("discovery: connected to mDNS peer", "peer", f.ai.ID)
+			m.knew(f.ai.ID, time.Now())
 		}
 	}
+}
+
+// knew records that id was connected to at now.
+func (m *MDNS) knew(id libp2ppeer.ID, now time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.known[id]; !ok && len(m.known) >= knownMax {
+		return // the peers known first are the ones looked for
+	}
+	m.known[id] = now
+}
+
+// missing reports whether a peer connected to within knownFor before
+// now is not connected, forgetting the older ones.
+func (m *MDNS) missing(now time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	gone := false
+	for id, t := range m.known {
+		switch {
+		case m.h.Network().Connectedness(id) == network.Connected:
+			m.known[id] = now
+		case now.Sub(t) >= knownFor:
+			delete(m.known, id)
+		default:
+			gone = true
+		}
+	}
+	return gone
 }
 
 // later queues f again after a random delay (see dialRetries).

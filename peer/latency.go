@@ -7,9 +7,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/host"
-	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
-	"github.com/libp2p/go-libp2p/p2p/protocol/ping"
 )
 
 // The round trip to each connected peer, which 'troupe peers' and the
@@ -17,7 +15,9 @@ import (
 // it only when something pings, so the node pings each connected peer
 // within a second of meeting it and about every latencyEvery after (a
 // 32-byte ping each way, on an existing connection only: a probe never
-// dials). A peer whose pings fail is pinged less and less often.
+// dials). A peer whose pings fail is pinged less and less often. The
+// peers the liveness timeout applies to are pinged more often
+// (liveness.go), on one ping stream kept per peer (pingstream.go).
 
 const (
 	latencyTick     = time.Second      // how often the prober looks for due peers
@@ -36,9 +36,13 @@ type latencyProber struct {
 
 // probeState is what the prober knows of one peer.
 type probeState struct {
-	next  time.Time // when it is due
-	fails int       // pings failed in a row
-	busy  bool      // a ping is out
+	next     time.Time // when it is due
+	fails    int       // pings failed in a row
+	busy     bool      // a ping is out
+	sent     time.Time // when the ping out went out
+	need     bool      // the liveness timeout applies to it (liveness.go)
+	alive    time.Time // the last sign of life: an answered ping went out, a message came, or need began
+	received uint64    // the messages received from it, at the last look
 }
 
 type probeResult struct {
@@ -46,21 +50,47 @@ type probeResult struct {
 	err error
 }
 
-// startLatencyProber starts pinging h's peers until close.
-func startLatencyProber(h host.Host) *latencyProber {
+// peerLife is what the prober asks of a connected peer at each tick
+// (with a liveness timeout): whether the timeout applies to it, and how
+// many messages came from it. Safe for concurrent use.
+type peerLife func(libp2ppeer.ID) (need bool, received uint64)
+
+// startLatencyProber starts pinging h's peers until close; with a
+// liveness timeout (liveness.go) it pings the peers life says need it
+// as often as that needs, and calls gone for each of them silent for
+// that long.
+func startLatencyProber(h host.Host, pt probeTimes, life peerLife, gone func(libp2ppeer.ID)) *latencyProber {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &latencyProber{stop: cancel, done: make(chan struct{})}
+	streams := newPingStreams()
 	go func() {
 		defer close(p.done)
+		defer streams.close()
 		state := map[libp2ppeer.ID]*probeState{}
 		results := make(chan probeResult, latencyParallel)
 		out := 0
-		tick := time.NewTicker(latencyTick)
+		tick := time.NewTicker(pt.tick)
 		defer tick.Stop()
+		ticked := true
 		for {
-			for _, id := range duePeers(h.Network().Peers(), state, time.Now(), latencyParallel-out) {
+			now := time.Now()
+			if pt.liveness > 0 && ticked {
+				for id, st := range state {
+					need, received := life(id)
+					st.observe(need, received, now)
+				}
+				for _, id := range silentPeers(state, now, pt.liveness) {
+					gone(id)
+				}
+			}
+			if ticked {
+				streams.prune(state, now)
+			}
+			ticked = false
+			for _, id := range duePeers(h.Network().Peers(), state, now, latencyParallel-out) {
 				out++
-				go func() { results <- probeResult{id, pingOnce(ctx, h, id)} }()
+				timeout := pt.timeoutOf(state[id])
+				go func() { results <- probeResult{id, streams.ping(ctx, h, id, timeout)} }()
 			}
 			select {
 			case <-ctx.Done():
@@ -70,8 +100,9 @@ func startLatencyProber(h host.Host) *latencyProber {
 				return
 			case r := <-results:
 				out--
-				settle(state, r, time.Now())
+				settleWith(state, r, time.Now(), pt)
 			case <-tick.C:
+				ticked = true
 			}
 		}
 	}()
@@ -94,11 +125,11 @@ func duePeers(connected []libp2ppeer.ID, state map[libp2ppeer.ID]*probeState, no
 		live[id] = true
 		st := state[id]
 		if st == nil {
-			st = &probeState{next: now}
+			st = &probeState{next: now, alive: now}
 			state[id] = st
 		}
 		if len(due) < slots && !st.busy && !now.Before(st.next) {
-			st.busy = true
+			st.busy, st.sent = true, now
 			due = append(due, id)
 		}
 	}
@@ -115,17 +146,33 @@ func duePeers(connected []libp2ppeer.ID, state map[libp2ppeer.ID]*probeState, no
 // after n failures in a row, latencyEvery·2ⁿ later, at most
 // latencyMaxWait.
 func settle(state map[libp2ppeer.ID]*probeState, r probeResult, now time.Time) {
+	settleWith(state, r, now, latencyTimes())
+}
+
+// settleWith is settle with the prober's times pt: a peer the liveness
+// timeout applies to is pinged again pt.every later, failed or not, so
+// that its silence is noticed in time; the others as settle says.
+func settleWith(state map[libp2ppeer.ID]*probeState, r probeResult, now time.Time, pt probeTimes) {
 	st := state[r.id]
 	if st == nil {
 		return
 	}
 	st.busy = false
+	live := pt.liveness > 0 && st.need
 	wait := latencyEvery
+	if live {
+		wait = pt.every
+	}
 	if r.err != nil {
 		st.fails++
-		wait = min(latencyEvery<<min(st.fails, 8), latencyMaxWait)
+		if !live {
+			wait = min(latencyEvery<<min(st.fails, 8), latencyMaxWait)
+		}
 	} else {
 		st.fails = 0
+		if st.sent.After(st.alive) {
+			st.alive = st.sent
+		}
 	}
 	st.next = now.Add(wait - wait/10 + rand.N(wait/5))
 }
@@ -133,17 +180,5 @@ func settle(state map[libp2ppeer.ID]*probeState, r probeResult, now time.Time) {
 // errNoPong is a ping that ended without an answer.
 var errNoPong = errors.New("peer: no answer to the ping")
 
-// pingOnce pings id once on an existing connection (libp2p records the
-// round trip).
-func pingOnce(ctx context.Context, h host.Host, id libp2ppeer.ID) error {
-	ctx, cancel := context.WithTimeout(ctx, latencyTimeout)
-	defer cancel() // ends ping's loop of pings
-	r, ok := <-ping.Ping(network.WithNoDial(ctx, "latency probe"), h, id)
-	switch {
-	case !ok:
-		return errNoPong
-	case r.Error != nil:
-		return r.Error
-	}
-	return nil
-}
+// errBadPong is a ping answered with other bytes than were sent.
+var errBadPong = errors.New("peer: the ping's echo differs")

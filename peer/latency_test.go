@@ -67,7 +67,7 @@ func TestRoundTripKnownWithoutAPing(t *testing.T) {
 	if err := a.Host().Network().ClosePeer(b.ID()); err != nil {
 		t.Fatal(err)
 	}
-	if err := pingOnce(ctx, a.Host(), b.ID()); err == nil || errors.Is(err, context.DeadlineExceeded) {
+	if err := newPingStreams().ping(ctx, a.Host(), b.ID(), latencyTimeout); err == nil || errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a probe of a peer that left: %v; want a refusal to dial", err)
 	}
 	if len(a.Host().Network().ConnsToPeer(b.ID())) != 0 {

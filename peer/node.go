@@ -44,7 +44,8 @@ type Node struct {
 	metrics     *nodeCollector // registered with cfg.prom; nil without WithPrometheus
 	dialFails   dialFailures   // discovered peers that could not be dialed
 	holePunches *holePunches   // counted by libp2p's hole punching (relay.go)
-	latency     *latencyProber // keeps peers' round trips known (latency.go)
+	latency     *latencyProber // keeps peers' round trips known, and their liveness (latency.go, liveness.go)
+	redial      *redialer      // redials the peers that must come back (redial.go)
 
 	cm    *connmgr.BasicConnMgr // the host's connection manager (connmgr.go)
 	guard *guard                // protects the busy peers' connections (protect.go)
@@ -215,10 +216,20 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		_ = h.Close()
 		return nil, err
 	}
-	n := &Node{cfg: cfg, host: h, sys: sys, router: r, reg: reg, groups: groups, holePunches: hp, latency: startLatencyProber(h),
+	n := &Node{cfg: cfg, host: h, sys: sys, router: r, reg: reg, groups: groups, holePunches: hp,
 		cm: cm, closed: make(chan struct{}), names: newNameCache(nameCacheSize),
 		lookupSlots: make(chan struct{}, lookupsAtOnce)}
+	if n.redial, err = startRedialer(n); err != nil {
+		_ = sys.Shutdown(ctx)
+		if groups != nil {
+			_ = groups.Close(ctx)
+		}
+		_ = r.Close(ctx)
+		_ = h.Close()
+		return nil, err
+	}
 	n.guard = startGuard(n)
+	n.latency = startLatencyProber(h, livenessTimes(cfg.liveness), n.life, n.silent)
 	n.global = newGlobal(n)
 	if err := n.registerMetrics(); err != nil {
 		_ = n.Close(ctx)
@@ -389,6 +400,7 @@ func (n *Node) Close(ctx context.Context) error {
 			discErr = errors.Join(discErr, n.dir.Close(ctx))
 		}
 		n.latency.close()
+		n.redial.close()
 		n.guard.close()
 		shutErr := n.sys.Shutdown(ctx)
 		var groupsErr error

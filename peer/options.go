@@ -60,6 +60,9 @@ type config struct {
 	limits       Limits
 	conns        Connections // defaults applied in validate
 	listenSet    bool        // listen came from WithListenAddrs
+
+	liveness    time.Duration // liveness.go; DefaultLiveness unless livenessSet
+	livenessSet bool
 }
 
 // DefaultListenAddrs returns the addresses a node listens on unless
@@ -94,6 +97,9 @@ func invalid(format string, args ...any) error {
 
 func (c *config) validate() error {
 	c.conns = c.conns.withDefaults()
+	if !c.livenessSet {
+		c.liveness = DefaultLiveness
+	}
 	switch {
 	case len(c.listen) == 0:
 		return invalid("no listen addresses")

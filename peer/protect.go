@@ -184,11 +184,7 @@ func (g *guard) sweep(now time.Time) {
 // check brings the protection of connected peer p up to date, and
 // returns why it is kept (0: it may be trimmed).
 func (g *guard) check(p libp2ppeer.ID, now time.Time) protectReason {
-	f := peerFacts{edges: g.n.sys.RemoteEdges(p.String()), activity: g.n.router.PeerActivity(p)}
-	if ti := g.cm.GetTagInfo(p); ti != nil {
-		f.tags = ti.Tags
-	}
-	r, mark := protection(g.marks[p], f, now, g.grace)
+	r, mark := protection(g.marks[p], g.facts(p), now, g.grace)
 	g.marks[p] = mark
 	_, was := g.kept[p]
 	switch {
@@ -203,6 +199,16 @@ func (g *guard) check(p libp2ppeer.ID, now time.Time) protectReason {
 		delete(g.kept, p)
 	}
 	return r
+}
+
+// facts gathers what protection needs of peer p. Safe for concurrent
+// use (the liveness prober calls it too: liveness.go).
+func (g *guard) facts(p libp2ppeer.ID) peerFacts {
+	f := peerFacts{edges: g.n.sys.RemoteEdges(p.String()), activity: g.n.router.PeerActivity(p)}
+	if ti := g.cm.GetTagInfo(p); ti != nil {
+		f.tags = ti.Tags
+	}
+	return f
 }
 
 // guardRequest asks the guard for a sweep now, and a trim after it if

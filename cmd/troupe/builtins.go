@@ -75,8 +75,12 @@ const maxWatches = 1024
 // are refused (one from no actor there has the sender <peer>/$): a peer
 // could otherwise make it hold monitors without bound, dial made-up peers
 // and print what it likes.
+//
+// An actor already watched is not monitored again: each watched actor
+// gets one monitor, so one "down" line, however often it is asked for.
 func watcher(c *actor.Context, out io.Writer) {
 	watching := 0
+	watched := map[actor.Ref]bool{}
 	var h actor.Case
 	h = actor.Any(func(m any) {
 		switch m := m.(type) {
@@ -87,17 +91,22 @@ func watcher(c *actor.Context, out io.Writer) {
 			case err != nil:
 				fmt.Fprintf(out, "bad watch %q: %s\n", m.Ref, cli.Clean(err.Error()))
 				c.Reply(false)
+			case watched[ref]:
+				fmt.Fprintf(out, "watching %s already\n", ref)
+				c.Reply(true)
 			case watching >= maxWatches:
 				fmt.Fprintf(out, "not watching %s: already watching %d actors\n", ref, watching)
 				c.Reply(false)
 			default:
 				watching++
+				watched[ref] = true
 				c.Monitor(ref)
 				fmt.Fprintf(out, "watching %s\n", ref)
 				c.Reply(true)
 			}
 		case actor.Down:
 			watching--
+			delete(watched, m.Ref)
 			fmt.Fprintf(out, "down %s %s\n", m.Ref, cli.Clean(fmt.Sprint(m.Reason)))
 		}
 		c.Receive(h)

@@ -97,13 +97,23 @@ func TestWatcherTakesLocalRequestsOnly(t *testing.T) {
 	if v, err := b.System().Ask(ctx, w, Watch{Ref: target.String()}); err != nil || v != false {
 		t.Fatalf("a remote watch: %v, %v; want false", v, err)
 	}
-	if v, err := a.System().Ask(ctx, w, Watch{Ref: target.String()}); err != nil || v != true {
-		t.Fatalf("a local watch: %v, %v; want true", v, err)
+	for range 2 { // watched twice: one monitor, one down line
+		if v, err := a.System().Ask(ctx, w, Watch{Ref: target.String()}); err != nil || v != true {
+			t.Fatalf("a local watch: %v, %v; want true", v, err)
+		}
 	}
 	a.System().Send(target, "stop")
 	out.waitFor(t, "down ")
+	// A marker after the Down: were there a second monitor, its Down
+	// would come before the marker's reply.
+	if v, err := a.System().Ask(ctx, w, Watch{Ref: "bad"}); err != nil || v != false {
+		t.Fatalf("a bad watch: %v, %v", v, err)
+	}
 	got := out.String()
-	if strings.Count(got, "watching ") != 1 || strings.ContainsRune(got, '\x1b') || !strings.Contains(got, "[31m") {
+	if strings.Count(got, "down ") != 1 || strings.Count(got, "already") != 1 {
+		t.Fatalf("watcher printed %q: want one down line for an actor watched twice", got)
+	}
+	if strings.Count(got, "watching ") != 2 || strings.ContainsRune(got, '\x1b') || !strings.Contains(got, "[31m") {
 		t.Fatalf("watcher printed %q: want one watch, and the reason without its escape", got)
 	}
 }

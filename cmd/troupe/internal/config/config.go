@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/pnet"
@@ -69,6 +71,10 @@ type Config struct {
 	// Limits caps the peer's libp2p resources; 0 keeps libp2p's default,
 	// scaled to the machine.
 	Limits ConfigLimits `json:"limits"`
+	// Liveness is how long a silent connected peer may go unanswered
+	// before it is declared gone (peer.WithLiveness): a Go duration
+	// ("15s"), "0" for none; empty: peer.DefaultLiveness.
+	Liveness string `json:"liveness,omitempty"`
 	// Connections is the connection budget (config_conns.go).
 	Connections ConfigConnections `json:"connections"`
 	// DeadLetters is what the daemon keeps of messages that reached no
@@ -242,6 +248,9 @@ func (c *Config) Validate() error {
 	if err := peer.CheckMesh(c.Mesh); err != nil {
 		return configError("mesh", "%v", err)
 	}
+	if d, err := time.ParseDuration(cmp.Or(c.Liveness, "0s")); err != nil || (d != 0 && d < peer.MinLiveness) {
+		return configError("liveness", "%q: a duration of at least %v, or 0 for none", c.Liveness, peer.MinLiveness)
+	}
 	for _, b := range c.Bootstrap {
 		if _, err := ParsePeerAddr(b); err != nil {
 			return configError("bootstrap", "%v", err)
@@ -323,6 +332,10 @@ func (c *Config) PeerOptions(home string) ([]peer.Option, error) {
 		opts = append(opts, peer.WithLimits(l))
 	}
 	opts = append(opts, peer.WithConnections(c.Connections.budget()))
+	if c.Liveness != "" {
+		d, _ := time.ParseDuration(c.Liveness)
+		opts = append(opts, peer.WithLiveness(d))
+	}
 	var boots []libp2ppeer.AddrInfo
 	for _, b := range c.Bootstrap {
 		ai, _ := ParsePeerAddr(b)

@@ -1,0 +1,188 @@
+package peer
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/event"
+	"github.com/libp2p/go-libp2p/core/network"
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/net/swarm"
+)
+
+// Redialing. A peer the node depends on that disconnects — one the
+// application connected to (pinTag), a bootstrap peer, or one the
+// liveness prober declared gone (it was silent, not trimmed) — is dialed
+// again with backoff until it is back: redialDelay(0), redialDelay(1) ...
+// apart, each dial bounded by redialDialTimeout, at most redialFast
+// times; after that a pinned or bootstrap peer is tried every
+// redialSlow, any other peer is given up. libp2p's own dial backoff (5 s
+// and growing with each failure, up to 5 minutes) is cleared before each
+// try: after a partition it would keep the peer, and every message to
+// it, away long after the heal. A peer the budget trimmed is never
+// redialed here (it was neither pinned nor declared gone); any but a
+// pinned one, bootstrap peers included, only while the node holds fewer
+// than Connections.Low peers, so that a redial never undoes a trim.
+// So after a heal a redialed peer is back within redialCap +
+// redialDialTimeout (≤ 4.5 s).
+
+const (
+	redialBase        = 250 * time.Millisecond
+	redialCap         = 2 * time.Second
+	redialDialTimeout = 2500 * time.Millisecond
+	redialFast        = 60
+	redialSlow        = 30 * time.Second
+)
+
+// redialDelay returns the wait before try n (from 0) of a redial:
+// redialBase·2ⁿ capped at redialCap, with jitter taking off up to a
+// half (j in [0, 1)) so that peers cut together do not redial in step;
+// after redialFast tries, redialSlow.
+func redialDelay(n int, j float64) time.Duration {
+	if n >= redialFast {
+		return redialSlow
+	}
+	d := min(redialBase<<min(n, 16), redialCap)
+	return d - time.Duration(float64(d/2)*j)
+}
+
+// redialer redials the peers of a node that must come back. Its mutex
+// guards active (a leaf lock).
+type redialer struct {
+	n      *Node
+	ctx    context.Context
+	stop   context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	active map[libp2ppeer.ID]bool // peers being redialed
+	lost   map[libp2ppeer.ID]bool // declared gone by the prober, not yet redialed
+}
+
+// startRedialer watches n's disconnections until close.
+func startRedialer(n *Node) (*redialer, error) {
+	sub, err := n.host.EventBus().Subscribe(new(event.EvtPeerConnectednessChanged))
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &redialer{n: n, ctx: ctx, stop: cancel, active: map[libp2ppeer.ID]bool{}, lost: map[libp2ppeer.ID]bool{}}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer sub.Close()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev := <-sub.Out():
+				e := ev.(event.EvtPeerConnectednessChanged)
+				if e.Connectedness == network.NotConnected {
+					r.disconnected(e.Peer)
+				}
+			}
+		}
+	}()
+	return r, nil
+}
+
+// declared records that the prober declared p gone: its disconnection
+// is then a reason to redial it.
+func (r *redialer) declared(p libp2ppeer.ID) {
+	r.mu.Lock()
+	r.lost[p] = true
+	r.mu.Unlock()
+}
+
+// redialPlan is how a disconnected peer is redialed.
+type redialPlan struct {
+	ai      libp2ppeer.AddrInfo // whom to dial: the bootstrap addresses, or the peerstore's
+	pinned  bool                // the application connected to it: redialed whatever the budget
+	forGood bool                // pinned or bootstrap: tried every redialSlow after redialFast tries
+}
+
+// wanted reports whether p, just disconnected, must be redialed, and
+// how. A bootstrap peer is not pinned: the connection manager (ours or
+// the other side's) may trim it, and a redial whatever the budget would
+// undo every trim.
+func (r *redialer) wanted(p libp2ppeer.ID, lost bool) (plan redialPlan, redial bool) {
+	n := r.n
+	plan = redialPlan{ai: libp2ppeer.AddrInfo{ID: p}, pinned: n.cm.IsProtected(p, pinTag)}
+	if i := slices.IndexFunc(n.cfg.bootstrap, func(b libp2ppeer.AddrInfo) bool { return b.ID == p }); i >= 0 {
+		plan.ai, plan.forGood = n.cfg.bootstrap[i], true
+	}
+	plan.forGood = plan.forGood || plan.pinned
+	return plan, plan.forGood || lost
+}
+
+func (r *redialer) disconnected(p libp2ppeer.ID) {
+	r.mu.Lock()
+	lost := r.lost[p]
+	delete(r.lost, p)
+	plan, redial := r.wanted(p, lost)
+	if !redial || r.active[p] || r.n.closing.Load() {
+		r.mu.Unlock()
+		return
+	}
+	r.active[p] = true
+	r.mu.Unlock()
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer func() { r.mu.Lock(); delete(r.active, p); r.mu.Unlock() }()
+		r.redial(plan)
+	}()
+}
+
+// redial dials plan's peer until it is connected, r stops, its tries
+// run out, or (unless pinned) the node holds Connections.Low peers.
+func (r *redialer) redial(plan redialPlan) {
+	h, p := r.n.host, plan.ai.ID
+	for try := 0; ; try++ {
+		if try >= redialFast && !plan.forGood {
+			return
+		}
+		t := time.NewTimer(redialDelay(try, rand.Float64()))
+		select {
+		case <-r.ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		if h.Network().Connectedness(p) == network.Connected {
+			return
+		}
+		if !plan.pinned && r.n.dialBudgetFull() {
+			return
+		}
+		if sw, ok := h.Network().(*swarm.Swarm); ok {
+			sw.Backoff().Clear(p)
+		}
+		ctx, cancel := context.WithTimeout(r.ctx, redialDialTimeout)
+		err := r.n.connect(ctx, plan.ai)
+		cancel()
+		if err == nil {
+			return
+		}
+	}
+}
+
+// goClose closes p's connections on a goroutine close waits for (a
+// close may wait on a stuck connection's writes). Not after close.
+func (r *redialer) goClose(p libp2ppeer.ID) {
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		for _, c := range r.n.host.Network().ConnsToPeer(p) {
+			_ = c.Close()
+		}
+	}()
+}
+
+// close stops the redials and waits for them.
+func (r *redialer) close() {
+	r.stop()
+	r.wg.Wait()
+}
