@@ -58,10 +58,14 @@ func scaleRun(b *testing.B, n int) {
 			peer.WithAdvertisements(500*time.Millisecond, 90*time.Second), peer.WithDHTFindEvery(2 * time.Second)}, boot...)
 	}
 	start := time.Now()
+	census := newConnCensus()
 	first := newNode(b, opts(peer.WithDHT())...)
+	census.watch(first)
 	nodes := []*peer.Node{first}
 	for range n - 1 {
-		nodes = append(nodes, newNode(b, opts(peer.WithDHT(*first.AddrInfo()))...))
+		nd := newNode(b, opts(peer.WithDHT(*first.AddrInfo()))...)
+		census.watch(nd)
+		nodes = append(nodes, nd)
 	}
 	started := time.Since(start)
 	type arrival struct {
@@ -171,6 +175,7 @@ func scaleRun(b *testing.B, n int) {
 		time.Sleep(wait)
 	}
 	idleMedian, idleMax := connsPerPeer(nodes)
+	census.report(b, nodes, start.Add(started+5*time.Second), []string{"pubsub:/troupe/scale/ads", "pubsub:/troupe/scale/group/all"})
 	b.ReportMetric(float64(idleMedian), "conns-idle-median")
 	b.ReportMetric(float64(idleMax), "conns-idle-max")
 	b.ReportMetric(float64(protectedPerPeer(nodes)), "protected-idle-median")
