@@ -70,7 +70,7 @@ func (cc *connCensus) report(b *testing.B, nodes []*peer.Node, since time.Time, 
 				dup++
 			}
 			any := false
-			for _, tag := range append([]string{"troupe-busy", "troupe"}, topics...) {
+			for _, tag := range append([]string{"troupe-busy", "troupe", "kbucket"}, topics...) {
 				if cm.IsProtected(p, tag) {
 					prot[tag]++
 					any = true
