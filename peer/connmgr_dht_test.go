@@ -4,6 +4,9 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	ifconnmgr "github.com/libp2p/go-libp2p/core/connmgr"
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 )
 
 // TestDHTBucketsAreTrimmed: kad-dht protects the peers of its routing
@@ -44,5 +47,49 @@ func TestDHTBucketsAreTrimmed(t *testing.T) {
 	}
 	if len(hub.Host().Network().ConnsToPeer(kept.ID())) == 0 {
 		t.Fatal("the peer protected under another tag was trimmed")
+	}
+}
+
+// The host's connection manager must stay every interface libp2p's
+// services look for: GossipSub's tag tracer takes a Decayer.
+var (
+	_ ifconnmgr.ConnManager = budgetConnMgr{}
+	_ ifconnmgr.Decayer     = budgetConnMgr{}
+)
+
+// TestDHTBucketTagSymmetric: what kad-dht does when a peer joins one of
+// its two widest buckets (Protect) and when it leaves it (Unprotect, then
+// UntagPeer) leaves the peer as it found it: no value left, and another
+// tag's protection and value untouched.
+func TestDHTBucketTagSymmetric(t *testing.T) {
+	cm, err := newConnManager(Connections{}.withDefaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cm.Close()
+	m := budgetConnMgr{cm}
+	const p = libp2ppeer.ID("peer")
+	m.TagPeer(p, "other", 3)
+	m.Protect(p, dhtBucketTag)
+	if ti := m.GetTagInfo(p); ti == nil || ti.Value != 3+dhtBucketValue {
+		t.Fatalf("after Protect: %+v, want value %d", ti, 3+dhtBucketValue)
+	}
+	if m.IsProtected(p, dhtBucketTag) || m.IsProtected(p, "") {
+		t.Fatal("the bucket tag protects")
+	}
+	if m.Unprotect(p, dhtBucketTag) {
+		t.Fatal("Unprotect reports a protection nothing made")
+	}
+	m.UntagPeer(p, dhtBucketTag)
+	if ti := m.GetTagInfo(p); ti == nil || ti.Value != 3 || len(ti.Tags) != 1 {
+		t.Fatalf("after the bucket left: %+v, want only other=3", ti)
+	}
+	m.Protect(p, "pin")
+	m.Protect(p, dhtBucketTag)
+	if !m.Unprotect(p, dhtBucketTag) || !m.IsProtected(p, "pin") {
+		t.Fatal("the bucket's Unprotect undid another tag's protection")
+	}
+	if m.Unprotect(p, "pin") || m.IsProtected(p, "") {
+		t.Fatal("Unprotect of the last tag left p protected")
 	}
 }
