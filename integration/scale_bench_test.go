@@ -192,7 +192,11 @@ func scaleRun(b *testing.B, n int) {
 	b.ReportMetric(100*float64(n*(n-1)-unconnected)/float64(n*(n-1)), "%-pairs-connected")
 	b.ReportMetric(float64(connsMedian), "conns-median")
 	b.ReportMetric(float64(connsMax), "conns-max")
-	b.ReportMetric(float64(m1.HeapInuse+m1.StackInuse-m0.HeapInuse-m0.StackInuse)/float64(n)/(1<<20), "MiB/peer")
+	// Signed: the heap can shrink between the two reads (what an earlier
+	// benchmark of the process left is collected meanwhile), and an
+	// unsigned difference then reports some 10^11 MiB per peer.
+	grown := int64(m1.HeapInuse+m1.StackInuse) - int64(m0.HeapInuse+m0.StackInuse)
+	b.ReportMetric(float64(grown)/float64(n)/(1<<20), "MiB/peer")
 	b.ReportMetric(float64(all[len(all)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-µs")
 }
