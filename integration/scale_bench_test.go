@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"slices"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
+	"github.com/troupe-mesh/troupe/discovery"
 	"github.com/troupe-mesh/troupe/peer"
 )
 
@@ -58,10 +60,14 @@ func scaleRun(b *testing.B, n int) {
 			peer.WithAdvertisements(500*time.Millisecond, 90*time.Second), peer.WithDHTFindEvery(2 * time.Second)}, boot...)
 	}
 	start := time.Now()
+	census := newConnCensus()
 	first := newNode(b, opts(peer.WithDHT())...)
+	census.watch(first)
 	nodes := []*peer.Node{first}
 	for range n - 1 {
-		nodes = append(nodes, newNode(b, opts(peer.WithDHT(*first.AddrInfo()))...))
+		nd := newNode(b, opts(peer.WithDHT(*first.AddrInfo()))...)
+		census.watch(nd)
+		nodes = append(nodes, nd)
 	}
 	started := time.Since(start)
 	type arrival struct {
@@ -111,8 +117,17 @@ func scaleRun(b *testing.B, n int) {
 				}
 			}
 			slices.Sort(short)
-			b.Fatalf("after 4 minutes %d advertisements are still missing: %d peers hold fewer than %d, holding %v",
-				unadvertised, len(short), n-1, short)
+			// The peers that hold the least: cut off (no connection), or
+			// connected and still not reached by gossip nor a pull?
+			var least []string
+			for i, a := range nodes {
+				if k := len(a.Directory().Peers()); k < n/2 {
+					least = append(least, fmt.Sprintf("node %d: %d ads, %d peers connected, %d of them with the sync protocol known",
+						i, k, len(a.Host().Network().Peers()), syncCapable(a)))
+				}
+			}
+			b.Fatalf("after 4 minutes %d advertisements are still missing: %d peers hold fewer than %d, holding %v; %v",
+				unadvertised, len(short), n-1, short, least)
 		}
 	}
 	known := time.Since(start)
@@ -171,6 +186,7 @@ func scaleRun(b *testing.B, n int) {
 		time.Sleep(wait)
 	}
 	idleMedian, idleMax := connsPerPeer(nodes)
+	census.report(b, nodes, start.Add(started+5*time.Second), []string{"pubsub:/troupe/scale/ads", "pubsub:/troupe/scale/group/all"})
 	b.ReportMetric(float64(idleMedian), "conns-idle-median")
 	b.ReportMetric(float64(idleMax), "conns-idle-max")
 	b.ReportMetric(float64(protectedPerPeer(nodes)), "protected-idle-median")
@@ -187,9 +203,26 @@ func scaleRun(b *testing.B, n int) {
 	b.ReportMetric(100*float64(n*(n-1)-unconnected)/float64(n*(n-1)), "%-pairs-connected")
 	b.ReportMetric(float64(connsMedian), "conns-median")
 	b.ReportMetric(float64(connsMax), "conns-max")
-	b.ReportMetric(float64(m1.HeapInuse+m1.StackInuse-m0.HeapInuse-m0.StackInuse)/float64(n)/(1<<20), "MiB/peer")
+	// Signed: the heap can shrink between the two reads (what an earlier
+	// benchmark of the process left is collected meanwhile), and an
+	// unsigned difference then reports some 10^11 MiB per peer.
+	grown := int64(m1.HeapInuse+m1.StackInuse) - int64(m0.HeapInuse+m0.StackInuse)
+	b.ReportMetric(float64(grown)/float64(n)/(1<<20), "MiB/peer")
 	b.ReportMetric(float64(all[len(all)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-µs")
+}
+
+// syncCapable returns how many of nd's connected peers its peerstore
+// knows to speak the directory exchange (what its pulls choose from).
+func syncCapable(nd *peer.Node) int {
+	proto := discovery.SyncProtocol("scale")
+	k := 0
+	for _, p := range nd.Host().Network().Peers() {
+		if ok, _ := nd.Host().Peerstore().SupportsProtocols(p, proto); len(ok) > 0 {
+			k++
+		}
+	}
+	return k
 }
 
 // connsPerPeer returns the median and the most of the nodes' open

@@ -113,7 +113,7 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	hopts = append(hopts, libp2p.ConnectionManager(cm))
+	hopts = append(hopts, libp2p.ConnectionManager(budgetConnMgr{cm}))
 	if cfg.prom != nil {
 		hopts = append(hopts, libp2p.PrometheusRegisterer(cfg.prom))
 	} else {

@@ -6,7 +6,9 @@ import (
 	"time"
 
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
+	"github.com/troupe-mesh/troupe/discovery"
 	"github.com/troupe-mesh/troupe/routing"
 )
 
@@ -49,6 +51,10 @@ const (
 	// active circuit (libp2p's relay service tags those, without
 	// protecting them).
 	protRelay
+	// protExchange: a directory exchange with the peer is open, either
+	// way (discovery.SyncProtocol): a newcomer's first pull, which
+	// brings it the mesh's directory, is not cut off in the middle.
+	protExchange
 )
 
 // The tags libp2p's circuit relay service puts on the peers it serves a
@@ -63,6 +69,7 @@ type peerFacts struct {
 	edges    int                  // actor.System.RemoteEdges
 	activity routing.PeerActivity // the router's
 	tags     map[string]int       // the connection manager's tags (nil: none)
+	exchange bool                 // a directory exchange stream is open
 }
 
 // peerMark is what the guard remembers of a peer between sweeps: its
@@ -98,6 +105,9 @@ func protection(prev peerMark, f peerFacts, now time.Time, grace time.Duration) 
 	if f.tags[relayReservationTag] > 0 || f.tags[relayHopTag] > 0 {
 		r |= protRelay
 	}
+	if f.exchange {
+		r |= protExchange
+	}
 	return r, next
 }
 
@@ -113,9 +123,11 @@ type guard struct {
 	n     *Node
 	cm    *connmgr.BasicConnMgr
 	grace time.Duration
-	now   chan guardRequest // a sweep (and trim) asked for
-	stop  context.CancelFunc
-	done  chan struct{}
+	// syncProto is the mesh's directory exchange (discovery.SyncProtocol).
+	syncProto protocol.ID
+	now       chan guardRequest // a sweep (and trim) asked for
+	stop      context.CancelFunc
+	done      chan struct{}
 
 	marks map[libp2ppeer.ID]peerMark
 	kept  map[libp2ppeer.ID]protectReason // peers protected under busyTag
@@ -128,7 +140,7 @@ type guard struct {
 // startGuard starts sweeping n's connections until close.
 func startGuard(n *Node) *guard {
 	ctx, cancel := context.WithCancel(context.Background())
-	g := &guard{n: n, cm: n.cm, grace: n.cfg.conns.Grace, now: make(chan guardRequest),
+	g := &guard{n: n, cm: n.cm, grace: n.cfg.conns.Grace, syncProto: discovery.SyncProtocol(n.cfg.mesh), now: make(chan guardRequest),
 		stop: cancel, done: make(chan struct{}),
 		marks: map[libp2ppeer.ID]peerMark{}, kept: map[libp2ppeer.ID]protectReason{}}
 	go g.run(ctx)
@@ -204,11 +216,25 @@ func (g *guard) check(p libp2ppeer.ID, now time.Time) protectReason {
 // facts gathers what protection needs of peer p. Safe for concurrent
 // use (the liveness prober calls it too: liveness.go).
 func (g *guard) facts(p libp2ppeer.ID) peerFacts {
-	f := peerFacts{edges: g.n.sys.RemoteEdges(p.String()), activity: g.n.router.PeerActivity(p)}
+	f := peerFacts{edges: g.n.sys.RemoteEdges(p.String()), activity: g.n.router.PeerActivity(p),
+		exchange: g.exchanging(p)}
 	if ti := g.cm.GetTagInfo(p); ti != nil {
 		f.tags = ti.Tags
 	}
 	return f
+}
+
+// exchanging reports whether a directory exchange stream with p is
+// open, in either direction.
+func (g *guard) exchanging(p libp2ppeer.ID) bool {
+	for _, c := range g.n.host.Network().ConnsToPeer(p) {
+		for _, s := range c.GetStreams() {
+			if s.Protocol() == g.syncProto {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // guardRequest asks the guard for a sweep now, and a trim after it if

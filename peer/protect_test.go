@@ -41,14 +41,15 @@ func TestProtection(t *testing.T) {
 			now: t0.Add(time.Hour), want: protTraffic, mark: peerMark{active: t0.Add(time.Hour)}},
 		{name: "a relay reservation served", f: peerFacts{tags: map[string]int{relayReservationTag: 10}}, now: t0, want: protRelay},
 		{name: "a relay circuit served", f: peerFacts{tags: map[string]int{relayHopTag: 2}}, now: t0, want: protRelay},
+		{name: "a directory exchange open", f: peerFacts{exchange: true}, now: t0, want: protExchange},
 		{name: "a circuit tag at zero", f: peerFacts{tags: map[string]int{relayHopTag: 0, "kbucket": 5}}, now: t0},
 		{name: "everything", prev: peerMark{active: t0}, f: peerFacts{edges: 2, activity: routing.PeerActivity{Busy: true, Held: 1},
-			tags: map[string]int{relayHopTag: 2}}, now: t0.Add(time.Second),
-			want: protEdges | protBusy | protHeld | protTraffic | protRelay, mark: peerMark{active: t0}},
+			tags: map[string]int{relayHopTag: 2}, exchange: true}, now: t0.Add(time.Second),
+			want: protEdges | protBusy | protHeld | protTraffic | protRelay | protExchange, mark: peerMark{active: t0}},
 	} {
 		got, mark := protection(tc.prev, tc.f, tc.now, grace)
 		if got != tc.want || mark != tc.mark {
-			t.Errorf("%s: protection %05b, mark %+v; want %05b, %+v", tc.name, got, mark, tc.want, tc.mark)
+			t.Errorf("%s: protection %06b, mark %+v; want %06b, %+v", tc.name, got, mark, tc.want, tc.mark)
 		}
 	}
 }

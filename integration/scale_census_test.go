@@ -1,0 +1,116 @@
+package integration
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/troupe-mesh/troupe/peer"
+)
+
+// connCensus records, for every connection the nodes open, who opened it
+// and the protocols of the streams first seen on it, so that a scale
+// benchmark can say where the connections an idle mesh holds come from.
+type connCensus struct {
+	mu    sync.Mutex
+	first map[network.Conn]string // protocols seen on the connection's first streams
+}
+
+func newConnCensus() *connCensus { return &connCensus{first: map[network.Conn]string{}} }
+
+// watch records the connections nd opens or accepts from now on.
+func (cc *connCensus) watch(nd *peer.Node) {
+	nd.Host().Network().Notify(&network.NotifyBundle{ConnectedF: func(_ network.Network, c network.Conn) {
+		go func() {
+			// The first streams: identify runs on every connection; what
+			// else the opener wanted shows within a few hundred ms.
+			var seen []string
+			for _, d := range []time.Duration{20 * time.Millisecond, 200 * time.Millisecond, time.Second} {
+				time.Sleep(d)
+				for _, s := range c.GetStreams() {
+					p := string(s.Protocol())
+					if p != "" && !strings.Contains(p, "/id/") && !slices.Contains(seen, p) {
+						seen = append(seen, p)
+					}
+				}
+				if len(seen) > 0 {
+					break
+				}
+			}
+			cc.mu.Lock()
+			cc.first[c] = strings.Join(seen, ",")
+			cc.mu.Unlock()
+		}()
+	}})
+}
+
+// report logs what the nodes' open connections are: by direction, age
+// (opened since `since`), the first protocol outbound ones carried, the
+// peer pairs holding two, and which tags protect the connected peers.
+func (cc *connCensus) report(b *testing.B, nodes []*peer.Node, since time.Time, topics []string) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	var in, out, late, dup, total int
+	lateProto := map[string]int{}
+	outProto := map[string]int{}
+	prot := map[string]int{}
+	var peersPer []int
+	for _, nd := range nodes {
+		net := nd.Host().Network()
+		cm := nd.Host().ConnManager()
+		peersPer = append(peersPer, len(net.Peers()))
+		for _, p := range net.Peers() {
+			cs := net.ConnsToPeer(p)
+			if len(cs) > 1 {
+				dup++
+			}
+			any := false
+			for _, tag := range append([]string{"troupe-busy", "troupe", "kbucket"}, topics...) {
+				if cm.IsProtected(p, tag) {
+					prot[tag]++
+					any = true
+				}
+			}
+			if any || cm.IsProtected(p, "") {
+				prot["any"]++
+			}
+		}
+		for _, c := range net.Conns() {
+			total++
+			st := c.Stat()
+			proto := cc.first[c]
+			if proto == "" {
+				proto = "-"
+			}
+			if st.Direction == network.DirInbound {
+				in++
+				continue
+			}
+			out++
+			outProto[proto]++
+			if st.Opened.After(since) {
+				late++
+				lateProto[proto]++
+			}
+		}
+	}
+	slices.Sort(peersPer)
+	b.Logf("census: %d conns (%d in, %d out), peers per node median %d max %d, %d peer pairs with two or more",
+		total, in, out, peersPer[len(peersPer)/2], peersPer[len(peersPer)-1], dup)
+	b.Logf("census: outbound by first protocol: %s", fmtCounts(outProto))
+	b.Logf("census: %d outbound opened after %s: %s", late, since.Format("15:04:05.000"), fmtCounts(lateProto))
+	b.Logf("census: protected peers by tag (sum over nodes): %s", fmtCounts(prot))
+}
+
+func fmtCounts(m map[string]int) string {
+	var sb strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		fmt.Fprintf(&sb, "%s=%d ", k, m[k])
+	}
+	return sb.String()
+}
