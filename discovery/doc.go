@@ -73,8 +73,10 @@
 //
 // # Files
 //
-//	mdns.go          mDNS on the LAN
-//	dht.go           the DHT rendezvous and its bounded provider store
+//	mdns.go          mDNS on the LAN: the service, its restarts and requeries
+//	mdns_dial.go     dialing the peers mDNS finds, with retries
+//	dht.go           the DHT rendezvous: advertising and finding
+//	dht_store.go     the DHT's bounded provider store
 //	names.go         names provided and looked up in the DHT
 //	bootstrap.go     staying joined: bootstrap peers dialed until reached
 //	ads.go           advertisements: format, publication

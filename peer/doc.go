@@ -20,6 +20,7 @@
 // # Files
 //
 //	node.go       Node, New, Close and accessors
+//	node_send.go  SendCtx, Publish, GroupReady: messages from plain code
 //	options.go    the options of New
 //	connect.go    Connect; peers discovery found
 //	dial.go       transports and dial order (TCP before QUIC)
