@@ -35,6 +35,7 @@
 // # Files
 //
 //	router.go            Router, Config, New, Close, Stats
+//	incarnation.go       incarnation numbers and the agent version announcing them
 //	timings.go           waits and test hooks, per router
 //	deliver.go           the actor system's Remote: messages going out
 //	link.go              a peer's link: two queues and their writers
