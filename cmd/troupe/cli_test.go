@@ -66,7 +66,7 @@ func TestEveryBadArgumentExitsTwoWithOneLine(t *testing.T) {
 		{"actors", "-timeout", "-1s"},
 		{"send"},
 		{"send", testPeer + "/echo"},
-		{"send", "no-slash", "{}"},
+		{"send", "no slash", "{}"},
 		{"send", "notapeer/echo", "{}"},
 		{"send", testPeer + "/echo", "{not json"},
 		{"send", testPeer + "/echo", "{} {}"},

@@ -223,7 +223,7 @@ func actorsCmd(args []string, stdout, stderr io.Writer) int {
 
 // messageRequest checks the address and JSON of send and ask.
 func messageRequest(cmd string, pos []string, typ string, timeout time.Duration) (control.Request, error) {
-	if _, err := parseActorAddr(pos[0]); err != nil {
+	if _, _, err := parseTarget(pos[0]); err != nil {
 		return control.Request{}, err
 	}
 	if _, err := jsonToCBOR(pos[1]); err != nil {
@@ -261,7 +261,7 @@ func askCmd(args []string, stdout, stderr io.Writer) int {
 
 // messageCmd runs send or ask.
 func messageCmd(cmd, summary, timeoutUsage string, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet(cmd, "PEER/NAME JSON", summary, stderr)
+	fs := newFlagSet(cmd, "[PEER/]NAME JSON", summary, stderr)
 	f := addClientFlags(fs, true)
 	typ := fs.String("type", "", "registered type name of the message (e.g. string, int, or an application type)")
 	timeout := fs.Duration("timeout", defaultAskTimeout, timeoutUsage)

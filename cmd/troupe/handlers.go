@@ -243,9 +243,16 @@ func (d *runningDaemon) actors(ctx context.Context, peerStr string) (actorsResul
 // local actor receives what a Go sender would send); any other name yields
 // a codec.Raw that peers knowing the type decode.
 func (d *runningDaemon) sendOrAsk(ctx context.Context, req control.Request) (any, error) {
-	ref, err := parseActorAddr(req.Addr)
+	ref, bare, err := parseTarget(req.Addr)
 	if err != nil {
 		return nil, err
+	}
+	if bare {
+		if ref, err = d.node.Whereis(ctx, req.Addr); errors.Is(err, actor.ErrNoSuchActor) {
+			return nil, cli.Trimmed(fmt.Sprintf("no peer of the mesh has an actor named %q", req.Addr), err)
+		} else if err != nil {
+			return nil, fmt.Errorf("finding %q in the mesh: %w", req.Addr, err)
+		}
 	}
 	typ := req.Type
 	if typ == "" {

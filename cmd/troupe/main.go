@@ -37,8 +37,8 @@ commands:
   peers     list the connected peers
   top       watch the peers, their message rates and link queues live
   actors    list the actors of this peer, or of PEER
-  send      send a JSON message to an actor: troupe send PEER/NAME JSON
-  ask       send a JSON message and print the reply: troupe ask PEER/NAME JSON
+  send      send a JSON message to an actor: troupe send [PEER/]NAME JSON
+  ask       send a JSON message and print the reply: troupe ask [PEER/]NAME JSON
   deadletters  list the messages that reached no actor: troupe deadletters [--follow]
   ping      measure the round trip to a peer
   connect   connect to a peer at a multiaddr (direct, or a relay's circuit)

@@ -35,7 +35,7 @@ func TestVersionTakesNoArguments(t *testing.T) {
 func TestHelpForACommand(t *testing.T) {
 	_, _, want := runCLI(t, "send", "-h")
 	code, out, errOut := runCLI(t, "help", "send")
-	if code != 0 || out != want || errOut != "" || !strings.Contains(out, "PEER/NAME JSON") {
+	if code != 0 || out != want || errOut != "" || !strings.Contains(out, "[PEER/]NAME JSON") {
 		t.Fatalf("help send: exit %d, stdout %q, stderr %q; want send -h's help on stdout", code, out, errOut)
 	}
 	if code, out, _ := runCLI(t, "help", "help"); code != 0 || !strings.Contains(out, "commands:") {

@@ -110,6 +110,20 @@ func sendLine(r sendResult) string {
 	return "sent to " + r.To + "; delivery unconfirmed"
 }
 
+// parseTarget parses send's and ask's address: an actor address
+// (parseActorAddr), or a bare actor name (bare set, ref zero), which the
+// daemon finds anywhere in the mesh with Node.Whereis.
+func parseTarget(s string) (ref actor.Ref, bare bool, err error) {
+	if strings.Contains(s, "/") {
+		ref, err = parseActorAddr(s)
+		return ref, false, err
+	}
+	if _, err := actor.NewRef("p", s); err != nil {
+		return actor.Ref{}, false, fmt.Errorf("%w: address %q is neither <peer ID>/<actor name> nor an actor name", errUsage, s)
+	}
+	return actor.Ref{}, true, nil
+}
+
 // parseActorAddr parses "<peer ID>/<name>" or "/p2p/<peer ID>/actor/<name>".
 func parseActorAddr(s string) (actor.Ref, error) {
 	ref, err := actor.ParseRef(s)

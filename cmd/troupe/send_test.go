@@ -110,3 +110,33 @@ func TestConnectedElsewhere(t *testing.T) {
 		}
 	}
 }
+
+// TestAskByBareName: `troupe ask NAME` finds the actor on whichever peer
+// of the mesh has it (Node.Whereis), here another daemon's.
+func TestAskByBareName(t *testing.T) {
+	a, _ := startTestDaemon(t, &lockedWriter{w: new(bytes.Buffer)})
+	b, _ := startTestDaemon(t, &lockedWriter{w: new(bytes.Buffer)})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := a.node.Connect(ctx, *b.node.AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	var loop func(c *actor.Context)
+	loop = func(c *actor.Context) {
+		c.Receive(actor.On(func(s string) {
+			c.Reply("from b: " + s)
+			loop(c)
+		}))
+	}
+	if _, err := b.node.System().Spawn("only-on-b", loop); err != nil {
+		t.Fatal(err)
+	}
+	req := control.Request{Cmd: "ask", Addr: "only-on-b", Type: "string", Body: json.RawMessage(`"hi"`), Timeout: 5 * time.Second}
+	res, _, err := a.handle(ctx, req, nil)
+	if err != nil {
+		t.Fatalf("ask by bare name: %v", err)
+	}
+	if r, ok := res.(askResult); !ok || string(r.Reply) != `"from b: hi"` {
+		t.Fatalf("ask by bare name answered %+v, want b's actor's reply", res)
+	}
+}
