@@ -27,15 +27,22 @@
 //	gater.go      the allowlist
 //	identity.go   key files
 //	limits.go     the resource manager's limits
+//	connmgr.go    the connection budget (Connections) and its manager
+//	protect.go    the connection guard: which connections may be trimmed
+//	trim.go       which unprotected connections a trim closes (pure)
+//	redial.go     peers redialed after they disconnect, with backoff
 //	relay.go      relay service, relays, hole punching, reachability
 //	relayfind.go  relays found in advertisements (AutoRelay's source)
 //	latency.go    pings that keep peers' round trips known
+//	liveness.go   silent peers declared gone (WithLiveness)
+//	pingstream.go ping streams kept open per peer
 //	directory.go  what other peers advertise; Whereis
 //	lookup.go     names looked up in the DHT above a size, and their cache
 //	global.go     mesh-wide names: ClaimGlobal, WhereisGlobal, GlobalNameLost
 //	global_resolve.go  the pure resolution of a name's claims
 //	service.go    the node actor (name lookups, remote spawn)
 //	spawn.go      remote spawn and its quotas
+//	spawn_guard.go  what ties a spawned actor to the peer that spawned it
 //	names.go      mesh names and their mDNS service
 //	metrics.go    Prometheus collectors
 //	liblog.go     libp2p's logs through slog
