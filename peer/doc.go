@@ -10,6 +10,16 @@
 // context's deadline, stops the actors, then closes the host, waiting for
 // every goroutine the node started.
 //
+// # Liveness and healing
+//
+// A connected peer that something here waits on (a monitor or link
+// either way, an Ask, messages queued) and that answers no ping and
+// sends nothing for the liveness timeout (WithLiveness, DefaultLiveness)
+// is declared gone: its connections are closed, and its monitors,
+// links and Asks see actor.ErrNodeDown. A peer the application connected
+// to, a bootstrap peer, or one declared gone is redialed with backoff
+// when it disconnects. docs/reliability.md has the numbers.
+//
 // # Security
 //
 // Every connection is authenticated (TLS or Noise): a Ref's peer ID is the
