@@ -140,13 +140,16 @@
 //
 // An actor is addressed by a Ref: its peer's ID plus its name, in text
 // "<peer>/<name>". A Ref is a comparable value, not a handle: making one
-// checks only its syntax, and holding one keeps nothing alive. Names are unique per peer; actors spawned without one get
-// a generated name starting with '$', never handed out again by that peer
+// checks only its syntax, and holding one keeps nothing alive. Names are
+// unique per peer; actors spawned without one get a generated name
+// starting with '$', never handed out again by that peer
 // even after it restarts (a new System counts from a random point), so a
 // Ref to an unnamed actor of a restarted peer reaches no actor, as a pid of
 // an earlier Erlang node creation does. A name the application chose
 // belongs to the service, as an Erlang registered name does: after a
-// restart it reaches the new actor of that name.
+// restart it reaches the new actor of that name. A Ref field of a message
+// to another peer does not survive the codec today (it arrives as the
+// zero Ref): send ref.String() and ParseRef it there, or use Sender.
 //
 // # Concurrency
 //
