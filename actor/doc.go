@@ -112,7 +112,14 @@
 //
 // # Messages
 //
-// Per sender and receiver, messages arrive in the order sent. Delivery is
+// Per sender and receiver, messages arrive in the order sent; so do
+// signals (links, exits, monitors, Down) and replies, all through the one
+// inbox of the receiver. Across peers the transport splits them in two
+// classes, each in order per sender and receiver: user messages and
+// replies, and control signals (with Undeliverable); a signal may
+// overtake a user message sent before it to an actor of another peer
+// (docs/architecture.md, "What is ordered", states the guarantee).
+// Plain code counts as one sender per goroutine. Delivery is
 // at-most-once; sending never blocks. A message for an unknown or stopped
 // actor, or for another peer when no Remote is set, is a dead letter:
 // counted (System.DeadLetters), passed to the dead-letter hook, never a
@@ -132,13 +139,17 @@
 // # Names and Refs
 //
 // An actor is addressed by a Ref: its peer's ID plus its name, in text
-// "<peer>/<name>". Names are unique per peer; actors spawned without one get
-// a generated name starting with '$', never handed out again by that peer
+// "<peer>/<name>". A Ref is a comparable value, not a handle: making one
+// checks only its syntax, and holding one keeps nothing alive. Names are
+// unique per peer; actors spawned without one get a generated name
+// starting with '$', never handed out again by that peer
 // even after it restarts (a new System counts from a random point), so a
 // Ref to an unnamed actor of a restarted peer reaches no actor, as a pid of
 // an earlier Erlang node creation does. A name the application chose
 // belongs to the service, as an Erlang registered name does: after a
-// restart it reaches the new actor of that name.
+// restart it reaches the new actor of that name. A Ref field of a message
+// to another peer does not survive the codec today (it arrives as the
+// zero Ref): send ref.String() and ParseRef it there, or use Sender.
 //
 // # Concurrency
 //
@@ -182,6 +193,7 @@
 //	port.go        the transport's handle; remote.go: what it carries
 //	inbound.go     batches of remote messages; credit.go: their bytes
 //	peerdown.go    what a departed peer's actors leave behind
+//	remotepeers.go RemoteEdges: what ties the actors to a peer
 //	registry.go    names; ref.go: Ref; gentable.go: generated names
 //	options.go     System options; errors.go: sentinels
 //	same_*.go, owner_*.go  identity checks (unsafe / nounsafe builds)

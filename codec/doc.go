@@ -3,8 +3,10 @@
 // frames with hard size limits. Every message between peers passes through
 // it.
 //
-// codec stands alone: it imports neither actor nor libp2p. An actor
-// reference travels as a Ref (peer ID bytes and a name); routing converts.
+// codec stands alone: it imports neither actor nor libp2p. An envelope
+// names its target and its sender by name; routing makes actor.Refs of
+// them and of the stream's authenticated peer. Ref is a wire form of an
+// actor reference for message bodies; routing does not use it.
 //
 // # Frames
 //

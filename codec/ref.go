@@ -10,7 +10,8 @@ import (
 // hosting the actor and the actor's name on that peer. It encodes as a CBOR
 // array [peer bytes, name text], the same layout as an envelope's from
 // field, so it can appear in message bodies. codec does not depend on
-// libp2p or actor; routing converts between Ref and actor.Ref.
+// libp2p or actor, and routing does not convert between Ref and
+// actor.Ref: an application that puts a Ref in a body converts it.
 type Ref struct {
 	_ struct{} `cbor:",toarray"`
 	// Peer is the hosting peer's ID bytes; empty means the local peer.

@@ -22,7 +22,12 @@
 // addresses do (EvtLocalAddressesUpdated), at most once a second; with no
 // multicast interface at all it waits for one instead of failing, and a
 // start that failed on an interface not yet ready is tried again at the
-// next look.
+// next look. It also restarts the service, which queries the LAN again,
+// when a peer it connected to within the last 15 minutes (at most 256
+// remembered) is not connected: 10 s after it is found missing, then
+// twice as long each time (at most 5 minutes apart) while some stay
+// missing, and every 10 s again once none is (nextRequery), so that the
+// peers of a healed partition find each other.
 //
 // mDNS needs an interface with the MULTICAST flag and a non-loopback listen
 // address. Tests run it only inside network namespaces they create: on a
@@ -30,7 +35,9 @@
 //
 // # Beyond the LAN
 //
-// StartDHT joins Troupe's Kademlia DHT through bootstrap peers and meets
+// StartDHT joins Troupe's Kademlia DHT (/troupe/kad/1.0.0, under
+// DHTProtocolPrefix: it never meets the public IPFS DHT) through
+// bootstrap peers and meets
 // the mesh's other peers at a rendezvous key, dialing those it finds in
 // random order while the node wants peers (WithWantsPeers, ErrDialBudget).
 //
@@ -73,6 +80,7 @@
 //
 // # Files
 //
+//	options.go       the options of StartAds, StartDHT and StartMDNS
 //	mdns.go          mDNS on the LAN: the service, its restarts and requeries
 //	mdns_dial.go     dialing the peers mDNS finds, with retries
 //	dht.go           the DHT rendezvous: advertising and finding
@@ -82,6 +90,7 @@
 //	ads.go           advertisements: format, publication
 //	ads_sign.go      signing and verifying them
 //	ads_store.go     the directory of advertisements held
+//	ads_relayed.go   what second-hand advertisements a peer may make it hold
 //	adsync.go        the directory exchange, asking side (pulls, new peers)
 //	adsync_serve.go  the directory exchange, answering side
 package discovery

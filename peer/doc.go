@@ -10,6 +10,16 @@
 // context's deadline, stops the actors, then closes the host, waiting for
 // every goroutine the node started.
 //
+// # Liveness and healing
+//
+// A connected peer that something here waits on (a monitor or link
+// either way, an Ask, messages queued) and that answers no ping and
+// sends nothing for the liveness timeout (WithLiveness, DefaultLiveness)
+// is declared gone: its connections are closed, and its monitors,
+// links and Asks see actor.ErrNodeDown. A peer the application connected
+// to, a bootstrap peer, or one declared gone is redialed with backoff
+// when it disconnects. docs/reliability.md has the numbers.
+//
 // # Security
 //
 // Every connection is authenticated (TLS or Noise): a Ref's peer ID is the
@@ -28,15 +38,22 @@
 //	gater.go      the allowlist
 //	identity.go   key files
 //	limits.go     the resource manager's limits
+//	connmgr.go    the connection budget (Connections) and its manager
+//	protect.go    the connection guard: which connections may be trimmed
+//	trim.go       which unprotected connections a trim closes (pure)
+//	redial.go     peers redialed after they disconnect, with backoff
 //	relay.go      relay service, relays, hole punching, reachability
 //	relayfind.go  relays found in advertisements (AutoRelay's source)
 //	latency.go    pings that keep peers' round trips known
+//	liveness.go   silent peers declared gone (WithLiveness)
+//	pingstream.go ping streams kept open per peer
 //	directory.go  what other peers advertise; Whereis
 //	lookup.go     names looked up in the DHT above a size, and their cache
 //	global.go     mesh-wide names: ClaimGlobal, WhereisGlobal, GlobalNameLost
 //	global_resolve.go  the pure resolution of a name's claims
 //	service.go    the node actor (name lookups, remote spawn)
 //	spawn.go      remote spawn and its quotas
+//	spawn_guard.go  what ties a spawned actor to the peer that spawned it
 //	names.go      mesh names and their mDNS service
 //	metrics.go    Prometheus collectors
 //	liblog.go     libp2p's logs through slog

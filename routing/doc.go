@@ -36,7 +36,9 @@
 //
 //	router.go            Router, Config, New, Close, Stats
 //	incarnation.go       incarnation numbers and the agent version announcing them
+//	options.go           the options of New and NewGroups
 //	timings.go           waits and test hooks, per router
+//	loglimit.go          what a hostile peer's protocol errors cost in logs
 //	deliver.go           the actor system's Remote: messages going out
 //	link.go              a peer's link: two queues and their writers
 //	queue.go             a link's bounded queue
@@ -49,6 +51,7 @@
 //	inbound.go           reading a stream, handing messages to actors
 //	inbound_limits.go    what bounds one stream's reader
 //	budget.go            per-peer inbound byte budgets
+//	reader_budget.go     the bytes all stream readers together may hold
 //	dispatch.go          what a decoded message becomes
 //	wire.go              system messages on the wire
 //	peertable.go         the state per peer and its streams: events in, actions out (pure)
@@ -56,6 +59,7 @@
 //	loss.go              the loss protocol: the router's side, the table's actions
 //	peers.go             peers coming and going; links retired
 //	traffic.go           per-peer counters
+//	activity.go          PeerActivity: what the router has to do with a peer
 //	errors.go            sentinel errors
 //	groups*.go           groups over GossipSub: topics, presence, mesh, filters
 //	groups_gate.go       spacing the answers to grafts and questions

@@ -52,11 +52,16 @@ import (
 //     link's open streams. Leaves: they take no other lock (under a
 //     queue's: libp2p's IsClosed and the actor system's lock-free
 //     InEventLoop).
+//   - readerBudget.mu (reader_budget.go): what all stream readers hold;
+//     logLimiter.mu (loglimit.go): the log lines per peer and kind.
+//     Leaves too: they take no other lock, and may be taken under any
+//     of the above.
 //
 // The router calls the actor system (Bounce, PeerDown, its Inbound) with
 // none of these held, so the actor system may call the router with its
-// own locks held. Groups.mu, TopicFilter.mu and the presence order's mu
-// are leaves of their own, never held with Router.mu.
+// own locks held. Groups.mu, TopicFilter.mu, meshTracer.mu and the
+// presence order's mu are leaves of their own, never held with
+// Router.mu.
 
 // Protocols: user messages, and control traffic on its own stream so that
 // a burst of large user messages never delays a Down or an Exit. Version
