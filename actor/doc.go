@@ -148,8 +148,8 @@
 // an earlier Erlang node creation does. A name the application chose
 // belongs to the service, as an Erlang registered name does: after a
 // restart it reaches the new actor of that name. A Ref field of a message
-// to another peer does not survive the codec today (it arrives as the
-// zero Ref): send ref.String() and ParseRef it there, or use Sender.
+// to another peer travels as the bytes of its address (MarshalBinary) and
+// is checked on arrival like any address.
 //
 // # Concurrency
 //

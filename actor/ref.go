@@ -121,6 +121,15 @@ func (r *Ref) UnmarshalText(b []byte) error {
 	return nil
 }
 
+// MarshalBinary is MarshalText: a Ref in a message body travels as the
+// bytes of "<peer>/<name>" (the codec's CBOR calls it; without it the
+// unexported field made a Ref arrive as the zero Ref).
+func (r Ref) MarshalBinary() ([]byte, error) { return r.MarshalText() }
+
+// UnmarshalBinary is UnmarshalText: what another peer sends is parsed
+// and checked like any address (ErrInvalidRef, ErrInvalidName).
+func (r *Ref) UnmarshalBinary(b []byte) error { return r.UnmarshalText(b) }
+
 // checkName validates an actor name; generated ('$'-prefixed) names are
 // allowed only when generated is true.
 func checkName(name string, generated bool) error {
