@@ -39,18 +39,7 @@ func TestDropPartitionHeals(t *testing.T) {
 
 func dropPartition(t *testing.T, listen string) {
 	hosts := newNetns(t).lan(2)
-	cfg := fmt.Sprintf(`{"listen": [%q], "mdns": false, "log_level": "warn", "liveness": %q}`, listen, healLiveness)
-	home := func() string {
-		h := t.TempDir()
-		if err := os.WriteFile(filepath.Join(h, "config.json"), []byte(cfg), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return h
-	}
-	a := startDaemonHome(t, home(), hosts[0])
-	b := startDaemonHome(t, home(), hosts[1], "-connect", a.addr.String())
-	a.expectLine(t, 15*time.Second, "joined "+b.id.String(), "(echo ")
-	b.expectLine(t, 15*time.Second, "joined "+a.id.String(), "(echo ")
+	a, b := joinedPair(t, hosts, fmt.Sprintf(`{"listen": [%q], "mdns": false, "log_level": "warn", "liveness": %q}`, listen, healLiveness))
 	// b's monitor of a's echo: something waits on each side, so the
 	// liveness timeout applies to both (an idle peer is never declared).
 	natWatch(t, b, a.id.String()+"/echo")
@@ -91,4 +80,23 @@ func dropPartition(t *testing.T, listen string) {
 	}
 	t.Logf("NodeDown after the cut: a %v, b %v; asks work again %v after the heal",
 		aDown.Round(time.Millisecond), bDown.Round(time.Millisecond), time.Since(healed).Round(time.Millisecond))
+}
+
+// joinedPair starts a daemon in hosts[0] and one in hosts[1] that
+// connects to it, both with config cfg, and returns once each has said
+// the other joined.
+func joinedPair(t *testing.T, hosts []string, cfg string) (a, b *daemonProc) {
+	t.Helper()
+	home := func() string {
+		h := t.TempDir()
+		if err := os.WriteFile(filepath.Join(h, "config.json"), []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	a = startDaemonHome(t, home(), hosts[0])
+	b = startDaemonHome(t, home(), hosts[1], "-connect", a.addr.String())
+	a.expectLine(t, 15*time.Second, "joined "+b.id.String(), "(echo ")
+	b.expectLine(t, 15*time.Second, "joined "+a.id.String(), "(echo ")
+	return a, b
 }

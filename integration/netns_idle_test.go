@@ -1,9 +1,7 @@
 package integration
 
 import (
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -34,18 +32,7 @@ func TestLivenessIdleCost(t *testing.T) {
 		skipNetns(t, "iptables is missing")
 	}
 	hosts := newNetns(t).lan(2)
-	cfg := `{"listen": ["/ip4/0.0.0.0/tcp/0"], "mdns": false, "log_level": "warn"}`
-	home := func() string {
-		h := t.TempDir()
-		if err := os.WriteFile(filepath.Join(h, "config.json"), []byte(cfg), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return h
-	}
-	a := startDaemonHome(t, home(), hosts[0])
-	b := startDaemonHome(t, home(), hosts[1], "-connect", a.addr.String())
-	a.expectLine(t, 15*time.Second, "joined "+b.id.String(), "(echo ")
-	b.expectLine(t, 15*time.Second, "joined "+a.id.String(), "(echo ")
+	a, b := joinedPair(t, hosts, `{"listen": ["/ip4/0.0.0.0/tcp/0"], "mdns": false, "log_level": "warn"}`)
 	ipt := func(args ...string) string {
 		t.Helper()
 		o, err := exec.Command("ip", append([]string{"netns", "exec", hosts[0], "iptables", "-w"}, args...)...).CombinedOutput()

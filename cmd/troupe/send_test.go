@@ -21,13 +21,7 @@ import (
 // live actor that never replies makes it "unconfirmed", not a deadline
 // error of the request.
 func TestSendWaitLongerThanTimeout(t *testing.T) {
-	a, _ := startTestDaemon(t, &lockedWriter{w: new(bytes.Buffer)})
-	b, _ := startTestDaemon(t, &lockedWriter{w: new(bytes.Buffer)})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := a.node.Connect(ctx, *b.node.AddrInfo()); err != nil {
-		t.Fatal(err)
-	}
+	a, b, ctx := connectedDaemons(t)
 	got := make(chan struct{}, 1)
 	var silentLoop func(c *actor.Context)
 	silentLoop = func(c *actor.Context) {
@@ -114,13 +108,7 @@ func TestConnectedElsewhere(t *testing.T) {
 // TestAskByBareName: `troupe ask NAME` finds the actor on whichever peer
 // of the mesh has it (Node.Whereis), here another daemon's.
 func TestAskByBareName(t *testing.T) {
-	a, _ := startTestDaemon(t, &lockedWriter{w: new(bytes.Buffer)})
-	b, _ := startTestDaemon(t, &lockedWriter{w: new(bytes.Buffer)})
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := a.node.Connect(ctx, *b.node.AddrInfo()); err != nil {
-		t.Fatal(err)
-	}
+	a, b, ctx := connectedDaemons(t)
 	var loop func(c *actor.Context)
 	loop = func(c *actor.Context) {
 		c.Receive(actor.On(func(s string) {
@@ -139,4 +127,18 @@ func TestAskByBareName(t *testing.T) {
 	if r, ok := res.(askResult); !ok || string(r.Reply) != `"from b: hi"` {
 		t.Fatalf("ask by bare name answered %+v, want b's actor's reply", res)
 	}
+}
+
+// connectedDaemons starts two test daemons, a connected to b, and a
+// context that bounds the test (20 s).
+func connectedDaemons(t *testing.T) (a, b *runningDaemon, ctx context.Context) {
+	t.Helper()
+	a, _ = startTestDaemon(t, &lockedWriter{w: new(bytes.Buffer)})
+	b, _ = startTestDaemon(t, &lockedWriter{w: new(bytes.Buffer)})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	if err := a.node.Connect(ctx, *b.node.AddrInfo()); err != nil {
+		t.Fatal(err)
+	}
+	return a, b, ctx
 }
