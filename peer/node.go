@@ -204,10 +204,8 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		_ = h.Close()
 		return nil, err
 	}
-	if groups != nil {
-		groups.Bind(sys)
-	}
-	if err := r.Bind(sys); err != nil {
+	// undo stops what New started so far, for a failure after this.
+	undo := func(err error) (*Node, error) {
 		_ = sys.Shutdown(ctx)
 		if groups != nil {
 			_ = groups.Close(ctx)
@@ -215,18 +213,18 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		_ = r.Close(ctx)
 		_ = h.Close()
 		return nil, err
+	}
+	if groups != nil {
+		groups.Bind(sys)
+	}
+	if err := r.Bind(sys); err != nil {
+		return undo(err)
 	}
 	n := &Node{cfg: cfg, host: h, sys: sys, router: r, reg: reg, groups: groups, holePunches: hp,
 		cm: cm, closed: make(chan struct{}), names: newNameCache(nameCacheSize),
 		lookupSlots: make(chan struct{}, lookupsAtOnce)}
 	if n.redial, err = startRedialer(n); err != nil {
-		_ = sys.Shutdown(ctx)
-		if groups != nil {
-			_ = groups.Close(ctx)
-		}
-		_ = r.Close(ctx)
-		_ = h.Close()
-		return nil, err
+		return undo(err)
 	}
 	n.guard = startGuard(n)
 	n.latency = startLatencyProber(h, livenessTimes(cfg.liveness), n.life, n.silent)
