@@ -44,6 +44,7 @@ type Node struct {
 	metrics     *nodeCollector // registered with cfg.prom; nil without WithPrometheus
 	dialFails   dialFailures   // discovered peers that could not be dialed
 	holePunches *holePunches   // counted by libp2p's hole punching (relay.go)
+	relaySvc    *relayService  // nil without WithRelayService (relaylimits.go)
 	latency     *latencyProber // keeps peers' round trips known, and their liveness (latency.go, liveness.go)
 	redial      *redialer      // redials the peers that must come back (redial.go)
 
@@ -222,8 +223,9 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, host: h, sys: sys, router: r, reg: reg, groups: groups, holePunches: hp,
 		cm: cm, closed: make(chan struct{}), names: newNameCache(nameCacheSize),
-		lookupSlots: make(chan struct{}, lookupsAtOnce)}
+		lookupSlots: make(chan struct{}, lookupsAtOnce), relaySvc: startRelayService(h, cfg)}
 	if n.redial, err = startRedialer(n); err != nil {
+		n.relaySvc.close()
 		return undo(err)
 	}
 	n.guard = startGuard(n)
@@ -363,11 +365,13 @@ func (n *Node) Close(ctx context.Context) error {
 		if n.groups != nil {
 			groupsErr = n.groups.Close(ctx)
 		}
+		routerErr := n.router.Close(ctx)
+		n.relaySvc.close()
 		n.closeErr = errors.Join(
 			discErr,
 			shutErr,
 			groupsErr,
-			n.router.Close(ctx),
+			routerErr,
 			n.host.Close(),
 		)
 	}()

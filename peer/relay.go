@@ -38,7 +38,8 @@ func WithRelays(relays ...libp2ppeer.AddrInfo) Option {
 func relayOptions(cfg config, hp *holePunches, src *relaySource) []libp2p.Option {
 	var o []libp2p.Option
 	if cfg.relayService {
-		o = append(o, libp2p.EnableRelayService(), libp2p.EnableNATService())
+		// The relay itself starts with the host (relaylimits.go).
+		o = append(o, libp2p.EnableNATService())
 	}
 	if cfg.relayService || len(cfg.relays) > 0 || cfg.findRelays {
 		// Beyond the LAN, AutoNAT v2 checks each address (v1, always on,
