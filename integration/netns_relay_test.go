@@ -113,7 +113,7 @@ func TestRelayMembersInNamespaces(t *testing.T) {
 		c.expectLine(t, 5*time.Second, downC)
 		cutAfter = time.Since(connected)
 	}
-	if cutAfter < relayStranger-time.Second || cutAfter > 2*relayStranger {
+	if cutAfter < relayStranger-time.Second || cutAfter > relayStranger+3*time.Second { // asks take ~1 s under -race
 		t.Fatalf("C's circuit cut %v after connecting; want about the stranger limit, %v", cutAfter, relayStranger)
 	}
 	t.Logf("B reserved %v after the laptops started; C (stranger) cut %v after connecting (limit %v); A (member): %d asks over %v",
