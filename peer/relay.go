@@ -13,15 +13,17 @@ import (
 // through a relay it reserved a slot on, and hole punching (DCUtR)
 // upgrades such a connection to a direct one when the NATs allow. A
 // relayed connection carries actor traffic as a direct one does, within
-// the relay's limits (libp2p's defaults: 2 minutes and 128 KiB each way
-// per circuit); a link whose stream a relay cuts declares the loss, as
+// the relay's limits (none between its mesh's members; libp2p's defaults
+// otherwise: 2 minutes and 128 KiB each way per circuit); a link whose stream a relay cuts declares the loss, as
 // any broken stream does.
 
 // WithRelayService makes the node a circuit relay for other peers, and
 // an AutoNAT (v1 and v2) server that tells them whether they are
 // reachable (default off). libp2p runs the relay once it finds the node publicly reachable,
 // with its default resources: 128 reservations (one per peer), 16
-// circuits, each at most 2 minutes and 128 KiB each way.
+// circuits per peer; a circuit between two members of the mesh has no
+// limit, any other at most 2 minutes and 128 KiB each way
+// (relaylimits.go).
 func WithRelayService(on bool) Option {
 	return func(c *config) error { c.relayService = on; return nil }
 }
