@@ -54,7 +54,7 @@ func TestRelayMembersInNamespaces(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	relay := startRelayHelper(t, public[0], fmt.Sprintf("%v,%d,%s,%s", relayStranger, 64<<10, ids[0], ids[1]))
+	relay := startHelperProc(t, public[0], "TestRelayHelper", fmt.Sprintf("%s=%v,%d,%s,%s", relayHelperEnv, relayStranger, 64<<10, ids[0], ids[1]))
 	relayAddr := "/ip4/11.0.0.1/tcp/4001/p2p/" + relay.addr
 	helper := natDaemon(t, public[1], "ip4", "", "-relay-service", "-connect", relayAddr)
 	helperAddr := "/ip4/11.0.0.2/tcp/4001/p2p/" + helper.id.String()
@@ -133,12 +133,13 @@ func TestRelayMembersInNamespaces(t *testing.T) {
 	t.Logf("relay %+v; ask p50 through the relay %.3f ms", st, s.p50(1, s.next))
 }
 
-// startRelayHelper starts TestRelayHelper in namespace ns with spec (see
-// relayHelperEnv); its addr is the relay's ID.
-func startRelayHelper(t *testing.T, ns, spec string) *globalPeer {
+// startHelperProc starts the test binary's helper test name in namespace
+// ns with env (NAME=value) added; the helper prints "ready <ID>" (its
+// addr) and answers commands on stdin.
+func startHelperProc(t *testing.T, ns, name, env string) *globalPeer {
 	t.Helper()
-	cmd := exec.Command("ip", "netns", "exec", ns, os.Args[0], "-test.run=^TestRelayHelper$", "-test.v")
-	cmd.Env = append(os.Environ(), relayHelperEnv+"="+spec)
+	cmd := exec.Command("ip", "netns", "exec", ns, os.Args[0], "-test.run=^"+name+"$", "-test.v")
+	cmd.Env = append(os.Environ(), env)
 	dieWithTest(cmd)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()

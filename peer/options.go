@@ -67,6 +67,7 @@ type config struct {
 
 	relayMembers  []libp2ppeer.ID     // relaylimits.go
 	strangerLimit *relayv2.RelayLimit // nil: libp2p's default
+	natService    bool                // relay.go
 }
 
 // DefaultListenAddrs returns the addresses a node listens on unless

@@ -28,6 +28,15 @@ func WithRelayService(on bool) Option {
 	return func(c *config) error { c.relayService = on; return nil }
 }
 
+// WithAutoNATService makes the node an AutoNAT (v1) server without a
+// relay: it dials back peers that ask whether they are reachable (libp2p
+// bounds how many and how often). WithRelayService turns it on too. A
+// bootstrap peer that is no relay can so tell a private peer that it is
+// private, which it must learn before it reserves a relay slot.
+func WithAutoNATService(on bool) Option {
+	return func(c *config) error { c.natService = on; return nil }
+}
+
 // WithRelays gives the relays the node reserves a slot on when it is not
 // publicly reachable (AutoRelay), so that others reach it through them,
 // and turns hole punching and AutoNAT v2 on.
@@ -41,6 +50,8 @@ func relayOptions(cfg config, hp *holePunches, src *relaySource) []libp2p.Option
 	var o []libp2p.Option
 	if cfg.relayService {
 		// The relay itself starts with the host (relaylimits.go).
+		o = append(o, libp2p.EnableNATService())
+	} else if cfg.natService {
 		o = append(o, libp2p.EnableNATService())
 	}
 	if cfg.relayService || len(cfg.relays) > 0 || cfg.findRelays {
