@@ -86,10 +86,10 @@ func TestRelayMembersInNamespaces(t *testing.T) {
 	}
 	s.ask()
 	natWatch(t, a, b.id.String()+"/echo")
+	connected := time.Now() // before: the circuit opens during connect, which takes ~1 s under -race
 	if out := cliOK(t, c.home, "connect", circuit); !strings.Contains(out, "connected "+b.id.String()+" (relayed)") {
 		t.Fatalf("C connect %s: %q", circuit, out)
 	}
-	connected := time.Now()
 	natWatch(t, c, b.id.String()+"/echo")
 	// A asks on, for twice the stranger limit, while C's watcher
 	// waits for the cut (its lines are read between asks, to time it).
@@ -113,10 +113,10 @@ func TestRelayMembersInNamespaces(t *testing.T) {
 		c.expectLine(t, 5*time.Second, downC)
 		cutAfter = time.Since(connected)
 	}
-	if cutAfter < relayStranger-time.Second || cutAfter > relayStranger+3*time.Second { // asks take ~1 s under -race
+	if cutAfter < relayStranger || cutAfter > relayStranger+4*time.Second { // asks take ~1 s under -race
 		t.Fatalf("C's circuit cut %v after connecting; want about the stranger limit, %v", cutAfter, relayStranger)
 	}
-	t.Logf("B reserved %v after the laptops started; C (stranger) cut %v after connecting (limit %v); A (member): %d asks over %v",
+	t.Logf("B reserved %v after the laptops started; C (stranger) cut %v after it began to connect (limit %v); A (member): %d asks over %v",
 		reserved.Round(time.Millisecond), cutAfter.Round(time.Millisecond), relayStranger, s.next, time.Since(connected).Round(time.Millisecond))
 	if relayed, connected := relayedTo(t, a, b.id.String()); !connected || !relayed {
 		t.Fatalf("A to B after the asks: connected %v, relayed %v; want relayed (symmetric NATs)", connected, relayed)
