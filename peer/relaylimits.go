@@ -94,6 +94,9 @@ func startRelayService(h host.Host, cfg config) *relayService {
 		stranger = relayv2.DefaultLimit()
 	}
 	m := new(relayMetrics)
+	if cfg.prom != nil { // libp2p's relay metrics too, as libp2p.EnableRelayService gave them
+		m.next = relayv2.NewMetricsTracer(relayv2.WithRegisterer(cfg.prom))
+	}
 	all := cfg.psk != nil || len(cfg.allow) > 0
 	rh := &relayHost{Host: h, pol: relayPolicy{all: all, members: memberSet(cfg.relayMembers), stranger: *stranger}, metrics: m}
 	res := relayv2.DefaultResources()
@@ -179,10 +182,12 @@ func (h *relayHost) NewStream(ctx context.Context, p libp2ppeer.ID, pids ...prot
 }
 
 // relayMetrics counts reservations and circuits from the relay's tracer
-// (relayv2.MetricsTracer), and what the wrappers see.
+// (relayv2.MetricsTracer), and what the wrappers see; it passes each
+// event on to next (libp2p's own tracer, with WithPrometheus).
 type relayMetrics struct {
 	reservations, circuits atomic.Int64
 	members, cut           atomic.Uint64
+	next                   relayv2.MetricsTracer // nil: none
 }
 
 // RelayStatus implements relayv2.MetricsTracer: the relay stopped drops
@@ -191,21 +196,41 @@ func (m *relayMetrics) RelayStatus(enabled bool) {
 	if !enabled {
 		m.reservations.Store(0)
 	}
+	if m.next != nil {
+		m.next.RelayStatus(enabled)
+	}
 }
 
 // ConnectionOpened implements relayv2.MetricsTracer.
-func (m *relayMetrics) ConnectionOpened() { m.circuits.Add(1) }
+func (m *relayMetrics) ConnectionOpened() {
+	m.circuits.Add(1)
+	if m.next != nil {
+		m.next.ConnectionOpened()
+	}
+}
 
 // ConnectionClosed implements relayv2.MetricsTracer.
-func (m *relayMetrics) ConnectionClosed(time.Duration) { m.circuits.Add(-1) }
+func (m *relayMetrics) ConnectionClosed(d time.Duration) {
+	m.circuits.Add(-1)
+	if m.next != nil {
+		m.next.ConnectionClosed(d)
+	}
+}
 
 // ConnectionRequestHandled implements relayv2.MetricsTracer.
-func (m *relayMetrics) ConnectionRequestHandled(pbv2.Status) {}
+func (m *relayMetrics) ConnectionRequestHandled(st pbv2.Status) {
+	if m.next != nil {
+		m.next.ConnectionRequestHandled(st)
+	}
+}
 
 // ReservationAllowed implements relayv2.MetricsTracer.
 func (m *relayMetrics) ReservationAllowed(renewal bool) {
 	if !renewal {
 		m.reservations.Add(1)
+	}
+	if m.next != nil {
+		m.next.ReservationAllowed(renewal)
 	}
 }
 
@@ -214,10 +239,21 @@ func (m *relayMetrics) ReservationClosed(n int) {
 	if m.reservations.Add(-int64(n)) < 0 { // after a stop, gc's count
 		m.reservations.Store(0)
 	}
+	if m.next != nil {
+		m.next.ReservationClosed(n)
+	}
 }
 
 // ReservationRequestHandled implements relayv2.MetricsTracer.
-func (m *relayMetrics) ReservationRequestHandled(pbv2.Status) {}
+func (m *relayMetrics) ReservationRequestHandled(st pbv2.Status) {
+	if m.next != nil {
+		m.next.ReservationRequestHandled(st)
+	}
+}
 
 // BytesTransferred implements relayv2.MetricsTracer.
-func (m *relayMetrics) BytesTransferred(int) {}
+func (m *relayMetrics) BytesTransferred(n int) {
+	if m.next != nil {
+		m.next.BytesTransferred(n)
+	}
+}

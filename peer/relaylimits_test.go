@@ -14,6 +14,7 @@ import (
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/client"
 	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/troupe-mesh/troupe/actor"
 )
 
@@ -198,5 +199,26 @@ func TestRelayFrame(t *testing.T) {
 	}
 	if earliest(time.Time{}, time.Unix(5, 0)) != time.Unix(5, 0) || earliest(time.Unix(3, 0), time.Unix(5, 0)) != time.Unix(3, 0) || !earliest(time.Time{}, time.Time{}).IsZero() {
 		t.Fatal("earliest")
+	}
+}
+
+// TestRelayMetrics: a relay with WithPrometheus exports its counts as
+// troupe_relay_*, and libp2p's own relay metrics as before; with a
+// private network, the caller's circuit is a member's.
+func TestRelayMetrics(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	reg := prometheus.NewRegistry()
+	// One private network for the three: every peer is a member.
+	psk := []Option{WithPrivateNetwork(bytes.Repeat([]byte{7}, 32))}
+	relayedTrioAs(t, ctx, psk, psk, append(psk, WithPrometheus(reg))...)
+	values := gather(t, reg)
+	for name, want := range map[string]float64{
+		"troupe_relay_reservations": 1, "troupe_relay_circuits": 1, "troupe_relay_member_circuits_total": 1,
+		"troupe_relay_cuts_total": 0, "libp2p_relaysvc_status": 1,
+	} {
+		if got, ok := values[name]; !ok || got != want {
+			t.Errorf("%s = %v (exported %v); want %v", name, got, ok, want)
+		}
 	}
 }
