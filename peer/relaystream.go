@@ -148,8 +148,12 @@ func (s *relayStream) rewriteLocked(msg, tail []byte) []byte {
 	var m proto.Message
 	if s.hop {
 		var hm pbv2.HopMessage
-		if proto.Unmarshal(msg, &hm) != nil || !s.decided || hm.GetType() != pbv2.HopMessage_STATUS || hm.GetStatus() != pbv2.Status_OK {
+		if proto.Unmarshal(msg, &hm) != nil || hm.GetType() != pbv2.HopMessage_STATUS || hm.GetStatus() != pbv2.Status_OK {
 			return append(delimit(msg), tail...)
+		}
+		if !s.decided { // the relay accepted what this end could not read: a stranger's, never none
+			l := s.h.pol.stranger
+			s.limit, s.decided = &l, true
 		}
 		hm.Limit = limitMsg(s.limit)
 		if hm.Reservation == nil { // a connect's answer: the circuit runs
