@@ -150,6 +150,45 @@ func TestRelayStrangerIsCutInTime(t *testing.T) {
 	}
 }
 
+// TestRelayStrangerIsCutAtItsData: a stranger's circuit with a long
+// time limit and 64 KiB each way is cut at its data cap: asks of 1 KiB
+// work at first and one fails before twice the cap has been asked (the
+// circuit also carries the security and identify handshakes), and the
+// relay counts the cut.
+func TestRelayStrangerIsCutAtItsData(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	hk, hid := newKey(t)
+	const data = 64 << 10
+	relay, hidden, caller := relayedTrioAs(t, ctx, []Option{WithIdentity(hk)}, nil,
+		WithRelayStrangerLimit(time.Hour, data), WithRelayMembers(hid))
+	echo := spawnEcho(t, hidden)
+	pad := strings.Repeat("x", 1024)
+	sent, answered := 0, 0
+	for ; sent < 2*data; sent += len(pad) {
+		actx, acancel := context.WithTimeout(ctx, 5*time.Second)
+		reply, err := actor.AskAs[string](actx, caller.System(), echo, pad)
+		acancel()
+		if err != nil {
+			break
+		}
+		if reply != pad {
+			t.Fatalf("ask %d: a wrong reply", answered)
+		}
+		answered++
+	}
+	if answered == 0 || sent >= 2*data {
+		t.Fatalf("%d asks answered, %d bytes asked: want some answered, then a cut before %d bytes", answered, sent, 2*data)
+	}
+	for relay.RelayStats().Cut == 0 {
+		if ctx.Err() != nil {
+			t.Fatalf("relay stats %+v: the cut is not counted", relay.RelayStats())
+		}
+		time.Sleep(10 * time.Millisecond) // the count follows the relay's copy ending
+	}
+	t.Logf("cut after %d asks (%d bytes asked); relay %+v", answered, sent, relay.RelayStats())
+}
+
 // TestRelayPolicy: two members get no limit, a stranger at either end
 // the stranger limit; a PSK or allowlist makes everyone a member; a
 // limit's message rounds to whole seconds, at least one.
