@@ -2,6 +2,7 @@ package peer
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -21,9 +22,51 @@ import (
 const relayLookupTimeout = 10 * time.Second
 
 // relayLookupEvery is the least time between two lookups of the relay
-// key while one of AutoRelay's queries finds nothing (a node that just
-// started may not have joined the DHT at the first).
+// key while AutoRelay finds nothing (a node that just started may not
+// have joined the DHT at the first).
 const relayLookupEvery = 3 * time.Second
+
+// relayLookupMax is the longest wait between two lookups of the relay
+// key: the wait doubles from relayLookupEvery after each that finds
+// nothing, and starts again from it after one that finds a relay. Every
+// private node of a mesh with no relay looks the same key up, so its
+// closest DHT peers would otherwise take a lookup from each of them
+// every few seconds, for as long as there is none.
+const relayLookupMax = 5 * time.Minute
+
+// lookupBackoff spaces a node's lookups of the relay key (times are
+// given: a pure core). Safe for concurrent use.
+type lookupBackoff struct {
+	mu   sync.Mutex // guards the fields below
+	next time.Time  // no lookup starts before
+	wait time.Duration
+}
+
+// start reports whether a lookup may start at now, and if so counts it
+// as started.
+func (b *lookupBackoff) start(now time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if now.Before(b.next) {
+		return false
+	}
+	if b.wait == 0 {
+		b.wait = relayLookupEvery
+	}
+	b.next = now.Add(b.wait)
+	return true
+}
+
+// done records how many relays a lookup found.
+func (b *lookupBackoff) done(found int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if found > 0 {
+		b.wait = relayLookupEvery
+		return
+	}
+	b.wait = min(2*max(b.wait, relayLookupEvery), relayLookupMax)
+}
 
 // inDHT returns the relays the DHT's relay key gives, or none without a
 // DHT.
@@ -35,6 +78,7 @@ func (s *relaySource) inDHT(ctx context.Context) []libp2ppeer.AddrInfo {
 	ctx, cancel := context.WithTimeout(ctx, relayLookupTimeout)
 	defer cancel()
 	found, err := d.FindRelays(ctx)
+	s.lookups.done(len(found))
 	if err != nil {
 		return nil
 	}

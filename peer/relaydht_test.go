@@ -48,3 +48,38 @@ func TestRelayFoundInTheDHT(t *testing.T) {
 		t.Fatalf("relay stats %+v: want the hidden node's reservation", st)
 	}
 }
+
+// TestRelayLookupBackoff: lookups of the relay key that find nothing are
+// spaced 3 s, then 6 s, 12 s … up to 5 minutes; one that finds a relay
+// brings the wait back to 3 s.
+func TestRelayLookupBackoff(t *testing.T) {
+	var b lookupBackoff
+	now := time.Unix(1000, 0)
+	var gaps []time.Duration
+	last := now
+	for i := 0; i < 12; i++ {
+		for !b.start(now) {
+			now = now.Add(100 * time.Millisecond)
+		}
+		if i > 0 {
+			gaps = append(gaps, now.Sub(last))
+		}
+		last = now
+		b.done(0)
+	}
+	want := relayLookupEvery
+	for i, g := range gaps {
+		if g != want {
+			t.Fatalf("gap %d after lookups that found nothing: %v; want %v (gaps %v)", i, g, want, gaps)
+		}
+		want = min(2*want, relayLookupMax)
+	}
+	if gaps[len(gaps)-1] != relayLookupMax {
+		t.Fatalf("last gap %v; want the cap %v", gaps[len(gaps)-1], relayLookupMax)
+	}
+	b.done(1) // the lookup under way found one: the next after it comes 3 s after its own start
+	now = now.Add(relayLookupMax)
+	if !b.start(now) || b.start(now.Add(relayLookupEvery-time.Millisecond)) || !b.start(now.Add(relayLookupEvery)) {
+		t.Fatal("after a lookup that found a relay, the next is not 3 s later")
+	}
+}

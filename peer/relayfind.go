@@ -56,6 +56,7 @@ type relaySource struct {
 	dht    atomic.Pointer[discovery.DHT]       // set once the DHT starts; nil without one
 	// fromDHT counts the candidates the DHT's relay key gave (relaydht.go).
 	fromDHT atomic.Uint64
+	lookups lookupBackoff // spaces the lookups of that key (relaydht.go)
 }
 
 // candidates implements autorelay.PeerSource: the static relays, or the
@@ -69,7 +70,6 @@ func (s *relaySource) candidates(ctx context.Context, num int) <-chan libp2ppeer
 		defer close(c)
 		sent := map[libp2ppeer.ID]bool{}
 		dhtToo := len(s.static) == 0 && s.find // the DHT's relay key, while nothing else is found
-		var nextLook time.Time
 		end := time.NewTimer(relayQueryEvery)
 		defer end.Stop()
 		for {
@@ -79,8 +79,7 @@ func (s *relaySource) candidates(ctx context.Context, num int) <-chan libp2ppeer
 					fresh = append(fresh, ai)
 				}
 			}
-			if now := time.Now(); len(fresh) == 0 && len(sent) == 0 && dhtToo && !now.Before(nextLook) {
-				nextLook = now.Add(relayLookupEvery)
+			if len(fresh) == 0 && len(sent) == 0 && dhtToo && s.dht.Load() != nil && s.lookups.start(time.Now()) {
 				fresh = s.inDHT(ctx)
 			}
 			for _, ai := range relayCandidates(s.static, fresh, num-len(sent)) {
