@@ -37,6 +37,7 @@ type dhtConfig struct {
 	Names       func() []string
 	LookupAbove int
 	NamesTick   time.Duration
+	Relays      func() bool // provide the relay key while true (dht_relays.go); nil: never
 }
 
 // DHT finds peers beyond the LAN: a Kademlia DHT in server mode under
@@ -58,6 +59,8 @@ type DHT struct {
 	large         atomic.Bool // Large's last answer
 	nameLookups   atomic.Uint64
 	namesProvided atomic.Uint64
+
+	relaysProvided atomic.Uint64 // dht_relays.go
 }
 
 // StartDHT joins the DHT through the bootstrap peers and starts the
@@ -71,7 +74,7 @@ func StartDHT(h host.Host, connect func(context.Context, libp2ppeer.AddrInfo) er
 		return nil, err
 	}
 	cfg := dhtConfig{Mesh: o.mesh, Bootstrap: o.bootstrap, Connect: connect, FindEvery: o.findEvery, Logger: o.logger, Client: o.client,
-		Wants: o.wants, Names: o.names, LookupAbove: o.lookupAbove, NamesTick: o.namesTick}
+		Wants: o.wants, Names: o.names, LookupAbove: o.lookupAbove, NamesTick: o.namesTick, Relays: o.relays}
 	if cfg.LookupAbove <= 0 {
 		cfg.LookupAbove = DefaultLookupAbove
 	}
@@ -106,7 +109,8 @@ func StartDHT(h host.Host, connect func(context.Context, libp2ppeer.AddrInfo) er
 	}
 	d := &DHT{cfg: cfg, h: h, kad: kad, rd: drouting.NewRoutingDiscovery(kad), joinedNow: make(chan struct{}, 1)}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
-	d.wg.Add(4)
+	d.wg.Add(5)
+	go d.provideRelay()
 	go d.provideNames()
 	go d.keepJoined()
 	go d.advertise()

@@ -86,6 +86,7 @@
 //	dht.go           the DHT rendezvous: advertising and finding
 //	dht_store.go     the DHT's bounded provider store
 //	names.go         names provided and looked up in the DHT
+//	dht_relays.go    relays provided and looked up in the DHT
 //	bootstrap.go     staying joined: bootstrap peers dialed until reached
 //	ads.go           advertisements: format, publication
 //	ads_sign.go      signing and verifying them

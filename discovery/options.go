@@ -29,6 +29,7 @@ type config struct {
 	claims      ClaimSource
 	lookupAbove int
 	namesTick   time.Duration
+	relays      func() bool // dht_relays.go
 }
 
 // apply applies opts over the defaults and checks the mesh name.

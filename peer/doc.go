@@ -44,6 +44,9 @@
 //	redial.go     peers redialed after they disconnect, with backoff
 //	relay.go      relay service, relays, hole punching, reachability
 //	relayfind.go  relays found in advertisements (AutoRelay's source)
+//	relaydht.go   relays found under the DHT's relay key
+//	relaylimits.go  a relay's limits per mesh membership, its counts
+//	relaystream.go  a relayed circuit's ends: limits told and enforced
 //	latency.go    pings that keep peers' round trips known
 //	liveness.go   silent peers declared gone (WithLiveness)
 //	pingstream.go ping streams kept open per peer

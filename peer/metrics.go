@@ -67,10 +67,14 @@ var metricDefs = []struct {
 	{"troupe_group_members_expired_total", "Group members of peers out of reach that left for lack of news.", true},
 	{"troupe_hole_punches_total", "Hole punches tried to turn a relayed connection into a direct one (each DCUtR attempt).", true},
 	{"troupe_hole_punches_succeeded_total", "Hole punches that made a direct connection.", true},
+	{"troupe_relay_member_circuits_total", "Circuits this relay opened between two members of its mesh (no time or data limit).", true},
+	{"troupe_relay_cuts_total", "Ends of stranger circuits this relay cut at their limit (time or data).", true},
 	{"troupe_link_queue_depth", "Messages waiting in link queues to other peers.", false},
 	{"troupe_peers", "Connected peers.", false},
 	{"troupe_actors", "Live local actors.", false},
 	{"troupe_reader_bytes", "Bytes inbound stream readers hold for unfinished frames and large messages, node-wide.", false},
+	{"troupe_relay_reservations", "Reservations this relay holds (at most 128, 8 per IP).", false},
+	{"troupe_relay_circuits", "Circuits open through this relay (at most 16 per peer).", false},
 	{"troupe_remote_watches", "Monitors and links between local actors and other peers' (capped per peer and node-wide).", false},
 }
 
@@ -126,6 +130,7 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	rejected += c.node.DirectoryRejected()
 	tried, punched := c.node.HolePunches()
+	relay := c.node.RelayStats()
 	values := map[string]float64{
 		"troupe_messages_out_total":           float64(rs.Sent),
 		"troupe_messages_in_total":            float64(rs.Received),
@@ -150,6 +155,10 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		"troupe_group_members_expired_total":  float64(expired),
 		"troupe_hole_punches_total":           float64(tried),
 		"troupe_hole_punches_succeeded_total": float64(punched),
+		"troupe_relay_member_circuits_total":  float64(relay.MemberCircuits),
+		"troupe_relay_cuts_total":             float64(relay.Cut),
+		"troupe_relay_reservations":           float64(relay.Reservations),
+		"troupe_relay_circuits":               float64(relay.Circuits),
 		"troupe_link_queue_depth":             float64(rs.QueuedUser + rs.QueuedCtl),
 		"troupe_peers":                        float64(len(c.node.Peers())),
 		"troupe_actors":                       float64(sys.Actors()),

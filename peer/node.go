@@ -44,6 +44,8 @@ type Node struct {
 	metrics     *nodeCollector // registered with cfg.prom; nil without WithPrometheus
 	dialFails   dialFailures   // discovered peers that could not be dialed
 	holePunches *holePunches   // counted by libp2p's hole punching (relay.go)
+	relaySvc    *relayService  // nil without WithRelayService (relaylimits.go)
+	relays      *relaySource   // AutoRelay's candidates (relayfind.go)
 	latency     *latencyProber // keeps peers' round trips known, and their liveness (latency.go, liveness.go)
 	redial      *redialer      // redials the peers that must come back (redial.go)
 
@@ -222,8 +224,9 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, host: h, sys: sys, router: r, reg: reg, groups: groups, holePunches: hp,
 		cm: cm, closed: make(chan struct{}), names: newNameCache(nameCacheSize),
-		lookupSlots: make(chan struct{}, lookupsAtOnce)}
+		lookupSlots: make(chan struct{}, lookupsAtOnce), relaySvc: startRelayService(h, cfg), relays: relays}
 	if n.redial, err = startRedialer(n); err != nil {
+		n.relaySvc.close()
 		return undo(err)
 	}
 	n.guard = startGuard(n)
@@ -254,11 +257,12 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		n.dht, err = discovery.StartDHT(h, n.connectFound, discovery.WithMesh(cfg.mesh), discovery.WithBootstrap(cfg.bootstrap...),
 			discovery.WithLogger(cfg.logger), discovery.WithFindEvery(cfg.findEvery), discovery.WithDHTClient(cfg.dhtClient),
 			discovery.WithWantsPeers(func() bool { return !n.dialBudgetFull() }),
-			discovery.WithNames(sys.Names), lookupAboveOption(cfg.lookupAbove))
+			discovery.WithNames(sys.Names), lookupAboveOption(cfg.lookupAbove), discovery.WithRelayProvider(n.relaying))
 		if err != nil {
 			_ = n.Close(ctx)
 			return nil, err
 		}
+		relays.dht.Store(n.dht)
 	}
 	if cfg.mdns {
 		// StartMDNS waits for a multicast interface when there is none yet;
@@ -363,11 +367,13 @@ func (n *Node) Close(ctx context.Context) error {
 		if n.groups != nil {
 			groupsErr = n.groups.Close(ctx)
 		}
+		routerErr := n.router.Close(ctx)
+		n.relaySvc.close()
 		n.closeErr = errors.Join(
 			discErr,
 			shutErr,
 			groupsErr,
-			n.router.Close(ctx),
+			routerErr,
 			n.host.Close(),
 		)
 	}()

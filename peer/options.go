@@ -14,6 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/crypto"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/pnet"
+	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/discovery"
@@ -63,6 +64,10 @@ type config struct {
 
 	liveness    time.Duration // liveness.go; DefaultLiveness unless livenessSet
 	livenessSet bool
+
+	relayMembers  []libp2ppeer.ID     // relaylimits.go
+	strangerLimit *relayv2.RelayLimit // nil: libp2p's default
+	natService    bool                // relay.go
 }
 
 // DefaultListenAddrs returns the addresses a node listens on unless

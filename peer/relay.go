@@ -13,17 +13,28 @@ import (
 // through a relay it reserved a slot on, and hole punching (DCUtR)
 // upgrades such a connection to a direct one when the NATs allow. A
 // relayed connection carries actor traffic as a direct one does, within
-// the relay's limits (libp2p's defaults: 2 minutes and 128 KiB each way
-// per circuit); a link whose stream a relay cuts declares the loss, as
+// the relay's limits (none between its mesh's members; libp2p's defaults
+// otherwise: 2 minutes and 128 KiB each way per circuit); a link whose stream a relay cuts declares the loss, as
 // any broken stream does.
 
 // WithRelayService makes the node a circuit relay for other peers, and
 // an AutoNAT (v1 and v2) server that tells them whether they are
 // reachable (default off). libp2p runs the relay once it finds the node publicly reachable,
 // with its default resources: 128 reservations (one per peer), 16
-// circuits, each at most 2 minutes and 128 KiB each way.
+// circuits per peer; a circuit between two members of the mesh has no
+// limit, any other at most 2 minutes and 128 KiB each way
+// (relaylimits.go).
 func WithRelayService(on bool) Option {
 	return func(c *config) error { c.relayService = on; return nil }
+}
+
+// WithAutoNATService makes the node an AutoNAT (v1) server without a
+// relay: it dials back peers that ask whether they are reachable (libp2p
+// bounds how many and how often). WithRelayService turns it on too. A
+// bootstrap peer that is no relay can so tell a private peer that it is
+// private, which it must learn before it reserves a relay slot.
+func WithAutoNATService(on bool) Option {
+	return func(c *config) error { c.natService = on; return nil }
 }
 
 // WithRelays gives the relays the node reserves a slot on when it is not
@@ -38,7 +49,10 @@ func WithRelays(relays ...libp2ppeer.AddrInfo) Option {
 func relayOptions(cfg config, hp *holePunches, src *relaySource) []libp2p.Option {
 	var o []libp2p.Option
 	if cfg.relayService {
-		o = append(o, libp2p.EnableRelayService(), libp2p.EnableNATService())
+		// The relay itself starts with the host (relaylimits.go).
+		o = append(o, libp2p.EnableNATService())
+	} else if cfg.natService {
+		o = append(o, libp2p.EnableNATService())
 	}
 	if cfg.relayService || len(cfg.relays) > 0 || cfg.findRelays {
 		// Beyond the LAN, AutoNAT v2 checks each address (v1, always on,

@@ -26,8 +26,15 @@ func withHostOptions(opts ...libp2p.Option) Option {
 // circuit address.
 func relayedTrio(t *testing.T, ctx context.Context, relayOpts ...Option) (relay, hidden, caller *Node) {
 	t.Helper()
+	return relayedTrioAs(t, ctx, nil, nil, relayOpts...)
+}
+
+// relayedTrioAs is relayedTrio with options added to the hidden node
+// and to the caller (their identities, say).
+func relayedTrioAs(t *testing.T, ctx context.Context, hiddenOpts, callerOpts []Option, relayOpts ...Option) (relay, hidden, caller *Node) {
+	t.Helper()
 	relay = newTestNode(t, append([]Option{WithRelayService(true), withHostOptions(libp2p.ForceReachabilityPublic())}, relayOpts...)...)
-	hidden = newTestNode(t, WithRelays(*relay.AddrInfo()), withHostOptions(libp2p.ForceReachabilityPrivate()))
+	hidden = newTestNode(t, append([]Option{WithRelays(*relay.AddrInfo()), withHostOptions(libp2p.ForceReachabilityPrivate())}, hiddenOpts...)...)
 	for {
 		if _, err := client.Reserve(ctx, hidden.Host(), *relay.AddrInfo()); err == nil {
 			break
@@ -40,7 +47,7 @@ func relayedTrio(t *testing.T, ctx context.Context, relayOpts ...Option) (relay,
 	if err != nil {
 		t.Fatal(err)
 	}
-	caller = newTestNode(t, WithRelay(true))
+	caller = newTestNode(t, append([]Option{WithRelay(true)}, callerOpts...)...)
 	if err := caller.Connect(ctx, libp2ppeer.AddrInfo{ID: hidden.ID(), Addrs: []ma.Multiaddr{circuit}}); err != nil {
 		t.Fatal(err)
 	}

@@ -6,13 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/libp2p/go-libp2p"
 	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
 	"github.com/troupe-mesh/troupe/actor"
 )
 
-// TestRelayCutIsNeverSilent: a relay whose data limit cuts a busy
-// relayed connection (no direct one to move to) loses what was in flight,
+// TestRelayCutIsNeverSilent: a relay whose data limit for strangers
+// cuts a busy relayed connection (no direct one to move to) loses what was in flight,
 // and says so: the sender's monitor of the receiving actor gets Down with
 // ErrNodeDown, and the messages that arrived are the first ones sent, in
 // order, with no gap.
@@ -20,7 +19,7 @@ func TestRelayCutIsNeverSilent(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	limit := &relayv2.RelayLimit{Duration: time.Minute, Data: 32 << 10}
-	_, hidden, caller := relayedTrio(t, ctx, withHostOptions(libp2p.EnableRelayService(relayv2.WithLimit(limit))))
+	_, hidden, caller := relayedTrio(t, ctx, WithRelayStrangerLimit(limit.Duration, limit.Data))
 	got := make(chan int, 1<<16)
 	if _, err := hidden.System().Spawn("sink", func(c *actor.Context) {
 		c.Receive(actor.Loop(actor.Any(func(m any) {

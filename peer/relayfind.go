@@ -53,17 +53,23 @@ type relaySource struct {
 	find   bool
 	h      atomic.Pointer[host.Host]           // set once the host exists
 	dir    atomic.Pointer[discovery.Directory] // set once advertising starts
+	dht    atomic.Pointer[discovery.DHT]       // set once the DHT starts; nil without one
+	// fromDHT counts the candidates the DHT's relay key gave (relaydht.go).
+	fromDHT atomic.Uint64
+	lookups lookupBackoff // spaces the lookups of that key (relaydht.go)
 }
 
 // candidates implements autorelay.PeerSource: the static relays, or the
 // relays found in the mesh now and within relayQueryEvery (AutoRelay
 // takes each as it comes, and asks again no sooner than that), at most
-// num.
+// num; when the mesh has none connected, first those the DHT's relay key
+// gives (relaydht.go), which AutoRelay dials.
 func (s *relaySource) candidates(ctx context.Context, num int) <-chan libp2ppeer.AddrInfo {
 	c := make(chan libp2ppeer.AddrInfo)
 	go func() {
 		defer close(c)
 		sent := map[libp2ppeer.ID]bool{}
+		dhtToo := len(s.static) == 0 && s.find // the DHT's relay key, while nothing else is found
 		end := time.NewTimer(relayQueryEvery)
 		defer end.Stop()
 		for {
@@ -72,6 +78,9 @@ func (s *relaySource) candidates(ctx context.Context, num int) <-chan libp2ppeer
 				if !sent[ai.ID] {
 					fresh = append(fresh, ai)
 				}
+			}
+			if len(fresh) == 0 && len(sent) == 0 && dhtToo && s.dht.Load() != nil && s.lookups.start(time.Now()) {
+				fresh = s.inDHT(ctx)
 			}
 			for _, ai := range relayCandidates(s.static, fresh, num-len(sent)) {
 				select {

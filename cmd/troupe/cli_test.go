@@ -134,6 +134,7 @@ func TestBadConfigNamesTheField(t *testing.T) {
 		{`{"bootstrap": ["/ip4/127.0.0.1/tcp/1"]}`, "bootstrap"},
 		{`{"dht": "sometimes"}`, "dht"},
 		{`{"allowlist": ["bob"]}`, "allowlist"},
+		{`{"relay_members": ["bob"]}`, "relay_members"},
 		{`{"log_level": "loud"}`, "log_level"},
 		{`{"log_format": "xml"}`, "log_format"},
 		{`{"relays": ["/ip4/127.0.0.1/tcp/1"]}`, "relays"},

@@ -61,6 +61,9 @@ type Config struct {
 	// RelayService makes this peer a circuit relay and AutoNAT server
 	// for the others (run it on a reachable machine).
 	RelayService bool `json:"relay_service"`
+	// RelayMembers are peer IDs a relay treats as its mesh's members
+	// (no limits on their circuits; with a PSK or allowlist, everyone).
+	RelayMembers []string `json:"relay_members,omitempty"`
 	// Relays are the relays (multiaddrs with /p2p/) this peer reserves a
 	// slot on when it is not reachable; hole punching is on with them.
 	Relays []string `json:"relays"`
@@ -271,6 +274,11 @@ func (c *Config) Validate() error {
 			return configError("allowlist", "%q is not a peer ID", id)
 		}
 	}
+	for _, id := range c.RelayMembers {
+		if _, err := libp2ppeer.Decode(id); err != nil {
+			return configError("relay_members", "%q is not a peer ID", id)
+		}
+	}
 	if _, err := ParseLevel(c.LogLevel); err != nil {
 		return configError("log_level", "%v", err)
 	}
@@ -343,6 +351,10 @@ func (c *Config) PeerOptions(home string) ([]peer.Option, error) {
 	}
 	if c.DHT == "server" || (c.DHT == "client" && len(boots) > 0) {
 		opts = append(opts, peer.WithDHT(boots...), peer.WithDHTClient(c.DHT == "client"))
+	}
+	for _, s := range c.RelayMembers {
+		id, _ := libp2ppeer.Decode(s) // validated
+		opts = append(opts, peer.WithRelayMembers(id))
 	}
 	if len(c.Allowlist) > 0 {
 		ids := make([]libp2ppeer.ID, 0, len(c.Allowlist))
