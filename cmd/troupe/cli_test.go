@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/chat"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
@@ -274,12 +275,12 @@ func TestJSONMessagesRoundTrip(t *testing.T) {
 
 func TestChatNamesChecked(t *testing.T) {
 	for _, good := range []string{"a", "Alice_2", "x-y"} {
-		if err := checkChatName("nick", good); err != nil {
+		if err := chat.CheckName("nick", good); err != nil {
 			t.Fatalf("%q: %v", good, err)
 		}
 	}
 	for _, bad := range []string{"", "a b", "a/b", strings.Repeat("x", 25), "é"} {
-		if err := checkChatName("nick", bad); err == nil {
+		if err := chat.CheckName("nick", bad); err == nil {
 			t.Fatalf("%q accepted", bad)
 		}
 	}

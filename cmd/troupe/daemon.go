@@ -84,9 +84,9 @@ func daemon(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	out := &lockedWriter{w: stdout}
+	out := &cli.LockedWriter{W: stdout}
 	if *f.timestamps {
-		out.stamp = func() string { return time.Now().Format(eventTimeFormat) + " " }
+		out.Stamp = func() string { return time.Now().Format(eventTimeFormat) + " " }
 	}
 	d, err := startDaemon(ctx, h, cfg, stderr, out, false)
 	if err != nil {
@@ -319,22 +319,3 @@ func reportPeers(n *peer.Node, out io.Writer) (stop func(), err error) {
 // eventTimeFormat is the time of a daemon's output lines with
 // -timestamps: slog's, to the millisecond.
 const eventTimeFormat = "2006-01-02T15:04:05.000Z07:00"
-
-// lockedWriter serializes lines written from several actors; with stamp,
-// each write (one line) starts with what stamp returns.
-type lockedWriter struct {
-	mu    sync.Mutex
-	w     io.Writer
-	stamp func() string
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.stamp != nil {
-		if _, err := io.WriteString(l.w, l.stamp()); err != nil {
-			return 0, err
-		}
-	}
-	return l.w.Write(p)
-}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 )
 
@@ -83,7 +84,7 @@ func (c *skewConn) advance(d time.Duration) {
 // the write timeout still gets a burst of dead letters (more than one
 // buffer's worth), each within a fresh deadline.
 func TestFollowSurvivesABurstAfterQuiet(t *testing.T) {
-	d, _ := startTestDaemon(t, &lockedWriter{w: new(bytes.Buffer)})
+	d, _ := startTestDaemon(t, &cli.LockedWriter{W: new(bytes.Buffer)})
 	conn := newSkewConn()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 	"github.com/troupe-mesh/troupe/codec"
 )
 
@@ -123,7 +124,7 @@ func TestAskCauseSaysItOnce(t *testing.T) {
 // TestFollowDeadLetters: --follow prints the letters kept, then each new
 // one as it comes, and ends (exit 1, one line) when the daemon stops.
 func TestFollowDeadLetters(t *testing.T) {
-	d, h, stop := startStoppableDaemon(t, &lockedWriter{w: new(bytes.Buffer)})
+	d, h, stop := startStoppableDaemon(t, &cli.LockedWriter{W: new(bytes.Buffer)})
 	ghost, _ := actor.NewRef(d.node.ID().String(), "ghost")
 	d.node.System().Send(ghost, "first")
 	out, outW := io.Pipe()

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 )
 
@@ -125,7 +126,7 @@ func TestInitJSON(t *testing.T) {
 // with it.
 func TestEventLinesWithTimestamps(t *testing.T) {
 	var b strings.Builder
-	w := &lockedWriter{w: &b, stamp: func() string { return "T " }}
+	w := &cli.LockedWriter{W: &b, Stamp: func() string { return "T " }}
 	fmt.Fprintf(w, "joined %s\n", "x")
 	fmt.Fprintln(w, "left x")
 	if b.String() != "T joined x\nT left x\n" {

@@ -133,8 +133,8 @@ func TestAskByBareName(t *testing.T) {
 // context that bounds the test (20 s).
 func connectedDaemons(t *testing.T) (a, b *runningDaemon, ctx context.Context) {
 	t.Helper()
-	a, _ = startTestDaemon(t, &lockedWriter{w: new(bytes.Buffer)})
-	b, _ = startTestDaemon(t, &lockedWriter{w: new(bytes.Buffer)})
+	a, _ = startTestDaemon(t, &cli.LockedWriter{W: new(bytes.Buffer)})
+	b, _ = startTestDaemon(t, &cli.LockedWriter{W: new(bytes.Buffer)})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
 	if err := a.node.Connect(ctx, *b.node.AddrInfo()); err != nil {
