@@ -107,7 +107,7 @@ func idCmd(args []string, stdout, stderr io.Writer) int {
 	if _, ok, code := parseArgs(fs, args, 0, 0); !ok {
 		return code
 	}
-	var r idResult
+	var r control.IDResult
 	if _, err := dialDaemonProbe(cli.Home(*f.home)); errors.Is(err, control.ErrNoDaemon) {
 		return idOffline(cli.Home(*f.home), strings.Contains(err.Error(), "stale"), *f.json, stdout, stderr)
 	}
@@ -151,7 +151,7 @@ func idOffline(h cli.Home, stale, asJSON bool, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, "id", err)
 	}
-	r := idResult{ID: id.String(), Reachability: "unknown", Addrs: []string{}, Mesh: cfg.Mesh, Version: buildVersion(), Home: string(h), Offline: true}
+	r := control.IDResult{ID: id.String(), Reachability: "unknown", Addrs: []string{}, Mesh: cfg.Mesh, Version: buildVersion(), Home: string(h), Offline: true}
 	if asJSON {
 		b, _ := cli.MarshalJSON(r)
 		fmt.Fprintln(stdout, string(b))
@@ -171,7 +171,7 @@ func peersCmd(args []string, stdout, stderr io.Writer) int {
 	if _, ok, code := parseArgs(fs, args, 0, 0); !ok {
 		return code
 	}
-	var r []peerInfo
+	var r []control.PeerInfo
 	return f.request("peers", control.Request{Cmd: "peers"}, &r, stdout, stderr, func() {
 		if len(r) == 0 {
 			fmt.Fprintln(stdout, "no peers connected")
@@ -213,7 +213,7 @@ func actorsCmd(args []string, stdout, stderr io.Writer) int {
 	if *timeout <= 0 {
 		return fail(stderr, "actors", fmt.Errorf("%w: -timeout must be positive", errUsage))
 	}
-	var r actorsResult
+	var r control.ActorsResult
 	return f.request("actors", req, &r, stdout, stderr, func() {
 		for _, a := range r.Actors {
 			fmt.Fprintf(stdout, "%s/%s\n", r.Peer, cli.Clean(a))
@@ -282,10 +282,10 @@ func messageCmd(cmd, summary, timeoutUsage string, args []string, stdout, stderr
 			return fail(stderr, cmd, fmt.Errorf("%w: -wait must be from 0 to %v", errUsage, maxRequestTime))
 		}
 		req.Wait = *wait
-		var r sendResult
+		var r control.SendResult
 		return f.request(cmd, req, &r, stdout, stderr, func() { fmt.Fprintln(stdout, sendLine(r)) })
 	}
-	var r askResult
+	var r control.AskResult
 	return f.request(cmd, req, &r, stdout, stderr, func() { fmt.Fprintln(stdout, cli.CompactJSON(r.Reply)) })
 }
 
@@ -304,7 +304,7 @@ func pingCmd(args []string, stdout, stderr io.Writer) int {
 	if *count < 1 || *count > 1000 || *timeout <= 0 {
 		return fail(stderr, "ping", fmt.Errorf("%w: -n must be 1..1000 and -timeout positive", errUsage))
 	}
-	var r pingResult
+	var r control.PingResult
 	return f.request("ping", control.Request{Cmd: "ping", Peer: pos[0], Count: *count, Timeout: *timeout}, &r, stdout, stderr, func() {
 		for i, rtt := range r.RTTsMS {
 			fmt.Fprintf(stdout, "pong %d from %s: %.3f ms\n", i+1, r.Peer, rtt)
@@ -327,7 +327,7 @@ func connectCmd(args []string, stdout, stderr io.Writer) int {
 	if *timeout <= 0 {
 		return fail(stderr, "connect", fmt.Errorf("%w: -timeout must be positive", errUsage))
 	}
-	var r connectResult
+	var r control.ConnectResult
 	return f.request("connect", control.Request{Cmd: "connect", Addr: pos[0], Timeout: *timeout}, &r, stdout, stderr, func() {
 		how := "direct"
 		if r.Relayed {

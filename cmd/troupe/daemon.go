@@ -22,6 +22,7 @@ import (
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/meshview"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/peer"
 )
@@ -185,7 +186,7 @@ type runningDaemon struct {
 	ctl        *control.Server
 	metrics    *control.HTTPServer
 	ui         *control.HTTPServer
-	view       *meshHub
+	view       *meshview.Hub
 	stopView   func()
 	stopEvents func()
 	// embeddedChat: this is a chat's own peer, which refuses chat requests.
@@ -230,9 +231,9 @@ func startDaemon(ctx context.Context, h cli.Home, cfg config.Config, stderr, out
 	if err == nil {
 		d.stopEvents, err = reportPeers(node, out)
 	}
-	d.view = newMeshHub(d.sampleView)
-	d.stopView = d.view.start()
-	view := newViewHandler(d.view, d.deadLetters)
+	d.view = meshview.NewHub(d.sampleView)
+	d.stopView = d.view.Start()
+	view := meshview.NewHandler(d.view, d.deadLetters)
 	if err == nil {
 		d.ctl, err = control.Listen(h.Socket(), d.handle, view)
 	}
@@ -240,7 +241,7 @@ func startDaemon(ctx context.Context, h cli.Home, cfg config.Config, stderr, out
 		d.metrics, err = control.ServeMetrics(cfg.Metrics, prom)
 	}
 	if err == nil && cfg.UI != "" {
-		d.ui, err = serveUI(cfg.UI, view)
+		d.ui, err = meshview.Serve(cfg.UI, view)
 	}
 	if err != nil {
 		return nil, errors.Join(err, d.close(ctx))

@@ -30,7 +30,7 @@ func deadlettersCmd(args []string, stdout, stderr io.Writer) int {
 	req := control.Request{Cmd: "deadletters", Count: *count, Follow: *follow}
 	asJSON := *f.json
 	if !*follow {
-		var r deadLettersResult
+		var r control.DeadLettersResult
 		return f.request("deadletters", req, &r, stdout, stderr, func() {
 			noun := "dead letters"
 			if r.Total == 1 {
@@ -47,7 +47,7 @@ func deadlettersCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	var r deadLettersResult
+	var r control.DeadLettersResult
 	conn, err := control.Call(ctx, cli.Home(*f.home), req, &r, true)
 	if err != nil {
 		return fail(stderr, "deadletters", err)
@@ -55,7 +55,7 @@ func deadlettersCmd(args []string, stdout, stderr io.Writer) int {
 	defer conn.Close()
 	stopRead := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stopRead()
-	print := func(e deadLetter) {
+	print := func(e control.DeadLetter) {
 		if asJSON {
 			b, _ := cli.MarshalJSON(e)
 			fmt.Fprintln(stdout, string(b))
@@ -69,7 +69,7 @@ func deadlettersCmd(args []string, stdout, stderr io.Writer) int {
 	sc := bufio.NewScanner(conn)
 	sc.Buffer(make([]byte, 0, 4096), 64<<10)
 	for sc.Scan() {
-		var e deadLetter
+		var e control.DeadLetter
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			return fail(stderr, "deadletters", fmt.Errorf("bad line from the daemon: %w", err))
 		}
@@ -83,7 +83,7 @@ func deadlettersCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 // deadLetterLine is one dead letter for people.
-func deadLetterLine(e deadLetter) string {
+func deadLetterLine(e control.DeadLetter) string {
 	from := "-"
 	if e.From != "" {
 		from = e.From

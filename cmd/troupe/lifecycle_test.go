@@ -10,6 +10,7 @@ import (
 
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 )
 
 // TestLonelyHintUsesWhatDoctorChecks: with no multicast interface the
@@ -54,7 +55,7 @@ func TestIDWithoutADaemon(t *testing.T) {
 		t.Fatalf("id: %d %q %q", code, out, errOut)
 	}
 	code, out, _ = runCLI(t, "id", "-home", home, "--json")
-	var r idResult
+	var r control.IDResult
 	if err := json.Unmarshal([]byte(out), &r); code != 0 || err != nil || !r.Offline || "peer "+r.ID != peerLine || len(r.Addrs) != 0 {
 		t.Fatalf("id --json: %d %q %v", code, out, err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/meshview"
 )
 
 // 'troupe top': the mesh view in the terminal, from the daemon's "mesh"
@@ -60,11 +61,11 @@ func topCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 // fetchView asks the daemon for a sample numbered after after.
-func fetchView(ctx context.Context, h cli.Home, after uint64) (json.RawMessage, meshView, error) {
+func fetchView(ctx context.Context, h cli.Home, after uint64) (json.RawMessage, meshview.View, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	var raw json.RawMessage
-	var v meshView
+	var v meshview.View
 	if _, err := control.Call(ctx, h, control.Request{Cmd: "mesh", After: after}, &raw, false); err != nil {
 		return nil, v, err
 	}
@@ -78,7 +79,7 @@ func fetchView(ctx context.Context, h cli.Home, after uint64) (json.RawMessage, 
 // when height > 0, at most height lines high (the peers that do not fit
 // are counted on the last line). What peers chose (actor names) is
 // cleaned of terminal controls.
-func renderTop(v meshView, width, height int) string {
+func renderTop(v meshview.View, width, height int) string {
 	var b strings.Builder
 	b.WriteString(ansi.Truncate(fmt.Sprintf("peer %s  mesh %s  %s", v.Self.ID, cli.Clean(v.Self.Mesh), v.Self.Reachability), max(width, 2), "…") + "\n")
 	fmt.Fprintf(&b, "out %s/s  in %s/s  dead letters %d (%s/s)  peers %d\n\n",
@@ -148,13 +149,13 @@ func bytesText(n int64) string {
 type topModel struct {
 	ctx           context.Context
 	h             cli.Home
-	view          meshView
+	view          meshview.View
 	err           error
 	width, height int
 }
 
 type topViewMsg struct {
-	v   meshView
+	v   meshview.View
 	err error
 }
 

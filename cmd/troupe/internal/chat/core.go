@@ -87,7 +87,7 @@ type chatSession struct {
 	cur   atomic.Value
 	done  chan struct{}
 	once  sync.Once
-	nicks nickBook    // who owns which nick (see chat_trust.go)
+	nicks nickBook    // who owns which nick (see trust.go)
 	limit lineLimiter // lines per peer
 	now   func() time.Time
 }
@@ -108,7 +108,7 @@ type chatState struct {
 	prevNick string
 	former   actor.Ref // the previous actor, never shown as a member
 	said     saidLog   // the user's own lines, for late joiners
-	// A late joiner's window (chat_history.go): hist is nil when none is
+	// A late joiner's window (history.go): hist is nil when none is
 	// open; histGen numbers the windows, histTimer sends historyDue.
 	hist      *history
 	histGen   int

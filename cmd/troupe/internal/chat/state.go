@@ -53,7 +53,7 @@ func (st *chatState) start(c *actor.Context) {
 }
 
 // enter joins room and makes it the current one; with history, it asks
-// the room's members for their recent lines (see chat_history.go).
+// the room's members for their recent lines (see history.go).
 func (st *chatState) enter(c *actor.Context, room string, history bool) {
 	st.room, st.members = room, map[actor.Ref]string{}
 	if err := c.Join(chatGroupPrefix+room, actor.WatchPresence()); err != nil {
