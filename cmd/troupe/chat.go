@@ -34,27 +34,27 @@ func (d *runningDaemon) chat(ctx context.Context, req control.Request, conn net.
 // runs, else on a peer of its own (embedded) with the home's identity and
 // configuration.
 func chatCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("chat", "", "the LAN chat: peers of the mesh find each other with no configuration; a room is a group; type a line to say it, or "+chat.Commands+"; on joining a room you see the last lines of the users present, marked as history", stderr)
-	homeDir := homeFlag(fs)
+	fs := cli.NewFlags("chat", "", "the LAN chat: peers of the mesh find each other with no configuration; a room is a group; type a line to say it, or "+chat.Commands+"; on joining a room you see the last lines of the users present, marked as history", stderr)
+	homeDir := cli.HomeFlag(fs)
 	nick := fs.String("nick", "", "your nick (required): letters, digits, '_', '-'")
 	room := fs.String("room", "lobby", "the room to join")
 	plain := fs.Bool("plain", false, "line mode even on a terminal (the default when stdin or stdout is not a terminal)")
-	var connect listFlag
+	var connect cli.ListFlag
 	fs.Var(&connect, "connect", "multiaddr with /p2p/ of a peer to connect to (repeatable; embedded peer only)")
-	if _, ok, code := parseArgs(fs, args, 0, 0); !ok {
+	if _, ok, code := cli.ParseArgs(fs, args, 0, 0); !ok {
 		return code
 	}
 	if err := chat.CheckName("nick", *nick); err != nil {
-		return fail(stderr, "chat", fmt.Errorf("%w: -nick: %w", errUsage, err))
+		return cli.Fail(stderr, "chat", fmt.Errorf("%w: -nick: %w", config.ErrUsage, err))
 	}
 	if err := chat.CheckName("room", *room); err != nil {
-		return fail(stderr, "chat", fmt.Errorf("%w: -room: %w", errUsage, err))
+		return cli.Fail(stderr, "chat", fmt.Errorf("%w: -room: %w", config.ErrUsage, err))
 	}
 	var peers []libp2ppeer.AddrInfo
 	for _, s := range connect {
 		ai, err := config.ParsePeerAddr(s)
 		if err != nil {
-			return fail(stderr, "chat", fmt.Errorf("%w: -connect: %w", errUsage, err))
+			return cli.Fail(stderr, "chat", fmt.Errorf("%w: -connect: %w", config.ErrUsage, err))
 		}
 		peers = append(peers, ai)
 	}
@@ -69,11 +69,11 @@ func chatCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case err == nil:
 		session = func(in io.Reader, out io.Writer) error { return chat.ThroughDaemon(ctx, conn, in, out) }
 	case !errors.Is(err, control.ErrNoDaemon):
-		return fail(stderr, "chat", err)
+		return cli.Fail(stderr, "chat", err)
 	default:
 		cfg, unlock, err := h.Open()
 		if err != nil {
-			return fail(stderr, "chat", err)
+			return cli.Fail(stderr, "chat", err)
 		}
 		defer unlock()
 		logs := stderr
@@ -81,14 +81,14 @@ func chatCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			// Log lines would tear the full-screen UI: they go to a file.
 			f, err := os.OpenFile(h.Path("chat.log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 			if err != nil {
-				return fail(stderr, "chat", err)
+				return cli.Fail(stderr, "chat", err)
 			}
 			defer f.Close()
 			logs = f
 		}
 		d, err := startDaemon(ctx, h, cfg, logs, io.Discard, true)
 		if err != nil {
-			return fail(stderr, "chat", err)
+			return cli.Fail(stderr, "chat", err)
 		}
 		defer func() {
 			closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -112,14 +112,14 @@ func chatCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if tui {
 		var serr error
 		if err := chat.RunTUI(*nick, *room, stdin, stdout, func(in io.Reader, out io.Writer) { serr = session(in, out) }); err != nil {
-			return fail(stderr, "chat", err)
+			return cli.Fail(stderr, "chat", err)
 		}
 		err = serr
 	} else {
 		err = session(stdin, stdout)
 	}
 	if err != nil {
-		return fail(stderr, "chat", err)
+		return cli.Fail(stderr, "chat", err)
 	}
 	return 0
 }

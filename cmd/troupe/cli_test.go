@@ -223,14 +223,14 @@ func TestSecondLockHolderIsRefused(t *testing.T) {
 func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 
 func TestFlagsAfterArguments(t *testing.T) {
-	fs := newFlagSet("x", "A B", "test", &bytes.Buffer{})
+	fs := cli.NewFlags("x", "A B", "test", &bytes.Buffer{})
 	typ := fs.String("type", "", "")
-	pos, ok, _ := parseArgs(fs, []string{"a", "-type", "T", "b"}, 2, 2)
+	pos, ok, _ := cli.ParseArgs(fs, []string{"a", "-type", "T", "b"}, 2, 2)
 	if !ok || *typ != "T" || strings.Join(pos, ",") != "a,b" {
 		t.Fatalf("%v %q %q", ok, *typ, pos)
 	}
-	fs = newFlagSet("x", "A B", "test", &bytes.Buffer{})
-	pos, ok, _ = parseArgs(fs, []string{"a", "--", "-1"}, 2, 2)
+	fs = cli.NewFlags("x", "A B", "test", &bytes.Buffer{})
+	pos, ok, _ = cli.ParseArgs(fs, []string{"a", "--", "-1"}, 2, 2)
 	if !ok || strings.Join(pos, ",") != "a,-1" {
 		t.Fatalf("after --: %v %q", ok, pos)
 	}

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -27,26 +26,20 @@ import (
 	"github.com/troupe-mesh/troupe/peer"
 )
 
-// listFlag collects a repeated string flag.
-type listFlag []string
-
-func (l *listFlag) String() string     { return strings.Join(*l, ",") }
-func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
-
 // daemonFlags are the flags of 'troupe daemon'; each one that is given
 // overrides the matching config.json field.
 type daemonFlags struct {
 	home                               *string
-	listen, connect, bootstrp          listFlag
+	listen, connect, bootstrp          cli.ListFlag
 	logLevel, logFormat, mesh, metrics *string
 	ui                                 *string
 	mdns, relayService, timestamps     *bool
 }
 
 func daemon(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("daemon", "", "run the peer: a libp2p host with the built-in actors echo, info and watcher, and the control socket for the other commands", stderr)
+	fs := cli.NewFlags("daemon", "", "run the peer: a libp2p host with the built-in actors echo, info and watcher, and the control socket for the other commands", stderr)
 	var f daemonFlags
-	f.home = homeFlag(fs)
+	f.home = cli.HomeFlag(fs)
 	fs.Var(&f.listen, "listen", "multiaddr to listen on (repeatable; replaces config listen)")
 	fs.Var(&f.connect, "connect", "multiaddr with /p2p/ of a peer to connect to at start (repeatable)")
 	fs.Var(&f.bootstrp, "bootstrap", "multiaddr with /p2p/ of a DHT bootstrap peer (repeatable; added to config bootstrap)")
@@ -58,7 +51,7 @@ func daemon(args []string, stdout, stderr io.Writer) int {
 	f.metrics = fs.String("metrics", "", "serve Prometheus metrics at http://HOST:PORT/metrics (config metrics)")
 	f.timestamps = fs.Bool("timestamps", isTerminal(stdout), "start each line of output (joined, left, ...) with the time; on by default on a terminal")
 	f.ui = fs.String("ui", "", "serve the live mesh view at http://HOST:PORT/, HOST a loopback address (config ui)")
-	if _, ok, code := parseArgs(fs, args, 0, 0); !ok {
+	if _, ok, code := cli.ParseArgs(fs, args, 0, 0); !ok {
 		return code
 	}
 	// Flags are checked before the home is touched.
@@ -66,22 +59,22 @@ func daemon(args []string, stdout, stderr io.Writer) int {
 	for _, s := range f.connect {
 		ai, err := config.ParsePeerAddr(s)
 		if err != nil {
-			return fail(stderr, "daemon", fmt.Errorf("%w: -connect: %w", errUsage, err))
+			return cli.Fail(stderr, "daemon", fmt.Errorf("%w: -connect: %w", config.ErrUsage, err))
 		}
 		connect = append(connect, ai)
 	}
 	probe := config.Default()
 	if err := f.apply(fs, &probe); err != nil {
-		return fail(stderr, "daemon", err)
+		return cli.Fail(stderr, "daemon", err)
 	}
 	h := cli.Home(*f.home)
 	cfg, unlock, err := h.Open()
 	if err != nil {
-		return fail(stderr, "daemon", err)
+		return cli.Fail(stderr, "daemon", err)
 	}
 	defer unlock()
 	if err := f.apply(fs, &cfg); err != nil {
-		return fail(stderr, "daemon", err)
+		return cli.Fail(stderr, "daemon", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -91,7 +84,7 @@ func daemon(args []string, stdout, stderr io.Writer) int {
 	}
 	d, err := startDaemon(ctx, h, cfg, stderr, out, false)
 	if err != nil {
-		return fail(stderr, "daemon", err)
+		return cli.Fail(stderr, "daemon", err)
 	}
 	fmt.Fprintf(out, "peer %s\n", d.node.ID())
 	fmt.Fprintf(out, "mesh %s\n", cfg.Mesh)
@@ -139,14 +132,14 @@ func daemon(args []string, stdout, stderr io.Writer) int {
 	closeCtx, cancelClose := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancelClose()
 	if err = errors.Join(err, d.close(closeCtx)); err != nil {
-		return fail(stderr, "daemon", err)
+		return cli.Fail(stderr, "daemon", err)
 	}
 	d.log.Info("daemon stopped", "uptime", time.Since(d.started).Round(time.Millisecond).String())
 	return 0
 }
 
 // apply overrides cfg with the flags that were given and validates it.
-func (f *daemonFlags) apply(fs *cmdFlags, cfg *config.Config) error {
+func (f *daemonFlags) apply(fs *cli.Flags, cfg *config.Config) error {
 	fs.Visit(func(fl *flag.Flag) {
 		switch fl.Name {
 		case "listen":

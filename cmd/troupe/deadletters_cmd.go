@@ -12,20 +12,21 @@ import (
 	"time"
 
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 )
 
 // deadlettersCmd is 'troupe deadletters [-n N] [--follow] [--json]'.
 func deadlettersCmd(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("deadletters", "", "list the latest messages that reached no actor on this peer (time, target, sender, type, size, reason; never the message), and with --follow the new ones as they come", stderr)
+	fs := cli.NewFlags("deadletters", "", "list the latest messages that reached no actor on this peer (time, target, sender, type, size, reason; never the message), and with --follow the new ones as they come", stderr)
 	f := addClientFlags(fs, true)
 	count := fs.Int("n", 0, "show at most this many of the latest (0: all the daemon keeps)")
 	follow := fs.Bool("follow", false, "keep printing new dead letters until interrupted")
-	if _, ok, code := parseArgs(fs, args, 0, 0); !ok {
+	if _, ok, code := cli.ParseArgs(fs, args, 0, 0); !ok {
 		return code
 	}
 	if *count < 0 {
-		return fail(stderr, "deadletters", fmt.Errorf("%w: -n must not be negative", errUsage))
+		return cli.Fail(stderr, "deadletters", fmt.Errorf("%w: -n must not be negative", config.ErrUsage))
 	}
 	req := control.Request{Cmd: "deadletters", Count: *count, Follow: *follow}
 	asJSON := *f.json
@@ -50,7 +51,7 @@ func deadlettersCmd(args []string, stdout, stderr io.Writer) int {
 	var r control.DeadLettersResult
 	conn, err := control.Call(ctx, cli.Home(*f.home), req, &r, true)
 	if err != nil {
-		return fail(stderr, "deadletters", err)
+		return cli.Fail(stderr, "deadletters", err)
 	}
 	defer conn.Close()
 	stopRead := context.AfterFunc(ctx, func() { conn.Close() })
@@ -71,7 +72,7 @@ func deadlettersCmd(args []string, stdout, stderr io.Writer) int {
 	for sc.Scan() {
 		var e control.DeadLetter
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			return fail(stderr, "deadletters", fmt.Errorf("bad line from the daemon: %w", err))
+			return cli.Fail(stderr, "deadletters", fmt.Errorf("bad line from the daemon: %w", err))
 		}
 		print(e)
 	}

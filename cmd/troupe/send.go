@@ -11,6 +11,7 @@ import (
 
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 )
 
@@ -110,7 +111,7 @@ func parseTarget(s string) (ref actor.Ref, bare bool, err error) {
 		return ref, false, err
 	}
 	if _, err := actor.NewRef("p", s); err != nil {
-		return actor.Ref{}, false, fmt.Errorf("%w: address %q is neither <peer ID>/<actor name> nor an actor name", errUsage, s)
+		return actor.Ref{}, false, fmt.Errorf("%w: address %q is neither <peer ID>/<actor name> nor an actor name", config.ErrUsage, s)
 	}
 	return actor.Ref{}, true, nil
 }
@@ -119,10 +120,10 @@ func parseTarget(s string) (ref actor.Ref, bare bool, err error) {
 func parseActorAddr(s string) (actor.Ref, error) {
 	ref, err := actor.ParseRef(s)
 	if err != nil {
-		return actor.Ref{}, fmt.Errorf("%w: address %q is not <peer ID>/<actor name>", errUsage, s)
+		return actor.Ref{}, fmt.Errorf("%w: address %q is not <peer ID>/<actor name>", config.ErrUsage, s)
 	}
 	if _, err := libp2ppeer.Decode(ref.Peer()); err != nil {
-		return actor.Ref{}, fmt.Errorf("%w: address %q: %q is not a peer ID", errUsage, s, ref.Peer())
+		return actor.Ref{}, fmt.Errorf("%w: address %q: %q is not a peer ID", config.ErrUsage, s, ref.Peer())
 	}
 	return ref, nil
 }

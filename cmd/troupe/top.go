@@ -12,6 +12,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/meshview"
 )
@@ -21,14 +22,14 @@ import (
 // stdout are terminals; otherwise, or with -n, it prints samples as text.
 
 func topCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fs := newFlagSet("top", "", "show the daemon's peers with their message rates, link queues and RTTs, refreshed every second (q quits)", stderr)
+	fs := cli.NewFlags("top", "", "show the daemon's peers with their message rates, link queues and RTTs, refreshed every second (q quits)", stderr)
 	f := addClientFlags(fs, true)
 	n := fs.Int("n", 0, "print this many samples as text and exit (default: full screen on a terminal, else 1)")
-	if _, ok, code := parseArgs(fs, args, 0, 0); !ok {
+	if _, ok, code := cli.ParseArgs(fs, args, 0, 0); !ok {
 		return code
 	}
 	if *n < 0 {
-		return fail(stderr, "top", fmt.Errorf("%w: -n must be at least 0", errUsage))
+		return cli.Fail(stderr, "top", fmt.Errorf("%w: -n must be at least 0", config.ErrUsage))
 	}
 	h := cli.Home(*f.home)
 	ctx, stop := signalContext()
@@ -36,7 +37,7 @@ func topCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	full := *n == 0 && !*f.json && isTerminal(stdin) && isTerminal(stdout)
 	if full {
 		if _, err := tea.NewProgram(&topModel{ctx: ctx, h: h}, tea.WithAltScreen(), tea.WithInput(stdin), tea.WithOutput(stdout), tea.WithContext(ctx)).Run(); err != nil && ctx.Err() == nil {
-			return fail(stderr, "top", err)
+			return cli.Fail(stderr, "top", err)
 		}
 		return 0
 	}
@@ -44,7 +45,7 @@ func topCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	for i := range max(*n, 1) {
 		raw, v, err := fetchView(ctx, h, after)
 		if err != nil {
-			return fail(stderr, "top", err)
+			return cli.Fail(stderr, "top", err)
 		}
 		after = v.Seq
 		switch {
