@@ -1,10 +1,12 @@
 package integration
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/troupe-mesh/troupe/internal/testutil"
 	"github.com/troupe-mesh/troupe/peer"
 )
 
@@ -25,10 +27,7 @@ func TestDHTFindsAllPeersFromOneBootstrap(t *testing.T) {
 		nodes = append(nodes, newNode(t, peer.WithMesh("dhttest"), peer.WithDHT(*first.AddrInfo()), every))
 	}
 	start := time.Now()
-	deadline := time.After(30 * time.Second)
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
+	testutil.EventuallyNil(t, 30*time.Second, func() error {
 		missing := 0
 		for _, a := range nodes {
 			for _, b := range nodes {
@@ -37,16 +36,12 @@ func TestDHTFindsAllPeersFromOneBootstrap(t *testing.T) {
 				}
 			}
 		}
-		if missing == 0 {
-			t.Logf("%d peers connected to each other %v after the last one started", n, time.Since(start))
-			break
+		if missing > 0 {
+			return fmt.Errorf("%d of %d peer pairs still unconnected", missing, n*(n-1))
 		}
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("after 30 s, %d of %d peer pairs still unconnected", missing, n*(n-1))
-		}
-	}
+		return nil
+	})
+	t.Logf("%d peers connected to each other %v after the last one started", n, time.Since(start))
 	// The mesh carries actor messages between peers that only met via the DHT.
 	echoRef := spawn(t, nodes[n-1], "echo", echo)
 	ctx, cancel := askCtx()
