@@ -10,6 +10,7 @@ import (
 	"time"
 
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/muesli/cancelreader"
 	"golang.org/x/term"
 
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/chat"
@@ -106,6 +107,8 @@ func chatCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 				}
 				cancel()
 			}
+			in, release := cancelable(in)
+			defer release()
 			return chat.Run(ctx, d.node, *nick, *room, "", in, out)
 		}
 	}
@@ -122,6 +125,22 @@ func chatCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return cli.Fail(stderr, "chat", err)
 	}
 	return 0
+}
+
+// cancelable returns in, or for a terminal or pipe a reader of it whose
+// blocked read the session's end can cancel (chat.Canceler): else the
+// chat's input thread, blocked in that read after a SIGINT, would hold up
+// the peer's shutdown. A regular file's reads end by themselves.
+func cancelable(in io.Reader) (io.Reader, func()) {
+	f, ok := in.(*os.File)
+	if !ok {
+		return in, func() {}
+	}
+	cr, err := cancelreader.NewReader(f)
+	if err != nil {
+		return in, func() {}
+	}
+	return cr, func() { _ = cr.Close() }
 }
 
 // isTerminal reports whether f is a terminal.

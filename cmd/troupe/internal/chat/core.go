@@ -1,20 +1,15 @@
 package chat
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
-	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/peer"
 )
@@ -137,26 +132,12 @@ func Run(ctx context.Context, node *peer.Node, nick, room, stopNote string, in i
 		return err
 	}
 	s.cur.Store(ref)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		r := bufio.NewReaderSize(in, 4096)
-		for {
-			line, err := control.ReadLimitedLine(r, maxChatLine)
-			if errors.Is(err, control.ErrLineTooLong) {
-				s.printf("! line longer than %d bytes, not sent", maxChatLine)
-				continue
-			}
-			if len(line) > 0 {
-				s.input(strings.TrimRight(string(line), "\r\n"))
-			}
-			if err != nil {
-				break
-			}
-		}
+	input := &inputReader{s: s, in: in, ended: make(chan struct{})}
+	if _, err := node.System().SpawnThread("", input.run); err != nil {
 		s.input("/quit")
-	}()
+		<-s.done
+		return err
+	}
 	select {
 	case <-s.done:
 	case <-ctx.Done():
@@ -169,19 +150,18 @@ func Run(ctx context.Context, node *peer.Node, nick, room, stopNote string, in i
 			s.printf("%s", stopNote)
 		}
 	}
-	// A connection's reader is interrupted by closing it and waited for; a
-	// read blocked on a terminal or pipe cannot be interrupted, and the
-	// process exits after the session anyway.
-	if c, ok := in.(net.Conn); ok {
-		c.Close()
-		wg.Wait()
-	}
+	// The input's thread ends with the session where its read can be
+	// interrupted (see input.go).
+	input.interrupt()
 	return nil
 }
 
 func (s *chatSession) input(line string) {
-	s.node.System().Send(s.cur.Load().(actor.Ref), chatInput{line})
+	s.node.System().Send(s.current(), chatInput{line})
 }
+
+// current is the user's current actor (a rename makes a new one).
+func (s *chatSession) current() actor.Ref { return s.cur.Load().(actor.Ref) }
 
 func (s *chatSession) printf(format string, args ...any) {
 	fmt.Fprintf(s.out, format+"\n", args...)

@@ -16,6 +16,9 @@
 //   - trust.go: what is shown of other peers' users (the nick book,
 //     resolveNick) and the line rate per peer.
 //   - history.go: a late joiner's history window.
+//   - input.go: the user's input, a thread-style actor (SpawnThread)
+//     that reads typed lines with a blocking read and ends with the
+//     session.
 //   - client.go: ThroughDaemon, the chat through a daemon's socket.
 //   - tui.go: the terminal UI.
 //
