@@ -16,6 +16,8 @@ import (
 	"os"
 	"runtime/debug"
 	"slices"
+
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/demo"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -84,7 +86,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "chat":
 		return chatCmd(args[1:], stdin, stdout, stderr)
 	case "demo":
-		return demo(args[1:], stdout, stderr)
+		return demo.Cmd(args[1:], stdout, stderr)
 	case "stop":
 		return stopCmd(args[1:], stdout, stderr)
 	case "config":

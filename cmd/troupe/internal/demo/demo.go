@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -43,7 +43,9 @@ func newCounter(c *actor.Context) {
 	c.Receive(k.counting)
 }
 
-func demo(args []string, stdout, stderr io.Writer) int {
+// Cmd is 'troupe demo': it runs the counter and the ring on an actor
+// system of its own and returns the exit code.
+func Cmd(args []string, stdout, stderr io.Writer) int {
 	fs := cli.NewFlags("demo", "", "run the paper's counter and a ring of actors locally, and print what happened", stderr)
 	ringSize := fs.Int("ring", 100_000, "number of actors in the ring")
 	laps := fs.Int("laps", 10, "times the token goes around the ring")
