@@ -1,4 +1,4 @@
-package main
+package meshview
 
 import (
 	"fmt"
@@ -7,20 +7,18 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
-	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
-	"github.com/troupe-mesh/troupe/cmd/troupe/internal/meshview"
 )
 
 // TestRenderTop: top's text shows each peer with its rates, cleans what
 // peers chose of terminal controls, and keeps lines within the width (in
 // columns: wide characters count twice) and the screen's height.
 func TestRenderTop(t *testing.T) {
-	v := meshview.View{Self: control.IDResult{ID: "me", Mesh: "m", Reachability: "private"}, SentRate: 12345, DeadLetters: 3, Peers: []meshview.Peer{
+	v := View{Self: control.IDResult{ID: "me", Mesh: "m", Reachability: "private"}, SentRate: 12345, DeadLetters: 3, Peers: []Peer{
 		{PeerInfo: control.PeerInfo{ID: "12D3KooWabcdefghijklmnopqrstuvwxyz", Relayed: true, LatencyMS: 1.5, Actors: []string{"evil\x1b[2Jname", strings.Repeat("x", 300)}}, SentRate: 2.5, Queued: 7, HeldBytes: 2048},
 		{PeerInfo: control.PeerInfo{ID: "12D3KooWwide", Actors: []string{strings.Repeat("名前", 60)}}},
 	}}
-	out := renderTop(v, 80, 0)
+	out := Render(v, 80, 0)
 	for _, want := range []string{"…opqrstuvwxyz", "relayed", "1.5ms", "2.5", "2.0KiB", "12k", "dead letters 3"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("top's text lacks %q:\n%s", want, out)
@@ -34,31 +32,14 @@ func TestRenderTop(t *testing.T) {
 			t.Errorf("a line of %d columns: %q", n, line)
 		}
 	}
-	if out := renderTop(meshview.View{}, 80, 0); !strings.Contains(out, "no peers connected") {
+	if out := Render(View{}, 80, 0); !strings.Contains(out, "no peers connected") {
 		t.Errorf("without peers: %q", out)
 	}
 	for i := range 30 {
-		v.Peers = append(v.Peers, meshview.Peer{PeerInfo: control.PeerInfo{ID: fmt.Sprintf("peer%02d", i)}})
+		v.Peers = append(v.Peers, Peer{PeerInfo: control.PeerInfo{ID: fmt.Sprintf("peer%02d", i)}})
 	}
-	out = renderTop(v, 80, 10)
+	out = Render(v, 80, 10)
 	if lines := strings.Count(out, "\n"); lines > 10 || !strings.Contains(out, "more peers") {
 		t.Errorf("32 peers in 10 lines: %d lines\n%s", lines, out)
-	}
-}
-
-func TestIsLocalHost(t *testing.T) {
-	for host, want := range map[string]bool{
-		"localhost": true, "LOCALHOST:8080": true, "127.0.0.1:1": true, "127.9.9.9": true, "[::1]:80": true, "::1": true,
-		"": false, "example.com": false, "localhost.evil.com:80": false, "10.0.0.1:80": false, "[::]:80": false, "0.0.0.0:80": false,
-	} {
-		if got := config.IsLocalHost(host); got != want {
-			t.Errorf("config.IsLocalHost(%q) = %v, want %v", host, got, want)
-		}
-	}
-	if err := config.CheckUIAddr("0.0.0.0:8080"); err == nil {
-		t.Error("the view may listen on every interface")
-	}
-	if err := config.CheckUIAddr("127.0.0.1:0"); err != nil {
-		t.Error(err)
 	}
 }
