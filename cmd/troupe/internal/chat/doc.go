@@ -27,5 +27,5 @@
 // The user's actor owns its chatState (room, members, history window);
 // the session's nick book and line limiter are shared by a user's old and
 // new actor during a rename and each has its own mutex; the UI owns its
-// model. It imports cli and the module's public packages.
+// model. It imports cli, control and the module's public packages.
 package chat
