@@ -113,3 +113,87 @@ func TestIsQuit(t *testing.T) {
 		}
 	}
 }
+
+// blockingInput gives lines, then blocks in its next Read until released
+// (or, with cancel, until Cancel): an input no close can interrupt.
+type blockingInput struct {
+	lines    string
+	again    chan struct{} // closed when Read is called after the lines
+	release  chan struct{} // ends a blocked Read
+	returned chan struct{} // closed when a blocked Read returned
+	once     sync.Once
+}
+
+func newBlockingInput(t *testing.T, lines string) *blockingInput {
+	in := &blockingInput{lines: lines, again: make(chan struct{}), release: make(chan struct{}), returned: make(chan struct{})}
+	t.Cleanup(in.Release) // before the node's Close (cleanups run last first)
+	return in
+}
+
+func (in *blockingInput) Read(p []byte) (int, error) {
+	if in.lines != "" {
+		n := copy(p, in.lines)
+		in.lines = in.lines[n:]
+		return n, nil
+	}
+	close(in.again)
+	<-in.release
+	close(in.returned)
+	return 0, io.EOF
+}
+
+func (in *blockingInput) Release() { in.once.Do(func() { close(in.release) }) }
+
+// cancelableInput is a blockingInput whose blocked Read Cancel ends.
+type cancelableInput struct{ *blockingInput }
+
+func (in cancelableInput) Cancel() bool { in.Release(); return true }
+
+// TestInputThreadReadsNothingAfterQuit: after a /quit line the input's
+// thread reads no more and ends, even from an input nothing can
+// interrupt: the node's Shutdown, which waits for its threads, ends at
+// once instead of waiting for a read that never returns.
+func TestInputThreadReadsNothingAfterQuit(t *testing.T) {
+	n := chatNode(t)
+	in := newBlockingInput(t, "/who\n/quit\n")
+	out := &lockedBuilder{}
+	if err := Run(t.Context(), n, "ann", "lobby", "", in, out); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := n.System().Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown after /quit: %v (the input's thread still reads?)", err)
+	}
+	select {
+	case <-in.again:
+		t.Fatal("the input was read after /quit")
+	default:
+	}
+	if !strings.Contains(out.String(), "* bye") {
+		t.Fatalf("no bye in %q", out.String())
+	}
+}
+
+// TestInputThreadCancelledWithTheSession: when the session's ctx ends
+// while the input's thread is blocked in a Read of a Canceler (a
+// terminal's cancelreader), Run cancels that Read and returns only once
+// the thread has ended.
+func TestInputThreadCancelledWithTheSession(t *testing.T) {
+	n := chatNode(t)
+	in := cancelableInput{newBlockingInput(t, "/who\n")}
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() { <-in.again; cancel() }() // the thread is blocked in its next Read
+	out := &lockedBuilder{}
+	if err := Run(ctx, n, "ann", "lobby", "! stopping", in, out); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-in.returned:
+	default:
+		t.Fatal("Run returned while its input's thread was still blocked in a Read")
+	}
+	if !strings.HasSuffix(out.String(), "! stopping\n") {
+		t.Fatalf("the stop note is not last: %q", out.String())
+	}
+}
