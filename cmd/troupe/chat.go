@@ -68,7 +68,11 @@ func chatCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	conn, err := control.Call(ctx, h, control.Request{Cmd: "chat", Nick: *nick, Room: *room}, nil, true)
 	switch {
 	case err == nil:
-		session = func(in io.Reader, out io.Writer) error { return chat.ThroughDaemon(ctx, conn, in, out) }
+		session = func(in io.Reader, out io.Writer) error {
+			in, release := cancelable(in)
+			defer release()
+			return chat.ThroughDaemon(ctx, conn, in, out)
+		}
 	case !errors.Is(err, control.ErrNoDaemon):
 		return cli.Fail(stderr, "chat", err)
 	default:
@@ -130,10 +134,15 @@ func chatCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 // cancelable returns in, or for a terminal or pipe a reader of it whose
 // blocked read the session's end can cancel (chat.Canceler): else the
 // chat's input thread, blocked in that read after a SIGINT, would hold up
-// the peer's shutdown. A regular file's reads end by themselves.
+// the peer's shutdown (and a chat through the daemon would leave a read
+// of the terminal behind). A regular file's reads end by themselves, and
+// cancelreader, which epoll refuses it, would leak its pipe's two fds.
 func cancelable(in io.Reader) (io.Reader, func()) {
 	f, ok := in.(*os.File)
 	if !ok {
+		return in, func() {}
+	}
+	if fi, err := f.Stat(); err != nil || fi.Mode().IsRegular() {
 		return in, func() {}
 	}
 	cr, err := cancelreader.NewReader(f)

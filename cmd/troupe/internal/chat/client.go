@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"time"
 )
 
 // ErrDaemonGone reports a chat session through a daemon that the daemon
@@ -14,16 +15,20 @@ var ErrDaemonGone = errors.New("the daemon ended the chat")
 
 // ThroughDaemon copies the user's lines to the daemon's chat session
 // and the session's lines to out until the session ends, and returns
-// ErrDaemonGone if the daemon ended it rather than the user.
+// ErrDaemonGone if the daemon ended it rather than the user. When in is
+// a Canceler (a terminal's or pipe's cancelreader), the read of it
+// blocked at the session's end is cancelled and waited for, 5 s at
+// most; another input's read ends at its next line or its end.
 func ThroughDaemon(ctx context.Context, conn net.Conn, in io.Reader, out io.Writer) error {
 	defer conn.Close()
 	// SIGINT / SIGTERM: leave the chat as /quit does.
 	stop := context.AfterFunc(ctx, func() { _, _ = io.WriteString(conn, "/quit\n") })
 	defer stop()
+	copied := make(chan struct{})
 	go func() {
-		// Ends with the input or when the session closes the connection;
-		// a read blocked on a terminal cannot be interrupted, and the
-		// process exits right after the session.
+		defer close(copied)
+		// Ends with the input, or at the first write after the session
+		// closed the connection.
 		_, _ = io.Copy(conn, in)
 		if cw, ok := conn.(interface{ CloseWrite() error }); ok {
 			_ = cw.CloseWrite()
@@ -31,6 +36,14 @@ func ThroughDaemon(ctx context.Context, conn net.Conn, in io.Reader, out io.Writ
 	}()
 	tail := &lastLine{w: out}
 	_, _ = io.Copy(tail, conn)
+	conn.Close()
+	if c, ok := in.(Canceler); ok {
+		c.Cancel()
+		select {
+		case <-copied:
+		case <-time.After(5 * time.Second):
+		}
+	}
 	if !bytes.Equal(bytes.TrimSpace(tail.line), []byte("* bye")) {
 		return ErrDaemonGone
 	}

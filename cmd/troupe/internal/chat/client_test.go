@@ -1,7 +1,9 @@
 package chat
 
 import (
+	"bufio"
 	"io"
+	"net"
 	"strings"
 	"testing"
 )
@@ -32,5 +34,30 @@ func TestLastLine(t *testing.T) {
 	_, _ = l.Write([]byte("* bye\n* joined #lobby\n"))
 	if got := strings.TrimSpace(string(l.line)); got != "* joined #lobby" {
 		t.Errorf("last line %q", got)
+	}
+}
+
+// TestThroughDaemonCancelsItsInput: when the daemon's session ends, the
+// client's read of a Canceler input (a terminal's cancelreader) blocked
+// in its next Read is cancelled and has returned before ThroughDaemon
+// does: nothing goes on reading the user's terminal.
+func TestThroughDaemonCancelsItsInput(t *testing.T) {
+	client, daemon := net.Pipe()
+	in := cancelableInput{newBlockingInput(t, "/quit\n")}
+	go func() {
+		defer daemon.Close()
+		line, _ := bufio.NewReader(daemon).ReadString('\n')
+		if line == "/quit\n" {
+			_, _ = io.WriteString(daemon, "* bye\n")
+		}
+	}()
+	var out strings.Builder
+	if err := ThroughDaemon(t.Context(), client, in, &out); err != nil {
+		t.Fatalf("%v (output %q)", err, out.String())
+	}
+	select {
+	case <-in.returned:
+	default:
+		t.Fatal("ThroughDaemon returned while its input was still being read")
 	}
 }
