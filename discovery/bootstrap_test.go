@@ -98,16 +98,7 @@ func startBootstrap(t *testing.T, key crypto.PrivKey, addr ma.Multiaddr) (host.H
 // waitJoined waits for d to be joined, 10 s at most.
 func waitJoined(t *testing.T, d *DHT) {
 	t.Helper()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(10 * time.Second)
-	for !d.joined() {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatal("not joined 10 s after the bootstrap peer answered")
-		}
-	}
+	testutil.Eventually(t, 10*time.Second, "joined after the bootstrap peer answered", d.joined)
 }
 
 // freeTCPAddr returns a loopback TCP address free a moment ago.

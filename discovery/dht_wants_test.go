@@ -2,12 +2,14 @@ package discovery
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/host"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/troupe-mesh/troupe/internal/testutil"
 	"github.com/troupe-mesh/troupe/internal/testutil/testhost"
 )
 
@@ -38,20 +40,17 @@ func TestDHTLooksUpOnlyWhileItWantsPeers(t *testing.T) {
 	}
 	defer d.Close(ctx)
 	// Several rounds of the find loop, and no lookup.
-	for asked.Load() < 5 {
-		if ctx.Err() != nil {
-			t.Fatalf("the find loop asked %d times", asked.Load())
+	testutil.EventuallyNil(t, 10*time.Second, func() error {
+		if n := asked.Load(); n < 5 {
+			return fmt.Errorf("the find loop asked %d times, want 5", n)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	if n := d.lookups.Load(); n != 0 {
 		t.Fatalf("%d rendezvous lookups while the dial budget was full", n)
 	}
 	wants.Store(true)
-	for d.lookups.Load() == 0 || bd.lookups.Load() == 0 {
-		if ctx.Err() != nil {
-			t.Fatal("no lookup once the node wanted peers")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Eventually(t, 10*time.Second, "a lookup by each node once the node wanted peers", func() bool {
+		return d.lookups.Load() > 0 && bd.lookups.Load() > 0
+	})
 }

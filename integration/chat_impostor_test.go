@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/troupe-mesh/troupe/internal/testutil"
 )
 
 // An impostor in another room holds the actor name chat-bob too. Alice
@@ -31,18 +33,15 @@ func TestChatMsgNeverReachesImpostor(t *testing.T) {
 
 	// Wait until alice's directory knows both chat-bob (their rooms are in
 	// their advertisements).
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	// Polling another process's view: no event to await.
+	testutil.EventuallyNil(t, 30*time.Second, func() error {
 		alice.say(t, "/rooms")
 		line := alice.expectLine(t, 5*time.Second, "* rooms:")
-		if strings.Contains(line, "#den") && strings.Contains(line, "#side") {
-			break
+		if !strings.Contains(line, "#den") || !strings.Contains(line, "#side") {
+			return fmt.Errorf("alice's directory never knew both rooms: %q", line)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("alice's directory never knew both rooms: %q", line)
-		}
-		time.Sleep(200 * time.Millisecond) // polling another process's view; no event to await
-	}
+		return nil
+	})
 	for i := range 4 {
 		text := fmt.Sprintf("secret %d", i)
 		alice.say(t, "/msg bob "+text)

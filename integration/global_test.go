@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/internal/testutil"
 	"github.com/troupe-mesh/troupe/peer"
 )
 
@@ -59,7 +60,7 @@ func TestGlobalNameConflictAndHeal(t *testing.T) {
 			return true
 		}
 	}
-	eventually(t, 10*time.Second, "each side sees its own claim", func() bool { return holds(la, a1, a2)() && holds(lb, b1, b2)() })
+	testutil.Eventually(t, 10*time.Second, "each side sees its own claim", func() bool { return holds(la, a1, a2)() && holds(lb, b1, b2)() })
 
 	// Heal.
 	if err := a2.Connect(ctx, *b2.AddrInfo()); err != nil {
@@ -67,7 +68,7 @@ func TestGlobalNameConflictAndHeal(t *testing.T) {
 	}
 	var winner, loser actor.Ref
 	var lost <-chan peer.GlobalNameLost
-	eventually(t, 15*time.Second, "one holder on every peer", func() bool {
+	testutil.Eventually(t, 15*time.Second, "one holder on every peer", func() bool {
 		w, ok := a1.WhereisGlobal("leader")
 		if !ok || (w != la && w != lb) {
 			return false
@@ -112,7 +113,7 @@ func TestGlobalNameConflictAndHeal(t *testing.T) {
 			n.System().Send(winner, Ping{})
 		}
 	}
-	eventually(t, 15*time.Second, "the name freed", func() bool {
+	testutil.Eventually(t, 15*time.Second, "the name freed", func() bool {
 		for _, n := range []*peer.Node{a1, a2, b1, b2} {
 			if _, ok := n.WhereisGlobal("leader"); ok {
 				return false

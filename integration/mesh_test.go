@@ -9,6 +9,7 @@ import (
 
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
+	"github.com/troupe-mesh/troupe/internal/testutil"
 	"github.com/troupe-mesh/troupe/peer"
 	"github.com/troupe-mesh/troupe/routing"
 )
@@ -229,13 +230,7 @@ func waitFor(t testing.TB, cond func() bool) {
 // waitWithin polls cond until it holds, failing t if it does not within d.
 func waitWithin(t testing.TB, d time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %v", d)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testutil.Eventually(t, d, "the condition of "+t.Name(), cond)
 }
 
 func TestLookupAndRemoteSpawn(t *testing.T) {

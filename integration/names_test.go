@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/internal/testutil"
 	"github.com/troupe-mesh/troupe/peer"
 )
 
@@ -26,14 +27,14 @@ func TestNamesFoundByDHTLookup(t *testing.T) {
 	quits := func(c *actor.Context) { c.Receive(actor.On(func(Ping) {})) } // stops at its first Ping
 	stales := []actor.Ref{spawn(t, stale, "ghost", quits), spawn(t, stale, "svc", quits)}
 	svc := spawn(t, owner, "svc", echo)
-	eventually(t, 20*time.Second, "names provided", func() bool {
+	testutil.Eventually(t, 20*time.Second, "names provided", func() bool {
 		return owner.NamesProvided() >= 1 && stale.NamesProvided() >= 2
 	})
 	// stale no longer hosts its names; its records stay in the DHT.
 	for _, ref := range stales {
 		stale.System().Send(ref, Ping{1})
 	}
-	eventually(t, 5*time.Second, "stale's actors stopped", func() bool { return len(stale.System().Names()) == 0 })
+	testutil.Eventually(t, 5*time.Second, "stale's actors stopped", func() bool { return len(stale.System().Names()) == 0 })
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

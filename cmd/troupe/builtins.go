@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/chat"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/peer"
@@ -34,7 +35,7 @@ func newRegistry() (*codec.Registry, error) {
 	}
 	codec.MustRegister[Watch](reg, "troupe.Watch")
 	codec.MustRegister[Info](reg, "troupe.Info")
-	registerChat(reg)
+	chat.Register(reg)
 	return reg, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/chat"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
@@ -223,14 +224,14 @@ func TestSecondLockHolderIsRefused(t *testing.T) {
 func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 
 func TestFlagsAfterArguments(t *testing.T) {
-	fs := newFlagSet("x", "A B", "test", &bytes.Buffer{})
+	fs := cli.NewFlags("x", "A B", "test", &bytes.Buffer{})
 	typ := fs.String("type", "", "")
-	pos, ok, _ := parseArgs(fs, []string{"a", "-type", "T", "b"}, 2, 2)
+	pos, ok, _ := cli.ParseArgs(fs, []string{"a", "-type", "T", "b"}, 2, 2)
 	if !ok || *typ != "T" || strings.Join(pos, ",") != "a,b" {
 		t.Fatalf("%v %q %q", ok, *typ, pos)
 	}
-	fs = newFlagSet("x", "A B", "test", &bytes.Buffer{})
-	pos, ok, _ = parseArgs(fs, []string{"a", "--", "-1"}, 2, 2)
+	fs = cli.NewFlags("x", "A B", "test", &bytes.Buffer{})
+	pos, ok, _ = cli.ParseArgs(fs, []string{"a", "--", "-1"}, 2, 2)
 	if !ok || strings.Join(pos, ",") != "a,-1" {
 		t.Fatalf("after --: %v %q", ok, pos)
 	}
@@ -275,12 +276,12 @@ func TestJSONMessagesRoundTrip(t *testing.T) {
 
 func TestChatNamesChecked(t *testing.T) {
 	for _, good := range []string{"a", "Alice_2", "x-y"} {
-		if err := checkChatName("nick", good); err != nil {
+		if err := chat.CheckName("nick", good); err != nil {
 			t.Fatalf("%q: %v", good, err)
 		}
 	}
 	for _, bad := range []string{"", "a b", "a/b", strings.Repeat("x", 25), "é"} {
-		if err := checkChatName("nick", bad); err == nil {
+		if err := chat.CheckName("nick", bad); err == nil {
 			t.Fatalf("%q accepted", bad)
 		}
 	}

@@ -21,24 +21,24 @@ import (
 
 // initCmd creates the home: identity key (0600) and config.json.
 func initCmd(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("init", "", "create the home directory with an identity key (mode 0600) and a default config.json; an existing home is left as it is", stderr)
-	homeDir := homeFlag(fs)
+	fs := cli.NewFlags("init", "", "create the home directory with an identity key (mode 0600) and a default config.json; an existing home is left as it is", stderr)
+	homeDir := cli.HomeFlag(fs)
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	if _, ok, code := parseArgs(fs, args, 0, 0); !ok {
+	if _, ok, code := cli.ParseArgs(fs, args, 0, 0); !ok {
 		return code
 	}
 	h := cli.Home(*homeDir)
 	_, statErr := os.Stat(h.ConfigFile())
 	if _, err := h.Ensure(); err != nil {
-		return fail(stderr, "init", err)
+		return cli.Fail(stderr, "init", err)
 	}
 	key, err := peer.LoadOrCreateKey(h.KeyFile())
 	if err != nil {
-		return fail(stderr, "init", err)
+		return cli.Fail(stderr, "init", err)
 	}
 	id, err := libp2ppeer.IDFromPrivateKey(key)
 	if err != nil {
-		return fail(stderr, "init", err)
+		return cli.Fail(stderr, "init", err)
 	}
 	if *asJSON {
 		b, _ := json.Marshal(struct {
@@ -65,8 +65,8 @@ type clientFlags struct {
 	json *bool
 }
 
-func addClientFlags(fs *cmdFlags, withJSON bool) clientFlags {
-	f := clientFlags{home: homeFlag(fs)}
+func addClientFlags(fs *cli.Flags, withJSON bool) clientFlags {
+	f := clientFlags{home: cli.HomeFlag(fs)}
 	if withJSON {
 		f.json = fs.Bool("json", false, "print the result as JSON")
 	}
@@ -86,7 +86,7 @@ func (f clientFlags) request(cmd string, req control.Request, out any, stdout, s
 	defer cancel()
 	var raw json.RawMessage
 	if _, err := control.Call(ctx, cli.Home(*f.home), req, &raw, false); err != nil {
-		return fail(stderr, cmd, err)
+		return cli.Fail(stderr, cmd, err)
 	}
 	if f.json != nil && *f.json {
 		fmt.Fprintln(stdout, cli.CompactJSON(raw))
@@ -94,7 +94,7 @@ func (f clientFlags) request(cmd string, req control.Request, out any, stdout, s
 	}
 	if out != nil {
 		if err := json.Unmarshal(raw, out); err != nil {
-			return fail(stderr, cmd, fmt.Errorf("bad result from the daemon: %w", err))
+			return cli.Fail(stderr, cmd, fmt.Errorf("bad result from the daemon: %w", err))
 		}
 	}
 	human()
@@ -102,12 +102,12 @@ func (f clientFlags) request(cmd string, req control.Request, out any, stdout, s
 }
 
 func idCmd(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("id", "", "print the daemon's peer ID, addresses and mesh", stderr)
+	fs := cli.NewFlags("id", "", "print the daemon's peer ID, addresses and mesh", stderr)
 	f := addClientFlags(fs, true)
-	if _, ok, code := parseArgs(fs, args, 0, 0); !ok {
+	if _, ok, code := cli.ParseArgs(fs, args, 0, 0); !ok {
 		return code
 	}
-	var r idResult
+	var r control.IDResult
 	if _, err := dialDaemonProbe(cli.Home(*f.home)); errors.Is(err, control.ErrNoDaemon) {
 		return idOffline(cli.Home(*f.home), strings.Contains(err.Error(), "stale"), *f.json, stdout, stderr)
 	}
@@ -134,24 +134,24 @@ func dialDaemonProbe(h cli.Home) (bool, error) {
 // A stale control socket (a daemon that was killed) is said.
 func idOffline(h cli.Home, stale, asJSON bool, stdout, stderr io.Writer) int {
 	if _, err := os.Stat(h.KeyFile()); err != nil {
-		return fail(stderr, "id", fmt.Errorf("%w on %s, and it has no identity yet: 'troupe init' or 'troupe daemon' creates one", control.ErrNoDaemon, h))
+		return cli.Fail(stderr, "id", fmt.Errorf("%w on %s, and it has no identity yet: 'troupe init' or 'troupe daemon' creates one", control.ErrNoDaemon, h))
 	}
 	if err := h.CheckPrivate(); err != nil {
-		return fail(stderr, "id", err)
+		return cli.Fail(stderr, "id", err)
 	}
 	key, err := peer.LoadOrCreateKey(h.KeyFile()) // it exists: only loaded
 	if err != nil {
-		return fail(stderr, "id", err)
+		return cli.Fail(stderr, "id", err)
 	}
 	id, err := libp2ppeer.IDFromPrivateKey(key)
 	if err != nil {
-		return fail(stderr, "id", err)
+		return cli.Fail(stderr, "id", err)
 	}
 	cfg, _, err := config.Load(h.ConfigFile())
 	if err != nil {
-		return fail(stderr, "id", err)
+		return cli.Fail(stderr, "id", err)
 	}
-	r := idResult{ID: id.String(), Reachability: "unknown", Addrs: []string{}, Mesh: cfg.Mesh, Version: buildVersion(), Home: string(h), Offline: true}
+	r := control.IDResult{ID: id.String(), Reachability: "unknown", Addrs: []string{}, Mesh: cfg.Mesh, Version: buildVersion(), Home: string(h), Offline: true}
 	if asJSON {
 		b, _ := cli.MarshalJSON(r)
 		fmt.Fprintln(stdout, string(b))
@@ -166,12 +166,12 @@ func idOffline(h cli.Home, stale, asJSON bool, stdout, stderr io.Writer) int {
 }
 
 func peersCmd(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("peers", "", "list the peers the daemon is connected to, with their addresses, latency and advertised actors", stderr)
+	fs := cli.NewFlags("peers", "", "list the peers the daemon is connected to, with their addresses, latency and advertised actors", stderr)
 	f := addClientFlags(fs, true)
-	if _, ok, code := parseArgs(fs, args, 0, 0); !ok {
+	if _, ok, code := cli.ParseArgs(fs, args, 0, 0); !ok {
 		return code
 	}
-	var r []peerInfo
+	var r []control.PeerInfo
 	return f.request("peers", control.Request{Cmd: "peers"}, &r, stdout, stderr, func() {
 		if len(r) == 0 {
 			fmt.Fprintln(stdout, "no peers connected")
@@ -196,24 +196,24 @@ func peersCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 func actorsCmd(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("actors", "[PEER]", "list the named actors of this peer, or of PEER (asked through its info actor)", stderr)
+	fs := cli.NewFlags("actors", "[PEER]", "list the named actors of this peer, or of PEER (asked through its info actor)", stderr)
 	f := addClientFlags(fs, true)
 	timeout := fs.Duration("timeout", defaultAskTimeout, "how long to wait for PEER")
-	pos, ok, code := parseArgs(fs, args, 0, 1)
+	pos, ok, code := cli.ParseArgs(fs, args, 0, 1)
 	if !ok {
 		return code
 	}
 	req := control.Request{Cmd: "actors", Timeout: *timeout}
 	if len(pos) == 1 {
 		if _, err := libp2ppeer.Decode(pos[0]); err != nil {
-			return fail(stderr, "actors", fmt.Errorf("%w: %q is not a peer ID", errUsage, pos[0]))
+			return cli.Fail(stderr, "actors", fmt.Errorf("%w: %q is not a peer ID", config.ErrUsage, pos[0]))
 		}
 		req.Peer = pos[0]
 	}
 	if *timeout <= 0 {
-		return fail(stderr, "actors", fmt.Errorf("%w: -timeout must be positive", errUsage))
+		return cli.Fail(stderr, "actors", fmt.Errorf("%w: -timeout must be positive", config.ErrUsage))
 	}
-	var r actorsResult
+	var r control.ActorsResult
 	return f.request("actors", req, &r, stdout, stderr, func() {
 		for _, a := range r.Actors {
 			fmt.Fprintf(stdout, "%s/%s\n", r.Peer, cli.Clean(a))
@@ -227,13 +227,13 @@ func messageRequest(cmd string, pos []string, typ string, timeout time.Duration)
 		return control.Request{}, err
 	}
 	if _, err := jsonToCBOR(pos[1]); err != nil {
-		return control.Request{}, fmt.Errorf("%w: %w", errUsage, err)
+		return control.Request{}, fmt.Errorf("%w: %w", config.ErrUsage, err)
 	}
 	if timeout <= 0 {
-		return control.Request{}, fmt.Errorf("%w: -timeout must be positive", errUsage)
+		return control.Request{}, fmt.Errorf("%w: -timeout must be positive", config.ErrUsage)
 	}
 	if typ != "" && !validTypeName(typ) {
-		return control.Request{}, fmt.Errorf("%w: -type %q is not a type name (letters, digits, '.', '_', '-', '/')", errUsage, typ)
+		return control.Request{}, fmt.Errorf("%w: -type %q is not a type name (letters, digits, '.', '_', '-', '/')", config.ErrUsage, typ)
 	}
 	return control.Request{Cmd: cmd, Addr: pos[0], Body: json.RawMessage(pos[1]), Type: typ, Timeout: timeout}, nil
 }
@@ -261,7 +261,7 @@ func askCmd(args []string, stdout, stderr io.Writer) int {
 
 // messageCmd runs send or ask.
 func messageCmd(cmd, summary, timeoutUsage string, args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet(cmd, "[PEER/]NAME JSON", summary, stderr)
+	fs := cli.NewFlags(cmd, "[PEER/]NAME JSON", summary, stderr)
 	f := addClientFlags(fs, true)
 	typ := fs.String("type", "", "registered type name of the message (e.g. string, int, or an application type)")
 	timeout := fs.Duration("timeout", defaultAskTimeout, timeoutUsage)
@@ -269,42 +269,42 @@ func messageCmd(cmd, summary, timeoutUsage string, args []string, stdout, stderr
 	if cmd == "send" {
 		wait = fs.Duration("wait", defaultSendWait, "how long to wait for another peer to bounce the message (or its actor to reply); 0: do not wait")
 	}
-	pos, ok, code := parseArgs(fs, args, 2, 2)
+	pos, ok, code := cli.ParseArgs(fs, args, 2, 2)
 	if !ok {
 		return code
 	}
 	req, err := messageRequest(cmd, pos, *typ, *timeout)
 	if err != nil {
-		return fail(stderr, cmd, err)
+		return cli.Fail(stderr, cmd, err)
 	}
 	if cmd == "send" {
 		if *wait < 0 || *wait > maxRequestTime {
-			return fail(stderr, cmd, fmt.Errorf("%w: -wait must be from 0 to %v", errUsage, maxRequestTime))
+			return cli.Fail(stderr, cmd, fmt.Errorf("%w: -wait must be from 0 to %v", config.ErrUsage, maxRequestTime))
 		}
 		req.Wait = *wait
-		var r sendResult
+		var r control.SendResult
 		return f.request(cmd, req, &r, stdout, stderr, func() { fmt.Fprintln(stdout, sendLine(r)) })
 	}
-	var r askResult
+	var r control.AskResult
 	return f.request(cmd, req, &r, stdout, stderr, func() { fmt.Fprintln(stdout, cli.CompactJSON(r.Reply)) })
 }
 
 func pingCmd(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("ping", "PEER", "measure round trips to a peer: libp2p pings, then one ask to its echo actor", stderr)
+	fs := cli.NewFlags("ping", "PEER", "measure round trips to a peer: libp2p pings, then one ask to its echo actor", stderr)
 	f := addClientFlags(fs, true)
 	count := fs.Int("n", 3, "number of libp2p pings")
 	timeout := fs.Duration("timeout", 10*time.Second, "give up after this long")
-	pos, ok, code := parseArgs(fs, args, 1, 1)
+	pos, ok, code := cli.ParseArgs(fs, args, 1, 1)
 	if !ok {
 		return code
 	}
 	if _, err := libp2ppeer.Decode(pos[0]); err != nil {
-		return fail(stderr, "ping", fmt.Errorf("%w: %q is not a peer ID", errUsage, pos[0]))
+		return cli.Fail(stderr, "ping", fmt.Errorf("%w: %q is not a peer ID", config.ErrUsage, pos[0]))
 	}
 	if *count < 1 || *count > 1000 || *timeout <= 0 {
-		return fail(stderr, "ping", fmt.Errorf("%w: -n must be 1..1000 and -timeout positive", errUsage))
+		return cli.Fail(stderr, "ping", fmt.Errorf("%w: -n must be 1..1000 and -timeout positive", config.ErrUsage))
 	}
-	var r pingResult
+	var r control.PingResult
 	return f.request("ping", control.Request{Cmd: "ping", Peer: pos[0], Count: *count, Timeout: *timeout}, &r, stdout, stderr, func() {
 		for i, rtt := range r.RTTsMS {
 			fmt.Fprintf(stdout, "pong %d from %s: %.3f ms\n", i+1, r.Peer, rtt)
@@ -314,20 +314,20 @@ func pingCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 func connectCmd(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("connect", "MULTIADDR", "connect the daemon to a peer at a multiaddr ending in /p2p/<peer ID> (a relay's circuit address works: /p2p/<relay>/p2p-circuit/p2p/<peer>)", stderr)
+	fs := cli.NewFlags("connect", "MULTIADDR", "connect the daemon to a peer at a multiaddr ending in /p2p/<peer ID> (a relay's circuit address works: /p2p/<relay>/p2p-circuit/p2p/<peer>)", stderr)
 	f := addClientFlags(fs, true)
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
-	pos, ok, code := parseArgs(fs, args, 1, 1)
+	pos, ok, code := cli.ParseArgs(fs, args, 1, 1)
 	if !ok {
 		return code
 	}
 	if _, err := config.ParsePeerAddr(pos[0]); err != nil {
-		return fail(stderr, "connect", fmt.Errorf("%w: %w", errUsage, err))
+		return cli.Fail(stderr, "connect", fmt.Errorf("%w: %w", config.ErrUsage, err))
 	}
 	if *timeout <= 0 {
-		return fail(stderr, "connect", fmt.Errorf("%w: -timeout must be positive", errUsage))
+		return cli.Fail(stderr, "connect", fmt.Errorf("%w: -timeout must be positive", config.ErrUsage))
 	}
-	var r connectResult
+	var r control.ConnectResult
 	return f.request("connect", control.Request{Cmd: "connect", Addr: pos[0], Timeout: *timeout}, &r, stdout, stderr, func() {
 		how := "direct"
 		if r.Relayed {

@@ -6,6 +6,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 )
 
 // Shell completion: 'troupe completion SHELL' prints a script that asks
@@ -36,8 +38,8 @@ complete -c troupe -f -a '(troupe __complete (commandline -opc)[2..-1] (commandl
 
 // completionCmd is 'troupe completion bash|zsh|fish'.
 func completionCmd(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("completion", "bash|zsh|fish", "print the shell completion script for bash, zsh or fish", stderr)
-	rest, ok, code := parseArgs(fs, args, 1, 1)
+	fs := cli.NewFlags("completion", "bash|zsh|fish", "print the shell completion script for bash, zsh or fish", stderr)
+	rest, ok, code := cli.ParseArgs(fs, args, 1, 1)
 	if !ok {
 		return code
 	}

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -22,30 +21,25 @@ import (
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/meshview"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/peer"
 )
-
-// listFlag collects a repeated string flag.
-type listFlag []string
-
-func (l *listFlag) String() string     { return strings.Join(*l, ",") }
-func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
 
 // daemonFlags are the flags of 'troupe daemon'; each one that is given
 // overrides the matching config.json field.
 type daemonFlags struct {
 	home                               *string
-	listen, connect, bootstrp          listFlag
+	listen, connect, bootstrp          cli.ListFlag
 	logLevel, logFormat, mesh, metrics *string
 	ui                                 *string
 	mdns, relayService, timestamps     *bool
 }
 
 func daemon(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("daemon", "", "run the peer: a libp2p host with the built-in actors echo, info and watcher, and the control socket for the other commands", stderr)
+	fs := cli.NewFlags("daemon", "", "run the peer: a libp2p host with the built-in actors echo, info and watcher, and the control socket for the other commands", stderr)
 	var f daemonFlags
-	f.home = homeFlag(fs)
+	f.home = cli.HomeFlag(fs)
 	fs.Var(&f.listen, "listen", "multiaddr to listen on (repeatable; replaces config listen)")
 	fs.Var(&f.connect, "connect", "multiaddr with /p2p/ of a peer to connect to at start (repeatable)")
 	fs.Var(&f.bootstrp, "bootstrap", "multiaddr with /p2p/ of a DHT bootstrap peer (repeatable; added to config bootstrap)")
@@ -57,7 +51,7 @@ func daemon(args []string, stdout, stderr io.Writer) int {
 	f.metrics = fs.String("metrics", "", "serve Prometheus metrics at http://HOST:PORT/metrics (config metrics)")
 	f.timestamps = fs.Bool("timestamps", isTerminal(stdout), "start each line of output (joined, left, ...) with the time; on by default on a terminal")
 	f.ui = fs.String("ui", "", "serve the live mesh view at http://HOST:PORT/, HOST a loopback address (config ui)")
-	if _, ok, code := parseArgs(fs, args, 0, 0); !ok {
+	if _, ok, code := cli.ParseArgs(fs, args, 0, 0); !ok {
 		return code
 	}
 	// Flags are checked before the home is touched.
@@ -65,32 +59,32 @@ func daemon(args []string, stdout, stderr io.Writer) int {
 	for _, s := range f.connect {
 		ai, err := config.ParsePeerAddr(s)
 		if err != nil {
-			return fail(stderr, "daemon", fmt.Errorf("%w: -connect: %w", errUsage, err))
+			return cli.Fail(stderr, "daemon", fmt.Errorf("%w: -connect: %w", config.ErrUsage, err))
 		}
 		connect = append(connect, ai)
 	}
 	probe := config.Default()
 	if err := f.apply(fs, &probe); err != nil {
-		return fail(stderr, "daemon", err)
+		return cli.Fail(stderr, "daemon", err)
 	}
 	h := cli.Home(*f.home)
 	cfg, unlock, err := h.Open()
 	if err != nil {
-		return fail(stderr, "daemon", err)
+		return cli.Fail(stderr, "daemon", err)
 	}
 	defer unlock()
 	if err := f.apply(fs, &cfg); err != nil {
-		return fail(stderr, "daemon", err)
+		return cli.Fail(stderr, "daemon", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	out := &lockedWriter{w: stdout}
+	out := &cli.LockedWriter{W: stdout}
 	if *f.timestamps {
-		out.stamp = func() string { return time.Now().Format(eventTimeFormat) + " " }
+		out.Stamp = func() string { return time.Now().Format(eventTimeFormat) + " " }
 	}
 	d, err := startDaemon(ctx, h, cfg, stderr, out, false)
 	if err != nil {
-		return fail(stderr, "daemon", err)
+		return cli.Fail(stderr, "daemon", err)
 	}
 	fmt.Fprintf(out, "peer %s\n", d.node.ID())
 	fmt.Fprintf(out, "mesh %s\n", cfg.Mesh)
@@ -138,14 +132,14 @@ func daemon(args []string, stdout, stderr io.Writer) int {
 	closeCtx, cancelClose := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancelClose()
 	if err = errors.Join(err, d.close(closeCtx)); err != nil {
-		return fail(stderr, "daemon", err)
+		return cli.Fail(stderr, "daemon", err)
 	}
 	d.log.Info("daemon stopped", "uptime", time.Since(d.started).Round(time.Millisecond).String())
 	return 0
 }
 
 // apply overrides cfg with the flags that were given and validates it.
-func (f *daemonFlags) apply(fs *cmdFlags, cfg *config.Config) error {
+func (f *daemonFlags) apply(fs *cli.Flags, cfg *config.Config) error {
 	fs.Visit(func(fl *flag.Flag) {
 		switch fl.Name {
 		case "listen":
@@ -185,7 +179,7 @@ type runningDaemon struct {
 	ctl        *control.Server
 	metrics    *control.HTTPServer
 	ui         *control.HTTPServer
-	view       *meshHub
+	view       *meshview.Hub
 	stopView   func()
 	stopEvents func()
 	// embeddedChat: this is a chat's own peer, which refuses chat requests.
@@ -230,9 +224,9 @@ func startDaemon(ctx context.Context, h cli.Home, cfg config.Config, stderr, out
 	if err == nil {
 		d.stopEvents, err = reportPeers(node, out)
 	}
-	d.view = newMeshHub(d.sampleView)
-	d.stopView = d.view.start()
-	view := newViewHandler(d.view, d.deadLetters)
+	d.view = meshview.NewHub(d.sampleView)
+	d.stopView = d.view.Start()
+	view := meshview.NewHandler(d.view, d.deadLetters)
 	if err == nil {
 		d.ctl, err = control.Listen(h.Socket(), d.handle, view)
 	}
@@ -240,7 +234,7 @@ func startDaemon(ctx context.Context, h cli.Home, cfg config.Config, stderr, out
 		d.metrics, err = control.ServeMetrics(cfg.Metrics, prom)
 	}
 	if err == nil && cfg.UI != "" {
-		d.ui, err = serveUI(cfg.UI, view)
+		d.ui, err = meshview.Serve(cfg.UI, view)
 	}
 	if err != nil {
 		return nil, errors.Join(err, d.close(ctx))
@@ -319,22 +313,3 @@ func reportPeers(n *peer.Node, out io.Writer) (stop func(), err error) {
 // eventTimeFormat is the time of a daemon's output lines with
 // -timestamps: slog's, to the millisecond.
 const eventTimeFormat = "2006-01-02T15:04:05.000Z07:00"
-
-// lockedWriter serializes lines written from several actors; with stamp,
-// each write (one line) starts with what stamp returns.
-type lockedWriter struct {
-	mu    sync.Mutex
-	w     io.Writer
-	stamp func() string
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.stamp != nil {
-		if _, err := io.WriteString(l.w, l.stamp()); err != nil {
-			return 0, err
-		}
-	}
-	return l.w.Write(p)
-}

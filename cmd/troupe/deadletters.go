@@ -7,13 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/meshview"
 	"github.com/troupe-mesh/troupe/codec"
 )
 
@@ -22,31 +21,6 @@ import (
 // deadletters' lists them or follows new ones over the control socket,
 // GET /api/deadletters serves them to the mesh view. Records hold no
 // message bodies; their text is cleaned before it reaches a terminal.
-
-// deadLetter is one record as JSON (what --json prints, one per line
-// with --follow).
-type deadLetter struct {
-	Seq      uint64    `json:"seq"`
-	Time     time.Time `json:"time"`
-	To       string    `json:"to"`
-	From     string    `json:"from,omitempty"`
-	FromPeer string    `json:"from_peer,omitempty"`
-	Type     string    `json:"type"`
-	Size     int       `json:"size"` // bytes of the encoding; -1 unknown
-	Kind     string    `json:"kind"`
-	Reason   string    `json:"reason"`
-}
-
-// deadLettersResult answers a deadletters request.
-type deadLettersResult struct {
-	Total  uint64            `json:"total"`   // dead letters since the daemon started
-	ByKind map[string]uint64 `json:"by_kind"` // per reason kind
-	Kept   int               `json:"kept"`    // how many the daemon remembers at most
-	Recent []deadLetter      `json:"recent"`  // oldest first
-	// Omitted counts older records kept but left out of this answer to
-	// bound its size (maxDeadLettersAnswer).
-	Omitted int `json:"omitted,omitempty"`
-}
 
 // maxFollowBatch caps the records written per wake-up of a follower; the
 // rest come at the next one (the ring holds them or they are gone, and
@@ -74,10 +48,10 @@ func describeMessage(reg *codec.Registry) func(any) (string, int) {
 }
 
 // toDeadLetters turns records into their JSON form, cleaned.
-func toDeadLetters(rs []actor.DeadLetterRecord) []deadLetter {
-	out := make([]deadLetter, 0, len(rs))
+func toDeadLetters(rs []actor.DeadLetterRecord) []control.DeadLetter {
+	out := make([]control.DeadLetter, 0, len(rs))
 	for _, r := range rs {
-		e := deadLetter{Seq: r.Seq, Time: r.Time.UTC(), To: cli.Clean(r.To.String()), Type: cli.Clean(r.Type), Size: r.Size, Kind: cli.Clean(r.Kind), Reason: cli.Clean(r.Reason)}
+		e := control.DeadLetter{Seq: r.Seq, Time: r.Time.UTC(), To: cli.Clean(r.To.String()), Type: cli.Clean(r.Type), Size: r.Size, Kind: cli.Clean(r.Kind), Reason: cli.Clean(r.Reason)}
 		if !r.From.IsZero() {
 			e.From, e.FromPeer = cli.Clean(r.From.String()), cli.Clean(r.From.Peer())
 		}
@@ -88,13 +62,13 @@ func toDeadLetters(rs []actor.DeadLetterRecord) []deadLetter {
 
 // deadLetters answers a deadletters request: the latest count (all kept
 // when 0) above seq after.
-func (d *runningDaemon) deadLetters(count int, after uint64) deadLettersResult {
+func (d *runningDaemon) deadLetters(count int, after uint64) control.DeadLettersResult {
 	sys := d.node.System()
 	rs, _ := sys.RecentDeadLetters(after)
 	if count > 0 && len(rs) > count {
 		rs = rs[len(rs)-count:]
 	}
-	r := deadLettersResult{Total: sys.DeadLetters(), ByKind: sys.DeadLettersByKind(), Kept: d.cfg.DeadLetters.Keep}
+	r := control.DeadLettersResult{Total: sys.DeadLetters(), ByKind: sys.DeadLettersByKind(), Kept: d.cfg.DeadLetters.Keep}
 	r.Recent, r.Omitted = fitDeadLetters(toDeadLetters(rs), maxDeadLettersAnswer)
 	return r
 }
@@ -107,7 +81,7 @@ const maxDeadLettersAnswer = 8 << 20
 
 // fitDeadLetters returns the latest of es whose JSON fits in budget
 // bytes, and how many older ones it left out.
-func fitDeadLetters(es []deadLetter, budget int) ([]deadLetter, int) {
+func fitDeadLetters(es []control.DeadLetter, budget int) ([]control.DeadLetter, int) {
 	i := len(es)
 	for ; i > 0; i-- {
 		b, _ := json.Marshal(es[i-1]) // escaped, as the mesh view's API writes it
@@ -121,7 +95,7 @@ func fitDeadLetters(es []deadLetter, budget int) ([]deadLetter, int) {
 // followDeadLetters answers a deadletters request with follow: after the
 // response (the ones kept now), each new record is one JSON line on conn
 // until the client goes away, ctx ends (the daemon stops) or a write
-// takes longer than viewWriteTimeout.
+// takes longer than meshview.WriteTimeout.
 func (d *runningDaemon) followDeadLetters(ctx context.Context, req control.Request, conn net.Conn) (any, func(), error) {
 	first := d.deadLetters(req.Count, 0)
 	after := uint64(0)
@@ -149,7 +123,7 @@ func (d *runningDaemon) followDeadLetters(ctx context.Context, req control.Reque
 			}
 			// Before the first Write: past 4 KiB, a Write flushes too,
 			// and the deadline of the last batch may be long gone.
-			_ = conn.SetWriteDeadline(time.Now().Add(viewWriteTimeout))
+			_ = conn.SetWriteDeadline(time.Now().Add(meshview.WriteTimeout))
 			for _, e := range toDeadLetters(rs) {
 				after = e.Seq
 				b, _ := cli.MarshalJSON(e)
@@ -169,29 +143,4 @@ func (d *runningDaemon) followDeadLetters(ctx context.Context, req control.Reque
 		}
 	}
 	return first, stream, nil
-}
-
-// deadLettersHandler serves GET /api/deadletters[?after=SEQ&n=COUNT].
-func deadLettersHandler(src func(count int, after uint64) deadLettersResult) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
-		var after uint64
-		count := 0
-		var err error
-		if s := q.Get("after"); s != "" {
-			if after, err = strconv.ParseUint(s, 10, 64); err != nil {
-				http.Error(w, "after: not a sequence number", http.StatusBadRequest)
-				return
-			}
-		}
-		if s := q.Get("n"); s != "" {
-			if count, err = strconv.Atoi(s); err != nil || count < 0 {
-				http.Error(w, "n: not a count", http.StatusBadRequest)
-				return
-			}
-		}
-		b, _ := json.Marshal(src(count, after))
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(append(b, '\n'))
-	}
 }

@@ -12,25 +12,26 @@ import (
 	"time"
 
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 )
 
 // deadlettersCmd is 'troupe deadletters [-n N] [--follow] [--json]'.
 func deadlettersCmd(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("deadletters", "", "list the latest messages that reached no actor on this peer (time, target, sender, type, size, reason; never the message), and with --follow the new ones as they come", stderr)
+	fs := cli.NewFlags("deadletters", "", "list the latest messages that reached no actor on this peer (time, target, sender, type, size, reason; never the message), and with --follow the new ones as they come", stderr)
 	f := addClientFlags(fs, true)
 	count := fs.Int("n", 0, "show at most this many of the latest (0: all the daemon keeps)")
 	follow := fs.Bool("follow", false, "keep printing new dead letters until interrupted")
-	if _, ok, code := parseArgs(fs, args, 0, 0); !ok {
+	if _, ok, code := cli.ParseArgs(fs, args, 0, 0); !ok {
 		return code
 	}
 	if *count < 0 {
-		return fail(stderr, "deadletters", fmt.Errorf("%w: -n must not be negative", errUsage))
+		return cli.Fail(stderr, "deadletters", fmt.Errorf("%w: -n must not be negative", config.ErrUsage))
 	}
 	req := control.Request{Cmd: "deadletters", Count: *count, Follow: *follow}
 	asJSON := *f.json
 	if !*follow {
-		var r deadLettersResult
+		var r control.DeadLettersResult
 		return f.request("deadletters", req, &r, stdout, stderr, func() {
 			noun := "dead letters"
 			if r.Total == 1 {
@@ -47,15 +48,15 @@ func deadlettersCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signalContext()
 	defer stop()
-	var r deadLettersResult
+	var r control.DeadLettersResult
 	conn, err := control.Call(ctx, cli.Home(*f.home), req, &r, true)
 	if err != nil {
-		return fail(stderr, "deadletters", err)
+		return cli.Fail(stderr, "deadletters", err)
 	}
 	defer conn.Close()
 	stopRead := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stopRead()
-	print := func(e deadLetter) {
+	print := func(e control.DeadLetter) {
 		if asJSON {
 			b, _ := cli.MarshalJSON(e)
 			fmt.Fprintln(stdout, string(b))
@@ -69,9 +70,9 @@ func deadlettersCmd(args []string, stdout, stderr io.Writer) int {
 	sc := bufio.NewScanner(conn)
 	sc.Buffer(make([]byte, 0, 4096), 64<<10)
 	for sc.Scan() {
-		var e deadLetter
+		var e control.DeadLetter
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			return fail(stderr, "deadletters", fmt.Errorf("bad line from the daemon: %w", err))
+			return cli.Fail(stderr, "deadletters", fmt.Errorf("bad line from the daemon: %w", err))
 		}
 		print(e)
 	}
@@ -83,7 +84,7 @@ func deadlettersCmd(args []string, stdout, stderr io.Writer) int {
 }
 
 // deadLetterLine is one dead letter for people.
-func deadLetterLine(e deadLetter) string {
+func deadLetterLine(e control.DeadLetter) string {
 	from := "-"
 	if e.From != "" {
 		from = e.From

@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/meshview"
 )
 
 // skewConn is a net.Conn for a follower that never reads: its writes
@@ -83,7 +85,7 @@ func (c *skewConn) advance(d time.Duration) {
 // the write timeout still gets a burst of dead letters (more than one
 // buffer's worth), each within a fresh deadline.
 func TestFollowSurvivesABurstAfterQuiet(t *testing.T) {
-	d, _ := startTestDaemon(t, &lockedWriter{w: new(bytes.Buffer)})
+	d, _ := startTestDaemon(t, &cli.LockedWriter{W: new(bytes.Buffer)})
 	conn := newSkewConn()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -98,7 +100,7 @@ func TestFollowSurvivesABurstAfterQuiet(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the stream did not start")
 	}
-	conn.advance(2 * viewWriteTimeout) // a quiet while
+	conn.advance(2 * meshview.WriteTimeout) // a quiet while
 	ghost, _ := actor.NewRef(d.node.ID().String(), "ghost")
 	const burst = 100 // some 20 KiB of lines
 	for range burst {
@@ -129,8 +131,8 @@ func TestFollowSurvivesABurstAfterQuiet(t *testing.T) {
 // put in the records kept, an answer carries the latest that fit and
 // says how many older ones it left out.
 func TestDeadLettersAnswerIsBounded(t *testing.T) {
-	big := deadLetter{To: "p/" + strings.Repeat("n", 255), Type: strings.Repeat("<", 160), Reason: strings.Repeat("<", 160)}
-	es := make([]deadLetter, 100)
+	big := control.DeadLetter{To: "p/" + strings.Repeat("n", 255), Type: strings.Repeat("<", 160), Reason: strings.Repeat("<", 160)}
+	es := make([]control.DeadLetter, 100)
 	for i := range es {
 		es[i] = big
 		es[i].Seq = uint64(i + 1)

@@ -6,19 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 	"github.com/troupe-mesh/troupe/codec"
 )
-
-func noDeadLetters(int, uint64) deadLettersResult {
-	return deadLettersResult{ByKind: map[string]uint64{}, Recent: []deadLetter{}}
-}
 
 // TestDeadLetterRecordsAreCleaned: text another peer chose (names, a type,
 // a reason) reaches the terminal with no control characters, and the
@@ -37,7 +33,7 @@ func TestDeadLetterRecordsAreCleaned(t *testing.T) {
 			t.Errorf("line %q lacks %q", line, want)
 		}
 	}
-	if l := deadLetterLine(deadLetter{Size: -1}); !strings.Contains(l, "from -") || !strings.Contains(l, "size unknown") {
+	if l := deadLetterLine(control.DeadLetter{Size: -1}); !strings.Contains(l, "from -") || !strings.Contains(l, "size unknown") {
 		t.Errorf("line of a letter from plain code: %q", l)
 	}
 }
@@ -62,39 +58,6 @@ func TestDescribeMessage(t *testing.T) {
 	}
 	if typ, n := describe(make(chan int)); typ != "chan int" || n != -1 {
 		t.Errorf("unencodable: %q %d", typ, n)
-	}
-}
-
-// TestDeadLettersAPI: /api/deadletters answers with what the source says
-// for its after and n, and refuses bad ones.
-func TestDeadLettersAPI(t *testing.T) {
-	var gotN int
-	var gotAfter uint64
-	src := func(n int, after uint64) deadLettersResult {
-		gotN, gotAfter = n, after
-		return deadLettersResult{Total: 3, ByKind: map[string]uint64{"no such actor": 3}, Recent: []deadLetter{{Seq: 3, To: "p/x"}}}
-	}
-	srv := httptest.NewServer(newViewHandler(testHub(t), src))
-	defer srv.Close()
-	resp, err := srv.Client().Get(srv.URL + "/api/deadletters?after=2&n=5")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r deadLettersResult
-	err = json.NewDecoder(resp.Body).Decode(&r)
-	resp.Body.Close()
-	if err != nil || r.Total != 3 || len(r.Recent) != 1 || gotN != 5 || gotAfter != 2 {
-		t.Fatalf("%v %+v (n %d, after %d)", err, r, gotN, gotAfter)
-	}
-	for _, q := range []string{"after=-1", "after=x", "n=-2", "n=many"} {
-		resp, err := srv.Client().Get(srv.URL + "/api/deadletters?" + q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusBadRequest {
-			t.Errorf("%s: %s", q, resp.Status)
-		}
 	}
 }
 
@@ -123,7 +86,7 @@ func TestAskCauseSaysItOnce(t *testing.T) {
 // TestFollowDeadLetters: --follow prints the letters kept, then each new
 // one as it comes, and ends (exit 1, one line) when the daemon stops.
 func TestFollowDeadLetters(t *testing.T) {
-	d, h, stop := startStoppableDaemon(t, &lockedWriter{w: new(bytes.Buffer)})
+	d, h, stop := startStoppableDaemon(t, &cli.LockedWriter{W: new(bytes.Buffer)})
 	ghost, _ := actor.NewRef(d.node.ID().String(), "ghost")
 	d.node.System().Send(ghost, "first")
 	out, outW := io.Pipe()
@@ -134,12 +97,12 @@ func TestFollowDeadLetters(t *testing.T) {
 		outW.Close()
 	}()
 	sc := bufio.NewScanner(out)
-	next := func() deadLetter {
+	next := func() control.DeadLetter {
 		t.Helper()
 		if !sc.Scan() {
 			t.Fatalf("follow ended: %v, stderr %q", sc.Err(), errb.String())
 		}
-		var e deadLetter
+		var e control.DeadLetter
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			t.Fatalf("follow printed %q: %v", sc.Text(), err)
 		}

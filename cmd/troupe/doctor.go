@@ -85,19 +85,19 @@ func (d *runningDaemon) doctorInfo() doctorDaemon {
 }
 
 func doctorCmd(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("doctor", "", "say why this peer finds no others: configuration, multicast interfaces, an mDNS query, and what the daemon could not dial", stderr)
+	fs := cli.NewFlags("doctor", "", "say why this peer finds no others: configuration, multicast interfaces, an mDNS query, and what the daemon could not dial", stderr)
 	f := addClientFlags(fs, true)
 	probe := fs.Duration("mdns-wait", 3*time.Second, "how long the mDNS query listens for answers (0: send none)")
-	if _, ok, code := parseArgs(fs, args, 0, 0); !ok {
+	if _, ok, code := cli.ParseArgs(fs, args, 0, 0); !ok {
 		return code
 	}
 	h := cli.Home(*f.home)
 	if err := h.CheckPrivate(); err != nil {
-		return fail(stderr, "doctor", err)
+		return cli.Fail(stderr, "doctor", err)
 	}
 	cfg, _, err := config.Load(h.ConfigFile())
 	if err != nil {
-		return fail(stderr, "doctor", err)
+		return cli.Fail(stderr, "doctor", err)
 	}
 	ctx, stop := signalContext()
 	defer stop()
@@ -111,7 +111,7 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 	case err == nil:
 		r.Daemon, r.Mesh = &dd, dd.Mesh
 	case !errors.Is(err, control.ErrNoDaemon):
-		return fail(stderr, "doctor", err)
+		return cli.Fail(stderr, "doctor", err)
 	}
 	if cfg.MDNS && *probe > 0 && len(r.Interfaces) > 0 {
 		r.Probe = probeMDNS(ctx, r.Mesh, *probe, r.Daemon)

@@ -17,14 +17,14 @@ import (
 
 // startTestDaemon runs a daemon in this process on a fresh home (loopback
 // only, no mDNS) until the test ends, with its log in logs.
-func startTestDaemon(t *testing.T, logs *lockedWriter) (*runningDaemon, cli.Home) {
+func startTestDaemon(t *testing.T, logs *cli.LockedWriter) (*runningDaemon, cli.Home) {
 	d, h, _ := startStoppableDaemon(t, logs)
 	return d, h
 }
 
 // startStoppableDaemon is startTestDaemon with a func that stops the
 // daemon before the test ends (once; the test's end then does nothing).
-func startStoppableDaemon(t *testing.T, logs *lockedWriter) (*runningDaemon, cli.Home, func()) {
+func startStoppableDaemon(t *testing.T, logs *cli.LockedWriter) (*runningDaemon, cli.Home, func()) {
 	t.Helper()
 	h := cli.Home(t.TempDir())
 	cfg, unlock, err := h.Open()
@@ -34,7 +34,7 @@ func startStoppableDaemon(t *testing.T, logs *lockedWriter) (*runningDaemon, cli
 	cfg.Listen, cfg.MDNS, cfg.DHT = []string{"/ip4/127.0.0.1/tcp/0"}, false, "off"
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	d, err := startDaemon(ctx, h, cfg, logs, &lockedWriter{w: new(bytes.Buffer)}, false)
+	d, err := startDaemon(ctx, h, cfg, logs, &cli.LockedWriter{W: new(bytes.Buffer)}, false)
 	if err != nil {
 		unlock()
 		t.Fatal(err)
@@ -58,7 +58,7 @@ func startStoppableDaemon(t *testing.T, logs *lockedWriter) (*runningDaemon, cli
 // line with the exit code of its kind, names what is wrong, carries no
 // "usage:" prefix, and says no phrase (nor the peer's ID) twice.
 func TestErrorLinesSayItOnce(t *testing.T) {
-	d, h := startTestDaemon(t, &lockedWriter{w: new(bytes.Buffer)})
+	d, h := startTestDaemon(t, &cli.LockedWriter{W: new(bytes.Buffer)})
 	self := d.node.ID().String()
 	empty := t.TempDir()
 	for _, c := range []struct {

@@ -23,59 +23,6 @@ import (
 	"github.com/troupe-mesh/troupe/peer"
 )
 
-// Results of the control requests, as JSON (also what --json prints).
-
-type idResult struct {
-	ID string `json:"id"`
-	// Reachability is public, private or unknown (AutoNAT).
-	Reachability string   `json:"reachability"`
-	Addrs        []string `json:"addrs"`
-	Mesh         string   `json:"mesh"`
-	Version      string   `json:"version"`
-	Home         string   `json:"home"`
-	// HolePunches are the hole punches tried and succeeded (with relays).
-	HolePunches holePunchCount `json:"hole_punches"`
-	// MovedOffRelay counts the link streams ended cleanly on a relayed
-	// connection once a direct one came (docs/nat.md).
-	MovedOffRelay uint64 `json:"moved_off_relay"`
-	// Offline: no daemon runs; the rest is what the home says.
-	Offline bool `json:"offline,omitempty"`
-	// GCHeapFloor is the actor system's GC heap floor in force (bytes 0
-	// and a reason when none is; actor.WithGCHeapFloor).
-	GCHeapFloor actor.GCHeapFloor `json:"gc_heap_floor"`
-}
-
-type holePunchCount struct {
-	Tried     uint64 `json:"tried"`
-	Succeeded uint64 `json:"succeeded"`
-}
-
-type peerInfo struct {
-	ID        string   `json:"id"`
-	Addrs     []string `json:"addrs"`
-	LatencyMS float64  `json:"latency_ms,omitempty"`
-	Relayed   bool     `json:"relayed,omitempty"` // through relays only, no direct connection
-	Actors    []string `json:"actors,omitempty"`
-	Groups    []string `json:"groups,omitempty"`
-}
-
-type actorsResult struct {
-	Peer   string   `json:"peer"`
-	Actors []string `json:"actors"`
-}
-
-type askResult struct {
-	Type  string          `json:"type"`
-	Reply json.RawMessage `json:"reply"`
-	RTTMS float64         `json:"rtt_ms"`
-}
-
-type pingResult struct {
-	Peer   string    `json:"peer"`
-	RTTsMS []float64 `json:"rtts_ms"`
-	EchoMS float64   `json:"echo_ms"`
-}
-
 // Default and maximum waits of requests that talk to other peers.
 const (
 	defaultAskTimeout = 5 * time.Second
@@ -132,7 +79,7 @@ func (d *runningDaemon) handle(ctx context.Context, req control.Request, conn ne
 	case "stop":
 		return d.requestStop()
 	case "mesh": // the latest sample of the mesh view (troupe top)
-		_, b, err := d.view.next(ctx, req.After)
+		_, b, err := d.view.Next(ctx, req.After)
 		return json.RawMessage(b), nil, err
 	case "doctor":
 		return d.doctorInfo(), nil, nil
@@ -140,8 +87,8 @@ func (d *runningDaemon) handle(ctx context.Context, req control.Request, conn ne
 	return nil, nil, fmt.Errorf("unknown request %q (is the daemon older than this troupe?)", req.Cmd)
 }
 
-func (d *runningDaemon) id() idResult {
-	r := idResult{ID: d.node.ID().String(), Reachability: strings.ToLower(d.node.Reachability().String()), Mesh: d.cfg.Mesh, Version: buildVersion(), Home: string(d.home), Addrs: []string{}}
+func (d *runningDaemon) id() control.IDResult {
+	r := control.IDResult{ID: d.node.ID().String(), Reachability: strings.ToLower(d.node.Reachability().String()), Mesh: d.cfg.Mesh, Version: buildVersion(), Home: string(d.home), Addrs: []string{}}
 	r.HolePunches.Tried, r.HolePunches.Succeeded = d.node.HolePunches()
 	r.MovedOffRelay = d.node.Stats().MovedOffRelay
 	r.GCHeapFloor = d.node.System().GCHeapFloor()
@@ -180,7 +127,7 @@ func dialAddrs(id string, listen, conns []ma.Multiaddr) []string {
 	return out[:min(len(out), maxPeerAddrs)]
 }
 
-func (d *runningDaemon) peers() []peerInfo {
+func (d *runningDaemon) peers() []control.PeerInfo {
 	ads := map[string]int{}
 	dir := d.node.Directory().Peers()
 	for i, ad := range dir {
@@ -189,9 +136,9 @@ func (d *runningDaemon) peers() []peerInfo {
 		}
 	}
 	h := d.node.Host()
-	out := []peerInfo{}
+	out := []control.PeerInfo{}
 	for _, id := range d.node.Peers() {
-		p := peerInfo{ID: id.String(), Relayed: d.node.Relayed(id)}
+		p := control.PeerInfo{ID: id.String(), Relayed: d.node.Relayed(id)}
 		var conns []ma.Multiaddr
 		for _, c := range h.Network().ConnsToPeer(id) {
 			conns = append(conns, c.RemoteMultiaddr())
@@ -205,7 +152,7 @@ func (d *runningDaemon) peers() []peerInfo {
 		}
 		out = append(out, p)
 	}
-	slices.SortFunc(out, func(a, b peerInfo) int {
+	slices.SortFunc(out, func(a, b control.PeerInfo) int {
 		switch {
 		case a.ID < b.ID:
 			return -1
@@ -218,24 +165,24 @@ func (d *runningDaemon) peers() []peerInfo {
 }
 
 // actors lists the actors of this peer, or asks another peer's info actor.
-func (d *runningDaemon) actors(ctx context.Context, peerStr string) (actorsResult, error) {
+func (d *runningDaemon) actors(ctx context.Context, peerStr string) (control.ActorsResult, error) {
 	if peerStr == "" || peerStr == d.node.ID().String() {
-		return actorsResult{Peer: d.node.ID().String(), Actors: d.node.System().Names()}, nil
+		return control.ActorsResult{Peer: d.node.ID().String(), Actors: d.node.System().Names()}, nil
 	}
 	id, err := libp2ppeer.Decode(peerStr)
 	if err != nil {
-		return actorsResult{}, fmt.Errorf("%q is not a peer ID", peerStr)
+		return control.ActorsResult{}, fmt.Errorf("%q is not a peer ID", peerStr)
 	}
 	ref, _ := peer.Ref(id, "info")
 	reply, err := d.node.System().Ask(ctx, ref, Info{})
 	if err != nil {
-		return actorsResult{}, fmt.Errorf("asking %s: %w", ref, askCause(err, ref.Peer()))
+		return control.ActorsResult{}, fmt.Errorf("asking %s: %w", ref, askCause(err, ref.Peer()))
 	}
 	info, ok := reply.(Info)
 	if !ok {
-		return actorsResult{}, fmt.Errorf("%s replied with a %T, not an info", ref, reply)
+		return control.ActorsResult{}, fmt.Errorf("%s replied with a %T, not an info", ref, reply)
 	}
-	return actorsResult{Peer: peerStr, Actors: info.Actors}, nil
+	return control.ActorsResult{Peer: peerStr, Actors: info.Actors}, nil
 }
 
 // sendOrAsk sends a message given as JSON; for ask it waits for the reply.
@@ -285,7 +232,7 @@ func (d *runningDaemon) sendOrAsk(ctx context.Context, req control.Request) (any
 	if err != nil {
 		return nil, err
 	}
-	return askResult{Type: d.typeName(reply), Reply: out, RTTMS: ms(rtt)}, nil
+	return control.AskResult{Type: d.typeName(reply), Reply: out, RTTMS: ms(rtt)}, nil
 }
 
 func (d *runningDaemon) typeName(v any) string {
@@ -300,21 +247,21 @@ func (d *runningDaemon) typeName(v any) string {
 
 // ping connects to the peer when needed and measures count libp2p ping
 // round trips and one round trip to its echo actor.
-func (d *runningDaemon) ping(ctx context.Context, peerStr string, count int) (pingResult, error) {
+func (d *runningDaemon) ping(ctx context.Context, peerStr string, count int) (control.PingResult, error) {
 	id, err := libp2ppeer.Decode(peerStr)
 	if err != nil {
-		return pingResult{}, fmt.Errorf("%q is not a peer ID", peerStr)
+		return control.PingResult{}, fmt.Errorf("%q is not a peer ID", peerStr)
 	}
 	if id == d.node.ID() {
-		return pingResult{}, errors.New("that is this peer")
+		return control.PingResult{}, errors.New("that is this peer")
 	}
 	if count <= 0 {
 		count = 3
 	}
 	if err := d.node.Connect(ctx, libp2ppeer.AddrInfo{ID: id}); err != nil {
-		return pingResult{}, fmt.Errorf("connecting to %s: %w", id, cli.DialCause(err, id))
+		return control.PingResult{}, fmt.Errorf("connecting to %s: %w", id, cli.DialCause(err, id))
 	}
-	r := pingResult{Peer: id.String(), RTTsMS: []float64{}}
+	r := control.PingResult{Peer: id.String(), RTTsMS: []float64{}}
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	for res := range ping.Ping(pctx, d.node.Host(), id) {
@@ -339,17 +286,6 @@ func (d *runningDaemon) ping(ctx context.Context, peerStr string, count int) (pi
 	return r, nil
 }
 
-// connectResult is the answer to a connect request.
-type connectResult struct {
-	Peer    string `json:"peer"`
-	Relayed bool   `json:"relayed"` // through relays only, for now
-	// Already: the peer was connected before, through Via, none of the
-	// addresses given; those were not dialed (libp2p keeps the connection
-	// it has).
-	Already bool   `json:"already,omitempty"`
-	Via     string `json:"via,omitempty"`
-}
-
 // connectedElsewhere returns the address of a connection (one of conns)
 // when a peer is connected through none of the addresses given, which
 // libp2p would then not dial. A peer reached through relays only
@@ -369,15 +305,15 @@ func connectedElsewhere(conns []ma.Multiaddr, relayed bool, given []ma.Multiaddr
 }
 
 // connect connects to the peer at addr (with /p2p/).
-func (d *runningDaemon) connect(ctx context.Context, addr string) (connectResult, error) {
+func (d *runningDaemon) connect(ctx context.Context, addr string) (control.ConnectResult, error) {
 	ai, err := config.ParsePeerAddr(addr)
 	if err != nil {
-		return connectResult{}, err
+		return control.ConnectResult{}, err
 	}
 	if ai.ID == d.node.ID() {
-		return connectResult{}, errors.New("that is this peer")
+		return control.ConnectResult{}, errors.New("that is this peer")
 	}
-	r := connectResult{Peer: ai.ID.String()}
+	r := control.ConnectResult{Peer: ai.ID.String()}
 	var conns []ma.Multiaddr
 	for _, c := range d.node.Host().Network().ConnsToPeer(ai.ID) {
 		conns = append(conns, c.RemoteMultiaddr())
@@ -389,7 +325,7 @@ func (d *runningDaemon) connect(ctx context.Context, addr string) (connectResult
 		return r, nil
 	}
 	if err := d.node.Connect(ctx, ai); err != nil {
-		return connectResult{}, fmt.Errorf("connecting to %s: %w", ai.ID, cli.DialCause(err, ai.ID))
+		return control.ConnectResult{}, fmt.Errorf("connecting to %s: %w", ai.ID, cli.DialCause(err, ai.ID))
 	}
 	r.Relayed = d.node.Relayed(ai.ID)
 	return r, nil

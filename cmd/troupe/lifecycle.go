@@ -33,9 +33,9 @@ func (d *runningDaemon) requestStop() (any, func(), error) {
 const stopWait = 20 * time.Second
 
 func stopCmd(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("stop", "", "stop the daemon running on the home, and wait until it is gone", stderr)
+	fs := cli.NewFlags("stop", "", "stop the daemon running on the home, and wait until it is gone", stderr)
 	f := addClientFlags(fs, true)
-	if _, ok, code := parseArgs(fs, args, 0, 0); !ok {
+	if _, ok, code := cli.ParseArgs(fs, args, 0, 0); !ok {
 		return code
 	}
 	var r stopResult
@@ -62,17 +62,17 @@ func stopCmd(args []string, stdout, stderr io.Writer) int {
 			return 0
 		}
 		if !errors.Is(err, cli.ErrLocked) || time.Now().After(deadline) {
-			return fail(stderr, "stop", fmt.Errorf("the daemon %s was asked to stop, but still holds %s: %w", r.Peer, h, err))
+			return cli.Fail(stderr, "stop", fmt.Errorf("the daemon %s was asked to stop, but still holds %s: %w", r.Peer, h, err))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 }
 
 func configCmd(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("config", "show | set KEY VALUE", "show: print the home's configuration as JSON, config.json over the defaults (a limit of 0 is libp2p's default; limits_in_force shows what each is on this machine). set: change one key of config.json (mesh, mdns, log_level, limits.conns, dead_letters.keep, ...; a list as JSON or comma-separated), checked before it is written; a running daemon takes it at its next start", stderr)
-	hf := homeFlag(fs)
+	fs := cli.NewFlags("config", "show | set KEY VALUE", "show: print the home's configuration as JSON, config.json over the defaults (a limit of 0 is libp2p's default; limits_in_force shows what each is on this machine). set: change one key of config.json (mesh, mdns, log_level, limits.conns, dead_letters.keep, ...; a list as JSON or comma-separated), checked before it is written; a running daemon takes it at its next start", stderr)
+	hf := cli.HomeFlag(fs)
 	asJSON := fs.Bool("json", false, "set: print the result as JSON (show prints JSON anyway)")
-	pos, ok, code := parseArgs(fs, args, 1, 3)
+	pos, ok, code := cli.ParseArgs(fs, args, 1, 3)
 	if !ok {
 		return code
 	}
@@ -80,28 +80,28 @@ func configCmd(args []string, stdout, stderr io.Writer) int {
 	case pos[0] == "show" && len(pos) == 1:
 	case pos[0] == "set" && len(pos) == 3:
 	case pos[0] == "set":
-		return fail(stderr, "config", fmt.Errorf("%w: 'troupe config set KEY VALUE' takes two arguments", errUsage))
+		return cli.Fail(stderr, "config", fmt.Errorf("%w: 'troupe config set KEY VALUE' takes two arguments", config.ErrUsage))
 	default:
-		return fail(stderr, "config", fmt.Errorf("%w: unknown subcommand %q; 'troupe config show' prints the configuration, 'troupe config set KEY VALUE' changes it", errUsage, strings.Join(pos, " ")))
+		return cli.Fail(stderr, "config", fmt.Errorf("%w: unknown subcommand %q; 'troupe config show' prints the configuration, 'troupe config set KEY VALUE' changes it", config.ErrUsage, strings.Join(pos, " ")))
 	}
 	h := cli.Home(*hf)
 	if err := h.CheckPrivate(); err != nil {
-		return fail(stderr, "config", err)
+		return cli.Fail(stderr, "config", err)
 	}
 	cfg, _, err := config.Load(h.ConfigFile())
 	if err != nil {
-		return fail(stderr, "config", err)
+		return cli.Fail(stderr, "config", err)
 	}
 	if pos[0] == "set" {
 		next, err := config.Set(cfg, pos[1], pos[2])
 		if err != nil {
-			return fail(stderr, "config", err)
+			return cli.Fail(stderr, "config", err)
 		}
 		if _, err := h.Ensure(); err != nil {
-			return fail(stderr, "config", err)
+			return cli.Fail(stderr, "config", err)
 		}
 		if err := config.Write(h.ConfigFile(), next); err != nil {
-			return fail(stderr, "config", fmt.Errorf("writing %s: %w", h.ConfigFile(), err))
+			return cli.Fail(stderr, "config", fmt.Errorf("writing %s: %w", h.ConfigFile(), err))
 		}
 		now, _ := json.Marshal(mustField(next, pos[1]))
 		_, probeErr := dialDaemonProbe(h)
@@ -123,7 +123,7 @@ func configCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	b, err := config.Show(cfg)
 	if err != nil {
-		return fail(stderr, "config", err)
+		return cli.Fail(stderr, "config", err)
 	}
 	fmt.Fprintln(stdout, string(b))
 	return 0

@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 )
 
 // TestLonelyHintUsesWhatDoctorChecks: with no multicast interface the
@@ -53,7 +55,7 @@ func TestIDWithoutADaemon(t *testing.T) {
 		t.Fatalf("id: %d %q %q", code, out, errOut)
 	}
 	code, out, _ = runCLI(t, "id", "-home", home, "--json")
-	var r idResult
+	var r control.IDResult
 	if err := json.Unmarshal([]byte(out), &r); code != 0 || err != nil || !r.Offline || "peer "+r.ID != peerLine || len(r.Addrs) != 0 {
 		t.Fatalf("id --json: %d %q %v", code, out, err)
 	}
@@ -125,7 +127,7 @@ func TestInitJSON(t *testing.T) {
 // with it.
 func TestEventLinesWithTimestamps(t *testing.T) {
 	var b strings.Builder
-	w := &lockedWriter{w: &b, stamp: func() string { return "T " }}
+	w := &cli.LockedWriter{W: &b, Stamp: func() string { return "T " }}
 	fmt.Fprintf(w, "joined %s\n", "x")
 	fmt.Fprintln(w, "left x")
 	if b.String() != "T joined x\nT left x\n" {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 	"github.com/troupe-mesh/troupe/peer"
@@ -27,7 +28,7 @@ func (d *runningDaemon) logLevel(level string) (logLevelResult, error) {
 	}
 	l, err := config.ParseLevel(level)
 	if err != nil {
-		return r, fmt.Errorf("%w: log level %v", errUsage, err)
+		return r, fmt.Errorf("%w: log level %v", config.ErrUsage, err)
 	}
 	d.level.Set(l)
 	peer.SetLibp2pLevel(l)
@@ -40,19 +41,19 @@ func levelName(l interface{ String() string }) string { return strings.ToLower(l
 
 // logCmd is 'troupe log level [LEVEL]'.
 func logCmd(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("log", "level [debug|info|warn|error]", "print the daemon's log level, or change it until the daemon stops (libp2p's logs follow; config log_level is the level it starts with)", stderr)
+	fs := cli.NewFlags("log", "level [debug|info|warn|error]", "print the daemon's log level, or change it until the daemon stops (libp2p's logs follow; config log_level is the level it starts with)", stderr)
 	f := addClientFlags(fs, true)
-	pos, ok, code := parseArgs(fs, args, 1, 2)
+	pos, ok, code := cli.ParseArgs(fs, args, 1, 2)
 	if !ok {
 		return code
 	}
 	if pos[0] != "level" {
-		return fail(stderr, "log", fmt.Errorf("%w: unknown subcommand %q; use 'troupe log level [LEVEL]'", errUsage, pos[0]))
+		return cli.Fail(stderr, "log", fmt.Errorf("%w: unknown subcommand %q; use 'troupe log level [LEVEL]'", config.ErrUsage, pos[0]))
 	}
 	req := control.Request{Cmd: "loglevel"}
 	if len(pos) == 2 {
 		if _, err := config.ParseLevel(pos[1]); err != nil {
-			return fail(stderr, "log", fmt.Errorf("%w: %w", errUsage, err))
+			return cli.Fail(stderr, "log", fmt.Errorf("%w: %w", config.ErrUsage, err))
 		}
 		req.Level = pos[1]
 	}

@@ -4,23 +4,20 @@
 // LAN chat demo.
 //
 // The command line uses the standard flag package rather than cobra: the
-// commands are few and flat, and one small parsing helper (flags before,
-// between or after the arguments; -h on every command; exit code 2 and one
-// line for every usage error) covers them without another dependency.
+// commands are few and flat, and one small parsing helper (cli.ParseArgs:
+// flags before, between or after the arguments; -h on every command; exit
+// code 2 and one line for every usage error) covers them without another
+// dependency.
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"runtime/debug"
 	"slices"
-	"strings"
 
-	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
-	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/demo"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -89,7 +86,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "chat":
 		return chatCmd(args[1:], stdin, stdout, stderr)
 	case "demo":
-		return demo(args[1:], stdout, stderr)
+		return demo.Cmd(args[1:], stdout, stderr)
 	case "stop":
 		return stopCmd(args[1:], stdout, stderr)
 	case "config":
@@ -162,85 +159,4 @@ func buildVersion() string {
 		return version
 	}
 	return fmt.Sprintf("%s (%.12s%s)", version, rev, modified)
-}
-
-// errUsage marks a bad command line (exit code 2).
-var errUsage = config.ErrUsage
-
-// cmdFlags is a command's flag set with its help text.
-type cmdFlags struct {
-	*flag.FlagSet
-	synopsis, summary string
-	stderr            io.Writer
-}
-
-// newFlagSet returns the flag set of a command; -h prints the command's
-// synopsis, summary and flags.
-func newFlagSet(name, synopsis, summary string, stderr io.Writer) *cmdFlags {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	return &cmdFlags{FlagSet: fs, synopsis: synopsis, summary: summary, stderr: stderr}
-}
-
-// help prints the command's help.
-func (fs *cmdFlags) help() {
-	fmt.Fprintf(fs.stderr, "usage: troupe %s [flags] %s\n\n%s\n\nflags:\n", fs.Name(), fs.synopsis, fs.summary)
-	fs.SetOutput(fs.stderr)
-	fs.PrintDefaults()
-	fs.SetOutput(io.Discard)
-}
-
-// homeFlag adds -home to a command.
-func homeFlag(fs *cmdFlags) *string {
-	return fs.String("home", cli.DefaultHome(), "home directory with the identity key, config.json and the control socket ($TROUPE_HOME)")
-}
-
-// parseArgs parses flags that may come before, between or after the
-// positional arguments, of which there must be between min and max. When
-// ok is false the command must exit with code: 0 after -h (help printed),
-// 2 after a bad flag or argument count (one line printed).
-func parseArgs(fs *cmdFlags, args []string, min, max int) (pos []string, ok bool, code int) {
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				fs.help()
-				return nil, false, 0
-			}
-			fmt.Fprintf(fs.stderr, "troupe %s: %v; run 'troupe %s -h'\n", fs.Name(), err, fs.Name())
-			return nil, false, 2
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			break
-		}
-		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
-			pos = append(pos, rest...)
-			break
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
-	switch {
-	case len(pos) < min:
-		fmt.Fprintf(fs.stderr, "troupe %s: missing arguments (%s); run 'troupe %s -h'\n", fs.Name(), fs.synopsis, fs.Name())
-		return nil, false, 2
-	case len(pos) > max:
-		fmt.Fprintf(fs.stderr, "troupe %s: unexpected argument %q; run 'troupe %s -h'\n", fs.Name(), pos[max], fs.Name())
-		return nil, false, 2
-	}
-	return pos, true, 0
-}
-
-// fail prints err as one line and returns the exit code: 2 for usage and
-// configuration errors, 1 otherwise.
-func fail(stderr io.Writer, cmd string, err error) int {
-	msg := strings.ReplaceAll(err.Error(), "\n", "; ")
-	// errUsage sets the exit code; the line says what was wrong.
-	msg = strings.TrimPrefix(msg, errUsage.Error()+": ")
-	fmt.Fprintf(stderr, "troupe %s: %s\n", cmd, msg)
-	if errors.Is(err, errUsage) || errors.Is(err, config.ErrInvalid) {
-		return 2
-	}
-	return 1
 }

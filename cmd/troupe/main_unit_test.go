@@ -1,13 +1,17 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
+
+	"go.uber.org/goleak"
 )
 
 // TestMain points TROUPE_HOME at a fresh directory, so that no test of this
-// package can read or write the real ~/.troupe.
+// package can read or write the real ~/.troupe, and fails the package when
+// a test leaves goroutines behind.
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "troupe-home-")
 	if err != nil {
@@ -16,6 +20,13 @@ func TestMain(m *testing.M) {
 	os.Setenv("TROUPE_HOME", dir)
 	code := m.Run()
 	os.RemoveAll(dir)
+	if code == 0 {
+		// Every daemon, chat and stream a test started is gone.
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
 	os.Exit(code)
 }
 

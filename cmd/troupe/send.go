@@ -11,6 +11,8 @@ import (
 
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 )
 
 // What 'troupe send' can say of a message. A plain send gets no answer
@@ -23,16 +25,6 @@ import (
 // either way; one that replies after the wait leaves a late-reply dead
 // letter here. With -wait 0 the message goes as a plain send.
 
-// sendResult is the answer to a send request.
-type sendResult struct {
-	To string `json:"to"`
-	// Status is delivered (the actor replied within the wait), sent (to a
-	// live local actor's mailbox) or unconfirmed (no reply and no bounce
-	// within the wait, or no wait).
-	Status string `json:"status"`
-	WaitMS int64  `json:"wait_ms,omitempty"`
-}
-
 // defaultSendWait is how long a send to another peer waits for a bounce.
 const defaultSendWait = 2 * time.Second
 
@@ -40,8 +32,8 @@ const defaultSendWait = 2 * time.Second
 var errBounced = errors.New("the other peer answered")
 
 // send sends msg to ref, local or remote (see above).
-func (d *runningDaemon) send(ctx context.Context, ref actor.Ref, msg any, wait time.Duration) (sendResult, error) {
-	r := sendResult{To: ref.String()}
+func (d *runningDaemon) send(ctx context.Context, ref actor.Ref, msg any, wait time.Duration) (control.SendResult, error) {
+	r := control.SendResult{To: ref.String()}
 	if ref.Peer() == d.node.System().Peer() || wait <= 0 {
 		if err := d.node.SendCtx(ctx, ref, msg); err != nil {
 			return r, fmt.Errorf("sending to %s: %w", ref, err)
@@ -97,7 +89,7 @@ func askCause(err error, peer string) error {
 }
 
 // sendLine is a send's result for people.
-func sendLine(r sendResult) string {
+func sendLine(r control.SendResult) string {
 	switch r.Status {
 	case "delivered":
 		return "delivered to " + r.To + " (its actor replied)"
@@ -119,7 +111,7 @@ func parseTarget(s string) (ref actor.Ref, bare bool, err error) {
 		return ref, false, err
 	}
 	if _, err := actor.NewRef("p", s); err != nil {
-		return actor.Ref{}, false, fmt.Errorf("%w: address %q is neither <peer ID>/<actor name> nor an actor name", errUsage, s)
+		return actor.Ref{}, false, fmt.Errorf("%w: address %q is neither <peer ID>/<actor name> nor an actor name", config.ErrUsage, s)
 	}
 	return actor.Ref{}, true, nil
 }
@@ -128,10 +120,10 @@ func parseTarget(s string) (ref actor.Ref, bare bool, err error) {
 func parseActorAddr(s string) (actor.Ref, error) {
 	ref, err := actor.ParseRef(s)
 	if err != nil {
-		return actor.Ref{}, fmt.Errorf("%w: address %q is not <peer ID>/<actor name>", errUsage, s)
+		return actor.Ref{}, fmt.Errorf("%w: address %q is not <peer ID>/<actor name>", config.ErrUsage, s)
 	}
 	if _, err := libp2ppeer.Decode(ref.Peer()); err != nil {
-		return actor.Ref{}, fmt.Errorf("%w: address %q: %q is not a peer ID", errUsage, s, ref.Peer())
+		return actor.Ref{}, fmt.Errorf("%w: address %q: %q is not a peer ID", config.ErrUsage, s, ref.Peer())
 	}
 	return ref, nil
 }

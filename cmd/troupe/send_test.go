@@ -42,7 +42,7 @@ func TestSendWaitLongerThanTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatalf("send with -wait above -timeout: %v", err)
 	}
-	if r, ok := res.(sendResult); !ok || r.Status != "unconfirmed" || r.WaitMS != 300 {
+	if r, ok := res.(control.SendResult); !ok || r.Status != "unconfirmed" || r.WaitMS != 300 {
 		t.Fatalf("send to an actor that never replies: %+v", res)
 	}
 	select {
@@ -124,7 +124,7 @@ func TestAskByBareName(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ask by bare name: %v", err)
 	}
-	if r, ok := res.(askResult); !ok || string(r.Reply) != `"from b: hi"` {
+	if r, ok := res.(control.AskResult); !ok || string(r.Reply) != `"from b: hi"` {
 		t.Fatalf("ask by bare name answered %+v, want b's actor's reply", res)
 	}
 }
@@ -133,8 +133,8 @@ func TestAskByBareName(t *testing.T) {
 // context that bounds the test (20 s).
 func connectedDaemons(t *testing.T) (a, b *runningDaemon, ctx context.Context) {
 	t.Helper()
-	a, _ = startTestDaemon(t, &lockedWriter{w: new(bytes.Buffer)})
-	b, _ = startTestDaemon(t, &lockedWriter{w: new(bytes.Buffer)})
+	a, _ = startTestDaemon(t, &cli.LockedWriter{W: new(bytes.Buffer)})
+	b, _ = startTestDaemon(t, &cli.LockedWriter{W: new(bytes.Buffer)})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	t.Cleanup(cancel)
 	if err := a.node.Connect(ctx, *b.node.AddrInfo()); err != nil {

@@ -6,6 +6,8 @@ import (
 	"io"
 	"runtime"
 	"runtime/debug"
+
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 )
 
 // versionResult is what 'troupe version' prints (also its --json).
@@ -40,9 +42,9 @@ func buildInfo() versionResult {
 }
 
 func versionCmd(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("version", "", "print the version, the commit it was built from, the Go version and the OS/arch", stderr)
+	fs := cli.NewFlags("version", "", "print the version, the commit it was built from, the Go version and the OS/arch", stderr)
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	if _, ok, code := parseArgs(fs, args, 0, 0); !ok {
+	if _, ok, code := cli.ParseArgs(fs, args, 0, 0); !ok {
 		return code
 	}
 	r := buildInfo()

@@ -1,7 +1,9 @@
 // Package testutil holds helpers that the tests of several packages
 // share: a logger that discards, the process's CPU time for
-// benchmarks' metrics, and the check that an error line says nothing
-// twice (RepeatedPhrase).
+// benchmarks' metrics, the check that an error line says nothing twice
+// (RepeatedPhrase), and the one polling helper for conditions no event
+// announces (Eventually, EventuallyNil: bounded, backing off, saying what
+// was awaited when the wait fails).
 //
 // # Imports
 //

@@ -164,7 +164,7 @@ func (m *tuiModel) layout() {
 }
 
 // isHistory reports whether line is a line of a room's history or one of
-// its markers (chat_history.go).
+// its markers (history.go).
 func isHistory(line string) bool {
 	return strings.HasPrefix(line, "history ") || strings.HasPrefix(line, "* history of #") || line == "* end of history"
 }

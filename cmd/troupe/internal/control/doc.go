@@ -1,8 +1,10 @@
 // Package control is the daemon's control socket: the protocol (one JSON
 // Request line, one response line; a chat request turns the connection
 // into a line stream), the server (Listen, Server.Close), the client
-// (Dial, Call), and the HTTP side of the socket, where a connection that
-// does not start with '{' is served by the mesh view's handler. It also
+// (Dial, Call), the results of the requests as JSON (results.go: IDResult,
+// PeerInfo, ...; also what --json prints), and the HTTP side of the
+// socket, where a connection that does not start with '{' is served by
+// the mesh view's handler. It also
 // holds the small HTTP listener the daemon uses for -metrics and -ui
 // (ServeHTTP, ServeMetrics).
 //

@@ -1,4 +1,4 @@
-package main
+package chat
 
 import (
 	"errors"
@@ -45,7 +45,7 @@ func (st *chatState) start(c *actor.Context) {
 	st.s.printf("* you are %s (%s)", st.nick, c.Self())
 	st.enter(c, st.room, st.prev.IsZero()) // a rename has seen the history
 	if !st.prev.IsZero() {
-		_ = c.Broadcast(chatGroupPrefix+st.room, ChatRename{Room: st.room, Old: st.prevNick, New: st.nick})
+		_ = c.Broadcast(chatGroupPrefix+st.room, Rename{Room: st.room, Old: st.prevNick, New: st.nick})
 		c.Send(st.prev, chatHandoff{})
 		st.former, st.prev = st.prev, actor.Ref{}
 	}
@@ -53,7 +53,7 @@ func (st *chatState) start(c *actor.Context) {
 }
 
 // enter joins room and makes it the current one; with history, it asks
-// the room's members for their recent lines (see chat_history.go).
+// the room's members for their recent lines (see history.go).
 func (st *chatState) enter(c *actor.Context, room string, history bool) {
 	st.room, st.members = room, map[actor.Ref]string{}
 	if err := c.Join(chatGroupPrefix+room, actor.WatchPresence()); err != nil {
@@ -86,35 +86,35 @@ func (st *chatState) handle(c *actor.Context, m any) bool {
 	switch m := m.(type) {
 	case chatInput:
 		return st.command(c, m.line)
-	case ChatLine:
+	case Line:
 		if m.Room == st.room && fromNick(c, m.Nick) && st.s.limit.allow(from) {
 			st.s.printf("%s [#%s] <%s> %s", st.s.clock(), m.Room, st.s.nicks.show(m.Nick, from), cli.Clean(m.Text))
 		}
-	case ChatDirect:
+	case Direct:
 		if fromNick(c, m.Nick) && st.s.limit.allow(from) {
 			st.s.printf("%s [dm from %s] %s", st.s.clock(), st.s.nicks.label(m.Nick, from), cli.Clean(m.Text))
 		}
 	case chatForwarded:
 		st.s.printf("%s [dm from %s] %s", st.s.clock(), st.s.nicks.label(m.m.Nick, m.peer), cli.Clean(m.m.Text))
-	case ChatHistoryAsk:
+	case HistoryAsk:
 		if m.Room == st.room && !st.own(c, c.Sender()) && st.s.limit.allow(from) {
-			c.Send(c.Sender(), ChatHistory{Room: st.room, Lines: st.said.of(st.room)})
+			c.Send(c.Sender(), History{Room: st.room, Lines: st.said.of(st.room)})
 		}
-	case ChatHistory:
+	case History:
 		st.takeHistory(c, m)
 	case historyDue:
 		if h := st.hist; h != nil && c.Sender().IsZero() && m.gen == h.gen && !st.s.now().Before(h.deadline) {
 			st.closeHistory()
 		}
-	case ChatRename:
+	case Rename:
 		// A rename by this user's own former actor is not news here.
 		own := c.Sender() == st.prev || c.Sender() == st.former
-		if m.Room == st.room && !own && fromNick(c, m.New) && checkChatName("nick", m.Old) == nil && st.s.limit.allow(from) {
+		if m.Room == st.room && !own && fromNick(c, m.New) && CheckName("nick", m.Old) == nil && st.s.limit.allow(from) {
 			st.s.printf("* %s is now %s", st.s.nicks.show(m.Old, from), st.s.nicks.show(m.New, from))
 		}
 	case actor.Joined:
 		nick, ok := strings.CutPrefix(m.Member.Name(), chatActorPrefix)
-		if m.Group != group || !ok || checkChatName("nick", nick) != nil || m.Member == c.Self() || m.Member == st.prev || m.Member == st.former {
+		if m.Group != group || !ok || CheckName("nick", nick) != nil || m.Member == c.Self() || m.Member == st.prev || m.Member == st.former {
 			break
 		}
 		if _, known := st.members[m.Member]; !known {
@@ -122,7 +122,7 @@ func (st *chatState) handle(c *actor.Context, m any) bool {
 			st.s.printf("* %s joined #%s", st.s.nicks.show(nick, m.Member.Peer()), st.room)
 		}
 		if st.hist != nil && st.hist.ask(m.Member, st.s.now()) {
-			c.Send(m.Member, ChatHistoryAsk{Room: st.room})
+			c.Send(m.Member, HistoryAsk{Room: st.room})
 			st.armHistory(c)
 		}
 	case actor.Left:
@@ -142,7 +142,7 @@ func (st *chatState) command(c *actor.Context, line string) bool {
 		return true
 	}
 	if !strings.HasPrefix(line, "/") {
-		if err := c.Broadcast(chatGroupPrefix+st.room, ChatLine{Room: st.room, Nick: st.nick, Text: line}); err != nil {
+		if err := c.Broadcast(chatGroupPrefix+st.room, Line{Room: st.room, Nick: st.nick, Text: line}); err != nil {
 			st.s.printf("! not sent: %v", err)
 		} else {
 			st.said.add(st.room, line, st.s.now())
@@ -180,10 +180,10 @@ func (st *chatState) command(c *actor.Context, line string) bool {
 			st.s.printf("! not sent: %v", err)
 			break
 		}
-		c.Send(to, ChatDirect{Nick: st.nick, Text: text})
+		c.Send(to, Direct{Nick: st.nick, Text: text})
 		st.s.printf("%s [dm to %s] %s", st.s.clock(), shown, text)
 	case "/join":
-		if err := checkChatName("room", rest); err != nil {
+		if err := CheckName("room", rest); err != nil {
 			st.s.printf("! %v", err)
 			break
 		}
@@ -194,7 +194,7 @@ func (st *chatState) command(c *actor.Context, line string) bool {
 			st.enter(c, rest, true)
 		}
 	case "/nick":
-		if err := checkChatName("nick", rest); err != nil {
+		if err := CheckName("nick", rest); err != nil {
 			st.s.printf("! %v", err)
 			break
 		}
@@ -204,7 +204,7 @@ func (st *chatState) command(c *actor.Context, line string) bool {
 	case "/stats":
 		st.s.printf("* %d lines dropped from peers sending over %d a second", st.s.limit.dropped.Load(), lineRate)
 	case "/help":
-		st.s.printf("* commands: %s", chatCommands)
+		st.s.printf("* commands: %s", Commands)
 	default:
 		st.s.printf("! unknown command %s; /help lists them", cmd)
 	}
@@ -234,7 +234,7 @@ func (st *chatState) rename(c *actor.Context, nick string) bool {
 		case chatInput:
 			c.Send(ref, m)
 			c.ReceiveWithin(5*time.Second, retire, actor.Timeout(c.Stop))
-		case ChatDirect:
+		case Direct:
 			if fromNick(c, m.Nick) {
 				c.Send(ref, chatForwarded{m, c.Sender().Peer()})
 			}

@@ -1,4 +1,4 @@
-package main
+package chat
 
 import (
 	"fmt"
@@ -111,7 +111,7 @@ func (b *nickBook) ownerOf(nick string) (string, bool) {
 // tail.
 func resolveNick(b *nickBook, shown string, cands []actor.Ref) (actor.Ref, string, error) {
 	nick, tail := splitShown(shown)
-	if err := checkChatName("nick", nick); err != nil {
+	if err := CheckName("nick", nick); err != nil {
 		return actor.Ref{}, "", err
 	}
 	owner, bound := b.ownerOf(nick)

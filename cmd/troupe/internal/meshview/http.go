@@ -1,10 +1,12 @@
-package main
+package meshview
 
 import (
 	"embed"
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
@@ -12,8 +14,8 @@ import (
 )
 
 // The live mesh view over HTTP: the page (ui/, embedded), GET /api/mesh
-// (the latest meshView as JSON), GET /api/deadletters (the latest dead
-// letters, deadletters.go) and GET /api/events (server-sent events,
+// (the latest View as JSON), GET /api/deadletters (the latest dead
+// letters, which the daemon gives) and GET /api/events (server-sent events,
 // one "mesh" event per sample). The daemon serves it on -ui (loopback
 // only) and on its control socket (curl --unix-socket). It is read-only:
 // nothing here sends a message or changes the node.
@@ -24,19 +26,19 @@ var uiFiles embed.FS
 // maxViewWatchers caps the event streams served at once.
 const maxViewWatchers = 16
 
-// viewWriteTimeout bounds one write to an event stream: a client that
+// WriteTimeout bounds one write to an event stream: a client that
 // stopped reading is dropped, not waited for.
-const viewWriteTimeout = 5 * time.Second
+const WriteTimeout = 5 * time.Second
 
-// newViewHandler returns the view's HTTP handler on hub, with the dead
+// NewHandler returns the view's HTTP handler on hub, with the dead
 // letters of dead (GET /api/deadletters).
-func newViewHandler(hub *meshHub, dead func(count int, after uint64) deadLettersResult) http.Handler {
+func NewHandler(hub *Hub, dead func(count int, after uint64) control.DeadLettersResult) http.Handler {
 	static, _ := fs.Sub(uiFiles, "ui")
 	watchers := make(chan struct{}, maxViewWatchers)
 	mux := http.NewServeMux()
 	mux.Handle("GET /", http.FileServerFS(static))
 	mux.HandleFunc("GET /api/mesh", func(w http.ResponseWriter, r *http.Request) {
-		_, b, err := hub.next(r.Context(), 0)
+		_, b, err := hub.Next(r.Context(), 0)
 		if err != nil {
 			if r.Context().Err() == nil {
 				http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -46,7 +48,7 @@ func newViewHandler(hub *meshHub, dead func(count int, after uint64) deadLetters
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(append(b, '\n'))
 	})
-	mux.HandleFunc("GET /api/deadletters", deadLettersHandler(dead))
+	mux.HandleFunc("GET /api/deadletters", DeadLettersHandler(dead))
 	mux.HandleFunc("GET /api/events", func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case watchers <- struct{}{}:
@@ -61,20 +63,20 @@ func newViewHandler(hub *meshHub, dead func(count int, after uint64) deadLetters
 }
 
 // streamViews writes each new sample to w as a server-sent event until the
-// client goes away or a write takes longer than viewWriteTimeout.
-func streamViews(w http.ResponseWriter, r *http.Request, hub *meshHub) {
+// client goes away or a write takes longer than WriteTimeout.
+func streamViews(w http.ResponseWriter, r *http.Request, hub *Hub) {
 	rc := http.NewResponseController(w)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	var after uint64
 	for {
-		v, b, err := hub.next(r.Context(), after)
+		v, b, err := hub.Next(r.Context(), after)
 		if err != nil {
 			return
 		}
 		after = v.Seq
-		_ = rc.SetWriteDeadline(time.Now().Add(viewWriteTimeout))
+		_ = rc.SetWriteDeadline(time.Now().Add(WriteTimeout))
 		if _, err := fmt.Fprintf(w, "event: mesh\ndata: %s\n\n", b); err != nil {
 			return
 		}
@@ -108,9 +110,9 @@ func localOnly(next http.Handler) http.Handler {
 	})
 }
 
-// serveUI listens on addr, which must be a loopback address, and serves
-// view (newViewHandler) until Close.
-func serveUI(addr string, view http.Handler) (*control.HTTPServer, error) {
+// Serve listens on addr, which must be a loopback address, and serves
+// view (NewHandler) until Close.
+func Serve(addr string, view http.Handler) (*control.HTTPServer, error) {
 	if err := config.CheckUIAddr(addr); err != nil {
 		return nil, fmt.Errorf("ui: %w", err)
 	}
@@ -119,4 +121,29 @@ func serveUI(addr string, view http.Handler) (*control.HTTPServer, error) {
 		return nil, fmt.Errorf("ui: %w", err)
 	}
 	return s, nil
+}
+
+// DeadLettersHandler serves GET /api/deadletters[?after=SEQ&n=COUNT].
+func DeadLettersHandler(src func(count int, after uint64) control.DeadLettersResult) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		var after uint64
+		count := 0
+		var err error
+		if s := q.Get("after"); s != "" {
+			if after, err = strconv.ParseUint(s, 10, 64); err != nil {
+				http.Error(w, "after: not a sequence number", http.StatusBadRequest)
+				return
+			}
+		}
+		if s := q.Get("n"); s != "" {
+			if count, err = strconv.Atoi(s); err != nil || count < 0 {
+				http.Error(w, "n: not a count", http.StatusBadRequest)
+				return
+			}
+		}
+		b, _ := json.Marshal(src(count, after))
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(append(b, '\n'))
+	}
 }

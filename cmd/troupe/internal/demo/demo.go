@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 )
 
 // The paper's counter messages.
@@ -42,12 +43,14 @@ func newCounter(c *actor.Context) {
 	c.Receive(k.counting)
 }
 
-func demo(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("demo", "", "run the paper's counter and a ring of actors locally, and print what happened", stderr)
+// Cmd is 'troupe demo': it runs the counter and the ring on an actor
+// system of its own and returns the exit code.
+func Cmd(args []string, stdout, stderr io.Writer) int {
+	fs := cli.NewFlags("demo", "", "run the paper's counter and a ring of actors locally, and print what happened", stderr)
 	ringSize := fs.Int("ring", 100_000, "number of actors in the ring")
 	laps := fs.Int("laps", 10, "times the token goes around the ring")
 	timeout := fs.Duration("timeout", 2*time.Minute, "give up after this long")
-	if _, ok, code := parseArgs(fs, args, 0, 0); !ok {
+	if _, ok, code := cli.ParseArgs(fs, args, 0, 0); !ok {
 		return code
 	}
 	if *ringSize < 2 || *laps < 1 || *timeout <= 0 {

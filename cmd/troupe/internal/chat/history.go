@@ -1,4 +1,4 @@
-package main
+package chat
 
 import (
 	"cmp"
@@ -28,21 +28,21 @@ import (
 // ignored; texts are cleaned and cut as live lines are; a time in the
 // future is taken as now (a peer can only move its own lines).
 
-// ChatHistoryAsk asks a room's member for its user's recent lines there.
-type ChatHistoryAsk struct {
+// HistoryAsk asks a room's member for its user's recent lines there.
+type HistoryAsk struct {
 	Room string
 }
 
-// ChatHistory answers a ChatHistoryAsk: the user's own recent lines of
+// History answers a HistoryAsk: the user's own recent lines of
 // Room, oldest first.
-type ChatHistory struct {
+type History struct {
 	Room  string
-	Lines []ChatPast
+	Lines []Past
 }
 
-// ChatPast is one line a user said: its sequence number among the user's
+// Past is one line a user said: its sequence number among the user's
 // lines, its time (Unix milliseconds, the sender's clock) and its text.
-type ChatPast struct {
+type Past struct {
 	Seq  uint64
 	Time int64
 	Text string
@@ -69,7 +69,7 @@ func chatTime(t, now time.Time) string {
 // saidLine is a line the user said, kept to answer late joiners.
 type saidLine struct {
 	room string
-	past ChatPast
+	past Past
 }
 
 // saidLog holds the user's last maxHistory lines, of all rooms. Owned by
@@ -82,7 +82,7 @@ type saidLog struct {
 // add records a line said in room at t.
 func (l *saidLog) add(room, text string, t time.Time) {
 	l.seq++
-	l.lines = append(l.lines, saidLine{room, ChatPast{Seq: l.seq, Time: t.UnixMilli(), Text: text}})
+	l.lines = append(l.lines, saidLine{room, Past{Seq: l.seq, Time: t.UnixMilli(), Text: text}})
 	if len(l.lines) > maxHistory {
 		l.lines = slices.Delete(l.lines, 0, len(l.lines)-maxHistory)
 	}
@@ -90,8 +90,8 @@ func (l *saidLog) add(room, text string, t time.Time) {
 
 // of returns the newest lines said in room whose texts fit in
 // maxHistoryBytes, oldest first: what an answer holds, whoever asks.
-func (l *saidLog) of(room string) []ChatPast {
-	var out []ChatPast
+func (l *saidLog) of(room string) []Past {
+	var out []Past
 	size := 0
 	for _, s := range slices.Backward(l.lines) {
 		if s.room != room {
@@ -152,7 +152,7 @@ func minTime(a, b time.Time) time.Time {
 
 // add takes the answer of the actor from, whose user is nick, or returns
 // why it does not (see the rules at the top of the file).
-func (h *history) add(from actor.Ref, nick string, ans ChatHistory, now time.Time) error {
+func (h *history) add(from actor.Ref, nick string, ans History, now time.Time) error {
 	switch {
 	case ans.Room != h.room:
 		return fmt.Errorf("history of #%s, not of #%s", cli.Clean(ans.Room), h.room)
@@ -212,7 +212,7 @@ func (st *chatState) own(c *actor.Context, ref actor.Ref) bool {
 func (st *chatState) openHistory(c *actor.Context) {
 	st.histGen++
 	st.hist = newHistory(st.room, st.histGen, st.s.now())
-	_ = c.Broadcast(chatGroupPrefix+st.room, ChatHistoryAsk{Room: st.room})
+	_ = c.Broadcast(chatGroupPrefix+st.room, HistoryAsk{Room: st.room})
 	st.armHistory(c)
 }
 
@@ -227,10 +227,10 @@ func (st *chatState) armHistory(c *actor.Context) {
 
 // takeHistory takes an answer from a member of the room while a window is
 // open; anything wrong with it (see the top of the file) drops it.
-func (st *chatState) takeHistory(c *actor.Context, m ChatHistory) {
+func (st *chatState) takeHistory(c *actor.Context, m History) {
 	from := c.Sender()
 	nick, ok := strings.CutPrefix(from.Name(), chatActorPrefix)
-	if st.hist == nil || !ok || checkChatName("nick", nick) != nil || st.own(c, from) || !st.s.limit.allow(from.Peer()) {
+	if st.hist == nil || !ok || CheckName("nick", nick) != nil || st.own(c, from) || !st.s.limit.allow(from.Peer()) {
 		return
 	}
 	_ = st.hist.add(from, nick, m, st.s.now())

@@ -1,4 +1,4 @@
-package main
+package chat
 
 import (
 	"fmt"
@@ -42,8 +42,8 @@ func TestSaidLogBounded(t *testing.T) {
 	}
 }
 
-func past(seq uint64, t time.Time, text string) ChatPast {
-	return ChatPast{Seq: seq, Time: t.UnixMilli(), Text: text}
+func past(seq uint64, t time.Time, text string) Past {
+	return Past{Seq: seq, Time: t.UnixMilli(), Text: text}
 }
 
 // TestHistoryMergesAndBounds: answers of several users are merged in time
@@ -54,7 +54,7 @@ func TestHistoryMergesAndBounds(t *testing.T) {
 	now := time.Unix(10000, 0)
 	h := newHistory("lobby", 1, now)
 	bob, carol := chatRef(t, bobPeer, "bob"), chatRef(t, localPeer, "carol")
-	if err := h.add(bob, "bob", ChatHistory{Room: "lobby", Lines: []ChatPast{
+	if err := h.add(bob, "bob", History{Room: "lobby", Lines: []Past{
 		past(1, now.Add(-3*time.Minute), "b1"),
 		past(1, now.Add(-3*time.Minute), "b1 again"), // same seq: once
 		past(2, now.Add(-1*time.Minute), "b2 \x1b[31mred"),
@@ -62,7 +62,7 @@ func TestHistoryMergesAndBounds(t *testing.T) {
 	}}, now); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.add(carol, "carol", ChatHistory{Room: "lobby", Lines: []ChatPast{past(1, now.Add(-2*time.Minute), "c1")}}, now); err != nil {
+	if err := h.add(carol, "carol", History{Room: "lobby", Lines: []Past{past(1, now.Add(-2*time.Minute), "c1")}}, now); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
@@ -78,11 +78,11 @@ func TestHistoryMergesAndBounds(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		from actor.Ref
-		ans  ChatHistory
+		ans  History
 	}{
-		{"another room", chatRef(t, impostorPeer, "x"), ChatHistory{Room: "side", Lines: []ChatPast{past(1, now, "x")}}},
-		{"oversized", chatRef(t, impostorPeer, "y"), ChatHistory{Room: "lobby", Lines: make([]ChatPast, maxHistory+1)}},
-		{"second answer", bob, ChatHistory{Room: "lobby", Lines: []ChatPast{past(9, now, "again")}}},
+		{"another room", chatRef(t, impostorPeer, "x"), History{Room: "side", Lines: []Past{past(1, now, "x")}}},
+		{"oversized", chatRef(t, impostorPeer, "y"), History{Room: "lobby", Lines: make([]Past, maxHistory+1)}},
+		{"second answer", bob, History{Room: "lobby", Lines: []Past{past(9, now, "again")}}},
 	} {
 		if err := h.add(c.from, "z", c.ans, now); err == nil {
 			t.Fatalf("%s: accepted", c.name)
@@ -94,11 +94,11 @@ func TestHistoryMergesAndBounds(t *testing.T) {
 	// Many users: the newest maxHistory lines are kept.
 	for i := range 3 {
 		from := chatRef(t, fmt.Sprintf("12D3KooWMany%dXXXXXX", i), fmt.Sprint("u", i))
-		lines := make([]ChatPast, maxHistory)
+		lines := make([]Past, maxHistory)
 		for j := range lines {
 			lines[j] = past(uint64(j+1), now.Add(-time.Duration(j*3+i)*time.Second), "many")
 		}
-		if err := h.add(from, fmt.Sprint("u", i), ChatHistory{Room: "lobby", Lines: lines}, now); err != nil {
+		if err := h.add(from, fmt.Sprint("u", i), History{Room: "lobby", Lines: lines}, now); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -117,10 +117,10 @@ func TestHistoryShownAsItsSender(t *testing.T) {
 	b.show("bob", bobPeer)
 	h := newHistory("lobby", 1, now)
 	bob, fake := chatRef(t, bobPeer, "bob"), chatRef(t, impostorPeer, "bob")
-	if err := h.add(bob, "bob", ChatHistory{Room: "lobby", Lines: []ChatPast{past(1, now.Add(-2*time.Minute), "hi")}}, now); err != nil {
+	if err := h.add(bob, "bob", History{Room: "lobby", Lines: []Past{past(1, now.Add(-2*time.Minute), "hi")}}, now); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.add(fake, "bob", ChatHistory{Room: "lobby", Lines: []ChatPast{past(1, now.Add(-time.Minute), "<alice> I said so")}}, now); err != nil {
+	if err := h.add(fake, "bob", History{Room: "lobby", Lines: []Past{past(1, now.Add(-time.Minute), "<alice> I said so")}}, now); err != nil {
 		t.Fatal(err)
 	}
 	got := h.render(func(nick string, from actor.Ref) string { return b.label(nick, from.Peer()) }, now)
@@ -151,19 +151,6 @@ func TestHistoryAskMovesDeadlineBounded(t *testing.T) {
 	h.ask(chatRef(t, localPeer, "late"), t0.Add(historyMax))
 	if !h.deadline.Equal(t0.Add(historyMax)) {
 		t.Fatalf("deadline %v past historyMax", h.deadline)
-	}
-}
-
-// TestChatHelpListsCommands: chat -h and /help list every slash command
-// the chat handles.
-func TestChatHelpListsCommands(t *testing.T) {
-	var out, errOut strings.Builder
-	chatCmd([]string{"-h"}, strings.NewReader(""), &out, &errOut)
-	help := out.String() + errOut.String()
-	for _, cmd := range []string{"/msg", "/who", "/rooms", "/join", "/nick", "/stats", "/help", "/quit"} {
-		if !strings.Contains(help, cmd) || !strings.Contains(chatCommands, cmd) {
-			t.Fatalf("chat -h or /help lacks %s:\n%s", cmd, help)
-		}
 	}
 }
 

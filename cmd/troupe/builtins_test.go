@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,52 +14,6 @@ import (
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"github.com/troupe-mesh/troupe/peer"
 )
-
-func TestNickBookBindsFirstPeer(t *testing.T) {
-	var b nickBook
-	b.bind("me", "LOCALPEER")
-	for _, c := range []struct{ nick, peer, want string }{
-		{"me", "LOCALPEER", "me"},
-		{"me", "12D3KooWRemoteAAAAAA", "me@AAAAAA"}, // another peer claims the local nick
-		{"bob", "12D3KooWBobBBBBBB", "bob"},         // first seen wins
-		{"bob", "12D3KooWMalloryCCCCCC", "bob@CCCCCC"},
-		{"bob", "12D3KooWBobBBBBBB", "bob"},
-	} {
-		if got := b.show(c.nick, c.peer); got != c.want {
-			t.Fatalf("show(%s, %s) = %s, want %s", c.nick, c.peer, got, c.want)
-		}
-	}
-	if !b.owns("bob", "12D3KooWBobBBBBBB") || b.owns("bob", "12D3KooWMalloryCCCCCC") {
-		t.Fatal("owns disagrees with show")
-	}
-	// A full book binds no more: a newcomer shows its peer.
-	for i := range maxBoundNicks {
-		b.show("n"+strconv.Itoa(i), "P"+strconv.Itoa(i/maxNicksPerPeer))
-	}
-	if got := b.show("late", "12D3KooWLateDDDDDD"); got != "late@DDDDDD" {
-		t.Fatalf("a nick after the book is full: %s, want late@DDDDDD", got)
-	}
-}
-
-func TestLineLimiterPerPeer(t *testing.T) {
-	now := time.Unix(1000, 0)
-	l := lineLimiter{now: func() time.Time { return now }}
-	for i := range lineBurst {
-		if !l.allow("flood") {
-			t.Fatalf("line %d of a burst refused", i)
-		}
-	}
-	if l.allow("flood") || l.dropped.Load() != 1 {
-		t.Fatalf("the line after a burst was shown (dropped %d)", l.dropped.Load())
-	}
-	if !l.allow("quiet") {
-		t.Fatal("another peer's line was refused")
-	}
-	now = now.Add(time.Second / lineRate)
-	if !l.allow("flood") || l.allow("flood") {
-		t.Fatal("after 1/rate s, want one more line and no second")
-	}
-}
 
 // TestWatcherTakesLocalRequestsOnly: the daemon's watcher refuses a Watch
 // from another peer (no monitor, nothing printed) and takes the local
@@ -127,27 +81,23 @@ func (e errorString) Error() string { return string(e) }
 // syncBuffer is a bytes.Buffer safe for concurrent use, which tells of
 // every write (waitFor).
 type syncBuffer struct {
-	lockedWriter
+	mu    sync.Mutex
 	b     bytes.Buffer
 	wrote chan struct{} // gets a token after a write, if it has none
 }
 
-func newSyncBuffer() *syncBuffer {
-	s := &syncBuffer{wrote: make(chan struct{}, 1)}
-	s.w = writeFunc(func(p []byte) (int, error) {
-		n, err := s.b.Write(p)
-		select {
-		case s.wrote <- struct{}{}:
-		default:
-		}
-		return n, err
-	})
-	return s
+func newSyncBuffer() *syncBuffer { return &syncBuffer{wrote: make(chan struct{}, 1)} }
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	n, err := s.b.Write(p)
+	s.mu.Unlock()
+	select {
+	case s.wrote <- struct{}{}:
+	default:
+	}
+	return n, err
 }
-
-type writeFunc func([]byte) (int, error)
-
-func (f writeFunc) Write(p []byte) (int, error) { return f(p) }
 
 func (s *syncBuffer) String() string {
 	s.mu.Lock()
