@@ -44,6 +44,7 @@ type Node struct {
 	metrics     *nodeCollector // registered with cfg.prom; nil without WithPrometheus
 	dialFails   dialFailures   // discovered peers that could not be dialed
 	holePunches *holePunches   // counted by libp2p's hole punching (relay.go)
+	punch       *puncher       // hole punching with retries, or nil (holepunch.go)
 	latency     *latencyProber // keeps peers' round trips known, and their liveness (latency.go, liveness.go)
 	redial      *redialer      // redials the peers that must come back (redial.go)
 
@@ -143,7 +144,7 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		hopts = append(hopts, libp2p.NATPortMap())
 	}
 	hp, relays := new(holePunches), new(relaySource)
-	hopts = append(hopts, relayOptions(cfg, hp, relays)...)
+	hopts = append(hopts, relayOptions(cfg, relays)...)
 	h, err := libp2p.New(hopts...)
 	if err == nil {
 		relays.h.Store(&h)
@@ -204,8 +205,10 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		_ = h.Close()
 		return nil, err
 	}
+	var punch *puncher // hole punching, with retries (holepunch.go)
 	// undo stops what New started so far, for a failure after this.
 	undo := func(err error) (*Node, error) {
+		_ = punch.close()
 		_ = sys.Shutdown(ctx)
 		if groups != nil {
 			_ = groups.Close(ctx)
@@ -220,7 +223,12 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 	if err := r.Bind(sys); err != nil {
 		return undo(err)
 	}
-	n := &Node{cfg: cfg, host: h, sys: sys, router: r, reg: reg, groups: groups, holePunches: hp,
+	if punches(cfg) {
+		if punch, err = startPuncher(h, hp); err != nil {
+			return undo(err)
+		}
+	}
+	n := &Node{cfg: cfg, host: h, sys: sys, router: r, reg: reg, groups: groups, holePunches: hp, punch: punch,
 		cm: cm, closed: make(chan struct{}), names: newNameCache(nameCacheSize),
 		lookupSlots: make(chan struct{}, lookupsAtOnce)}
 	if n.redial, err = startRedialer(n); err != nil {
@@ -368,6 +376,7 @@ func (n *Node) Close(ctx context.Context) error {
 			shutErr,
 			groupsErr,
 			n.router.Close(ctx),
+			n.punch.close(),
 			n.host.Close(),
 		)
 	}()

@@ -34,8 +34,8 @@ func WithRelays(relays ...libp2ppeer.AddrInfo) Option {
 }
 
 // relayOptions are the libp2p options of cfg's relay settings; hole
-// punches are counted in hp, relays to reserve on come from src.
-func relayOptions(cfg config, hp *holePunches, src *relaySource) []libp2p.Option {
+// relays to reserve on come from src.
+func relayOptions(cfg config, src *relaySource) []libp2p.Option {
 	var o []libp2p.Option
 	if cfg.relayService {
 		o = append(o, libp2p.EnableRelayService(), libp2p.EnableNATService())
@@ -51,16 +51,20 @@ func relayOptions(cfg config, hp *holePunches, src *relaySource) []libp2p.Option
 		o = append(o, libp2p.EnableAutoNATv2())
 	}
 	if len(cfg.relays) > 0 || cfg.findRelays {
-		// Our tracer replaces libp2p's hole punching metrics: Troupe's
-		// troupe_hole_punches_total counts the same.
+		// Hole punching runs outside the host (holepunch.go), so that
+		// it can try again; our tracer replaces libp2p's hole punching
+		// metrics: Troupe's troupe_hole_punches_total counts the same.
 		src.static, src.find = cfg.relays, cfg.findRelays
-		o = append(o, libp2p.EnableAutoRelayWithPeerSource(src.candidates, src.autoRelayOptions()...), libp2p.EnableHolePunching(holepunch.WithTracer(hp)))
+		o = append(o, libp2p.EnableAutoRelayWithPeerSource(src.candidates, src.autoRelayOptions()...))
 	}
 	if !cfg.relay && !cfg.relayService && len(cfg.relays) == 0 && !cfg.findRelays {
 		o = append(o, libp2p.DisableRelay())
 	}
 	return append(o, cfg.hostOpts...)
 }
+
+// punches reports whether cfg has the node punch holes (holepunch.go).
+func punches(cfg config) bool { return len(cfg.relays) > 0 || cfg.findRelays }
 
 // holePunches counts hole punches (DCUtR rounds, as either side) from
 // libp2p's hole punching tracer.
