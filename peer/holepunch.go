@@ -92,18 +92,18 @@ func startPuncher(h host.Host, tr holepunch.EventTracer) (*puncher, error) {
 	return p, nil
 }
 
-// close stops the retries and the service.
-func (p *puncher) close() error {
+// close stops the retries and the service (whose Close, in v0.52, has
+// nothing to report).
+func (p *puncher) close() {
 	if p == nil {
-		return nil
+		return
 	}
 	p.mu.Lock()
 	p.closed = true
 	p.mu.Unlock()
 	p.cancel()
-	err := p.svc.Close() // first: it ends a round a retry waits in
+	_ = p.svc.Close() // first: it ends a round a retry waits in
 	p.wg.Wait()
-	return err
 }
 
 // addrs are the addresses the service offers for a punch: public listen

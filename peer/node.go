@@ -44,12 +44,12 @@ type Node struct {
 	metrics     *nodeCollector // registered with cfg.prom; nil without WithPrometheus
 	dialFails   dialFailures   // discovered peers that could not be dialed
 	holePunches *holePunches   // counted by libp2p's hole punching (relay.go)
-	punch       *puncher       // hole punching with retries, or nil (holepunch.go)
 	latency     *latencyProber // keeps peers' round trips known, and their liveness (latency.go, liveness.go)
 	redial      *redialer      // redials the peers that must come back (redial.go)
 
 	cm    *connmgr.BasicConnMgr // the host's connection manager (connmgr.go)
 	guard *guard                // protects the busy peers' connections (protect.go)
+	punch *puncher              // hole punching with retries, or nil (holepunch.go)
 
 	closing  atomic.Bool   // Close began
 	closed   chan struct{} // closed when Close ended; closeErr is set then
@@ -205,10 +205,8 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		_ = h.Close()
 		return nil, err
 	}
-	var punch *puncher // hole punching, with retries (holepunch.go)
 	// undo stops what New started so far, for a failure after this.
 	undo := func(err error) (*Node, error) {
-		_ = punch.close()
 		_ = sys.Shutdown(ctx)
 		if groups != nil {
 			_ = groups.Close(ctx)
@@ -223,12 +221,7 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 	if err := r.Bind(sys); err != nil {
 		return undo(err)
 	}
-	if punches(cfg) {
-		if punch, err = startPuncher(h, hp); err != nil {
-			return undo(err)
-		}
-	}
-	n := &Node{cfg: cfg, host: h, sys: sys, router: r, reg: reg, groups: groups, holePunches: hp, punch: punch,
+	n := &Node{cfg: cfg, host: h, sys: sys, router: r, reg: reg, groups: groups, holePunches: hp,
 		cm: cm, closed: make(chan struct{}), names: newNameCache(nameCacheSize),
 		lookupSlots: make(chan struct{}, lookupsAtOnce)}
 	if n.redial, err = startRedialer(n); err != nil {
@@ -237,6 +230,12 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 	n.guard = startGuard(n)
 	n.latency = startLatencyProber(h, livenessTimes(cfg.liveness), n.life, n.silent)
 	n.global = newGlobal(n)
+	if punches(cfg) {
+		if n.punch, err = startPuncher(h, hp); err != nil {
+			_ = n.Close(ctx)
+			return nil, err
+		}
+	}
 	if err := n.registerMetrics(); err != nil {
 		_ = n.Close(ctx)
 		return nil, err
@@ -366,6 +365,7 @@ func (n *Node) Close(ctx context.Context) error {
 		n.latency.close()
 		n.redial.close()
 		n.guard.close()
+		n.punch.close()
 		shutErr := n.sys.Shutdown(ctx)
 		var groupsErr error
 		if n.groups != nil {
@@ -376,7 +376,6 @@ func (n *Node) Close(ctx context.Context) error {
 			shutErr,
 			groupsErr,
 			n.router.Close(ctx),
-			n.punch.close(),
 			n.host.Close(),
 		)
 	}()
