@@ -44,6 +44,7 @@
 //	redial.go     peers redialed after they disconnect, with backoff
 //	relay.go      relay service, relays, hole punching, reachability
 //	relayfind.go  relays found in advertisements (AutoRelay's source)
+//	holepunch.go  hole punching run by the node: rounds tried again
 //	latency.go    pings that keep peers' round trips known
 //	liveness.go   silent peers declared gone (WithLiveness)
 //	pingstream.go ping streams kept open per peer

@@ -82,8 +82,9 @@ func (h *holePunches) Trace(e *holepunch.Event) {
 
 // HolePunches returns how many hole punches the node tried to turn a
 // relayed connection into a direct one, and how many succeeded (each
-// attempt of libp2p's DCUtR counts; it tries up to three times per
-// connection). Both stay 0 without WithRelays or WithRelayDiscovery.
+// attempt of DCUtR counts: up to three per round, and a relayed
+// connection gets up to five rounds, holepunch.go). Both stay 0 without
+// WithRelays or WithRelayDiscovery.
 func (n *Node) HolePunches() (tried, succeeded uint64) {
 	return n.holePunches.tried.Load(), n.holePunches.succeeded.Load()
 }
