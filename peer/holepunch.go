@@ -57,6 +57,7 @@ const punchObservedMax = 8
 type puncher struct {
 	h      host.Host
 	svc    *holepunch.Service
+	notify *network.NotifyBundle // tells of relayed connections coming in
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -87,7 +88,8 @@ func startPuncher(h host.Host, tr holepunch.EventTracer) (*puncher, error) {
 		return nil, fmt.Errorf("peer: hole punching: %w", err)
 	}
 	p.svc = svc
-	h.Network().Notify(&network.NotifyBundle{ConnectedF: p.connected})
+	p.notify = &network.NotifyBundle{ConnectedF: p.connected}
+	h.Network().Notify(p.notify)
 	p.wg.Go(func() { p.events(sub) })
 	return p, nil
 }
@@ -98,6 +100,7 @@ func (p *puncher) close() {
 	if p == nil {
 		return
 	}
+	p.h.Network().StopNotify(p.notify)
 	p.mu.Lock()
 	p.closed = true
 	p.mu.Unlock()
