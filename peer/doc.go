@@ -44,10 +44,10 @@
 //	redial.go     peers redialed after they disconnect, with backoff
 //	relay.go      relay service, relays, hole punching, reachability
 //	relayfind.go  relays found in advertisements (AutoRelay's source)
-//	holepunch.go  hole punching run by the node: rounds tried again
 //	latency.go    pings that keep peers' round trips known
 //	liveness.go   silent peers declared gone (WithLiveness)
 //	pingstream.go ping streams kept open per peer
+//	holepunch.go  hole punching run by the node: rounds tried again
 //	directory.go  what other peers advertise; Whereis
 //	lookup.go     names looked up in the DHT above a size, and their cache
 //	global.go     mesh-wide names: ClaimGlobal, WhereisGlobal, GlobalNameLost
