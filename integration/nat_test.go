@@ -113,13 +113,9 @@ func TestLaptopsBehindNATs(t *testing.T) {
 			var homes []natHome
 			if tc.ipv6 {
 				ip, publicIP = "ip6", func(i int) string { return fmt.Sprintf("2a00:ff::%d", i) }
-				public, homes = n.firewallWorld6(2, portRestricted, portRestricted)
+				public, homes = n.firewallWorld6(2, 2)
 			} else {
-				kind := portRestricted
-				if tc.symmetric {
-					kind = symmetric
-				}
-				public, homes = n.natWorld(2, kind, kind)
+				public, homes = n.natWorld(2, tc.symmetric, tc.symmetric)
 			}
 			relay := natDaemon(t, public[0], ip, "", "-relay-service")
 			relayTCP := fmt.Sprintf("/%s/%s/tcp/", ip, publicIP(1))

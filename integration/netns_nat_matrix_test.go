@@ -135,9 +135,9 @@ func natMatrixRun(t *testing.T, v6 bool, relayedFor time.Duration) {
 	var public []string
 	var homes []natHome
 	if v6 {
-		public, homes = n.firewallWorld6(2, kinds...)
+		public, homes = n.firewallWorld6Of(2, kinds...)
 	} else {
-		public, homes = n.natWorld(2, kinds...)
+		public, homes = n.natWorldOf(2, kinds...)
 	}
 	relay := natDaemonOn(t, public[0], ip, pub1, "", "-relay-service")
 	relayTCP := "/" + ip + "/" + pub1 + "/tcp/"

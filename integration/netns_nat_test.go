@@ -3,6 +3,7 @@ package integration
 import (
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 )
 
@@ -20,10 +21,11 @@ type natHome struct {
 }
 
 // natWorld builds a public bridge with pub hosts (11.0.0.1, 11.0.0.2, …)
-// and one home per entry of kinds: a NAT namespace at 11.0.0.101,
+// and one home per entry of sym: a NAT namespace at 11.0.0.101,
 // 11.0.0.102, … translating the LAN 10.<i>.0.0/24 of one laptop
-// (10.<i>.0.2, routed through 10.<i>.0.1) as its kind says
-// (netns_natkinds_test.go). A public host answers from its address but
+// (10.<i>.0.2, routed through 10.<i>.0.1), symmetric if its entry is
+// true and port-restricted otherwise (natWorldOf takes any kinds,
+// netns_natkinds_test.go). A public host answers from its address but
 // opens connections from a second one (11.0.0.51, 11.0.0.52, …: a
 // SNAT of what it starts), as a server that checks reachability should:
 // its AutoNAT dial-backs then come from an address the laptop never sent
@@ -32,7 +34,19 @@ type natHome struct {
 // there that listens on its first address only (natDaemonOn) never
 // advertises the second. It skips the test without iptables (see
 // skipNetns).
-func (n *netns) natWorld(pub int, kinds ...natKind) (public []string, homes []natHome) {
+func (n *netns) natWorld(pub int, sym ...bool) (public []string, homes []natHome) {
+	n.t.Helper()
+	kinds := make([]natKind, len(sym)) // portRestricted
+	for i, s := range sym {
+		if s {
+			kinds[i] = symmetric
+		}
+	}
+	return n.natWorldOf(pub, kinds...)
+}
+
+// natWorldOf is natWorld with homes of the given kinds.
+func (n *netns) natWorldOf(pub int, kinds ...natKind) (public []string, homes []natHome) {
 	n.t.Helper()
 	if _, err := exec.LookPath("iptables"); err != nil {
 		skipNetns(n.t, "iptables is missing (apt-get install iptables)")
@@ -105,7 +119,13 @@ func (n *netns) waitWorld(public []string, homes []natHome) {
 // Addresses skip duplicate address detection, usable at once. Each home
 // filters as its entry of kinds says (firewallRules6); public hosts open
 // connections from a second address (2a00:ff::51, …), as natWorld's do.
-func (n *netns) firewallWorld6(pub int, kinds ...natKind) (public []string, homes []natHome) {
+func (n *netns) firewallWorld6(pub, k int) (public []string, homes []natHome) {
+	n.t.Helper()
+	return n.firewallWorld6Of(pub, slices.Repeat([]natKind{portRestricted}, k)...)
+}
+
+// firewallWorld6Of is firewallWorld6 with homes of the given kinds.
+func (n *netns) firewallWorld6Of(pub int, kinds ...natKind) (public []string, homes []natHome) {
 	n.t.Helper()
 	if _, err := exec.LookPath("ip6tables"); err != nil {
 		skipNetns(n.t, "ip6tables is missing (apt-get install iptables)")
