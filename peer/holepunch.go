@@ -52,6 +52,12 @@ var punchRetryDelays = []time.Duration{10 * time.Second, 30 * time.Second, 90 * 
 // tell us any address; the newest few are kept).
 const punchObservedMax = 8
 
+// punchRetryMax bounds the peers whose relayed connections get retries
+// at once (each holds a goroutine and a map entry for up to ~7 minutes):
+// peers can come in through relays under any number of identities. Past
+// it, a relayed connection gets libp2p's one round only.
+const punchRetryMax = 64
+
 // puncher runs the DCUtR service and its retries. Its mutex guards
 // retrying and observed; it is a leaf lock.
 type puncher struct {
@@ -176,15 +182,10 @@ func (p *puncher) connected(_ network.Network, c network.Conn) {
 		return
 	}
 	id := c.RemotePeer()
-	kick := make(chan struct{}, 1)
-	p.mu.Lock()
-	if _, ok := p.retrying[id]; ok || p.closed {
-		p.mu.Unlock()
+	kick, ok := p.track(id)
+	if !ok {
 		return
 	}
-	p.retrying[id] = kick
-	p.wg.Add(1) // under mu: close sets closed under it before its Wait
-	p.mu.Unlock()
 	go func() {
 		defer p.wg.Done()
 		defer func() {
@@ -194,6 +195,21 @@ func (p *puncher) connected(_ network.Network, c network.Conn) {
 		}()
 		p.retry(id, kick)
 	}()
+}
+
+// track enters id among the peers retried and adds the goroutine that
+// will retry to wg, returning its kick channel; false when id is retried
+// already, the puncher is closed or punchRetryMax peers are retried.
+func (p *puncher) track(id libp2ppeer.ID) (chan struct{}, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.retrying[id]; ok || p.closed || len(p.retrying) >= punchRetryMax {
+		return nil, false
+	}
+	kick := make(chan struct{}, 1)
+	p.retrying[id] = kick
+	p.wg.Add(1) // under mu: close sets closed under it before its Wait
+	return kick, true
 }
 
 // retry tries again, after each of punchRetryDelays or at a kick, while

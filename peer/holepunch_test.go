@@ -1,10 +1,15 @@
 package peer
 
 import (
+	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/event"
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/host/eventbus"
 	ma "github.com/multiformats/go-multiaddr"
 )
 
@@ -80,4 +85,73 @@ func TestPunchRetriesAreBounded(t *testing.T) {
 	if total > 10*time.Minute {
 		t.Fatalf("retries span %v", total)
 	}
+}
+
+// Peers retried at once are bounded (hostile peers can come in through
+// relays under any number of identities); a peer is retried once at a
+// time, and none after close.
+func TestPunchTrackIsBounded(t *testing.T) {
+	p := &puncher{retrying: make(map[libp2ppeer.ID]chan struct{})}
+	for i := range punchRetryMax {
+		if _, ok := p.track(libp2ppeer.ID(fmt.Sprint("peer", i))); !ok {
+			t.Fatalf("peer %d not retried", i)
+		}
+	}
+	if _, ok := p.track("one more"); ok {
+		t.Fatalf("%d peers retried, want at most %d", len(p.retrying), punchRetryMax)
+	}
+	delete(p.retrying, "peer0")
+	p.wg.Done()
+	if _, ok := p.track("peer1"); ok {
+		t.Fatal("a peer retried twice at once")
+	}
+	p.closed = true
+	if _, ok := p.track("peer0"); ok {
+		t.Fatal("a peer retried after close")
+	}
+	for range p.retrying {
+		p.wg.Done()
+	}
+	p.wg.Wait()
+}
+
+// An address change of our own kicks every retry waiting (the retry then
+// tries a round at once); a public observed address is kept, a private
+// one is not.
+func TestPunchEventsKickRetries(t *testing.T) {
+	bus := eventbus.NewBus()
+	sub, err := bus.Subscribe([]any{new(event.EvtPeerIdentificationCompleted), new(event.EvtLocalAddressesUpdated)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &puncher{retrying: make(map[libp2ppeer.ID]chan struct{})}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	kick, _ := p.track("a")
+	p.wg.Go(func() { p.events(sub) })
+	ident, _ := bus.Emitter(new(event.EvtPeerIdentificationCompleted))
+	local, _ := bus.Emitter(new(event.EvtLocalAddressesUpdated))
+	for _, a := range addrs(t, "/ip4/10.1.0.2/tcp/4001", "/ip4/11.0.0.101/tcp/4001") {
+		if err := ident.Emit(event.EvtPeerIdentificationCompleted{ObservedAddr: a}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := local.Emit(event.EvtLocalAddressesUpdated{Diffs: true}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-kick:
+	case <-time.After(5 * time.Second):
+		t.Fatal("an address change did not kick the retry")
+	}
+	// Events are handled in order: the observed addresses came first.
+	p.mu.Lock()
+	obs := slices.Clone(p.observed)
+	p.mu.Unlock()
+	if want := addrs(t, "/ip4/11.0.0.101/tcp/4001"); !slices.EqualFunc(obs, want, ma.Multiaddr.Equal) {
+		t.Fatalf("observed %v, want %v", obs, want)
+	}
+	p.cancel()
+	delete(p.retrying, "a")
+	p.wg.Done()
+	p.wg.Wait()
 }
