@@ -31,9 +31,14 @@ type natPeerJSON struct {
 // or the DHT, with the config fields extra (JSON members) and args.
 func natDaemon(t *testing.T, ns, ip, extra string, args ...string) *daemonProc {
 	t.Helper()
+	return natDaemonOn(t, ns, ip, map[string]string{"ip4": "0.0.0.0", "ip6": "::"}[ip], extra, args...)
+}
+
+// natDaemonOn is natDaemon listening on address addr of family ip only.
+func natDaemonOn(t *testing.T, ns, ip, addr, extra string, args ...string) *daemonProc {
+	t.Helper()
 	home := t.TempDir()
-	any := map[string]string{"ip4": "0.0.0.0", "ip6": "::"}[ip]
-	cfg := fmt.Sprintf(`{"listen": ["/%s/%s/tcp/4001", "/%s/%s/udp/4001/quic-v1"], "mdns": false, "dht": "off"`, ip, any, ip, any) + extra + `}`
+	cfg := fmt.Sprintf(`{"listen": ["/%s/%s/tcp/4001", "/%s/%s/udp/4001/quic-v1"], "mdns": false, "dht": "off"`, ip, addr, ip, addr) + extra + `}`
 	if err := os.WriteFile(filepath.Join(home, "config.json"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package integration
 import (
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 )
 
@@ -16,18 +17,36 @@ type natHome struct {
 	nat, laptop string // namespaces
 	public      string // the NAT's address on the public bridge
 	seen        string // the laptop's address as others see it: public (IPv4), its own (IPv6)
+	kind        natKind
 }
 
 // natWorld builds a public bridge with pub hosts (11.0.0.1, 11.0.0.2, …)
-// and one home per entry of symmetric: a NAT namespace at 11.0.0.101,
-// 11.0.0.102, … masquerading the LAN 10.<i>.0.0/24 of one laptop
-// (10.<i>.0.2, routed through 10.<i>.0.1). Linux's masquerading keeps a
-// connection's source port when it can (an endpoint-independent mapping:
-// hole punching can succeed); a symmetric home picks a random port per
-// connection (--random-fully), which defeats it. Like a home router, a
-// NAT drops unsolicited packets. It skips the test without iptables
-// (see skipNetns).
-func (n *netns) natWorld(pub int, symmetric ...bool) (public []string, homes []natHome) {
+// and one home per entry of sym: a NAT namespace at 11.0.0.101,
+// 11.0.0.102, … translating the LAN 10.<i>.0.0/24 of one laptop
+// (10.<i>.0.2, routed through 10.<i>.0.1), symmetric if its entry is
+// true and port-restricted otherwise (natWorldOf takes any kinds,
+// netns_natkinds_test.go). A public host answers from its address but
+// opens connections from a second one (11.0.0.51, 11.0.0.52, …: a
+// SNAT of what it starts), as a server that checks reachability should:
+// its AutoNAT dial-backs then come from an address the laptop never sent
+// to, which a NAT that lets in what comes from known addresses
+// (address-restricted) drops, as it would drop any stranger's; a daemon
+// there that listens on its first address only (natDaemonOn) never
+// advertises the second. It skips the test without iptables (see
+// skipNetns).
+func (n *netns) natWorld(pub int, sym ...bool) (public []string, homes []natHome) {
+	n.t.Helper()
+	kinds := make([]natKind, len(sym)) // portRestricted
+	for i, s := range sym {
+		if s {
+			kinds[i] = symmetric
+		}
+	}
+	return n.natWorldOf(pub, kinds...)
+}
+
+// natWorldOf is natWorld with homes of the given kinds.
+func (n *netns) natWorldOf(pub int, kinds ...natKind) (public []string, homes []natHome) {
 	n.t.Helper()
 	if _, err := exec.LookPath("iptables"); err != nil {
 		skipNetns(n.t, "iptables is missing (apt-get install iptables)")
@@ -36,10 +55,12 @@ func (n *netns) natWorld(pub int, symmetric ...bool) (public []string, homes []n
 	for i := range pub {
 		h := n.add(fmt.Sprintf("pub%d", i+1))
 		plug(h, "eth0", fmt.Sprintf("11.0.0.%d/24", i+1))
+		n.ip("-n", h, "addr", "add", fmt.Sprintf("11.0.0.%d/32", 51+i), "dev", "eth0")
+		n.exec(h, "iptables", "-t", "nat", "-A", "POSTROUTING", "-o", "eth0", "-j", "SNAT", "--to-source", fmt.Sprintf("11.0.0.%d", 51+i))
 		public = append(public, h)
 	}
-	for i, sym := range symmetric {
-		home := natHome{nat: n.add(fmt.Sprintf("nat%d", i+1)), laptop: n.add(fmt.Sprintf("lap%d", i+1)), public: fmt.Sprintf("11.0.0.%d", 101+i)}
+	for i, kind := range kinds {
+		home := natHome{nat: n.add(fmt.Sprintf("nat%d", i+1)), laptop: n.add(fmt.Sprintf("lap%d", i+1)), public: fmt.Sprintf("11.0.0.%d", 101+i), kind: kind}
 		home.seen = home.public
 		plug(home.nat, "wan", home.public+"/24")
 		n.ip("link", "add", "lan", "netns", home.nat, "type", "veth", "peer", "name", "eth0", "netns", home.laptop)
@@ -49,14 +70,7 @@ func (n *netns) natWorld(pub int, symmetric ...bool) (public []string, homes []n
 		n.ip("-n", home.laptop, "link", "set", "eth0", "up")
 		n.ip("-n", home.laptop, "route", "add", "default", "via", fmt.Sprintf("10.%d.0.1", i+1))
 		n.exec(home.nat, "sysctl", "-qw", "net.ipv4.ip_forward=1")
-		masq := []string{"iptables", "-t", "nat", "-A", "POSTROUTING", "-o", "wan", "-j", "MASQUERADE"}
-		if sym {
-			masq = append(masq, "--random-fully")
-		}
-		n.exec(home.nat, masq...)
-		// As a home router does, drop what nobody inside asked for (Linux
-		// would answer it with a reset, which ends a hole punch at once).
-		n.exec(home.nat, "iptables", "-A", "INPUT", "-i", "wan", "-m", "conntrack", "--ctstate", "NEW", "-j", "DROP")
+		n.natRules(home.nat, i+1, home.public, kind)
 		homes = append(homes, home)
 	}
 	n.waitWorld(public, homes)
@@ -102,8 +116,16 @@ func (n *netns) waitWorld(public []string, homes []natHome) {
 // prefix 2a00:1:<i>::/64 (laptop at ::2) with the stateful firewall of a
 // home router: from outside, only what the laptop asked for passes. Every
 // public host and router routes each home's prefix to its router.
-// Addresses skip duplicate address detection, usable at once.
+// Addresses skip duplicate address detection, usable at once. Each home
+// filters as its entry of kinds says (firewallRules6); public hosts open
+// connections from a second address (2a00:ff::51, …), as natWorld's do.
 func (n *netns) firewallWorld6(pub, k int) (public []string, homes []natHome) {
+	n.t.Helper()
+	return n.firewallWorld6Of(pub, slices.Repeat([]natKind{portRestricted}, k)...)
+}
+
+// firewallWorld6Of is firewallWorld6 with homes of the given kinds.
+func (n *netns) firewallWorld6Of(pub int, kinds ...natKind) (public []string, homes []natHome) {
 	n.t.Helper()
 	if _, err := exec.LookPath("ip6tables"); err != nil {
 		skipNetns(n.t, "ip6tables is missing (apt-get install iptables)")
@@ -113,10 +135,12 @@ func (n *netns) firewallWorld6(pub, k int) (public []string, homes []natHome) {
 		h := n.add(fmt.Sprintf("pub%d", i+1))
 		n.exec(h, "sysctl", "-qw", "net.ipv6.conf.default.accept_dad=0")
 		plug(h, "eth0", fmt.Sprintf("2a00:ff::%d/64", i+1))
+		n.ip("-n", h, "addr", "add", fmt.Sprintf("2a00:ff::%d/128", 51+i), "dev", "eth0", "nodad")
+		n.exec(h, "ip6tables", "-t", "nat", "-A", "POSTROUTING", "-o", "eth0", "-j", "SNAT", "--to-source", fmt.Sprintf("2a00:ff::%d", 51+i))
 		public = append(public, h)
 	}
-	for i := range k {
-		home := natHome{nat: n.add(fmt.Sprintf("fw%d", i+1)), laptop: n.add(fmt.Sprintf("lap%d", i+1)), public: fmt.Sprintf("2a00:ff::%d", 101+i)}
+	for i, kind := range kinds {
+		home := natHome{nat: n.add(fmt.Sprintf("fw%d", i+1)), laptop: n.add(fmt.Sprintf("lap%d", i+1)), public: fmt.Sprintf("2a00:ff::%d", 101+i), kind: kind}
 		for _, ns := range []string{home.nat, home.laptop} {
 			n.exec(ns, "sysctl", "-qw", "net.ipv6.conf.default.accept_dad=0")
 		}
@@ -130,7 +154,7 @@ func (n *netns) firewallWorld6(pub, k int) (public []string, homes []natHome) {
 		n.ip("-n", home.laptop, "addr", "add", prefix+"2/64", "dev", "eth0", "nodad")
 		n.ip("-n", home.laptop, "link", "set", "eth0", "up")
 		n.ip("-n", home.laptop, "-6", "route", "add", "default", "via", prefix+"1")
-		n.exec(home.nat, "ip6tables", "-A", "FORWARD", "-i", "wan", "-m", "conntrack", "--ctstate", "NEW,INVALID", "-j", "DROP")
+		n.firewallRules6(home.nat, kind)
 		homes = append(homes, home)
 	}
 	for i, home := range homes {

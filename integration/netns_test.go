@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -21,6 +22,9 @@ type netns struct {
 	names  []string
 }
 
+// netnsSets counts the netns sets this process made.
+var netnsSets atomic.Int32
+
 func newNetns(t *testing.T) *netns {
 	t.Helper()
 	if os.Geteuid() != 0 {
@@ -29,7 +33,13 @@ func newNetns(t *testing.T) *netns {
 	if _, err := exec.LookPath("ip"); err != nil {
 		skipNetns(t, "the ip command (iproute2) is missing")
 	}
-	n := &netns{t: t, prefix: fmt.Sprintf("trp%d", os.Getpid()%100000)}
+	// A second set in the same process (parallel subtests) gets its own
+	// names: trp<pid>_1, …
+	prefix := fmt.Sprintf("trp%d", os.Getpid()%100000)
+	if seq := netnsSets.Add(1) - 1; seq > 0 {
+		prefix += fmt.Sprintf("_%d_", seq)
+	}
+	n := &netns{t: t, prefix: prefix}
 	t.Cleanup(func() {
 		for _, name := range n.names {
 			_ = exec.Command("ip", "netns", "del", name).Run()

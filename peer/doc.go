@@ -50,6 +50,7 @@
 //	latency.go    pings that keep peers' round trips known
 //	liveness.go   silent peers declared gone (WithLiveness)
 //	pingstream.go ping streams kept open per peer
+//	holepunch.go  hole punching run by the node: rounds tried again
 //	directory.go  what other peers advertise; Whereis
 //	lookup.go     names looked up in the DHT above a size, and their cache
 //	global.go     mesh-wide names: ClaimGlobal, WhereisGlobal, GlobalNameLost

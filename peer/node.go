@@ -51,6 +51,7 @@ type Node struct {
 
 	cm    *connmgr.BasicConnMgr // the host's connection manager (connmgr.go)
 	guard *guard                // protects the busy peers' connections (protect.go)
+	punch *puncher              // hole punching with retries, or nil (holepunch.go)
 
 	closing  atomic.Bool   // Close began
 	closed   chan struct{} // closed when Close ended; closeErr is set then
@@ -145,7 +146,7 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		hopts = append(hopts, libp2p.NATPortMap())
 	}
 	hp, relays := new(holePunches), new(relaySource)
-	hopts = append(hopts, relayOptions(cfg, hp, relays)...)
+	hopts = append(hopts, relayOptions(cfg, relays)...)
 	h, err := libp2p.New(hopts...)
 	if err == nil {
 		relays.h.Store(&h)
@@ -232,6 +233,12 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 	n.guard = startGuard(n)
 	n.latency = startLatencyProber(h, livenessTimes(cfg.liveness), n.life, n.silent)
 	n.global = newGlobal(n)
+	if punches(cfg) {
+		if n.punch, err = startPuncher(h, hp); err != nil {
+			_ = n.Close(ctx)
+			return nil, err
+		}
+	}
 	if err := n.registerMetrics(); err != nil {
 		_ = n.Close(ctx)
 		return nil, err
@@ -362,6 +369,7 @@ func (n *Node) Close(ctx context.Context) error {
 		n.latency.close()
 		n.redial.close()
 		n.guard.close()
+		n.punch.close()
 		shutErr := n.sys.Shutdown(ctx)
 		var groupsErr error
 		if n.groups != nil {

@@ -45,8 +45,8 @@ func WithRelays(relays ...libp2ppeer.AddrInfo) Option {
 }
 
 // relayOptions are the libp2p options of cfg's relay settings; hole
-// punches are counted in hp, relays to reserve on come from src.
-func relayOptions(cfg config, hp *holePunches, src *relaySource) []libp2p.Option {
+// relays to reserve on come from src.
+func relayOptions(cfg config, src *relaySource) []libp2p.Option {
 	var o []libp2p.Option
 	if cfg.relayService {
 		// The relay itself starts with the host (relaylimits.go).
@@ -65,16 +65,20 @@ func relayOptions(cfg config, hp *holePunches, src *relaySource) []libp2p.Option
 		o = append(o, libp2p.EnableAutoNATv2())
 	}
 	if len(cfg.relays) > 0 || cfg.findRelays {
-		// Our tracer replaces libp2p's hole punching metrics: Troupe's
-		// troupe_hole_punches_total counts the same.
+		// Hole punching runs outside the host (holepunch.go), so that
+		// it can try again; our tracer replaces libp2p's hole punching
+		// metrics: Troupe's troupe_hole_punches_total counts the same.
 		src.static, src.find = cfg.relays, cfg.findRelays
-		o = append(o, libp2p.EnableAutoRelayWithPeerSource(src.candidates, src.autoRelayOptions()...), libp2p.EnableHolePunching(holepunch.WithTracer(hp)))
+		o = append(o, libp2p.EnableAutoRelayWithPeerSource(src.candidates, src.autoRelayOptions()...))
 	}
 	if !cfg.relay && !cfg.relayService && len(cfg.relays) == 0 && !cfg.findRelays {
 		o = append(o, libp2p.DisableRelay())
 	}
 	return append(o, cfg.hostOpts...)
 }
+
+// punches reports whether cfg has the node punch holes (holepunch.go).
+func punches(cfg config) bool { return len(cfg.relays) > 0 || cfg.findRelays }
 
 // holePunches counts hole punches (DCUtR rounds, as either side) from
 // libp2p's hole punching tracer.
@@ -92,8 +96,9 @@ func (h *holePunches) Trace(e *holepunch.Event) {
 
 // HolePunches returns how many hole punches the node tried to turn a
 // relayed connection into a direct one, and how many succeeded (each
-// attempt of libp2p's DCUtR counts; it tries up to three times per
-// connection). Both stay 0 without WithRelays or WithRelayDiscovery.
+// attempt of DCUtR counts: up to three per round, and a relayed
+// connection gets up to five rounds, holepunch.go). Both stay 0 without
+// WithRelays or WithRelayDiscovery.
 func (n *Node) HolePunches() (tried, succeeded uint64) {
 	return n.holePunches.tried.Load(), n.holePunches.succeeded.Load()
 }

@@ -1,0 +1,157 @@
+package peer
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/event"
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/p2p/host/eventbus"
+	ma "github.com/multiformats/go-multiaddr"
+)
+
+func addrs(t *testing.T, ss ...string) []ma.Multiaddr {
+	t.Helper()
+	out := make([]ma.Multiaddr, len(ss))
+	for i, s := range ss {
+		a, err := ma.NewMultiaddr(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = a
+	}
+	return out
+}
+
+const relayCircuit = "/ip4/11.0.0.1/tcp/4001/p2p/12D3KooWAgL6272XnviXpJhG6AmjweQDJDRVe5NJ1qRZwFkDPpHU/p2p-circuit"
+
+// A peer that advertises a relay address is not dialed directly before a
+// punch: its global IPv6 address, which its firewall drops, cost every
+// first round 5 s. A peer without one keeps all its addresses (libp2p's
+// connection reversal: a public peer is dialed directly).
+func TestDialBeforePunch(t *testing.T) {
+	private := addrs(t, "/ip6/2a00:1:1::2/tcp/4001", "/ip6/2a00:1:1::2/udp/4001/quic-v1", relayCircuit)
+	got := dialBeforePunch(private)
+	if len(got) != 1 || got[0].String() != relayCircuit {
+		t.Fatalf("a peer with a relay address: %v, want only the relay address", got)
+	}
+	if len(private) != 3 {
+		t.Fatalf("dialBeforePunch changed its argument: %v", private)
+	}
+	public := addrs(t, "/ip4/11.0.0.5/tcp/4001", "/ip4/11.0.0.5/udp/4001/quic-v1")
+	if got := dialBeforePunch(public); !slices.EqualFunc(got, public, ma.Multiaddr.Equal) {
+		t.Fatalf("a public peer: %v, want %v", got, public)
+	}
+}
+
+// The addresses offered for a punch are public and direct, once each.
+func TestPunchAddrs(t *testing.T) {
+	got := punchAddrs(addrs(t, "/ip4/10.1.0.2/tcp/4001", "/ip4/127.0.0.1/tcp/4001", "/ip4/11.0.0.101/tcp/4001",
+		relayCircuit, "/ip4/11.0.0.101/tcp/4001", "/ip6/2a00:1:1::2/udp/4001/quic-v1"))
+	want := addrs(t, "/ip4/11.0.0.101/tcp/4001", "/ip6/2a00:1:1::2/udp/4001/quic-v1")
+	if !slices.EqualFunc(got, want, ma.Multiaddr.Equal) {
+		t.Fatalf("punchAddrs = %v, want %v", got, want)
+	}
+}
+
+// Observed addresses: the newest last, each once, at most max.
+func TestObserveKeepsTheNewest(t *testing.T) {
+	in := addrs(t, "/ip4/11.0.0.1/tcp/1", "/ip4/11.0.0.1/tcp/2", "/ip4/11.0.0.1/tcp/3", "/ip4/11.0.0.1/tcp/1")
+	var list []ma.Multiaddr
+	for _, a := range in {
+		list = observe(list, a, 2)
+	}
+	want := addrs(t, "/ip4/11.0.0.1/tcp/3", "/ip4/11.0.0.1/tcp/1")
+	if !slices.EqualFunc(list, want, ma.Multiaddr.Equal) {
+		t.Fatalf("observed %v, want %v", list, want)
+	}
+}
+
+// Retries are bounded, and wait longer each time.
+func TestPunchRetriesAreBounded(t *testing.T) {
+	if n := len(punchRetryDelays); n == 0 || n > 6 {
+		t.Fatalf("%d retries per relayed connection", n)
+	}
+	var total time.Duration
+	for i, d := range punchRetryDelays {
+		if i > 0 && d <= punchRetryDelays[i-1] {
+			t.Fatalf("retry %d waits %v, not longer than the one before (%v)", i, d, punchRetryDelays[i-1])
+		}
+		total += d
+	}
+	if total > 10*time.Minute {
+		t.Fatalf("retries span %v", total)
+	}
+}
+
+// Peers retried at once are bounded (hostile peers can come in through
+// relays under any number of identities); a peer is retried once at a
+// time, and none after close.
+func TestPunchTrackIsBounded(t *testing.T) {
+	p := &puncher{retrying: make(map[libp2ppeer.ID]chan struct{})}
+	for i := range punchRetryMax {
+		if _, ok := p.track(libp2ppeer.ID(fmt.Sprint("peer", i))); !ok {
+			t.Fatalf("peer %d not retried", i)
+		}
+	}
+	if _, ok := p.track("one more"); ok {
+		t.Fatalf("%d peers retried, want at most %d", len(p.retrying), punchRetryMax)
+	}
+	delete(p.retrying, "peer0")
+	p.wg.Done()
+	if _, ok := p.track("peer1"); ok {
+		t.Fatal("a peer retried twice at once")
+	}
+	p.closed = true
+	if _, ok := p.track("peer0"); ok {
+		t.Fatal("a peer retried after close")
+	}
+	for range p.retrying {
+		p.wg.Done()
+	}
+	p.wg.Wait()
+}
+
+// An address change of our own kicks every retry waiting (the retry then
+// tries a round at once); a public observed address is kept, a private
+// one is not.
+func TestPunchEventsKickRetries(t *testing.T) {
+	bus := eventbus.NewBus()
+	sub, err := bus.Subscribe([]any{new(event.EvtPeerIdentificationCompleted), new(event.EvtLocalAddressesUpdated)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &puncher{retrying: make(map[libp2ppeer.ID]chan struct{})}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	kick, _ := p.track("a")
+	p.wg.Go(func() { p.events(sub) })
+	ident, _ := bus.Emitter(new(event.EvtPeerIdentificationCompleted))
+	local, _ := bus.Emitter(new(event.EvtLocalAddressesUpdated))
+	for _, a := range addrs(t, "/ip4/10.1.0.2/tcp/4001", "/ip4/11.0.0.101/tcp/4001") {
+		if err := ident.Emit(event.EvtPeerIdentificationCompleted{ObservedAddr: a}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := local.Emit(event.EvtLocalAddressesUpdated{Diffs: true}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-kick:
+	case <-time.After(5 * time.Second):
+		t.Fatal("an address change did not kick the retry")
+	}
+	// Events are handled in order: the observed addresses came first.
+	p.mu.Lock()
+	obs := slices.Clone(p.observed)
+	p.mu.Unlock()
+	if want := addrs(t, "/ip4/11.0.0.101/tcp/4001"); !slices.EqualFunc(obs, want, ma.Multiaddr.Equal) {
+		t.Fatalf("observed %v, want %v", obs, want)
+	}
+	p.cancel()
+	delete(p.retrying, "a")
+	p.wg.Done()
+	p.wg.Wait()
+}
