@@ -44,7 +44,7 @@ func WithRelays(relays ...libp2ppeer.AddrInfo) Option {
 	return func(c *config) error { c.relays = append(c.relays, relays...); return nil }
 }
 
-// relayOptions are the libp2p options of cfg's relay settings; hole
+// relayOptions are the libp2p options of cfg's relay settings; the
 // relays to reserve on come from src.
 func relayOptions(cfg config, src *relaySource) []libp2p.Option {
 	var o []libp2p.Option
