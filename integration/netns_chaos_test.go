@@ -1,0 +1,276 @@
+package integration
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// chaosPlan is one TestChaos run's size: CI's is short, the issue's
+// (10,000 asks, several runs) is behind TROUPE_LONG_TESTS=1.
+type chaosPlan struct {
+	asks, lanes int
+	liveness    time.Duration // both sides' liveness timeout
+	flapUp      time.Duration // the link works this long ...
+	flapDown    time.Duration // ... then is cut this long, over and over
+	askTimeout  time.Duration // of each ask: a timeout is a silent loss
+}
+
+func chaosPlanned() chaosPlan {
+	p := chaosPlan{asks: 1_200, lanes: 48, liveness: 4 * time.Second,
+		flapUp: 3 * time.Second, flapDown: 1500 * time.Millisecond, askTimeout: 30 * time.Second}
+	if os.Getenv("TROUPE_LONG_TESTS") == "1" {
+		p.asks, p.lanes = 10_000, 64
+	}
+	return p
+}
+
+// TestChaos: two nodes in namespaces joined by a bad link (chaosLink:
+// 5 % loss, 100 ms ± 50 ms, 1 % reordered, 1 % duplicated, each way,
+// and cut for flapDown every flapUp), one asking the other's echo from
+// many goroutines at once and sending each number it asked to the
+// other's seq actor after the ask (netns_chaos_peer_test.go). Every ask
+// ends in its own reply or ErrNodeDown (no timeout, no wrong reply), no
+// number of a goroutine arrives after a later one, and every send that
+// did not arrive is covered by a Down for the sender's node before the
+// next arrival (or at the end). Then the link is cut for good: both
+// sides' monitors fire NodeDown within 2 × the liveness timeout, and
+// once it is restored an ask is answered within 5 s.
+func TestChaos(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: creates network namespaces and starts processes")
+	}
+	plan := chaosPlanned()
+	n := newNetns(t)
+	nsA, nsB := n.add("ca"), n.add("cb")
+	link := newChaosLink(t, n, nsA, nsB)
+
+	b := startChaosPeer(t, nsB, "b", plan.liveness, "")
+	bID := strings.TrimPrefix(b.expect(t, 20*time.Second, "hello "), "hello ")
+	a := startChaosPeer(t, nsA, "a", plan.liveness, fmt.Sprintf("/ip4/%s/tcp/%d/p2p/%s", chaosAddr(1), chaosPort, bID))
+	aID := strings.TrimPrefix(a.expect(t, 20*time.Second, "hello "), "hello ")
+	b.send(t, "anchor "+aID)
+	watch := func() {
+		t.Helper()
+		for _, p := range []*chaosPeer{a, b} {
+			p.send(t, "watch")
+			p.expect(t, 10*time.Second, "watching")
+		}
+	}
+	watch()
+
+	link.set(chaosImpairment)
+	flaps := make(chan struct{})
+	var flapped sync.WaitGroup
+	flapped.Go(func() {
+		for {
+			select {
+			case <-flaps:
+				return
+			case <-time.After(plan.flapUp): // the schedule, not a wait for an event
+			}
+			link.setCut(true)
+			select {
+			case <-flaps:
+				link.setCut(false)
+				return
+			case <-time.After(plan.flapDown):
+			}
+			link.setCut(false)
+		}
+	})
+	a.send(t, fmt.Sprintf("run %d %d %s", plan.asks, plan.lanes, plan.askTimeout))
+	var res chaosResult
+	a.expectJSON(t, 15*time.Minute, "result ", &res)
+	close(flaps)
+	flapped.Wait()
+	b.send(t, "report")
+	var rep struct {
+		Seq         chaosSeqState
+		Echo        chaosEchoState
+		DeadLetters uint64
+	}
+	b.expectJSON(t, 10*time.Second, "report ", &rep)
+	t.Logf("a: %+v", res)
+	t.Logf("b: seq %+v, echo %+v, dead letters %d", rep.Seq, rep.Echo, rep.DeadLetters)
+	t.Logf("link: %d packets carried, %d dropped", link.carried.Load(), link.dropped.Load())
+	checkChaos(t, res, rep.Seq, rep.Echo)
+
+	// A partition: NodeDown on both sides within 2 × liveness.
+	a.drain()
+	b.drain()
+	watch()
+	link.setCut(true)
+	cut := time.Now()
+	bound := 2 * plan.liveness
+	downA := a.expectDown(t, bound, cut)
+	downB := b.expectDown(t, bound-time.Since(cut), cut)
+	link.setCut(false)
+	healed := time.Now()
+	a.send(t, "heal")
+	at := a.expect(t, 5*time.Second, "healed ")
+	ns, _ := strconv.ParseInt(strings.TrimPrefix(at, "healed "), 10, 64)
+	heal := time.Unix(0, ns).Sub(healed)
+	t.Logf("chaos %d asks in %.1f s: replies %d, ErrNodeDown %d; sends %d, arrived %d, lost with a Down %d; NodeDowns during it: a→b %d; partition NodeDown a %v, b %v; asks again %v after the heal",
+		res.Asks, res.Seconds, res.Replies, res.NodeDown, res.Sends, rep.Seq.Received, rep.Seq.Covered+chaosTail(res, rep.Seq),
+		rep.Seq.Downs, downA.Round(time.Millisecond), downB.Round(time.Millisecond), heal.Round(time.Millisecond))
+}
+
+// checkChaos asserts what the run's counts must say.
+func checkChaos(t *testing.T, res chaosResult, seq chaosSeqState, echo chaosEchoState) {
+	t.Helper()
+	if res.Replies+res.NodeDown != res.Asks || res.Wrong+res.Timeouts+len(res.OtherErrs) != 0 {
+		t.Errorf("asks: %d replies + %d ErrNodeDown of %d; %d wrong replies, %d timeouts, other errors %q",
+			res.Replies, res.NodeDown, res.Asks, res.Wrong, res.Timeouts, res.OtherErrs)
+	}
+	if seq.Reorders+echo.Reorders != 0 {
+		t.Errorf("%d sends and %d asks arrived after a later one of their goroutine", seq.Reorders, echo.Reorders)
+	}
+	if seq.Silent != 0 {
+		t.Errorf("%d sends lost with no Down before the next arrival", seq.Silent)
+	}
+	tail := 0
+	for lane := range res.Lanes {
+		last, ok := seq.Last[lane]
+		if !ok {
+			last = -1
+		}
+		if missing := res.PerLane - 1 - last; missing > 0 && !seq.DownSince[lane] {
+			t.Errorf("the last %d sends of goroutine %d never arrived, with no Down after its last arrival", missing, lane)
+		} else if missing > 0 {
+			tail += missing
+		}
+	}
+	if got := seq.Received + seq.Covered + tail; got != res.Sends || res.SendErrs != 0 {
+		t.Errorf("sends: %d arrived + %d lost with a Down + %d at the end with a Down = %d, of %d sent (%d refused)",
+			seq.Received, seq.Covered, tail, got, res.Sends, res.SendErrs)
+	}
+	if echo.Asks < res.Replies {
+		t.Errorf("echo saw %d asks, a got %d replies", echo.Asks, res.Replies)
+	}
+}
+
+// chaosTail is how many sends never arrived at the end of their lane.
+func chaosTail(res chaosResult, seq chaosSeqState) (tail int) {
+	for lane := range res.Lanes {
+		last, ok := seq.Last[lane]
+		if !ok {
+			last = -1
+		}
+		tail += max(0, res.PerLane-1-last)
+	}
+	return tail
+}
+
+// chaosPeer is a running side of TestChaos.
+type chaosPeer struct {
+	stdin io.Writer
+	lines chan string // the "chaos " lines, prefix removed
+}
+
+func startChaosPeer(t *testing.T, ns, role string, liveness time.Duration, peerAddr string) *chaosPeer {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("ip", "netns", "exec", ns, self, "-test.run", "^TestChaosPeer$", "-test.count", "1")
+	dieWithTest(cmd)
+	cmd.Env = append(os.Environ(), "TROUPE_CHAOS_ROLE="+role, "TROUPE_CHAOS_LIVENESS="+liveness.String(), "TROUPE_CHAOS_PEER="+peerAddr)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &chaosPeer{stdin: stdin, lines: make(chan string, 1000)}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			if line, ok := strings.CutPrefix(sc.Text(), "chaos "); ok {
+				p.lines <- line
+			} else {
+				fmt.Fprintf(os.Stderr, "%s: %s\n", role, sc.Text())
+			}
+		}
+		close(p.lines)
+	}()
+	return p
+}
+
+func (p *chaosPeer) send(t *testing.T, cmd string) {
+	t.Helper()
+	if _, err := fmt.Fprintln(p.stdin, cmd); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// expect returns the first line starting with prefix within d, logging
+// the lines it passes over (reorders and silent losses are counted too).
+func (p *chaosPeer) expect(t *testing.T, d time.Duration, prefix string) string {
+	t.Helper()
+	deadline := time.After(d)
+	for {
+		select {
+		case line, ok := <-p.lines:
+			if !ok {
+				t.Fatalf("the peer ended before %q", prefix)
+			}
+			if strings.HasPrefix(line, prefix) {
+				return line
+			}
+			t.Log(line)
+		case <-deadline:
+			t.Fatalf("no %q within %v", prefix, d)
+		}
+	}
+}
+
+func (p *chaosPeer) expectJSON(t *testing.T, d time.Duration, prefix string, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(strings.TrimPrefix(p.expect(t, d, prefix), prefix)), v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// expectDown waits for the peer's next Down and returns how long after
+// since it came.
+func (p *chaosPeer) expectDown(t *testing.T, d time.Duration, since time.Time) time.Duration {
+	t.Helper()
+	f := strings.Fields(p.expect(t, d, "down "))
+	ns, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return time.Unix(0, ns).Sub(since)
+}
+
+// drain drops the lines already read (the Downs of the chaos phase).
+func (p *chaosPeer) drain() {
+	for {
+		select {
+		case <-p.lines:
+		default:
+			return
+		}
+	}
+}
