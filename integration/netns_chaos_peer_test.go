@@ -15,12 +15,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/internal/testutil"
 	"github.com/troupe-mesh/troupe/peer"
+	"github.com/troupe-mesh/troupe/routing"
 )
 
 // The two sides of TestChaos run as this test binary in their namespaces
@@ -59,11 +61,12 @@ type chaosSeqState struct {
 
 // chaosResult is what side a's run reports.
 type chaosResult struct {
-	Asks, Replies, NodeDown, Timeouts, Wrong, Sends, SendErrs int
-	OtherErrs                                                 []string `json:",omitempty"`
-	Lanes, PerLane                                            int
-	Seconds                                                   float64
-	DeadLetters, LossesDeclared, LossesHeard, PeersDown       uint64
+	Asks, Replies, NodeDown, Unreachable, Timeouts, Wrong, Sends, SendErrs int
+	OtherErrs                                                              []string `json:",omitempty"`
+	Lanes, PerLane                                                         int
+	Seconds                                                                float64
+	DeadLetters, LossesDeclared, LossesHeard, PeersDown                    uint64
+	DeadLetterKinds                                                        map[string]uint64
 }
 
 // TestChaosPeer is a side of TestChaos; it does nothing unless started
@@ -229,6 +232,11 @@ func chaosA(t *testing.T, n *peer.Node, in *bufio.Scanner, say func(string, ...a
 			}),
 		))
 	})
+	n.Host().Network().Notify(&network.NotifyBundle{ConnectedF: func(_ network.Network, c network.Conn) {
+		if c.RemotePeer() == ai.ID {
+			say("connected %d", time.Now().UnixNano())
+		}
+	}})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := n.Connect(ctx, *ai); err != nil {
@@ -253,15 +261,7 @@ func chaosA(t *testing.T, n *peer.Node, in *bufio.Scanner, say func(string, ...a
 			js, _ := json.Marshal(r)
 			say("result %s", js)
 		case "heal": // ask b's echo until it answers
-			for start := time.Now(); time.Since(start) < 30*time.Second; {
-				ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-				_, err := n.System().Ask(ctx, echoRef, Ping{N: -2})
-				cancel()
-				if err == nil {
-					say("healed %d", time.Now().UnixNano())
-					break
-				}
-			}
+			chaosHeal(n, echoRef, say)
 		}
 	}
 }
@@ -271,7 +271,7 @@ func chaosA(t *testing.T, n *peer.Node, in *bufio.Scanner, say func(string, ...a
 // (its reply comes after everything sent before it on the link).
 func chaosRun(n *peer.Node, echoRef, seq actor.Ref, asks, lanes int, timeout time.Duration) chaosResult {
 	r := chaosResult{Lanes: lanes, PerLane: asks / lanes}
-	var replies, nodeDown, timeouts, wrong, sends, sendErrs atomic.Int64
+	var replies, nodeDown, unreachable, timeouts, wrong, sends, sendErrs atomic.Int64
 	var mu sync.Mutex // guards r.OtherErrs
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -288,6 +288,8 @@ func chaosRun(n *peer.Node, echoRef, seq actor.Ref, asks, lanes int, timeout tim
 					wrong.Add(1)
 				case errors.Is(err, actor.ErrNodeDown):
 					nodeDown.Add(1)
+				case errors.Is(err, routing.ErrUnreachable): // not sent: no connection, none dialed
+					unreachable.Add(1)
 				case errors.Is(err, context.DeadlineExceeded):
 					timeouts.Add(1)
 				default:
@@ -318,9 +320,44 @@ func chaosRun(n *peer.Node, echoRef, seq actor.Ref, asks, lanes int, timeout tim
 		}
 	}
 	r.Asks = lanes * r.PerLane
-	r.Replies, r.NodeDown, r.Timeouts, r.Wrong = int(replies.Load()), int(nodeDown.Load()), int(timeouts.Load()), int(wrong.Load())
+	r.Replies, r.NodeDown, r.Unreachable = int(replies.Load()), int(nodeDown.Load()), int(unreachable.Load())
+	r.Timeouts, r.Wrong = int(timeouts.Load()), int(wrong.Load())
 	r.Sends, r.SendErrs = int(sends.Load()), int(sendErrs.Load())
 	st := n.Stats()
+	r.DeadLetterKinds = n.System().DeadLettersByKind()
 	r.DeadLetters, r.LossesDeclared, r.LossesHeard, r.PeersDown = n.System().DeadLetters(), st.LossesDeclared, st.LossesHeard, st.PeersDown
 	return r
+}
+
+// chaosHeal asks echo every 100 ms, each ask given 3 s (a round trip
+// over the bad link is 0.2–0.3 s, more with a loss), until one is
+// answered or 30 s pass, and says when the first answer came.
+func chaosHeal(n *peer.Node, echoRef actor.Ref, say func(string, ...any)) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	answered := make(chan time.Time, 1)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			defer cancel()
+			if _, err := n.System().Ask(ctx, echoRef, Ping{N: -2}); err == nil {
+				select {
+				case answered <- time.Now():
+				default:
+				}
+			}
+		})
+		select {
+		case at := <-answered:
+			say("healed %d", at.UnixNano())
+			return
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
 }

@@ -20,13 +20,14 @@ type chaosPlan struct {
 	asks, lanes int
 	liveness    time.Duration // both sides' liveness timeout
 	flapUp      time.Duration // the link works this long ...
-	flapDown    time.Duration // ... then is cut this long, over and over
+	flapDown    time.Duration // ... then is cut this long, over and over,
+	longCut     time.Duration // every third cut this long (past liveness: NodeDown)
 	askTimeout  time.Duration // of each ask: a timeout is a silent loss
 }
 
 func chaosPlanned() chaosPlan {
 	p := chaosPlan{asks: 1_200, lanes: 48, liveness: 4 * time.Second,
-		flapUp: 3 * time.Second, flapDown: 1500 * time.Millisecond, askTimeout: 30 * time.Second}
+		flapUp: 3 * time.Second, flapDown: 1500 * time.Millisecond, longCut: 6 * time.Second, askTimeout: 30 * time.Second}
 	if os.Getenv("TROUPE_LONG_TESTS") == "1" {
 		p.asks, p.lanes = 10_000, 64
 	}
@@ -35,7 +36,8 @@ func chaosPlanned() chaosPlan {
 
 // TestChaos: two nodes in namespaces joined by a bad link (chaosLink:
 // 5 % loss, 100 ms ± 50 ms, 1 % reordered, 1 % duplicated, each way,
-// and cut for flapDown every flapUp), one asking the other's echo from
+// and cut for flapDown every flapUp, every third cut longer than the
+// liveness timeout), one asking the other's echo from
 // many goroutines at once and sending each number it asked to the
 // other's seq actor after the ask (netns_chaos_peer_test.go). Every ask
 // ends in its own reply or ErrNodeDown (no timeout, no wrong reply), no
@@ -71,7 +73,11 @@ func TestChaos(t *testing.T) {
 	flaps := make(chan struct{})
 	var flapped sync.WaitGroup
 	flapped.Go(func() {
-		for {
+		for i := 1; ; i++ {
+			down := plan.flapDown
+			if i%3 == 0 {
+				down = plan.longCut
+			}
 			select {
 			case <-flaps:
 				return
@@ -82,7 +88,7 @@ func TestChaos(t *testing.T) {
 			case <-flaps:
 				link.setCut(false)
 				return
-			case <-time.After(plan.flapDown):
+			case <-time.After(down):
 			}
 			link.setCut(false)
 		}
@@ -116,20 +122,33 @@ func TestChaos(t *testing.T) {
 	link.setCut(false)
 	healed := time.Now()
 	a.send(t, "heal")
-	at := a.expect(t, 5*time.Second, "healed ")
+	var conn time.Duration = -1
+	var at string
+	for at == "" {
+		line := a.expect(t, 5*time.Second-time.Since(healed), "")
+		switch f := strings.Fields(line); f[0] {
+		case "connected":
+			if conn < 0 {
+				ns, _ := strconv.ParseInt(f[1], 10, 64)
+				conn = time.Unix(0, ns).Sub(healed)
+			}
+		case "healed":
+			at = line
+		}
+	}
 	ns, _ := strconv.ParseInt(strings.TrimPrefix(at, "healed "), 10, 64)
 	heal := time.Unix(0, ns).Sub(healed)
-	t.Logf("chaos %d asks in %.1f s: replies %d, ErrNodeDown %d; sends %d, arrived %d, lost with a Down %d; NodeDowns during it: a→b %d; partition NodeDown a %v, b %v; asks again %v after the heal",
-		res.Asks, res.Seconds, res.Replies, res.NodeDown, res.Sends, rep.Seq.Received, rep.Seq.Covered+chaosTail(res, rep.Seq),
-		rep.Seq.Downs, downA.Round(time.Millisecond), downB.Round(time.Millisecond), heal.Round(time.Millisecond))
+	t.Logf("chaos %d asks in %.1f s: replies %d, ErrNodeDown %d, ErrUnreachable %d; sends %d, arrived %d, lost with a Down %d; NodeDowns during it: a→b %d; partition NodeDown a %v, b %v; connected again %v, asks again %v after the heal",
+		res.Asks, res.Seconds, res.Replies, res.NodeDown, res.Unreachable, res.Sends, rep.Seq.Received, rep.Seq.Covered+chaosTail(res, rep.Seq),
+		rep.Seq.Downs, downA.Round(time.Millisecond), downB.Round(time.Millisecond), conn.Round(time.Millisecond), heal.Round(time.Millisecond))
 }
 
 // checkChaos asserts what the run's counts must say.
 func checkChaos(t *testing.T, res chaosResult, seq chaosSeqState, echo chaosEchoState) {
 	t.Helper()
-	if res.Replies+res.NodeDown != res.Asks || res.Wrong+res.Timeouts+len(res.OtherErrs) != 0 {
-		t.Errorf("asks: %d replies + %d ErrNodeDown of %d; %d wrong replies, %d timeouts, other errors %q",
-			res.Replies, res.NodeDown, res.Asks, res.Wrong, res.Timeouts, res.OtherErrs)
+	if res.Replies+res.NodeDown+res.Unreachable != res.Asks || res.Wrong+res.Timeouts+len(res.OtherErrs) != 0 {
+		t.Errorf("asks: %d replies + %d ErrNodeDown + %d ErrUnreachable of %d; %d wrong replies, %d timeouts, other errors %q",
+			res.Replies, res.NodeDown, res.Unreachable, res.Asks, res.Wrong, res.Timeouts, res.OtherErrs)
 	}
 	if seq.Reorders+echo.Reorders != 0 {
 		t.Errorf("%d sends and %d asks arrived after a later one of their goroutine", seq.Reorders, echo.Reorders)
