@@ -29,15 +29,14 @@ func chaosPlanned() chaosPlan {
 	p := chaosPlan{asks: 1_200, lanes: 48, liveness: 4 * time.Second,
 		flapUp: 3 * time.Second, flapDown: 1500 * time.Millisecond, longCut: 6 * time.Second, askTimeout: 30 * time.Second}
 	if os.Getenv("TROUPE_LONG_TESTS") == "1" {
-		p.asks, p.lanes = 10_000, 64
+		p.asks, p.lanes = 10_000, 50
 	}
 	return p
 }
 
 // TestChaos: two nodes in namespaces joined by a bad link (chaosLink:
 // 5 % loss, 100 ms ± 50 ms, 1 % reordered, 1 % duplicated, each way,
-// and cut for flapDown every flapUp, every third cut longer than the
-// liveness timeout), one asking the other's echo from
+// and cut every flapUp in turns as chaosFlap says), one asking the other's echo from
 // many goroutines at once and sending each number it asked to the
 // other's seq actor after the ask (netns_chaos_peer_test.go). Every ask
 // ends in its own reply or ErrNodeDown (no timeout, no wrong reply), no
@@ -72,32 +71,16 @@ func TestChaos(t *testing.T) {
 	link.set(chaosImpairment)
 	flaps := make(chan struct{})
 	var flapped sync.WaitGroup
-	flapped.Go(func() {
-		for i := 1; ; i++ {
-			down := plan.flapDown
-			if i%3 == 0 {
-				down = plan.longCut
-			}
-			select {
-			case <-flaps:
-				return
-			case <-time.After(plan.flapUp): // the schedule, not a wait for an event
-			}
-			link.setCut(true)
-			select {
-			case <-flaps:
-				link.setCut(false)
-				return
-			case <-time.After(down):
-			}
-			link.setCut(false)
-		}
-	})
+	var flapErr error
+	flapped.Go(func() { flapErr = chaosFlap(link, nsA, plan, flaps) })
 	a.send(t, fmt.Sprintf("run %d %d %s", plan.asks, plan.lanes, plan.askTimeout))
 	var res chaosResult
 	a.expectJSON(t, 15*time.Minute, "result ", &res)
 	close(flaps)
 	flapped.Wait()
+	if flapErr != nil {
+		t.Fatal(flapErr)
+	}
 	b.send(t, "report")
 	var rep struct {
 		Seq         chaosSeqState
@@ -141,6 +124,48 @@ func TestChaos(t *testing.T) {
 	t.Logf("chaos %d asks in %.1f s: replies %d, ErrNodeDown %d, ErrUnreachable %d; sends %d, arrived %d, lost with a Down %d; NodeDowns during it: a→b %d; partition NodeDown a %v, b %v; connected again %v, asks again %v after the heal",
 		res.Asks, res.Seconds, res.Replies, res.NodeDown, res.Unreachable, res.Sends, rep.Seq.Received, rep.Seq.Covered+chaosTail(res, rep.Seq),
 		rep.Seq.Downs, downA.Round(time.Millisecond), downB.Round(time.Millisecond), conn.Round(time.Millisecond), heal.Round(time.Millisecond))
+}
+
+// chaosFlap cuts the link after every plan.flapUp until stop is closed:
+// of every three cuts, the first drops every packet for flapDown (an
+// iptables DROP: nothing fails), the second sets a's tun0 down for
+// flapDown (its route goes: sends and dials fail at once), the third
+// drops every packet for longCut (past the liveness timeout: NodeDown).
+func chaosFlap(link *chaosLink, nsA string, plan chaosPlan, stop <-chan struct{}) error {
+	ifc := func(state string) error {
+		if out, err := exec.Command("ip", "-n", nsA, "link", "set", "tun0", state).CombinedOutput(); err != nil {
+			return fmt.Errorf("ip link set tun0 %s: %v: %s", state, err, out)
+		}
+		return nil
+	}
+	for i := 1; ; i++ {
+		select {
+		case <-stop:
+			return nil
+		case <-time.After(plan.flapUp): // the schedule, not a wait for an event
+		}
+		down, restore := plan.flapDown, func() error { link.setCut(false); return nil }
+		switch i % 3 {
+		case 0:
+			down = plan.longCut
+			link.setCut(true)
+		case 1:
+			link.setCut(true)
+		case 2:
+			if err := ifc("down"); err != nil {
+				return err
+			}
+			restore = func() error { return ifc("up") }
+		}
+		select {
+		case <-stop:
+			return restore()
+		case <-time.After(down):
+		}
+		if err := restore(); err != nil {
+			return err
+		}
+	}
 }
 
 // checkChaos asserts what the run's counts must say.
