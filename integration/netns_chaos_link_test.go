@@ -41,6 +41,45 @@ type chaosLink struct {
 	carried  atomic.Uint64 // packets handed on (copies included)
 	dropped  atomic.Uint64 // by the impairment or the cut
 	stopping atomic.Bool
+
+	mu   sync.Mutex // guards syns
+	syns []synEvent
+}
+
+// synEvent is a TCP SYN (or SYN-ACK) the link saw: when, which way
+// (from side 0 or 1), and whether it was dropped.
+type synEvent struct {
+	at      time.Time
+	from    int
+	ack     bool
+	dropped bool
+	srcPort uint16
+}
+
+// tcpSyn reports whether an IPv4 packet is a TCP SYN, and a SYN-ACK.
+func tcpSyn(pkt []byte) (syn, ack bool, srcPort uint16) {
+	if len(pkt) < 20 || pkt[0]>>4 != 4 || pkt[9] != 6 {
+		return false, false, 0
+	}
+	ihl := int(pkt[0]&0x0f) * 4
+	if len(pkt) < ihl+14 {
+		return false, false, 0
+	}
+	flags := pkt[ihl+13]
+	return flags&0x02 != 0, flags&0x10 != 0, uint16(pkt[ihl])<<8 | uint16(pkt[ihl+1])
+}
+
+// synsSince returns the SYNs seen since t.
+func (l *chaosLink) synsSince(t time.Time) []synEvent {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []synEvent
+	for _, e := range l.syns {
+		if !e.at.Before(t) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // chaosAddr is the address of side i (0 or 1) of a chaosLink.
@@ -64,7 +103,7 @@ func newChaosLink(t *testing.T, n *netns, a, b string) *chaosLink {
 	t.Cleanup(l.stop)
 	for i := range 2 {
 		l.wg.Add(1)
-		go l.carry(l.tuns[i], l.tuns[1-i])
+		go l.carry(i, l.tuns[i], l.tuns[1-i])
 	}
 	return l
 }
@@ -121,7 +160,7 @@ func (l *chaosLink) set(imp impairment) { l.imp.Store(&imp) }
 func (l *chaosLink) setCut(on bool) { l.cut.Store(on) }
 
 // carry hands on what arrives on from to to, until from is closed.
-func (l *chaosLink) carry(from, to *os.File) {
+func (l *chaosLink) carry(side int, from, to *os.File) {
 	defer l.wg.Done()
 	buf := make([]byte, 65536)
 	for {
@@ -134,7 +173,13 @@ func (l *chaosLink) carry(from, to *os.File) {
 			continue
 		}
 		imp := l.imp.Load()
-		if l.cut.Load() || rand.Float64() < imp.Loss {
+		drop := l.cut.Load() || rand.Float64() < imp.Loss
+		if syn, ack, port := tcpSyn(buf[:n]); syn {
+			l.mu.Lock()
+			l.syns = append(l.syns, synEvent{at: time.Now(), from: side, ack: ack, dropped: drop, srcPort: port})
+			l.mu.Unlock()
+		}
+		if drop {
 			l.dropped.Add(1)
 			continue
 		}

@@ -22,6 +22,11 @@ import (
 // (docs/reliability.md), so CI fails only past twice the target.
 const chaosHealBound = 10 * time.Second
 
+// chaosHold is how long the partition lasts after both sides declared
+// it: the redials meanwhile fail, and their timing is what the heal
+// meets.
+const chaosHold = 4 * time.Second
+
 // chaosPlan is one TestChaos run's size: CI's is short, the issue's
 // (10,000 asks, several runs) is behind TROUPE_LONG_TESTS=1.
 type chaosPlan struct {
@@ -110,6 +115,7 @@ func TestChaos(t *testing.T) {
 	bound := 2 * plan.liveness
 	downA := a.expectDown(t, bound, cut)
 	downB := b.expectDown(t, bound-time.Since(cut), cut)
+	time.Sleep(chaosHold) // the partition's length, not a wait for an event
 	link.setCut(false)
 	healed := time.Now()
 	a.send(t, "heal")
@@ -132,6 +138,16 @@ func TestChaos(t *testing.T) {
 	if heal > 5*time.Second {
 		t.Logf("asks work again %v after the heal: over the issue's 5 s target", heal.Round(time.Millisecond))
 	}
+	var syns [2]int
+	for _, e := range link.synsSince(cut) { // when each side dialed, relative to the heal
+		if !e.ack {
+			syns[e.from]++
+		}
+		if heal > 5*time.Second {
+			t.Logf("SYN from %c port %d at %+v (ack %v, dropped %v)", 'a'+e.from, e.srcPort, e.at.Sub(healed).Round(time.Millisecond), e.ack, e.dropped)
+		}
+	}
+	t.Logf("dials since the cut (SYNs, retransmissions included): from a %d, from b %d", syns[0], syns[1])
 	t.Logf("chaos %d asks in %.1f s: replies %d, ErrNodeDown %d, ErrUnreachable %d; sends %d, arrived %d, lost with a Down %d; NodeDowns during it: a→b %d; partition NodeDown a %v, b %v; connected again %v, asks again %v after the heal",
 		res.Asks, res.Seconds, res.Replies, res.NodeDown, res.Unreachable, res.Sends, rep.Seq.Received, rep.Seq.Covered+chaosTail(res, rep.Seq),
 		rep.Seq.Downs, downA.Round(time.Millisecond), downB.Round(time.Millisecond), conn.Round(time.Millisecond), heal.Round(time.Millisecond))
