@@ -39,7 +39,7 @@ type chaosPlan struct {
 }
 
 func chaosPlanned() chaosPlan {
-	p := chaosPlan{asks: 1_200, lanes: 48, liveness: 4 * time.Second,
+	p := chaosPlan{asks: 1_000, lanes: 50, liveness: 4 * time.Second,
 		flapUp: 3 * time.Second, flapDown: 1500 * time.Millisecond, longCut: 6 * time.Second, askTimeout: 30 * time.Second}
 	if os.Getenv("TROUPE_LONG_TESTS") == "1" {
 		p.asks, p.lanes = 10_000, 50
