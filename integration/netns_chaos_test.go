@@ -56,9 +56,10 @@ func chaosPlanned() chaosPlan {
 // ErrNodeDown or ErrUnreachable (no timeout, no wrong reply, no other
 // error), no number of a goroutine arrives after a later one, and
 // every send that did not arrive is covered by a Down for the sender's
-// node before the next arrival (or at the end). Then the link is cut for good: both
-// sides' monitors fire NodeDown within 2 × the liveness timeout, and
-// once it is restored an ask is answered within chaosHealBound.
+// node before the next arrival (or at the end). Then the link is cut
+// for good: both sides' monitors fire NodeDown within 2 × the liveness
+// timeout, and once it is restored an ask is answered within
+// chaosHealBound.
 func TestChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: creates network namespaces and starts processes")
