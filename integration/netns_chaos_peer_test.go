@@ -52,13 +52,6 @@ type chaosEchoState struct {
 	Asks, Reorders int
 }
 
-// chaosSeqState is what b's seq counted.
-type chaosSeqState struct {
-	Received, Reorders, Covered, Silent, Downs int
-	Last                                       map[int]int  // lane → last number
-	DownSince                                  map[int]bool // lane → a Down since its last number
-}
-
 // chaosResult is what side a's run reports.
 type chaosResult struct {
 	Asks, Replies, NodeDown, Unreachable, Timeouts, Wrong, Sends, SendErrs int
@@ -128,7 +121,7 @@ func chaosB(t *testing.T, n *peer.Node, in *bufio.Scanner, say func(string, ...a
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := chaosSeqState{Last: map[int]int{}, DownSince: map[int]bool{}}
+	st := newChaosSeqState()
 	spawn(t, n, "seq", func(c *actor.Context) {
 		monitored := false
 		var h actor.Case
@@ -141,31 +134,13 @@ func chaosB(t *testing.T, n *peer.Node, in *bufio.Scanner, say func(string, ...a
 		h = actor.Loop(
 			actor.On(func(b Batch) {
 				watch() // a number arrived: the link is back
-				st.Received++
-				lane, i := b.Seq/chaosLane, b.Seq%chaosLane
-				last, ok := st.Last[lane]
-				if !ok {
-					last = -1
+				if wrong := st.arrive(b.Seq); wrong != "" {
+					say("%s", wrong)
 				}
-				switch {
-				case i <= last:
-					st.Reorders++
-					say("reorder send %d after %d", b.Seq, lane*chaosLane+last)
-					return
-				case i > last+1 && st.DownSince[lane]:
-					st.Covered += i - last - 1
-				case i > last+1:
-					st.Silent += i - last - 1
-					say("silent loss of sends %d..%d", lane*chaosLane+last+1, b.Seq-1)
-				}
-				st.Last[lane], st.DownSince[lane] = i, false
 			}),
 			actor.On(func(d actor.Down) {
 				monitored = false
-				st.Downs++
-				for lane := range st.Last {
-					st.DownSince[lane] = true
-				}
+				st.down()
 				say("down %d %v", time.Now().UnixNano(), d.Reason)
 			}),
 			actor.On(func(Ping) { c.Reply(Ack{Upto: st.Received}) }), // a's last word

@@ -212,13 +212,9 @@ func checkChaos(t *testing.T, res chaosResult, seq chaosSeqState, echo chaosEcho
 	}
 	tail := 0
 	for lane := range res.Lanes {
-		last, ok := seq.Last[lane]
-		if !ok {
-			last = -1
-		}
-		if missing := res.PerLane - 1 - last; missing > 0 && !seq.DownSince[lane] {
+		if missing, covered := seq.tail(lane, res.PerLane); missing > 0 && !covered {
 			t.Errorf("the last %d sends of goroutine %d never arrived, with no Down after its last arrival", missing, lane)
-		} else if missing > 0 {
+		} else {
 			tail += missing
 		}
 	}
@@ -234,11 +230,8 @@ func checkChaos(t *testing.T, res chaosResult, seq chaosSeqState, echo chaosEcho
 // chaosTail is how many sends never arrived at the end of their lane.
 func chaosTail(res chaosResult, seq chaosSeqState) (tail int) {
 	for lane := range res.Lanes {
-		last, ok := seq.Last[lane]
-		if !ok {
-			last = -1
-		}
-		tail += max(0, res.PerLane-1-last)
+		missing, _ := seq.tail(lane, res.PerLane)
+		tail += missing
 	}
 	return tail
 }
