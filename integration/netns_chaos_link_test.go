@@ -91,6 +91,7 @@ func newChaosLink(t *testing.T, n *netns, a, b string) *chaosLink {
 	t.Helper()
 	l := &chaosLink{}
 	l.imp.Store(&impairment{})
+	t.Cleanup(l.stop) // first: a skip or failure below must not leave a TUN open (it holds its namespace)
 	for i, ns := range []string{a, b} {
 		f, err := openTun(ns, "tun0")
 		if err != nil {
@@ -100,7 +101,6 @@ func newChaosLink(t *testing.T, n *netns, a, b string) *chaosLink {
 		n.ip("-n", ns, "addr", "add", chaosAddr(i), "peer", chaosAddr(1-i), "dev", "tun0")
 		n.ip("-n", ns, "link", "set", "tun0", "up")
 	}
-	t.Cleanup(l.stop)
 	for i := range 2 {
 		l.wg.Add(1)
 		go l.carry(i, l.tuns[i], l.tuns[1-i])
@@ -215,7 +215,9 @@ func (l *chaosLink) send(to *os.File, pkt []byte) {
 func (l *chaosLink) stop() {
 	l.stopping.Store(true)
 	for _, f := range l.tuns {
-		_ = f.Close()
+		if f != nil {
+			_ = f.Close()
+		}
 	}
 	l.wg.Wait()
 }

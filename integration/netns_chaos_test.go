@@ -88,11 +88,12 @@ func TestChaos(t *testing.T) {
 	var flapped sync.WaitGroup
 	var flapErr error
 	flapped.Go(func() { flapErr = chaosFlap(link, nsA, plan, flaps) })
+	stopFlaps := sync.OnceFunc(func() { close(flaps); flapped.Wait() })
+	t.Cleanup(stopFlaps) // before the link and the namespaces go, if the run fails
 	a.send(t, fmt.Sprintf("run %d %d %s", plan.asks, plan.lanes, plan.askTimeout))
 	var res chaosResult
 	a.expectJSON(t, 15*time.Minute, "result ", &res)
-	close(flaps)
-	flapped.Wait()
+	stopFlaps()
 	if flapErr != nil {
 		t.Fatal(flapErr)
 	}
@@ -264,22 +265,30 @@ func startChaosPeer(t *testing.T, ns, role string, liveness time.Duration, peerA
 		t.Fatal(err)
 	}
 	p := &chaosPeer{stdin: stdin, lines: make(chan string, 1000)}
+	done := make(chan struct{})
+	var read sync.WaitGroup
 	t.Cleanup(func() {
+		close(done) // the reader stops waiting for a test that is gone
 		_ = cmd.Process.Kill()
+		read.Wait()
 		_ = cmd.Wait()
 	})
-	go func() {
+	read.Go(func() {
 		sc := bufio.NewScanner(stdout)
 		sc.Buffer(nil, 1<<20)
 		for sc.Scan() {
 			if line, ok := strings.CutPrefix(sc.Text(), "chaos "); ok {
-				p.lines <- line
+				select {
+				case p.lines <- line:
+				case <-done:
+					return
+				}
 			} else {
 				fmt.Fprintf(os.Stderr, "%s: %s\n", role, sc.Text())
 			}
 		}
 		close(p.lines)
-	}()
+	})
 	return p
 }
 
@@ -318,16 +327,23 @@ func (p *chaosPeer) expectJSON(t *testing.T, d time.Duration, prefix string, v a
 	}
 }
 
-// expectDown waits for the peer's next Down and returns how long after
-// since it came.
+// expectDown waits for the peer's first Down after since and returns
+// how long after since it came (a Down from before, of the chaos phase,
+// is passed over).
 func (p *chaosPeer) expectDown(t *testing.T, d time.Duration, since time.Time) time.Duration {
 	t.Helper()
-	f := strings.Fields(p.expect(t, d, "down "))
-	ns, err := strconv.ParseInt(f[1], 10, 64)
-	if err != nil {
-		t.Fatal(err)
+	deadline := time.Now().Add(d)
+	for {
+		f := strings.Fields(p.expect(t, time.Until(deadline), "down "))
+		ns, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if at := time.Unix(0, ns); !at.Before(since) {
+			return at.Sub(since)
+		}
+		t.Logf("a Down from before the cut: %s", strings.Join(f, " "))
 	}
-	return time.Unix(0, ns).Sub(since)
 }
 
 // drain drops the lines already read (the Downs of the chaos phase).
