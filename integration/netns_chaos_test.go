@@ -87,7 +87,8 @@ func TestChaos(t *testing.T) {
 	flaps := make(chan struct{})
 	var flapped sync.WaitGroup
 	var flapErr error
-	flapped.Go(func() { flapErr = chaosFlap(link, nsA, plan, flaps) })
+	var cuts int
+	flapped.Go(func() { cuts, flapErr = chaosFlap(link, nsA, plan, flaps) })
 	stopFlaps := sync.OnceFunc(func() { close(flaps); flapped.Wait() })
 	t.Cleanup(stopFlaps) // before the link and the namespaces go, if the run fails
 	a.send(t, fmt.Sprintf("run %d %d %s", plan.asks, plan.lanes, plan.askTimeout))
@@ -106,8 +107,11 @@ func TestChaos(t *testing.T) {
 	b.expectJSON(t, 10*time.Second, "report ", &rep)
 	t.Logf("a: %+v", res)
 	t.Logf("b: seq %+v, echo %+v, dead letters %d", rep.Seq, rep.Echo, rep.DeadLetters)
-	t.Logf("link: %d packets carried, %d dropped", link.carried.Load(), link.dropped.Load())
+	t.Logf("link: %d packets carried, %d dropped, %d cuts", link.carried.Load(), link.dropped.Load(), cuts)
 	checkChaos(t, res, rep.Seq, rep.Echo)
+	if rep.Seq.Downs == 0 { // the long cut comes first, while any run lasts
+		t.Errorf("no NodeDown during the run (%d cuts): the loss protocol was not exercised", cuts)
+	}
 
 	// A partition: NodeDown on both sides within 2 × liveness.
 	a.drain()
@@ -156,22 +160,23 @@ func TestChaos(t *testing.T) {
 		rep.Seq.Downs, downA.Round(time.Millisecond), downB.Round(time.Millisecond), conn.Round(time.Millisecond), heal.Round(time.Millisecond))
 }
 
-// chaosFlap cuts the link after every plan.flapUp until stop is closed:
-// of every three cuts, the first drops every packet for flapDown (an
-// iptables DROP: nothing fails), the second sets a's tun0 down for
-// flapDown (its route goes: sends and dials fail at once), the third
-// drops every packet for longCut (past the liveness timeout: NodeDown).
-func chaosFlap(link *chaosLink, nsA string, plan chaosPlan, stop <-chan struct{}) error {
+// chaosFlap cuts the link after every plan.flapUp until stop is closed,
+// and returns how many cuts it began: of every three cuts, the first
+// drops every packet for longCut (past the liveness timeout: NodeDown;
+// first, so that even a short run meets it), the second for flapDown
+// (an iptables DROP: nothing fails), the third sets a's tun0 down for
+// flapDown (its route goes: sends and dials fail at once).
+func chaosFlap(link *chaosLink, nsA string, plan chaosPlan, stop <-chan struct{}) (cuts int, err error) {
 	ifc := func(state string) error {
 		if out, err := exec.Command("ip", "-n", nsA, "link", "set", "tun0", state).CombinedOutput(); err != nil {
 			return fmt.Errorf("ip link set tun0 %s: %v: %s", state, err, out)
 		}
 		return nil
 	}
-	for i := 1; ; i++ {
+	for i := 0; ; i++ {
 		select {
 		case <-stop:
-			return nil
+			return i, nil
 		case <-time.After(plan.flapUp): // the schedule, not a wait for an event
 		}
 		down, restore := plan.flapDown, func() error { link.setCut(false); return nil }
@@ -183,17 +188,17 @@ func chaosFlap(link *chaosLink, nsA string, plan chaosPlan, stop <-chan struct{}
 			link.setCut(true)
 		case 2:
 			if err := ifc("down"); err != nil {
-				return err
+				return i, err
 			}
 			restore = func() error { return ifc("up") }
 		}
 		select {
 		case <-stop:
-			return restore()
+			return i + 1, restore()
 		case <-time.After(down):
 		}
 		if err := restore(); err != nil {
-			return err
+			return i + 1, err
 		}
 	}
 }
