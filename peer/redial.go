@@ -38,8 +38,11 @@ import (
 // tries can cross again. Measured in TestChaos over a 0.2–0.3 s round
 // trip: asks back 2.4 s and 9.4 s after the heal instead of ~1.5 s. So
 // of two such peers the one with the greater peer ID waits redialDefer
-// before its first try (redialDeferral), leaving the other's dial alone
-// on the wire.
+// before its first try (redialDeferral), leaving the other's first dial
+// alone on the wire. Only the first: when the partition outlasts them,
+// the two sides' later dials (up to redialDialTimeout each) overlap, and
+// a dial pending on one side takes the other's SYN as a simultaneous
+// open all the same. So heals are faster on the whole, not always.
 
 const (
 	redialBase        = 250 * time.Millisecond
