@@ -147,3 +147,27 @@ func TestRedialDelay(t *testing.T) {
 		t.Fatalf("a heal may take %v to be noticed", redialCap+redialDialTimeout)
 	}
 }
+
+// TestRedialDeferral: of two peers that declared each other gone, only
+// the one with the greater ID waits before its first redial, so that
+// their SYNs do not cross; a peer not declared is redialed at once.
+func TestRedialDeferral(t *testing.T) {
+	lo, hi := libp2ppeer.ID("a"), libp2ppeer.ID("b")
+	for _, c := range []struct {
+		self, p libp2ppeer.ID
+		lost    bool
+		want    time.Duration
+	}{
+		{hi, lo, true, redialDefer},
+		{lo, hi, true, 0},
+		{hi, lo, false, 0},
+		{lo, hi, false, 0},
+	} {
+		if got := redialDeferral(c.self, c.p, c.lost); got != c.want {
+			t.Errorf("redialDeferral(%q, %q, lost %v) = %v, want %v", c.self, c.p, c.lost, got, c.want)
+		}
+	}
+	if redialDefer+redialCap+redialDialTimeout > 7*time.Second {
+		t.Fatalf("a deferred heal may take %v to be noticed", redialDefer+redialCap+redialDialTimeout)
+	}
+}

@@ -27,7 +27,22 @@ import (
 // pinned one, bootstrap peers included, only while the node holds fewer
 // than Connections.Low peers, so that a redial never undoes a trim.
 // So after a heal a redialed peer is back within redialCap +
-// redialDialTimeout (≤ 4.5 s).
+// redialDialTimeout (≤ 4.5 s), redialDefer more for the later side of a
+// mutual declaration (below).
+//
+// Two peers that declared each other gone redial each other, and over
+// TCP each dials from its listening port (SO_REUSEPORT): both SYNs carry
+// the same four-tuple, and when they cross, TCP's simultaneous open makes
+// one connection on which both sides are the initiator, whose security
+// handshake fails on both (go-libp2p does not break the tie); the next
+// tries can cross again. Measured in TestChaos over a 0.2–0.3 s round
+// trip: asks back 2.4 s and 9.4 s after the heal instead of ~1.5 s. So
+// of two such peers the one with the greater peer ID waits redialDefer
+// before its first try (redialDeferral), leaving the other's first dial
+// alone on the wire. Only the first: when the partition outlasts them,
+// the two sides' later dials (up to redialDialTimeout each) overlap, and
+// a dial pending on one side takes the other's SYN as a simultaneous
+// open all the same. So heals are faster on the whole, not always.
 
 const (
 	redialBase        = 250 * time.Millisecond
@@ -35,7 +50,18 @@ const (
 	redialDialTimeout = 2500 * time.Millisecond
 	redialFast        = 60
 	redialSlow        = 30 * time.Second
+	redialDefer       = redialCap
 )
+
+// redialDeferral is the extra wait before the first redial of p by self:
+// redialDefer when self declared p gone (p then likely declared self
+// too, and redials it) and self's ID is the greater, else none.
+func redialDeferral(self, p libp2ppeer.ID, lost bool) time.Duration {
+	if lost && self > p {
+		return redialDefer
+	}
+	return 0
+}
 
 // redialDelay returns the wait before try n (from 0) of a redial:
 // redialBase·2ⁿ capped at redialCap, with jitter taking off up to a
@@ -101,6 +127,7 @@ type redialPlan struct {
 	ai      libp2ppeer.AddrInfo // whom to dial: the bootstrap addresses, or the peerstore's
 	pinned  bool                // the application connected to it: redialed whatever the budget
 	forGood bool                // pinned or bootstrap: tried every redialSlow after redialFast tries
+	deferBy time.Duration       // added to the first wait (redialDeferral)
 }
 
 // wanted reports whether p, just disconnected, must be redialed, and
@@ -122,6 +149,7 @@ func (r *redialer) disconnected(p libp2ppeer.ID) {
 	lost := r.lost[p]
 	delete(r.lost, p)
 	plan, redial := r.wanted(p, lost)
+	plan.deferBy = redialDeferral(r.n.host.ID(), p, lost)
 	if !redial || r.active[p] || r.n.closing.Load() {
 		r.mu.Unlock()
 		return
@@ -144,7 +172,11 @@ func (r *redialer) redial(plan redialPlan) {
 		if try >= redialFast && !plan.forGood {
 			return
 		}
-		t := time.NewTimer(redialDelay(try, rand.Float64()))
+		wait := redialDelay(try, rand.Float64())
+		if try == 0 {
+			wait += plan.deferBy
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-r.ctx.Done():
 			t.Stop()
