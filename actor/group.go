@@ -10,24 +10,6 @@ import (
 // member, or a group name is empty.
 var ErrNoGroups = errors.New("actor: no such group")
 
-// GroupTransport carries group messages between peers (routing implements
-// it on GossipSub). Its methods are called on event loops and must not
-// block on the network.
-type GroupTransport interface {
-	// JoinGroup is called when the first local actor joins group.
-	JoinGroup(group string) error
-	// LeaveGroup is called when the last local actor left group.
-	LeaveGroup(group string)
-	// PublishGroup sends msg from `from` to every member of group on every
-	// peer; the transport hands it back to this system's members too, with
-	// Port.DeliverGroup.
-	PublishGroup(group string, from Ref, msg any) error
-	// AnnounceGroup tells the other peers that a local member joined
-	// (joined true) or left the group; they report it with
-	// Port.DeliverPresence.
-	AnnounceGroup(group string, member Ref, joined bool)
-}
-
 // Joined tells a group member that Member joined Group. A new member gets
 // one for every member already there.
 type Joined struct {
@@ -42,9 +24,9 @@ type Left struct {
 	Member Ref    // the actor that left, on this peer or another
 }
 
-// WithGroups sets the transport of group messages. Without one, groups are
-// local to the system.
-func WithGroups(t GroupTransport) Option { return func(c *config) error { c.groups = t; return nil } }
+// withGroups sets the transport of group messages (transport.NewSystem's
+// bind does). Without one, groups are local to the system.
+func withGroups(t groupTransport) Option { return func(c *config) error { c.groups = t; return nil } }
 
 // groupTable is the local membership of groups. Membership changes are
 // rare; broadcasts read it.
@@ -183,7 +165,7 @@ func (s *System) deliverTo(c *Context, from Ref, msg any) {
 // (joined true) or left group, and tells the local members when that is
 // news. It reports whether it was. The group transport calls it. Safe for
 // concurrent use.
-func (p *Port) DeliverPresence(group string, member Ref, joined bool) bool {
+func (p *port) DeliverPresence(group string, member Ref, joined bool) bool {
 	s := p.s
 	t := &s.groups
 	t.mu.Lock()
@@ -224,7 +206,7 @@ func (p *Port) DeliverPresence(group string, member Ref, joined bool) bool {
 
 // PeerLeftGroups reports as Left every group member of peer: the group
 // transport calls it when the peer disconnects. Safe for concurrent use.
-func (p *Port) PeerLeftGroups(peer string) {
+func (p *port) PeerLeftGroups(peer string) {
 	s := p.s
 	t := &s.groups
 	t.mu.RLock()
@@ -248,7 +230,7 @@ func (p *Port) PeerLeftGroups(peer string) {
 // it would not hear of them leaving. (A member that joins later learns of
 // them again, as the transport announces them anew.) Safe for concurrent
 // use.
-func (p *Port) ForgetGroupMembers(group string) {
+func (p *port) ForgetGroupMembers(group string) {
 	s := p.s
 	t := &s.groups
 	t.mu.Lock()
@@ -271,7 +253,7 @@ func (s *System) LocalMembers(group string) []Ref {
 
 // RemoteMembers returns, for every group, the members on other peers that
 // this system knows of (see DeliverPresence). Safe for concurrent use.
-func (p *Port) RemoteMembers() map[string][]Ref {
+func (p *port) RemoteMembers() map[string][]Ref {
 	s := p.s
 	s.groups.mu.RLock()
 	defer s.groups.mu.RUnlock()
@@ -308,7 +290,7 @@ func (s *System) Publish(group string, from Ref, msg any) error {
 
 // DeliverGroup hands a group message to every local member and returns how
 // many there were. The group transport calls it. Safe for concurrent use.
-func (p *Port) DeliverGroup(group string, from Ref, msg any) int {
+func (p *port) DeliverGroup(group string, from Ref, msg any) int {
 	s := p.s
 	s.groups.mu.RLock()
 	members := make([]*Context, 0, len(s.groups.members[group]))

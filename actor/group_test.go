@@ -109,7 +109,7 @@ func TestLocalPresence(t *testing.T) {
 func TestRemoteMembersOnlyWhileListening(t *testing.T) {
 	s := newSys(t)
 	far := refOf("other", "far")
-	if s.Port().DeliverPresence("g", far, true) {
+	if s.port.DeliverPresence("g", far, true) {
 		t.Fatal("a member of another peer was recorded for a group without a local member")
 	}
 	joined := make(chan struct{})
@@ -122,17 +122,17 @@ func TestRemoteMembersOnlyWhileListening(t *testing.T) {
 		c.Receive(On(func(struct{}) { c.Leave("g"); close(stop) }))
 	})
 	recv(t, joined)
-	if !s.Port().DeliverPresence("g", far, true) {
+	if !s.port.DeliverPresence("g", far, true) {
 		t.Fatal("a member of another peer was not recorded")
 	}
-	s.Port().ForgetGroupMembers("g") // a local member: kept
-	if s.Port().DeliverPresence("g", far, true) {
+	s.port.ForgetGroupMembers("g") // a local member: kept
+	if s.port.DeliverPresence("g", far, true) {
 		t.Fatal("forgotten while the group has a local member")
 	}
 	s.Send(refOf(s.Peer(), "m"), struct{}{})
 	recv(t, stop)
-	s.Port().ForgetGroupMembers("g")
-	if s.Port().DeliverPresence("g", far, false) {
+	s.port.ForgetGroupMembers("g")
+	if s.port.DeliverPresence("g", far, false) {
 		t.Fatal("a forgotten member left again")
 	}
 }

@@ -43,7 +43,7 @@ func TestDisconnectionInALargeMesh(t *testing.T) {
 	// others' come to each through the spoke).
 	members := func(n *Node) int {
 		k := 0
-		for _, m := range n.System().Port().RemoteMembers()["room"] {
+		for _, m := range n.port.RemoteMembers()["room"] {
 			if m.Peer() == spoke.ID().String() {
 				k++
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/actor/transport"
 	"github.com/troupe-mesh/troupe/routing"
 )
 
@@ -27,7 +28,7 @@ func (n *Node) SendCtx(ctx context.Context, to actor.Ref, msg any) error {
 		n.sys.Send(to, msg)
 		return nil
 	}
-	return n.router.DeliverCtx(ctx, actor.Envelope{To: to, Msg: msg})
+	return n.router.DeliverCtx(ctx, transport.Envelope{To: to, Msg: msg})
 }
 
 // Publish sends msg to every member of group on every peer (WithGroups).
