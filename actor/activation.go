@@ -271,7 +271,7 @@ func (c *Context) terminate(reason error) {
 			e.ask.done(c)
 		}
 		for g := range e.groups {
-			c.Leave(g)
+			c.leave(g)
 		}
 		for to := range e.links {
 			c.trackRemote(edgeLink, to, 0, false)

@@ -194,7 +194,7 @@
 //	replies.go     the reply table where a System.Ask waits
 //	signal.go      links, monitors, exits, Down
 //	supervisor.go  Supervisor
-//	group.go       groups (Join, Broadcast, presence)
+//	group.go       the group table (its API: package actor/group)
 //	port.go        the transport's handle; remote.go: what it carries
 //	spi.go         the hooks package transport calls (internal/spi)
 //	inbound.go     batches of remote messages; credit.go: their bytes

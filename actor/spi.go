@@ -7,8 +7,8 @@ import (
 )
 
 // The transport SPI's side in actor: package actor/transport calls these
-// through spi.Actor (set here, before transport's initialization runs,
-// since transport imports actor).
+// through spi.Actor, and package actor/group through spi.Group (set here,
+// before their initialization runs, since they import actor).
 
 func init() {
 	spi.Actor = &spi.Hooks[System, Ref, Option]{
@@ -33,6 +33,14 @@ func init() {
 		RemoteWatchLimit: withRemoteWatchLimit,
 		RemoteWatchTotal: withRemoteWatchTotal,
 		NamesChanged:     withNamesChanged,
+	}
+	spi.Group = &spi.GroupHooks[Context, System, Ref]{
+		Join:         (*Context).join,
+		Leave:        (*Context).leave,
+		Publish:      (*System).publish,
+		LocalMembers: (*System).localMembers,
+		Count:        (*System).groupMembers,
+		Names:        (*System).groupNames,
 	}
 }
 

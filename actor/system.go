@@ -194,8 +194,8 @@ func (s *System) Names() []string {
 	return out
 }
 
-// Groups returns the groups that have local members, sorted.
-func (s *System) Groups() []string {
+// groupNames is group.Names.
+func (s *System) groupNames() []string {
 	s.groups.mu.RLock()
 	out := make([]string, 0, len(s.groups.members))
 	for g := range s.groups.members {

@@ -19,6 +19,7 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/actor/group"
 	"github.com/troupe-mesh/troupe/actor/transport"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/discovery"
@@ -245,7 +246,7 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		return nil, err
 	}
 	if groups != nil {
-		n.dir, err = discovery.StartAds(h, groups.PubSub(), func() ([]string, []string) { return sys.Names(), sys.Groups() },
+		n.dir, err = discovery.StartAds(h, groups.PubSub(), func() ([]string, []string) { return sys.Names(), group.Names(sys) },
 			discovery.WithMesh(cfg.mesh), discovery.WithIncarnation(r.Incarnation()), discovery.WithAdTick(cfg.adTick),
 			discovery.WithAdTTL(cfg.adTTL), discovery.WithLogger(cfg.logger), discovery.WithRelayAd(cfg.relayService),
 			discovery.WithDeparture(departure(h, &dir, cfg.conns.High)), discovery.WithClaims(n.global.source))

@@ -7,6 +7,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
+	actorgroup "github.com/troupe-mesh/troupe/actor/group"
 	"github.com/troupe-mesh/troupe/codec"
 )
 
@@ -117,7 +118,7 @@ func (g *Groups) queuePresence(group, name, typ string) {
 
 // announceMembers queues a "present" for every local member of group.
 func (g *Groups) announceMembers(group string) {
-	for _, m := range g.sys.System().LocalMembers(group) {
+	for _, m := range actorgroup.LocalMembers(g.sys.System(), group) {
 		g.queuePresence(group, m.Name(), typePresent)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/actor/group"
 	"github.com/troupe-mesh/troupe/actor/transport"
 )
 
@@ -76,7 +77,7 @@ func TestNewSystemHandsTheTransportItsPort(t *testing.T) {
 		t.Fatalf("the remote got %+v", e)
 	}
 	if _, err := s.Spawn("member", func(c *actor.Context) {
-		if err := c.Join("room"); err != nil {
+		if err := group.Join(c, "room"); err != nil {
 			t.Error(err)
 		}
 		c.Receive(actor.Any(func(any) {}))

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/troupe-mesh/troupe/actor/group"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 )
 
@@ -78,7 +79,7 @@ func (d *runningDaemon) sampleView(now time.Time) meshView {
 		Peers: []viewPeer{},
 	}
 	v.Actors, v.MoreActors = capNames(d.node.System().Names())
-	v.Groups, v.MoreGroups = capNames(d.node.System().Groups())
+	v.Groups, v.MoreGroups = capNames(group.Names(d.node.System()))
 	traffic := map[string]int{}
 	stats := d.node.PeerStats()
 	for i, p := range stats {

@@ -11,4 +11,5 @@
 //	types.go   Envelope, Outbound, the Signal types, Undeliverable
 //	credit.go  Credit: bytes of a peer's messages not handled yet
 //	hooks.go   Hooks: the functions of actor that transport calls
+//	group.go   Joined, Left, ErrNoGroups and GroupHooks (for actor/group)
 package spi
