@@ -124,11 +124,10 @@ func (x *remoteIndex) watchTotal() int {
 	return x.total
 }
 
-// RemoteWatches returns the monitors and links that actors of other peers
-// hold on this system's actors, and its actors' links to them: what
-// transport.WithRemoteWatchLimit and transport.WithRemoteWatchTotal
-// cap. Safe for concurrent use.
-func (s *System) RemoteWatches() int { return s.remote.watchTotal() }
+// remoteWatches is transport.Port.RemoteWatches: the monitors and links
+// that actors of other peers hold on this system's actors, and its
+// actors' links to them. Safe for concurrent use.
+func (s *System) remoteWatches() int { return s.remote.watchTotal() }
 
 // PeerDown tells the system that a peer went away (disconnected, or came
 // back as a new incarnation): every local monitor of an actor on it receives

@@ -3,6 +3,7 @@ package actor
 import (
 	"fmt"
 
+	"github.com/troupe-mesh/troupe/actor/eventloop"
 	"github.com/troupe-mesh/troupe/actor/internal/spi"
 )
 
@@ -11,7 +12,7 @@ import (
 // before their initialization runs, since they import actor).
 
 func init() {
-	spi.Actor = &spi.Hooks[System, Ref, Option]{
+	spi.Actor = &spi.Hooks[System, Ref, Option, SpawnOption]{
 		NewSystem:           newSystem,
 		Deliver:             func(s *System, e envelope) { s.port.Deliver(e) },
 		DeliverBatch:        func(s *System, es []envelope) { s.port.DeliverBatch(es) },
@@ -33,6 +34,10 @@ func init() {
 		RemoteWatchLimit: withRemoteWatchLimit,
 		RemoteWatchTotal: withRemoteWatchTotal,
 		NamesChanged:     withNamesChanged,
+		RemoteEdges:      (*System).remoteEdges,
+		RemoteWatches:    (*System).remoteWatches,
+		Loops:            func(s *System) *eventloop.Group { return s.group },
+		SystemName:       systemName,
 	}
 	spi.Group = &spi.GroupHooks[Context, System, Ref]{
 		Join:         (*Context).join,

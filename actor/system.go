@@ -95,9 +95,6 @@ func newSystem(opts []Option, bind func(*System) (remote, groups any, err error)
 // Peer returns the ID of the peer this system is.
 func (s *System) Peer() string { return s.peer }
 
-// Group returns the system's event loops.
-func (s *System) Group() *eventloop.Group { return s.group }
-
 // AcceptsUnknownTypes reports whether a message of a type this node does
 // not know, from another peer, may go to the local actor to: only when it
 // was spawned with AcceptUnknownTypes (a missing actor does not: one

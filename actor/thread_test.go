@@ -70,7 +70,7 @@ func TestThreadBlockedInIODoesNotDelayEventActors(t *testing.T) {
 	})
 	el := recv(t, done) // within recv's bound, 5 s: some microseconds a round trip
 	t.Logf("%d event round trips in %v while a thread blocks in a read", rounds, el)
-	if n := s.Group().Replacements(); n != 0 {
+	if n := s.group.Replacements(); n != 0 {
 		t.Fatalf("the watchdog replaced %d carriers: the loop blocked", n)
 	}
 	if _, ok := s.Whereis("reader"); !ok {

@@ -241,7 +241,7 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		_ = n.Close(ctx)
 		return nil, err
 	}
-	if _, err := sys.Spawn(NodeActor, n.nodeActor, actor.SystemName()); err != nil {
+	if _, err := sys.Spawn(NodeActor, n.nodeActor, transport.SystemName()); err != nil {
 		_ = n.Close(ctx)
 		return nil, err
 	}

@@ -2,12 +2,13 @@ package transport
 
 import (
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/actor/eventloop"
 	"github.com/troupe-mesh/troupe/actor/internal/spi"
 )
 
 // hooks are package actor's side of the SPI, set in actor's init (which
 // runs before this package's variables are initialized: it imports actor).
-var hooks = spi.Actor.(*spi.Hooks[actor.System, actor.Ref, actor.Option])
+var hooks = spi.Actor.(*spi.Hooks[actor.System, actor.Ref, actor.Option, actor.SpawnOption])
 
 // Port is the actor system as a transport sees it: how messages, replies,
 // refusals and news of peers and groups from other peers come in. A
@@ -69,6 +70,21 @@ func (p *Port) ShedSaved(cr *Credit) int { return hooks.ShedSaved(p.s, &cr.c) }
 // spawned under its name before the message is handed over may not take
 // them).
 func (p *Port) AcceptsUnknownTypes(to actor.Ref) bool { return hooks.AcceptsUnknownTypes(p.s, to) }
+
+// RemoteEdges returns how many monitors (either way), links and pending
+// Asks tie the system's actors to actors on peer: what PeerDown would fire
+// or drop. A node keeps its connection to a peer with edges from being
+// trimmed by its connection manager.
+func (p *Port) RemoteEdges(peer string) int { return hooks.RemoteEdges(p.s, peer) }
+
+// RemoteWatches returns the monitors and links that actors of other peers
+// hold on the system's actors, and its actors' links to them: what
+// WithRemoteWatchLimit and WithRemoteWatchTotal cap.
+func (p *Port) RemoteWatches() int { return hooks.RemoteWatches(p.s) }
+
+// Loops returns the system's event loops (for their counters, such as the
+// watchdog's replacements).
+func (p *Port) Loops() *eventloop.Group { return hooks.Loops(p.s) }
 
 // DeliverPresence records that member, an actor of another peer, joined
 // (joined true) or left group, and tells the local members when that is

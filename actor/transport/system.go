@@ -41,6 +41,11 @@ func NewSystem(f Factory, opts ...actor.Option) (*actor.System, error) {
 	})
 }
 
+// SystemName lets a spawn use a name starting with '$', which is reserved
+// for generated names and for Troupe's own actors (such as a peer's
+// "$node"): an embedder's service actors, never an application's.
+func SystemName() actor.SpawnOption { return hooks.SystemName() }
+
 // DefaultRemoteWatchLimit is the number of monitors and links that the
 // actors of one other peer may hold on a system's actors unless
 // WithRemoteWatchLimit says otherwise. Each costs some 300 bytes for as

@@ -168,3 +168,47 @@ func TestInboundChargesItsCredit(t *testing.T) {
 		t.Fatalf("held %d once handled: %v", cr.Held(), err)
 	}
 }
+
+// TestPortAccounts: the embedder's view through the Port — the edges
+// that tie actors to a peer, the watches, the loops — and SystemName's
+// '$' names.
+func TestPortAccounts(t *testing.T) {
+	k := newSink()
+	var port *transport.Port
+	s, err := transport.NewSystem(func(p *transport.Port) (transport.Remote, transport.GroupTransport, error) {
+		port = p
+		return k, nil, nil
+	}, actor.WithPeer("me"), actor.WithLoops(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shutdown(t, s)
+	if n := port.Loops().Len(); n != 2 {
+		t.Fatalf("%d loops, want 2", n)
+	}
+	far, _ := actor.NewRef("far", "x")
+	monitored := make(chan struct{})
+	if _, err := s.Spawn("watcher", func(c *actor.Context) {
+		c.Monitor(far)
+		close(monitored)
+		c.Receive(actor.Any(func(any) {}))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	recv(t, monitored)
+	if e := port.RemoteEdges("far"); e != 1 {
+		t.Fatalf("%d edges to far, want the monitor", e)
+	}
+	if e := port.RemoteEdges("elsewhere"); e != 0 {
+		t.Fatalf("%d edges to a peer nothing watches", e)
+	}
+	if w := port.RemoteWatches(); w != 0 {
+		t.Fatalf("%d watches held by other peers, want 0", w)
+	}
+	if _, err := s.Spawn("$svc", func(*actor.Context) {}); err == nil {
+		t.Fatal("a '$' name was spawned without SystemName")
+	}
+	if _, err := s.Spawn("$svc", func(*actor.Context) {}, transport.SystemName()); err != nil {
+		t.Fatalf("SystemName: %v", err)
+	}
+}

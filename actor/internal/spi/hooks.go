@@ -1,12 +1,15 @@
 package spi
 
+import "github.com/troupe-mesh/troupe/actor/eventloop"
+
 // Hooks are the functions of package actor that package actor/transport
-// calls, with S actor.System, R actor.Ref and O actor.Option. Actor's
-// init stores a *Hooks[actor.System, actor.Ref, actor.Option] in Actor;
+// calls, with S actor.System, R actor.Ref, O actor.Option and SO
+// actor.SpawnOption. Actor's init stores a *Hooks[actor.System,
+// actor.Ref, actor.Option, actor.SpawnOption] in Actor;
 // transport asserts it once, in its own package initialization (which
 // runs after actor's init: transport imports actor). Each is a direct
 // call of a function value: no interface, no allocation.
-type Hooks[S, R, O any] struct {
+type Hooks[S, R, O, SO any] struct {
 	// NewSystem starts a system with opts; once the system exists and
 	// before it is returned, bind gives it its remote and group
 	// transport (each nil or of the method set of transport.Remote and
@@ -27,6 +30,11 @@ type Hooks[S, R, O any] struct {
 	RemoteMembers      func(*S) map[string][]R
 	DeliverGroup       func(s *S, group string, from R, msg any) int
 
+	RemoteEdges   func(s *S, peer string) int
+	RemoteWatches func(*S) int
+	Loops         func(*S) *eventloop.Group
+	SystemName    func() SO
+
 	RemoteBacklog    func(bytes int64) O
 	RemoteWatchLimit func(n int) O
 	RemoteWatchTotal func(n int) O
@@ -43,6 +51,6 @@ type Inbound[R any] struct {
 	SetCredit func(*Credit)
 }
 
-// Actor is the *Hooks[actor.System, actor.Ref, actor.Option] that actor's
-// init sets.
+// Actor is the *Hooks[actor.System, actor.Ref, actor.Option,
+// actor.SpawnOption] that actor's init sets.
 var Actor any
