@@ -175,9 +175,8 @@
 // (Remote, BatchRemote, DirectRemote, GroupTransport) are there, and so
 // are the options only a system with a transport needs (and SystemName,
 // the Port's RemoteEdges, RemoteWatches and Loops for an embedder).
-// Applications need
-// none of it: package peer wires routing to a system. A System made with
-// New reaches no other peer.
+// Applications need none of it: package peer wires routing to a system.
+// A System made with New reaches no other peer.
 //
 // # Files
 //
