@@ -49,11 +49,17 @@ func init() {
 	}
 }
 
-// newInboundHooks returns a new inbound of s as the method values that
+// newInboundHooks returns a new inbound of s as the functions that
 // transport.Inbound calls (made once per inbound, a stream's lifetime).
 func newInboundHooks(s *System) spi.Inbound[Ref] {
 	in := s.port.NewInbound()
-	return spi.Inbound[Ref]{Add: in.Add, Len: in.Len, Flush: in.Flush, Close: in.Close, SetCredit: in.SetCredit}
+	return spi.Inbound[Ref]{
+		Add:       func(e envelope) { in.Add(&e) },
+		Len:       in.Len,
+		Flush:     in.Flush,
+		Close:     in.Close,
+		SetCredit: in.SetCredit,
+	}
 }
 
 // bind asks the transport's factory for the system's remote and group

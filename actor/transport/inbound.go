@@ -24,7 +24,7 @@ func (in *Inbound) SetCredit(c *Credit) { in.f.SetCredit(&c.c) }
 
 // Add queues the message of e for its actor; Flush hands it over. e is not
 // retained.
-func (in *Inbound) Add(e *Envelope) { in.f.Add(e) }
+func (in *Inbound) Add(e *Envelope) { in.f.Add(*e) }
 
 // Len returns how many messages were added since the last Flush.
 func (in *Inbound) Len() int { return in.f.Len() }

@@ -41,10 +41,12 @@ type Hooks[S, R, O, SO any] struct {
 	NamesChanged     func(f func()) O
 }
 
-// Inbound is one of actor's inbounds as the method values transport's
-// Inbound calls.
+// Inbound is one of actor's inbounds as the functions transport's Inbound
+// calls. Add takes the envelope by value: a pointer passed to a function
+// value escapes (the compiler cannot see that Add keeps nothing), which
+// would cost a heap allocation per message; a copy on the stack does not.
 type Inbound[R any] struct {
-	Add       func(*Envelope[R])
+	Add       func(Envelope[R])
 	Len       func() int
 	Flush     func()
 	Close     func()
