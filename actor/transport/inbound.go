@@ -16,7 +16,11 @@ import (
 type Inbound struct{ f spi.Inbound[actor.Ref] }
 
 // NewInbound returns an empty Inbound for messages to the system's actors.
-func (p *Port) NewInbound() *Inbound { return &Inbound{f: hooks.NewInbound(p.s)} }
+// It waits until NewSystem has returned (see Factory).
+func (p *Port) NewInbound() *Inbound {
+	p.wait()
+	return &Inbound{f: hooks.NewInbound(p.s)}
+}
 
 // SetCredit makes in charge the Size of every message added to c, until
 // its actor handled it (see Credit). Call it before the first Add.

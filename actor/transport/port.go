@@ -18,7 +18,22 @@ var hooks = spi.Actor.(*spi.Hooks[actor.System, actor.Ref, actor.Option, actor.S
 // A transport also implements Remote (and optionally BatchRemote and
 // DirectRemote) for what goes out, and GroupTransport for groups; it
 // carries Envelopes, and the Signal types between peers.
-type Port struct{ s *actor.System }
+type Port struct {
+	s     *actor.System
+	ready <-chan struct{} // closed once NewSystem returned (see Factory)
+}
+
+// wait returns once NewSystem has returned: the methods that may answer
+// another peer through the system's Remote call it, so that no stream
+// handler a factory installed sees the system before it holds its
+// transport (a data race, and a reply lost as actor.ErrNoRoute).
+func (p *Port) wait() {
+	select {
+	case <-p.ready:
+	default:
+		<-p.ready
+	}
+}
 
 // Peer returns the ID of the peer the system runs on (as System.Peer).
 func (p *Port) Peer() string { return p.s.Peer() }
@@ -29,13 +44,19 @@ func (p *Port) System() *actor.System { return p.s }
 // Deliver hands a message that arrived from another peer to its local
 // actor. A message for an unknown actor becomes a dead letter (and fails
 // its Ask).
-func (p *Port) Deliver(e Envelope) { hooks.Deliver(p.s, e) }
+func (p *Port) Deliver(e Envelope) {
+	p.wait()
+	hooks.Deliver(p.s, e)
+}
 
 // DeliverBatch hands messages that arrived from another peer to their
 // local actors, in order, as calling Deliver for each would: consecutive
 // envelopes for the same actor are pushed onto its inbox with one atomic
 // operation and wake it at most once. es is not retained.
-func (p *Port) DeliverBatch(es []Envelope) { hooks.DeliverBatch(p.s, es) }
+func (p *Port) DeliverBatch(es []Envelope) {
+	p.wait()
+	hooks.DeliverBatch(p.s, es)
+}
 
 // Bounce hands back a message that an actor of this system (or plain code)
 // sent to another peer, and that the Remote took but then could not
@@ -43,7 +64,10 @@ func (p *Port) DeliverBatch(es []Envelope) { hooks.DeliverBatch(p.s, es) }
 // monitor request with Down and a link request with an exit signal (both
 // with reason), as when the target does not exist; any other message
 // becomes a dead letter.
-func (p *Port) Bounce(e Envelope, reason error) { hooks.Bounce(p.s, e, reason) }
+func (p *Port) Bounce(e Envelope, reason error) {
+	p.wait()
+	hooks.Bounce(p.s, e, reason)
+}
 
 // PeerDown tells the system that a peer went away (disconnected, or came
 // back as a new incarnation): every local monitor of an actor on it receives
@@ -53,7 +77,10 @@ func (p *Port) Bounce(e Envelope, reason error) { hooks.Bounce(p.s, e, reason) }
 // once rather than at its timeout), and the monitors its actors held on
 // local actors are dropped (as Erlang drops them when a node goes down), so
 // that they neither pile up nor send Downs to a peer that is gone.
-func (p *Port) PeerDown(peer string) { hooks.PeerDown(p.s, peer) }
+func (p *Port) PeerDown(peer string) {
+	p.wait()
+	hooks.PeerDown(p.s, peer)
+}
 
 // ShedSaved makes dead letters, with a reason wrapping actor.ErrMailboxFull,
 // of the user messages charged to cr that actors saved for a later receive
@@ -62,7 +89,10 @@ func (p *Port) PeerDown(peer string) { hooks.PeerDown(p.s, peer) }
 // actors holding it may wait for messages behind the pause, which would
 // never come. Messages in mailboxes stay: their actors handle them. It
 // returns how many actors hold some of cr; it walks every actor.
-func (p *Port) ShedSaved(cr *Credit) int { return hooks.ShedSaved(p.s, &cr.c) }
+func (p *Port) ShedSaved(cr *Credit) int {
+	p.wait()
+	return hooks.ShedSaved(p.s, &cr.c)
+}
 
 // AcceptsUnknownTypes reports whether a message of a type this node does
 // not know, from another peer, may go to the local actor to: only when it

@@ -11,7 +11,12 @@ import (
 // for Refs of other peers (nil: they are dead letters with
 // actor.ErrNoRoute) and the GroupTransport (nil: groups are local to the
 // system). It runs once, inside NewSystem, before any actor exists; an
-// error stops the system and NewSystem returns it.
+// error stops the system and NewSystem returns it. A transport may start
+// taking messages (install stream handlers) before its factory returns:
+// the Port's Deliver, DeliverBatch, Bounce, NewInbound, PeerDown and
+// ShedSaved wait until NewSystem has returned, so that what they answer
+// to other peers goes through the transport being built. The factory
+// itself must therefore not call them.
 type Factory func(p *Port) (Remote, GroupTransport, error)
 
 // ErrNoFactory: NewSystem was given a nil Factory.
@@ -25,8 +30,10 @@ func NewSystem(f Factory, opts ...actor.Option) (*actor.System, error) {
 	if f == nil {
 		return nil, ErrNoFactory
 	}
+	ready := make(chan struct{})
+	defer close(ready) // the system holds its transport, or NewSystem failed
 	return hooks.NewSystem(opts, func(s *actor.System) (any, any, error) {
-		r, g, err := f(&Port{s: s})
+		r, g, err := f(&Port{s: s, ready: ready})
 		if err != nil {
 			return nil, nil, err
 		}
