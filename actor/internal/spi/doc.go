@@ -3,7 +3,12 @@
 // so the types both use live here, generic over actor's Ref and MonitorID
 // where they carry them, and actor hands transport its internals through
 // Hooks, set once in actor's init (the pattern of gRPC's internal
-// package). Nothing outside actor and actor/transport may import it.
+// package); package actor/group reaches actor's group table the same way
+// (GroupHooks). The hooks are written once, in actor's init, and read in
+// the package initialization of transport and group, which runs after it
+// (they import actor) on the same goroutine: no synchronization needed,
+// and actor's TestSPIHooksAllSet checks that none is nil. Nothing outside
+// actor, actor/transport and actor/group may import it.
 //
 // # Files
 //
