@@ -10,7 +10,7 @@ import (
 	"github.com/troupe-mesh/troupe/actor/transport"
 )
 
-// outMsg is a message waiting in a link's queue: an transport.Envelope
+// outMsg is a message waiting in a link's queue: a transport.Envelope
 // without the peers. The link implies the target's peer, and the sender
 // is an actor of this peer (or none), whose peer the wire leaves out: the
 // receiver takes the stream's remote peer. At 64 bytes, a queue chunk
