@@ -202,8 +202,9 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 				}
 			}))
 		if err != nil {
-			_ = r.Close(ctx)
-			r, groups = nil, nil
+			// r is closed below, once NewSystem returned: its stream
+			// handlers may be waiting for that (transport.Factory).
+			groups = nil
 			return nil, nil, err
 		}
 		return r, groups, nil

@@ -16,7 +16,10 @@ import (
 // the Port's Deliver, DeliverBatch, Bounce, NewInbound, PeerDown and
 // ShedSaved wait until NewSystem has returned, so that what they answer
 // to other peers goes through the transport being built. The factory
-// itself must therefore not call them.
+// itself must therefore not call them, nor wait for goroutines that may:
+// a factory that fails returns its error and stops what it started once
+// NewSystem has returned (closing a routing.Router inside the factory
+// would wait for stream handlers that wait for NewSystem).
 type Factory func(p *Port) (Remote, GroupTransport, error)
 
 // ErrNoFactory: NewSystem was given a nil Factory.
