@@ -91,12 +91,14 @@ func testPeerOn(t *testing.T, h host.Host, base config, sysOpts []actor.Option, 
 			return r, nil, nil
 		}
 		if g, err = newGroups(config{Host: h, Registry: reg, Port: p, Mesh: "test", Logger: logger, timings: base.timings}); err != nil {
-			_ = r.Close(context.Background())
-			return nil, nil, err
+			return nil, nil, err // r is closed once NewSystem returned (transport.Factory)
 		}
 		return r, g, nil
 	}, sysOpts...)
 	if err != nil {
+		if r != nil {
+			_ = r.Close(context.Background())
+		}
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
