@@ -271,19 +271,19 @@ func (c *Context) terminate(reason error) {
 			e.ask.done(c)
 		}
 		for g := range e.groups {
-			c.Leave(g)
+			c.leave(g)
 		}
 		for to := range e.links {
 			c.trackRemote(edgeLink, to, 0, false)
-			s.send(to, self, ExitSignal{Reason: reason, Linked: true}, 0, kindSignal)
+			s.send(to, self, exitSignal{Reason: reason, Linked: true}, 0, kindSignal)
 		}
 		for w := range e.watchers {
 			c.trackRemote(edgeWatcher, w.ref, w.id, false)
-			s.send(w.ref, self, DownSignal{ID: w.id, Reason: reason}, 0, kindSignal)
+			s.send(w.ref, self, downSignal{ID: w.id, Reason: reason}, 0, kindSignal)
 		}
 		for id, target := range e.watching {
 			c.trackRemote(edgeMonitor, target, id, false)
-			s.send(target, self, DemonitorSignal{ID: id}, 0, kindSignal)
+			s.send(target, self, demonitorSignal{ID: id}, 0, kindSignal)
 		}
 		c.ext = nil
 	}

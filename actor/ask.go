@@ -14,7 +14,7 @@ import (
 // reached no actor (ErrNoSuchActor, ErrNoRoute, or the Remote's reason,
 // such as routing.ErrUnreachable or routing.ErrStreamBroken), or the asked
 // actor's peer went away before it answered (ErrNodeDown, at once: see
-// Port.PeerDown). Other messages stay in the
+// transport.Port.PeerDown). Other messages stay in the
 // mailbox meanwhile. Like Receive, Ask should be the last statement of its
 // step.
 func (c *Context) Ask(to Ref, msg any, d time.Duration, then func(reply any, err error)) {
@@ -109,7 +109,7 @@ func (s *System) Ask(ctx context.Context, to Ref, msg any) (any, error) {
 		defer s.remote.remove(e)
 	}
 	if s.direct != nil && !to.on(s.peer) && !to.IsZero() {
-		// The request may be written on this goroutine: see DirectRemote.
+		// The request may be written on this goroutine: see directRemote.
 		if err := s.direct.DeliverDirect(ctx, to, from, msg, w.corr, false); err != nil {
 			s.undeliverable(to, s.newNode(msg, from, w.corr, kindUser), err)
 		}
@@ -127,9 +127,9 @@ func (s *System) Ask(ctx context.Context, to Ref, msg any) (any, error) {
 	}
 	defer s.free(n)
 	if n.kind == kindSignal {
-		return nil, fmt.Errorf("actor: ask %v: %w", to, n.msg.(ExitSignal).Reason)
+		return nil, fmt.Errorf("actor: ask %v: %w", to, n.msg.(exitSignal).Reason)
 	}
-	if u, ok := n.msg.(Undeliverable); ok {
+	if u, ok := n.msg.(undeliverableReply); ok {
 		if u.Reason == nil { // every sender gives one; a peer might not
 			u.Reason = ErrNoSuchActor
 		}

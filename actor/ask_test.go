@@ -211,8 +211,8 @@ func TestAskEndsAtShutdown(t *testing.T) {
 // request leaves: the actor stops with ErrBadReceive, and no Ask of it
 // stays indexed.
 func TestSecondAskInOneStepIsRefused(t *testing.T) {
-	rr := &sentRemote{sent: make(chan Envelope, 16)}
-	s := newSys(t, WithPeer("me"), WithRemote(rr))
+	rr := &sentRemote{sent: make(chan envelope, 16)}
+	s := newSys(t, WithPeer("me"), withRemote(rr))
 	far, _ := ParseRef("them/x")
 	asker := mustSpawn(t, s, "asker", func(c *Context) {
 		c.Receive(On(func(string) {

@@ -199,7 +199,7 @@ func (a *askCase) accepts(n *node) bool { return n.kind == kindReply && n.corr =
 
 func (a *askCase) run(c *Context, n *node) {
 	a.done(c)
-	if u, ok := n.msg.(Undeliverable); ok {
+	if u, ok := n.msg.(undeliverableReply); ok {
 		if u.Reason == nil { // every sender gives one; a peer might not
 			u.Reason = ErrNoSuchActor
 		}

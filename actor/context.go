@@ -80,7 +80,7 @@ type Context struct {
 	lastTo *Context
 
 	// Messages to other peers sent during the activation, handed to the
-	// BatchRemote in runs (see flushOut); nil until the actor sends one.
+	// batchRemote in runs (see flushOut); nil until the actor sends one.
 	out *outbox
 }
 

@@ -6,7 +6,7 @@ package actor
 // outbox gathers an actor's messages to other peers: empty between
 // activations.
 type outbox struct {
-	msgs []Outbound
+	msgs []outbound
 }
 
 // outRun is the most messages an outbox gathers before handing them over:
@@ -16,7 +16,7 @@ const outRun = 64
 
 // Send sends msg to the actor to, with this actor as its sender. It never
 // blocks: a message that cannot be delivered becomes a dead letter. When
-// the system's Remote is a BatchRemote, messages to other peers are handed
+// the system's transport is a transport.BatchRemote, messages to other peers are handed
 // to it in runs, in the order sent, at the latest when the current
 // activation ends (so a message System.Send sends to the same actor
 // meanwhile, without a sender, may arrive before them).
@@ -70,12 +70,12 @@ func (c *Context) sendOut(to Ref, msg any, corr uint64, reply bool) {
 			// messages leave one by one, at once.
 			n = 1
 		}
-		o = &outbox{msgs: make([]Outbound, 0, n)}
+		o = &outbox{msgs: make([]outbound, 0, n)}
 		c.out = o
 	}
 	i := len(o.msgs)
 	if i == cap(o.msgs) {
-		o.msgs = append(o.msgs, Outbound{})
+		o.msgs = append(o.msgs, outbound{})
 	} else {
 		o.msgs = o.msgs[:i+1]
 	}
@@ -88,7 +88,7 @@ func (c *Context) sendOut(to Ref, msg any, corr uint64, reply bool) {
 	}
 }
 
-// flushOut hands the messages gathered in the outbox to the BatchRemote,
+// flushOut hands the messages gathered in the outbox to the batchRemote,
 // in order; a message it cannot queue becomes a dead letter (failing its
 // Ask), as System.send makes it. It is called when the outbox fills, when
 // an activation ends and when the actor terminates, so no message waits in

@@ -1,71 +1,19 @@
 package actor
 
 import (
-	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
+
+	"github.com/troupe-mesh/troupe/actor/internal/spi"
 )
 
-// Credit counts the bytes of the messages from one peer that a transport
-// handed to this system's actors and that they have not handled yet
-// (waiting in a mailbox, or saved for a later receive). An Inbound with a
-// Credit (SetCredit) charges each message's Envelope.Size to it; the
-// message's node gives it back once its actor handled it, or once it
-// became a dead letter. The transport reads Held to pause a peer that is
-// over its budget and WaitLow to resume. Safe for concurrent use.
-type Credit struct {
-	held    atomic.Int64
-	low     int64
-	waiters atomic.Int32
-	mu      sync.Mutex    // guards ch
-	ch      chan struct{} // closed when held falls to low; nil when nobody waits
-}
-
-// NewCredit returns a Credit whose WaitLow returns once at most low bytes
-// are held.
-func NewCredit(low int64) *Credit { return &Credit{low: low} }
-
-// Held returns the bytes charged and not given back yet.
-func (c *Credit) Held() int64 { return c.held.Load() }
-
-// WaitLow waits until at most the Credit's low mark is held, or ctx ends.
-func (c *Credit) WaitLow(ctx context.Context) error {
-	c.waiters.Add(1)
-	defer c.waiters.Add(-1)
-	c.mu.Lock()
-	if c.held.Load() <= c.low {
-		c.mu.Unlock()
-		return nil
-	}
-	if c.ch == nil {
-		c.ch = make(chan struct{})
-	}
-	ch := c.ch
-	c.mu.Unlock()
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (c *Credit) charge(n int64) { c.held.Add(n) }
-
-// release gives back n bytes and wakes the waiters when that brought the
-// held bytes to the low mark.
-func (c *Credit) release(n int64) {
-	if c.held.Add(-n) > c.low || c.waiters.Load() == 0 {
-		return
-	}
-	c.mu.Lock()
-	if c.ch != nil && c.held.Load() <= c.low {
-		close(c.ch)
-		c.ch = nil
-	}
-	c.mu.Unlock()
-}
+// A transport's Credit (transport.Credit wraps a *spi.Credit) counts the
+// bytes of the messages from one peer that it handed to this system's
+// actors and that they have not handled yet (waiting in a mailbox, or
+// saved for a later receive). An inbound with a Credit charges each
+// message's Envelope.Size to it; the message's node gives it back once
+// its actor handled it, or once it became a dead letter.
 
 // mailboxAcct is what an actor's mailbox holds, for the actors that have
 // a WithMailboxLimit or got messages charged to a Credit: created before
@@ -78,17 +26,17 @@ type mailboxAcct struct {
 	// (most actors hear from one peer), without a lock; for the others,
 	// in held. A peer that reconnects gets a new Credit, which then goes
 	// to the map: correct, only slower.
-	first     atomic.Pointer[Credit]
+	first     atomic.Pointer[spi.Credit]
 	firstHeld atomic.Int64
-	mu        sync.Mutex        // guards held
-	held      map[*Credit]int64 // no zero entries
+	mu        sync.Mutex            // guards held
+	held      map[*spi.Credit]int64 // no zero entries
 }
 
 // hold counts n more bytes of cr's against backlog, and reports false,
 // having counted nothing, when that would take cr over it. When one
 // message, n is taken whenever nothing of cr's is held, however large
 // (its transport's maximum frame bounds it).
-func (a *mailboxAcct) hold(cr *Credit, n, backlog int64, one bool) bool {
+func (a *mailboxAcct) hold(cr *spi.Credit, n, backlog int64, one bool) bool {
 	if a.first.Load() == nil {
 		a.first.CompareAndSwap(nil, cr) // a racing hold may win, maybe for cr too
 	}
@@ -106,14 +54,14 @@ func (a *mailboxAcct) hold(cr *Credit, n, backlog int64, one bool) bool {
 		return false
 	}
 	if a.held == nil {
-		a.held = make(map[*Credit]int64)
+		a.held = make(map[*spi.Credit]int64)
 	}
 	a.held[cr] = now
 	return true
 }
 
 // unhold gives back n bytes of cr's.
-func (a *mailboxAcct) unhold(cr *Credit, n int64) {
+func (a *mailboxAcct) unhold(cr *spi.Credit, n int64) {
 	if a.first.Load() == cr {
 		a.firstHeld.Add(-n)
 		return
@@ -128,7 +76,7 @@ func (a *mailboxAcct) unhold(cr *Credit, n int64) {
 }
 
 // holds reports whether a counts bytes of cr's.
-func (a *mailboxAcct) holds(cr *Credit) bool {
+func (a *mailboxAcct) holds(cr *spi.Credit) bool {
 	if a.first.Load() == cr {
 		return a.firstHeld.Load() > 0
 	}
@@ -198,7 +146,7 @@ func (c *Context) admitRun(first, last *node) bool {
 		return false
 	}
 	var sum int64
-	var cr *Credit
+	var cr *spi.Credit
 	for n := first; ; n = n.next {
 		if n.kind == kindUser && n.size != 0 {
 			sum += int64(n.size)
@@ -231,7 +179,7 @@ func (c *Context) overflow(n *node) {
 var errShed = fmt.Errorf("%w: saved for a later receive while its peer stayed paused at its budget", ErrMailboxFull)
 
 // shedSignal asks an actor to drop its saved messages charged to credit.
-type shedSignal struct{ credit *Credit }
+type shedSignal struct{ credit *spi.Credit }
 
 func (shedSignal) signal() {}
 
@@ -242,7 +190,7 @@ func (shedSignal) signal() {}
 // actors holding it may wait for messages behind the pause, which would
 // never come. Messages in mailboxes stay: their actors handle them. It
 // returns how many actors hold some of cr; it walks every actor.
-func (p *Port) ShedSaved(cr *Credit) int {
+func (p *port) ShedSaved(cr *spi.Credit) int {
 	s := p.s
 	k := 0
 	for _, c := range s.names.all() {
@@ -259,8 +207,8 @@ func (p *Port) ShedSaved(cr *Credit) int {
 
 // shed drops c's saved messages charged to cr and counted in its backlog
 // (see ShedSaved); what signals became (Down, Exit) stays: those are
-// bounded by WithRemoteWatchLimit, not by the backlog.
-func (c *Context) shed(cr *Credit) {
+// bounded by transport.WithRemoteWatchLimit, not by the backlog.
+func (c *Context) shed(cr *spi.Credit) {
 	a := c.acct.Load()
 	n := c.saved.takeAll()
 	for n != nil {

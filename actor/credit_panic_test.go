@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/troupe-mesh/troupe/actor/internal/spi"
 )
 
 // Panics in handlers, guards, Flush and the dead-letter hook give back
@@ -17,10 +19,10 @@ func TestPanickingHandlerGivesBackItsCredit(t *testing.T) {
 	s := newSys(t, WithPeer("me"))
 	ref := mustSpawn(t, s, "", func(c *Context) { c.Receive(On(func(string) { panic("boom") })) })
 	down := watcher(t, s, ref)
-	credit := NewCredit(0)
+	credit := newCredit(0)
 	in := inboundFrom(s, credit)
-	in.Add(&Envelope{To: ref, From: mustRef(t, "them/x"), Msg: "first", Size: 100})
-	in.Add(&Envelope{To: ref, From: mustRef(t, "them/x"), Msg: "second", Size: 10})
+	in.Add(&envelope{To: ref, From: mustRef(t, "them/x"), Msg: "first", Size: 100})
+	in.Add(&envelope{To: ref, From: mustRef(t, "them/x"), Msg: "second", Size: 10})
 	in.Close()
 	recv(t, down)
 	creditBack(t, credit, "after the actor died")
@@ -41,11 +43,11 @@ func TestFlushPanicHandsNothingOverTwice(t *testing.T) {
 		h = Any(func(m any) { got <- m; c.Receive(h) })
 		c.Receive(h)
 	})
-	credit := NewCredit(0)
+	credit := newCredit(0)
 	in := inboundFrom(s, credit)
 	far := mustRef(t, "them/x")
-	in.Add(&Envelope{To: ref, From: far, Msg: "a", Size: 100})
-	in.Add(&Envelope{To: mustRef(t, "me/nobody"), From: far, Msg: "boom", Size: 100})
+	in.Add(&envelope{To: ref, From: far, Msg: "a", Size: 100})
+	in.Add(&envelope{To: mustRef(t, "me/nobody"), From: far, Msg: "boom", Size: 100})
 	func() {
 		defer func() { _ = recover() }()
 		in.Flush()
@@ -67,9 +69,9 @@ func TestPanickingGuardGivesBackItsCredit(t *testing.T) {
 		c.Receive(OnWhen(func(string) bool { panic("guard") }, func(string) {}))
 	})
 	down := watcher(t, s, ref)
-	credit := NewCredit(0)
+	credit := newCredit(0)
 	in := inboundFrom(s, credit)
-	in.Add(&Envelope{To: ref, From: mustRef(t, "them/x"), Msg: "first", Size: 100})
+	in.Add(&envelope{To: ref, From: mustRef(t, "them/x"), Msg: "first", Size: 100})
 	in.Close()
 	recv(t, down)
 	creditBack(t, credit, "after the actor died")
@@ -87,13 +89,13 @@ func TestPanickingDeadLetterHook(t *testing.T) {
 	}))
 	got := make(chan any, 8)
 	ref, gate := gated(t, s, got)
-	credit := NewCredit(0)
+	credit := newCredit(0)
 	in := inboundFrom(s, credit)
 	for _, m := range []string{"a", "b", "c"} {
-		in.Add(&Envelope{To: ref, From: mustRef(t, "them/x"), Msg: m, Size: 100})
+		in.Add(&envelope{To: ref, From: mustRef(t, "them/x"), Msg: m, Size: 100})
 	}
 	in.Close()
-	if k := s.Port().ShedSaved(credit); k != 1 {
+	if k := s.port.ShedSaved(credit); k != 1 {
 		t.Fatalf("ShedSaved asked %d actors, want 1", k)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -116,7 +118,7 @@ func TestPanickingDeadLetterHook(t *testing.T) {
 	})
 	in = inboundFrom(s, credit)
 	for _, m := range []string{"d", "e", "f", "g"} {
-		in.Add(&Envelope{To: stuck, From: mustRef(t, "them/x"), Msg: m, Size: 100})
+		in.Add(&envelope{To: stuck, From: mustRef(t, "them/x"), Msg: m, Size: 100})
 	}
 	in.Close()
 	close(block)
@@ -126,7 +128,7 @@ func TestPanickingDeadLetterHook(t *testing.T) {
 }
 
 // creditBack waits, 5 s at most, until credit holds nothing.
-func creditBack(t *testing.T, credit *Credit, when string) {
+func creditBack(t *testing.T, credit *spi.Credit, when string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

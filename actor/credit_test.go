@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/troupe-mesh/troupe/actor/internal/spi"
 )
 
 // gated spawns an actor that saves every message until its gate, an
@@ -100,8 +102,8 @@ func noDeadLetter(t *testing.T, dead <-chan DeadLetter, why string) {
 
 // inboundFrom returns an Inbound of s that charges credit, as a stream
 // reader of another peer's messages does.
-func inboundFrom(s *System, credit *Credit) *Inbound {
-	in := s.Port().NewInbound()
+func inboundFrom(s *System, credit *spi.Credit) *inbound {
+	in := s.port.NewInbound()
 	in.SetCredit(credit)
 	return in
 }
@@ -113,11 +115,11 @@ func TestCreditHeldUntilHandled(t *testing.T) {
 	s := newSys(t, WithPeer("me"))
 	got := make(chan any, 8)
 	ref, gate := gated(t, s, got)
-	credit := NewCredit(100)
+	credit := newCredit(100)
 	in := inboundFrom(s, credit)
 	far := mustRef(t, "them/x")
 	for _, m := range []string{"a", "b", "c"} {
-		in.Add(&Envelope{To: ref, From: far, Msg: m, Size: 100})
+		in.Add(&envelope{To: ref, From: far, Msg: m, Size: 100})
 	}
 	in.Flush()
 	if h := credit.Held(); h != 300 {
@@ -150,14 +152,14 @@ func TestCreditHeldUntilHandled(t *testing.T) {
 // from this peer still arrive.
 func TestRemoteBacklog(t *testing.T) {
 	dead := make(chan DeadLetter, 8)
-	s := newSys(t, WithPeer("me"), WithRemoteBacklog(250), deadLetters(dead))
+	s := newSys(t, WithPeer("me"), withRemoteBacklog(250), deadLetters(dead))
 	got := make(chan any, 8)
 	ref, gate := gated(t, s, got)
-	credit := NewCredit(0)
+	credit := newCredit(0)
 	in := inboundFrom(s, credit)
 	far := mustRef(t, "them/x")
 	for _, m := range []string{"a", "b", "c"} {
-		in.Add(&Envelope{To: ref, From: far, Msg: m, Size: 100})
+		in.Add(&envelope{To: ref, From: far, Msg: m, Size: 100})
 	}
 	in.Flush()
 	if d := recv(t, dead); d.Msg != "c" || !errors.Is(d.Reason, ErrMailboxFull) {
@@ -170,8 +172,8 @@ func TestRemoteBacklog(t *testing.T) {
 	s.Send(gate, "stop")
 	expectInOrder(t, got, "a", "b", "local")
 	// Room again: a run of two is taken whole.
-	in.Add(&Envelope{To: ref, From: far, Msg: "d", Size: 100})
-	in.Add(&Envelope{To: ref, From: far, Msg: "e", Size: 100})
+	in.Add(&envelope{To: ref, From: far, Msg: "d", Size: 100})
+	in.Add(&envelope{To: ref, From: far, Msg: "e", Size: 100})
 	in.Close()
 	expectInOrder(t, got, "d", "e")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -192,9 +194,9 @@ func TestSavedMessagesKeepTheirLimitCount(t *testing.T) {
 	s := newSys(t, WithPeer("me"), deadLetters(dead))
 	got := make(chan any, 8)
 	ref, gate := gated(t, s, got, WithMailboxLimit(2))
-	in := s.Port().NewInbound() // no Credit
-	in.Add(&Envelope{To: ref, From: mustRef(t, "them/x"), Msg: "a"})
-	in.Add(&Envelope{To: ref, From: mustRef(t, "them/x"), Msg: "b"})
+	in := s.port.NewInbound() // no Credit
+	in.Add(&envelope{To: ref, From: mustRef(t, "them/x"), Msg: "a"})
+	in.Add(&envelope{To: ref, From: mustRef(t, "them/x"), Msg: "b"})
 	in.Close()
 	s.Send(gate, "stop")
 	expectInOrder(t, got, "a", "b")
@@ -212,20 +214,20 @@ func TestSavedMessagesKeepTheirLimitCount(t *testing.T) {
 // gets its next message refused, while another peer's still go through.
 func TestRemoteBacklogIsPerPeer(t *testing.T) {
 	dead := make(chan DeadLetter, 8)
-	s := newSys(t, WithPeer("me"), WithRemoteBacklog(250), deadLetters(dead))
+	s := newSys(t, WithPeer("me"), withRemoteBacklog(250), deadLetters(dead))
 	got := make(chan any, 8)
 	ref, gate := gated(t, s, got)
-	hostile, other := NewCredit(0), NewCredit(0)
+	hostile, other := newCredit(0), newCredit(0)
 	in := inboundFrom(s, hostile)
 	for _, m := range []string{"a", "b", "c"} {
-		in.Add(&Envelope{To: ref, From: mustRef(t, "them/x"), Msg: m, Size: 100})
+		in.Add(&envelope{To: ref, From: mustRef(t, "them/x"), Msg: m, Size: 100})
 	}
 	in.Close()
 	if d := recv(t, dead); d.Msg != "c" || !errors.Is(d.Reason, ErrMailboxFull) {
 		t.Fatalf("dead letter %+v, want c with ErrMailboxFull", d)
 	}
 	in = inboundFrom(s, other)
-	in.Add(&Envelope{To: ref, From: mustRef(t, "others/y"), Msg: "x", Size: 200})
+	in.Add(&envelope{To: ref, From: mustRef(t, "others/y"), Msg: "x", Size: 200})
 	in.Close()
 	s.Send(gate, "stop")
 	expectInOrder(t, got, "a", "b", "x")
@@ -240,15 +242,15 @@ func TestShedSaved(t *testing.T) {
 	s := newSys(t, WithPeer("me"), deadLetters(dead))
 	got := make(chan any, 8)
 	ref, gate := gated(t, s, got)
-	paused, other := NewCredit(0), NewCredit(0)
+	paused, other := newCredit(0), newCredit(0)
 	in := inboundFrom(s, paused)
-	in.Add(&Envelope{To: ref, From: mustRef(t, "them/x"), Msg: "a", Size: 100})
-	in.Add(&Envelope{To: ref, From: mustRef(t, "them/x"), Msg: "b", Size: 100})
+	in.Add(&envelope{To: ref, From: mustRef(t, "them/x"), Msg: "a", Size: 100})
+	in.Add(&envelope{To: ref, From: mustRef(t, "them/x"), Msg: "b", Size: 100})
 	in.Close()
 	in = inboundFrom(s, other)
-	in.Add(&Envelope{To: ref, From: mustRef(t, "others/y"), Msg: "x", Size: 100})
+	in.Add(&envelope{To: ref, From: mustRef(t, "others/y"), Msg: "x", Size: 100})
 	in.Close()
-	if k := s.Port().ShedSaved(paused); k != 1 {
+	if k := s.port.ShedSaved(paused); k != 1 {
 		t.Fatalf("ShedSaved asked %d actors, want 1", k)
 	}
 	for _, want := range []any{"a", "b"} {
@@ -277,7 +279,7 @@ func TestShedSaved(t *testing.T) {
 // first slot all count in the same place, so giving them back leaves
 // nothing held.
 func TestConcurrentFirstHolds(t *testing.T) {
-	cr := NewCredit(0)
+	cr := newCredit(0)
 	for run := range 20000 {
 		var a mailboxAcct
 		var wg sync.WaitGroup

@@ -1,6 +1,10 @@
 package actor
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/troupe-mesh/troupe/actor/internal/spi"
+)
 
 // Delivery: sending from plain code and from transports, nodes made and
 // freed, and what becomes a dead letter.
@@ -28,7 +32,7 @@ func (s *System) newNode(msg any, from Ref, corr uint64, kind uint8) *node {
 // free recycles a node that nothing refers to any more.
 func (s *System) free(n *node) {
 	if c := n.charged(); c != nil {
-		c.release(int64(n.size))
+		c.Release(int64(n.size))
 	}
 	if b := n.block(); b != nil {
 		n.msg, n.acct, n.size = nil, 0, 0
@@ -42,13 +46,13 @@ func (s *System) free(n *node) {
 // Deliver hands a message that arrived from another peer to its local
 // actor. Remotes call it; a message for an unknown actor becomes a dead
 // letter (and fails its Ask).
-func (p *Port) Deliver(e Envelope) {
+func (p *port) Deliver(e envelope) {
 	s := p.s
-	s.deliverLocal(e.To, s.newNode(e.Msg, e.From, e.Corr, e.kind()))
+	s.deliverLocal(e.To, s.newNode(e.Msg, e.From, e.Corr, envKind(&e)))
 }
 
-// kind is the mailbox kind of the envelope's message.
-func (e *Envelope) kind() uint8 {
+// envKind is the mailbox kind of an envelope's message.
+func envKind(e *envelope) uint8 {
 	switch {
 	case e.Reply:
 		return kindReply
@@ -63,7 +67,7 @@ func (e *Envelope) kind() uint8 {
 // envelopes for the same actor are pushed onto its inbox with one atomic
 // operation and wake it at most once. Remotes call it when they decoded
 // several messages at once. es is not retained.
-func (p *Port) DeliverBatch(es []Envelope) {
+func (p *port) DeliverBatch(es []envelope) {
 	s := p.s
 	in := s.port.NewInbound()
 	for i := range es {
@@ -73,7 +77,7 @@ func (p *Port) DeliverBatch(es []Envelope) {
 }
 
 func isSignal(m any) bool {
-	_, ok := m.(Signal)
+	_, ok := m.(spi.Signal)
 	return ok
 }
 
@@ -103,9 +107,9 @@ func (s *System) send(to, from Ref, msg any, corr uint64, kind uint8) {
 // monitor request with Down and a link request with an exit signal (both
 // with reason), as when the target does not exist; any other message
 // becomes a dead letter. Remotes call it. Safe for concurrent use.
-func (p *Port) Bounce(e Envelope, reason error) {
+func (p *port) Bounce(e envelope, reason error) {
 	s := p.s
-	s.undeliverable(e.To, s.newNode(e.Msg, e.From, e.Corr, e.kind()), reason)
+	s.undeliverable(e.To, s.newNode(e.Msg, e.From, e.Corr, envKind(&e)), reason)
 }
 
 func (s *System) deliverLocal(to Ref, n *node) {
@@ -125,15 +129,15 @@ func (s *System) undeliverable(to Ref, n *node, reason error) {
 	case kindTimeout:
 	case kindSignal:
 		switch sig := n.msg.(type) {
-		case MonitorSignal:
-			s.send(n.from, to, DownSignal{ID: sig.ID, Reason: reason}, 0, kindSignal)
-		case LinkSignal:
-			s.send(n.from, to, ExitSignal{Reason: reason, Linked: true}, 0, kindSignal)
+		case monitorSignal:
+			s.send(n.from, to, downSignal{ID: sig.ID, Reason: reason}, 0, kindSignal)
+		case linkSignal:
+			s.send(n.from, to, exitSignal{Reason: reason, Linked: true}, 0, kindSignal)
 		}
 	default:
 		s.deadLetter(DeadLetter{To: to, From: n.from, Msg: n.msg, Reason: reason})
 		if n.kind == kindUser && n.corr != 0 && !n.from.IsZero() {
-			s.send(n.from, to, Undeliverable{To: to, Reason: reason}, n.corr, kindReply)
+			s.send(n.from, to, undeliverableReply{To: to, Reason: reason}, n.corr, kindReply)
 		}
 	}
 }

@@ -121,7 +121,7 @@
 // (docs/architecture.md, "What is ordered", states the guarantee).
 // Plain code counts as one sender per goroutine. Delivery is
 // at-most-once; sending never blocks. A message for an unknown or stopped
-// actor, or for another peer when no Remote is set, is a dead letter:
+// actor, or for another peer when the system has no transport, is a dead letter:
 // counted (System.DeadLetters), passed to the dead-letter hook, never a
 // crash. Ask is request-reply with a correlation ID and a timeout, in
 // continuation style inside an actor (Context.Ask) and blocking from plain
@@ -161,16 +161,22 @@
 // loop of an actor that woke it, or of the actor it mostly sends to, when
 // that loop is no busier (placement.go). Order, selective receive,
 // timers and links do not depend on the loop. The
-// network is reached through the Remote interface, which package routing
-// implements; this package knows nothing of libp2p.
+// network is reached through a transport (package actor/transport's
+// Remote, which package routing implements); this package knows nothing of
+// libp2p.
 //
 // # Transports
 //
-// What only a transport needs is apart from the user API: the Port (from
-// System.Port) through which messages and news from other peers come in,
-// and the types it carries (Envelope, Outbound, Inbound, Credit, the
-// Signal types, Undeliverable) and implements (Remote, BatchRemote,
-// DirectRemote, GroupTransport). Applications need none of them.
+// What only a transport needs lives in package actor/transport: its
+// NewSystem starts a system and builds the system's transport from the
+// system's Port (through which messages and news from other peers come
+// in), in one step; the types the transport carries (Envelope, Outbound,
+// Inbound, Credit, the Signal types, Undeliverable) and implements
+// (Remote, BatchRemote, DirectRemote, GroupTransport) are there, and so
+// are the options only a system with a transport needs (and SystemName,
+// the Port's RemoteEdges, RemoteWatches and Loops for an embedder).
+// Applications need none of it: package peer wires routing to a system.
+// A System made with New reaches no other peer.
 //
 // # Files
 //
@@ -189,8 +195,9 @@
 //	replies.go     the reply table where a System.Ask waits
 //	signal.go      links, monitors, exits, Down
 //	supervisor.go  Supervisor
-//	group.go       groups (Join, Broadcast, presence)
+//	group.go       the group table (its API: package actor/group)
 //	port.go        the transport's handle; remote.go: what it carries
+//	spi.go         the hooks package transport calls (internal/spi)
 //	inbound.go     batches of remote messages; credit.go: their bytes
 //	peerdown.go    what a departed peer's actors leave behind
 //	remotepeers.go RemoteEdges: what ties the actors to a peer

@@ -20,7 +20,7 @@ var (
 	// stopped). It is the reason of dead letters, of a Down for a monitor set
 	// on a dead actor, and of an Ask whose target is gone.
 	ErrNoSuchActor = errors.New("actor: no such actor")
-	// ErrNoRoute: the Ref names another peer and the system has no Remote
+	// ErrNoRoute: the Ref names another peer and the system has no transport
 	// that reaches it.
 	ErrNoRoute = errors.New("actor: no route")
 	// ErrClosed: the system is shut down or shutting down.
@@ -51,7 +51,7 @@ var (
 	ErrNodeDown = errors.New("actor: node down")
 	// ErrSystemLimit is the reason of the Down that answers a monitor, and
 	// of the exit signal that answers a link, which an actor of another
-	// peer asked for beyond WithRemoteWatchLimit: the monitor or link was
+	// peer asked for beyond transport.WithRemoteWatchLimit: the monitor or link was
 	// not made.
 	ErrSystemLimit = errors.New("actor: system limit reached")
 	// ErrLinkRefused is the reason of the exit signal that answers a link
@@ -63,8 +63,8 @@ var (
 	// without AcceptUnknownTypes.
 	ErrUnknownType = errors.New("actor: message of an unknown type")
 	// ErrMailboxFull is the dead-letter reason of a message refused by its
-	// actor's WithMailboxLimit, or beyond its WithRemoteBacklog; wrapped,
-	// of a saved message dropped by Port.ShedSaved.
+	// actor's WithMailboxLimit, or beyond its transport.WithRemoteBacklog; wrapped,
+	// of a saved message dropped by transport.Port.ShedSaved.
 	ErrMailboxFull = errors.New("actor: mailbox full")
 	// ErrRestartIntensity is the reason of a supervisor that gave up because
 	// its children failed more often than its restart intensity allows.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"time"
 
 	"github.com/troupe-mesh/troupe/actor"
@@ -70,43 +69,4 @@ func ExampleContext_ReceiveWithin() {
 	})
 	fmt.Println(<-done)
 	// Output: nothing within 20ms
-}
-
-// Members of a group each get what is broadcast to it, once: with
-// Context.Broadcast from an actor (a member or not) or System.Publish from
-// plain code. On every peer when the node has a group transport
-// (peer.WithGroups); here, locally.
-func ExampleContext_Join() {
-	sys, _ := actor.New()
-	defer sys.Shutdown(context.Background())
-	got := make(chan string, 2)
-	for _, name := range []string{"ann", "bob"} {
-		joined := make(chan struct{})
-		sys.Spawn(name, func(c *actor.Context) {
-			c.Join("room")
-			close(joined)
-			c.Receive(actor.Loop(actor.On(func(s string) { got <- c.Self().Name() + " got " + s })))
-		})
-		<-joined
-	}
-	both := func() []string { // the two deliveries, in either order
-		var lines []string
-		for range 2 {
-			select {
-			case s := <-got:
-				lines = append(lines, s)
-			case <-time.After(5 * time.Second):
-				lines = append(lines, "nothing within 5s")
-			}
-		}
-		slices.Sort(lines)
-		return lines
-	}
-	sys.Spawn("host", func(c *actor.Context) { c.Broadcast("room", "welcome") }) // not a member
-	fmt.Println(both())
-	sys.Publish("room", actor.Ref{}, "bye")
-	fmt.Println(both())
-	// Output:
-	// [ann got welcome bob got welcome]
-	// [ann got bye bob got bye]
 }

@@ -78,12 +78,12 @@ func TestGeneratedNamesReuseSlots(t *testing.T) {
 func TestNamesOfTheGeneratedForm(t *testing.T) {
 	s := newSys(t)
 	for _, name := range []string{"$abc.1", "$svc.x1"} {
-		if _, err := s.Spawn(name, failOn(nil), SystemName()); !errors.Is(err, ErrInvalidName) {
+		if _, err := s.Spawn(name, failOn(nil), systemName()); !errors.Is(err, ErrInvalidName) {
 			t.Fatalf("spawn %q: %v, want ErrInvalidName", name, err)
 		}
 	}
 	for _, name := range []string{"$node", "$svc.X1", "$svc.01"} {
-		ref := mustSpawn(t, s, name, failOn(nil), SystemName())
+		ref := mustSpawn(t, s, name, failOn(nil), systemName())
 		if r, ok := s.Whereis(name); !ok || r != ref {
 			t.Fatalf("Whereis(%q) = %v %v", name, r, ok)
 		}

@@ -1,50 +1,27 @@
 package actor
 
 import (
-	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/troupe-mesh/troupe/actor/internal/spi"
 )
 
-// ErrNoGroups reports that the system has no group transport and the group has no local
-// member, or a group name is empty.
-var ErrNoGroups = errors.New("actor: no such group")
+// Groups: the membership table and what package actor/group calls
+// (through the hooks in spi.go); the API is that package's.
 
-// GroupTransport carries group messages between peers (routing implements
-// it on GossipSub). Its methods are called on event loops and must not
-// block on the network.
-type GroupTransport interface {
-	// JoinGroup is called when the first local actor joins group.
-	JoinGroup(group string) error
-	// LeaveGroup is called when the last local actor left group.
-	LeaveGroup(group string)
-	// PublishGroup sends msg from `from` to every member of group on every
-	// peer; the transport hands it back to this system's members too, with
-	// Port.DeliverGroup.
-	PublishGroup(group string, from Ref, msg any) error
-	// AnnounceGroup tells the other peers that a local member joined
-	// (joined true) or left the group; they report it with
-	// Port.DeliverPresence.
-	AnnounceGroup(group string, member Ref, joined bool)
-}
+// errNoGroups is group.ErrNoGroups.
+var errNoGroups = spi.ErrNoGroups
 
-// Joined tells a group member that Member joined Group. A new member gets
-// one for every member already there.
-type Joined struct {
-	Group  string // the group's name
-	Member Ref    // the actor that joined, on this peer or another
-}
+// joinedMsg and leftMsg are group.Joined and group.Left.
+type (
+	joinedMsg = spi.Joined[Ref]
+	leftMsg   = spi.Left[Ref]
+)
 
-// Left tells a group member that Member left Group (it called Leave,
-// stopped, or its peer went away).
-type Left struct {
-	Group  string // the group's name
-	Member Ref    // the actor that left, on this peer or another
-}
-
-// WithGroups sets the transport of group messages. Without one, groups are
-// local to the system.
-func WithGroups(t GroupTransport) Option { return func(c *config) error { c.groups = t; return nil } }
+// withGroups sets the transport of group messages (transport.NewSystem's
+// bind does). Without one, groups are local to the system.
+func withGroups(t groupTransport) Option { return func(c *config) error { c.groups = t; return nil } }
 
 // groupTable is the local membership of groups. Membership changes are
 // rare; broadcasts read it.
@@ -54,25 +31,10 @@ type groupTable struct {
 	remote  map[string]map[Ref]struct{}  // members on other peers, as announced
 }
 
-// JoinOption configures Join.
-type JoinOption func(*joinConfig)
-
-type joinConfig struct{ presence bool }
-
-// WatchPresence makes the member receive Joined and Left messages about the
-// group's other members (one Joined for each member already there first).
-func WatchPresence() JoinOption { return func(c *joinConfig) { c.presence = true } }
-
-// Join makes this actor a member of group: it receives every message
-// broadcast or published to the group, on every peer, once. It leaves
-// every group when it stops.
-func (c *Context) Join(group string, opts ...JoinOption) error {
-	var jc joinConfig
-	for _, o := range opts {
-		o(&jc)
-	}
+// join is group.Join: presence is group.WatchPresence.
+func (c *Context) join(group string, presence bool) error {
 	if group == "" {
-		return fmt.Errorf("%w: empty group name", ErrNoGroups)
+		return fmt.Errorf("%w: empty group name", errNoGroups)
 	}
 	t := &c.sys.groups
 	t.mu.Lock()
@@ -87,7 +49,7 @@ func (c *Context) Join(group string, opts ...JoinOption) error {
 	}
 	_, again := m[c]
 	var others []Ref
-	if !again && jc.presence {
+	if !again && presence {
 		for o := range m {
 			others = append(others, o.Self())
 		}
@@ -95,16 +57,16 @@ func (c *Context) Join(group string, opts ...JoinOption) error {
 			others = append(others, r)
 		}
 	}
-	m[c] = jc.presence
+	m[c] = presence
 	self := c.Self()
 	if !again {
 		// Told under the lock, like every presence change: each watcher
 		// then learns of the members in the order the table changed,
 		// and of each change once (a member that joined just before
 		// this one is in the snapshot, not told again).
-		c.sys.presenceLocked(group, self, Joined{Group: group, Member: self}, c)
+		c.sys.presenceLocked(group, self, joinedMsg{Group: group, Member: self}, c)
 		for _, o := range others {
-			c.sys.deliverTo(c, o, Joined{Group: group, Member: o})
+			c.sys.deliverTo(c, o, joinedMsg{Group: group, Member: o})
 		}
 	}
 	t.mu.Unlock()
@@ -119,7 +81,7 @@ func (c *Context) Join(group string, opts ...JoinOption) error {
 	if gt := c.sys.cfg.groups; gt != nil {
 		if first {
 			if err := gt.JoinGroup(group); err != nil {
-				c.Leave(group)
+				c.leave(group)
 				return fmt.Errorf("actor: join %q: %w", group, err)
 			}
 		}
@@ -128,8 +90,8 @@ func (c *Context) Join(group string, opts ...JoinOption) error {
 	return nil
 }
 
-// Leave ends this actor's membership of group.
-func (c *Context) Leave(group string) {
+// leave is group.Leave.
+func (c *Context) leave(group string) {
 	if c.ext != nil {
 		delete(c.ext.groups, group)
 	}
@@ -144,7 +106,7 @@ func (c *Context) Leave(group string) {
 	}
 	self := c.Self()
 	if was {
-		c.sys.presenceLocked(group, self, Left{Group: group, Member: self}, nil)
+		c.sys.presenceLocked(group, self, leftMsg{Group: group, Member: self}, nil)
 	}
 	t.mu.Unlock()
 	if !was {
@@ -183,7 +145,7 @@ func (s *System) deliverTo(c *Context, from Ref, msg any) {
 // (joined true) or left group, and tells the local members when that is
 // news. It reports whether it was. The group transport calls it. Safe for
 // concurrent use.
-func (p *Port) DeliverPresence(group string, member Ref, joined bool) bool {
+func (p *port) DeliverPresence(group string, member Ref, joined bool) bool {
 	s := p.s
 	t := &s.groups
 	t.mu.Lock()
@@ -214,9 +176,9 @@ func (p *Port) DeliverPresence(group string, member Ref, joined bool) bool {
 		return false
 	}
 	if joined {
-		s.presenceLocked(group, member, Joined{Group: group, Member: member}, nil)
+		s.presenceLocked(group, member, joinedMsg{Group: group, Member: member}, nil)
 	} else {
-		s.presenceLocked(group, member, Left{Group: group, Member: member}, nil)
+		s.presenceLocked(group, member, leftMsg{Group: group, Member: member}, nil)
 	}
 	t.mu.Unlock()
 	return true
@@ -224,15 +186,15 @@ func (p *Port) DeliverPresence(group string, member Ref, joined bool) bool {
 
 // PeerLeftGroups reports as Left every group member of peer: the group
 // transport calls it when the peer disconnects. Safe for concurrent use.
-func (p *Port) PeerLeftGroups(peer string) {
+func (p *port) PeerLeftGroups(peer string) {
 	s := p.s
 	t := &s.groups
 	t.mu.RLock()
-	var gone []Left
+	var gone []leftMsg
 	for g, r := range t.remote {
 		for m := range r {
 			if m.Peer() == peer {
-				gone = append(gone, Left{Group: g, Member: m})
+				gone = append(gone, leftMsg{Group: g, Member: m})
 			}
 		}
 	}
@@ -248,7 +210,7 @@ func (p *Port) PeerLeftGroups(peer string) {
 // it would not hear of them leaving. (A member that joins later learns of
 // them again, as the transport announces them anew.) Safe for concurrent
 // use.
-func (p *Port) ForgetGroupMembers(group string) {
+func (p *port) ForgetGroupMembers(group string) {
 	s := p.s
 	t := &s.groups
 	t.mu.Lock()
@@ -258,8 +220,8 @@ func (p *Port) ForgetGroupMembers(group string) {
 	}
 }
 
-// LocalMembers returns the local members of group.
-func (s *System) LocalMembers(group string) []Ref {
+// localMembers is group.LocalMembers.
+func (s *System) localMembers(group string) []Ref {
 	s.groups.mu.RLock()
 	defer s.groups.mu.RUnlock()
 	out := make([]Ref, 0, len(s.groups.members[group]))
@@ -271,7 +233,7 @@ func (s *System) LocalMembers(group string) []Ref {
 
 // RemoteMembers returns, for every group, the members on other peers that
 // this system knows of (see DeliverPresence). Safe for concurrent use.
-func (p *Port) RemoteMembers() map[string][]Ref {
+func (p *port) RemoteMembers() map[string][]Ref {
 	s := p.s
 	s.groups.mu.RLock()
 	defer s.groups.mu.RUnlock()
@@ -284,31 +246,23 @@ func (p *Port) RemoteMembers() map[string][]Ref {
 	return out
 }
 
-// Broadcast sends msg to every member of group on every peer, this actor
-// included when it is a member, once each. It never blocks; without a group
-// transport only local members receive it.
-func (c *Context) Broadcast(group string, msg any) error {
-	return c.sys.Publish(group, c.Self(), msg)
-}
-
-// Publish sends msg to every member of group, as Broadcast, from plain Go
-// code (from may be the zero Ref). Safe for concurrent use.
-func (s *System) Publish(group string, from Ref, msg any) error {
+// publish is group.Publish (and group.Broadcast, from c.Self()).
+func (s *System) publish(group string, from Ref, msg any) error {
 	if group == "" {
-		return fmt.Errorf("%w: empty group name", ErrNoGroups)
+		return fmt.Errorf("%w: empty group name", errNoGroups)
 	}
 	if s.cfg.groups != nil {
 		return s.cfg.groups.PublishGroup(group, from, msg)
 	}
 	if s.port.DeliverGroup(group, from, msg) == 0 {
-		return fmt.Errorf("%w: %q", ErrNoGroups, group)
+		return fmt.Errorf("%w: %q", errNoGroups, group)
 	}
 	return nil
 }
 
 // DeliverGroup hands a group message to every local member and returns how
 // many there were. The group transport calls it. Safe for concurrent use.
-func (p *Port) DeliverGroup(group string, from Ref, msg any) int {
+func (p *port) DeliverGroup(group string, from Ref, msg any) int {
 	s := p.s
 	s.groups.mu.RLock()
 	members := make([]*Context, 0, len(s.groups.members[group]))
@@ -322,8 +276,8 @@ func (p *Port) DeliverGroup(group string, from Ref, msg any) int {
 	return len(members)
 }
 
-// GroupMembers returns how many local actors are members of group.
-func (s *System) GroupMembers(group string) int {
+// groupMembers is group.Count.
+func (s *System) groupMembers(group string) int {
 	s.groups.mu.RLock()
 	defer s.groups.mu.RUnlock()
 	return len(s.groups.members[group])

@@ -11,12 +11,12 @@ func TestLocalGroupBroadcastReachesEachMemberOnce(t *testing.T) {
 	ready := make(chan struct{}, 3)
 	member := func(name string) Behavior {
 		return func(c *Context) {
-			if err := c.Join("room"); err != nil {
+			if err := c.join("room", false); err != nil {
 				t.Error(err)
 			}
 			ready <- struct{}{}
 			forever(c, func() []Case {
-				return []Case{On(func(m string) { got <- [2]any{name, m} }), On(func(struct{}) { c.Leave("room"); got <- [2]any{name, "left"} })}
+				return []Case{On(func(m string) { got <- [2]any{name, m} }), On(func(struct{}) { c.leave("room"); got <- [2]any{name, "left"} })}
 			})
 		}
 	}
@@ -28,7 +28,7 @@ func TestLocalGroupBroadcastReachesEachMemberOnce(t *testing.T) {
 	}
 	downs := watcher(t, s, refOf(s.Peer(), "c"))
 	recv(t, downs) // c left the group by stopping
-	if err := s.Publish("room", Ref{}, "hi"); err != nil {
+	if err := s.publish("room", Ref{}, "hi"); err != nil {
 		t.Fatal(err)
 	}
 	seen := map[any]int{}
@@ -44,7 +44,7 @@ func TestLocalGroupBroadcastReachesEachMemberOnce(t *testing.T) {
 	}
 	mustSpawn(t, s, "", func(c *Context) {
 		c.Send(a, "after leave?") // a is still alive: a direct message
-		if err := c.Broadcast("room", "second"); err != nil {
+		if err := c.sys.publish("room", c.Self(), "second"); err != nil {
 			t.Error(err)
 		}
 	})
@@ -56,10 +56,10 @@ func TestLocalGroupBroadcastReachesEachMemberOnce(t *testing.T) {
 		}
 		delete(want, g)
 	}
-	if n := s.GroupMembers("room"); n != 1 {
+	if n := s.groupMembers("room"); n != 1 {
 		t.Fatalf("%d members left", n)
 	}
-	if err := s.Publish("empty", Ref{}, "x"); !errors.Is(err, ErrNoGroups) {
+	if err := s.publish("empty", Ref{}, "x"); !errors.Is(err, errNoGroups) {
 		t.Fatalf("publish to a group without members: %v", err)
 	}
 }
@@ -69,17 +69,13 @@ func TestLocalPresence(t *testing.T) {
 	events := make(chan [2]string, 16)
 	watcher := func(name string, watch bool) Behavior {
 		return func(c *Context) {
-			var opts []JoinOption
-			if watch {
-				opts = append(opts, WatchPresence())
-			}
-			if err := c.Join("g", opts...); err != nil {
+			if err := c.join("g", watch); err != nil {
 				t.Error(err)
 			}
 			forever(c, func() []Case {
 				return []Case{
-					On(func(j Joined) { events <- [2]string{name, "joined " + j.Member.Name()} }),
-					On(func(l Left) { events <- [2]string{name, "left " + l.Member.Name()} }),
+					On(func(j joinedMsg) { events <- [2]string{name, "joined " + j.Member.Name()} }),
+					On(func(l leftMsg) { events <- [2]string{name, "left " + l.Member.Name()} }),
 					On(func(struct{}) { c.Stop() }),
 				}
 			})
@@ -109,30 +105,30 @@ func TestLocalPresence(t *testing.T) {
 func TestRemoteMembersOnlyWhileListening(t *testing.T) {
 	s := newSys(t)
 	far := refOf("other", "far")
-	if s.Port().DeliverPresence("g", far, true) {
+	if s.port.DeliverPresence("g", far, true) {
 		t.Fatal("a member of another peer was recorded for a group without a local member")
 	}
 	joined := make(chan struct{})
 	stop := make(chan struct{})
 	mustSpawn(t, s, "m", func(c *Context) {
-		if err := c.Join("g"); err != nil {
+		if err := c.join("g", false); err != nil {
 			t.Error(err)
 		}
 		close(joined)
-		c.Receive(On(func(struct{}) { c.Leave("g"); close(stop) }))
+		c.Receive(On(func(struct{}) { c.leave("g"); close(stop) }))
 	})
 	recv(t, joined)
-	if !s.Port().DeliverPresence("g", far, true) {
+	if !s.port.DeliverPresence("g", far, true) {
 		t.Fatal("a member of another peer was not recorded")
 	}
-	s.Port().ForgetGroupMembers("g") // a local member: kept
-	if s.Port().DeliverPresence("g", far, true) {
+	s.port.ForgetGroupMembers("g") // a local member: kept
+	if s.port.DeliverPresence("g", far, true) {
 		t.Fatal("forgotten while the group has a local member")
 	}
 	s.Send(refOf(s.Peer(), "m"), struct{}{})
 	recv(t, stop)
-	s.Port().ForgetGroupMembers("g")
-	if s.Port().DeliverPresence("g", far, false) {
+	s.port.ForgetGroupMembers("g")
+	if s.port.DeliverPresence("g", far, false) {
 		t.Fatal("a forgotten member left again")
 	}
 }

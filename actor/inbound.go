@@ -1,12 +1,14 @@
 package actor
 
-// Inbound gathers messages that arrived from another peer and hands them to
-// their local actors together, in order, as calling Port.Deliver for
+import "github.com/troupe-mesh/troupe/actor/internal/spi"
+
+// inbound (transport.Inbound) gathers messages that arrived from another peer and hands them to
+// their local actors together, in order, as calling port.Deliver for
 // each would: consecutive messages for the same actor are pushed onto its
 // inbox with one atomic operation and wake it at most once. A stream
 // reader owns one, reuses it for every batch and closes it when the stream
 // ends; it is not safe for concurrent use.
-type Inbound struct {
+type inbound struct {
 	s    *System
 	blk  *nodeBlock   // where the next nodes come from
 	used int          // nodes of blk handed out
@@ -14,13 +16,13 @@ type Inbound struct {
 	n    int
 	// credit is charged for the messages added, pending bytes of them
 	// at the next Flush; nil: nothing is charged.
-	credit  *Credit
+	credit  *spi.Credit
 	pending int64
 }
 
 // SetCredit makes in charge the Size of every message added to c, until
 // its actor handled it (see Credit). Call it before the first Add.
-func (in *Inbound) SetCredit(c *Credit) { in.credit = c }
+func (in *inbound) SetCredit(c *spi.Credit) { in.credit = c }
 
 // inboundRun is consecutive messages for one actor, linked newest first
 // from first to last. The last run's first is set only when the run ends
@@ -33,14 +35,14 @@ type inboundRun struct {
 }
 
 // NewInbound returns an empty Inbound for messages to s's actors.
-func (p *Port) NewInbound() *Inbound {
+func (p *port) NewInbound() *inbound {
 	s := p.s
-	return &Inbound{s: s}
+	return &inbound{s: s}
 }
 
 // Add queues the message of e for its actor; Flush hands it over. e is not
 // retained.
-func (in *Inbound) Add(e *Envelope) {
+func (in *inbound) Add(e *envelope) {
 	k := len(in.runs) - 1
 	var prev *node // the node added last, while in.blk still holds it
 	if k >= 0 {
@@ -56,7 +58,7 @@ func (in *Inbound) Add(e *Envelope) {
 	// A recycled block keeps the senders of its last messages: a stream's
 	// consecutive messages mostly repeat the sender, which then need not
 	// be stored again.
-	n.msg, n.corr, n.kind = e.Msg, e.Corr, e.kind()
+	n.msg, n.corr, n.kind = e.Msg, e.Corr, envKind(e)
 	n.acct, n.size = 0, 0
 	if in.credit != nil {
 		size := min(max(e.Size, 0), maxCharge)
@@ -84,14 +86,14 @@ func (in *Inbound) Add(e *Envelope) {
 const maxCharge = 1 << 31
 
 // Len returns how many messages were added since the last Flush.
-func (in *Inbound) Len() int { return in.n }
+func (in *inbound) Len() int { return in.n }
 
 // Flush hands the messages added to their actors, in order; a message for
 // an unknown actor becomes a dead letter (and fails its Ask).
-func (in *Inbound) Flush() {
+func (in *inbound) Flush() {
 	s := in.s
 	if in.pending != 0 { // before any node can be handled and give it back
-		in.credit.charge(in.pending)
+		in.credit.Charge(in.pending)
 		in.pending = 0
 	}
 	if k := len(in.runs) - 1; k >= 0 {
@@ -120,7 +122,7 @@ func (in *Inbound) Flush() {
 
 // Close flushes what was added and gives back the memory the Inbound
 // holds for later messages. The Inbound must not be used afterwards.
-func (in *Inbound) Close() {
+func (in *inbound) Close() {
 	// The nodes never handed out go back first: once flushed, the
 	// messages may be handled (and their nodes freed) at once, and the
 	// block's count should not lag behind.

@@ -27,16 +27,16 @@ func TestInboundDeliversInOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	far, _ := ParseRef("them/x")
-	in := s.Port().NewInbound()
+	in := s.port.NewInbound()
 	for i := range total {
 		// Runs of one, two and three messages for the same actor.
 		to := a
 		if i%6 >= 3 {
 			to = b
 		}
-		in.Add(&Envelope{To: to, From: far, Msg: i})
+		in.Add(&envelope{To: to, From: far, Msg: i})
 		if i%50 == 0 {
-			in.Add(&Envelope{To: nobody, From: far, Msg: -1})
+			in.Add(&envelope{To: nobody, From: far, Msg: -1})
 		}
 		if i%7 == 0 {
 			if in.Len() == 0 {
@@ -82,19 +82,19 @@ func TestInboundSavedMessagesLeaveTheirBlocks(t *testing.T) {
 		}))
 	})
 	far, _ := ParseRef("them/x")
-	in := s.Port().NewInbound()
+	in := s.port.NewInbound()
 	total := blockNodes + 1 // one block full, one more
 	for i := range total {
 		if i == blockNodes {
 			blocks[0] = in.blk
 		}
-		in.Add(&Envelope{To: a, From: far, Msg: i})
+		in.Add(&envelope{To: a, From: far, Msg: i})
 	}
 	blocks[1] = in.blk
 	if blocks[0] == nil || blocks[1] == nil || blocks[0] == blocks[1] {
 		t.Fatal("the messages did not take two blocks")
 	}
-	in.Add(&Envelope{To: a, From: far, Msg: marker{}})
+	in.Add(&envelope{To: a, From: far, Msg: marker{}})
 	in.Close() // gives back the second block's unused nodes
 	if p := recv(t, pending); p != [2]int32{0, 1} {
 		t.Fatalf("pending nodes of the blocks %v, want [0 1] (the marker's)", p)
@@ -139,9 +139,9 @@ func TestMessagesBehindAnEndingStepBecomeDeadLetters(t *testing.T) {
 			recv(t, ready)
 			downs := watcher(t, s, a)
 			far, _ := ParseRef("them/x")
-			in := s.Port().NewInbound()
+			in := s.port.NewInbound()
 			for i := range 10 { // one run: taken from the inbox at once
-				in.Add(&Envelope{To: a, From: far, Msg: i})
+				in.Add(&envelope{To: a, From: far, Msg: i})
 			}
 			in.Close()
 			recv(t, downs)
@@ -185,7 +185,7 @@ func BenchmarkInbound(b *testing.B) {
 		c.Receive(h)
 	})
 	far, _ := ParseRef("them/source")
-	in := s.Port().NewInbound()
+	in := s.port.NewInbound()
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0 := testutil.ProcessCPU()
@@ -196,7 +196,7 @@ func BenchmarkInbound(b *testing.B) {
 			waited++
 		}
 		// A new message, as a decoder makes.
-		in.Add(&Envelope{To: sink, From: far, Msg: benchBlob{Data: make([]byte, 100)}})
+		in.Add(&envelope{To: sink, From: far, Msg: benchBlob{Data: make([]byte, 100)}})
 		if in.Len() == batch {
 			in.Flush()
 		}

@@ -1,6 +1,10 @@
 package actor
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/troupe-mesh/troupe/actor/internal/spi"
+)
 
 // Node kinds.
 const (
@@ -18,7 +22,7 @@ type node struct {
 	corr    uint64
 	kind    uint8
 	acct    uint8  // what the message counts in its actor's mailboxAcct (acctMsg, acctBytes)
-	inBlock bool   // own is the node's *nodeBlock (else a pooled node's *Credit, or nil)
+	inBlock bool   // own is the node's *nodeBlock (else a pooled node's *spi.Credit, or nil)
 	size    uint32 // the bytes charged to the Credit (see charged)
 	// own is the block the node belongs to, whose credit it is charged
 	// to when size is not 0; or, for a pooled node, the Credit it is
@@ -35,7 +39,7 @@ func (n *node) block() *nodeBlock {
 }
 
 // charged returns the Credit n's message is charged to, or nil.
-func (n *node) charged() *Credit {
+func (n *node) charged() *spi.Credit {
 	if n.inBlock {
 		if n.size == 0 {
 			return nil

@@ -1,6 +1,10 @@
 package actor
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/troupe-mesh/troupe/actor/internal/spi"
+)
 
 // Messages from other peers arrive in long runs, so an Inbound takes their
 // nodes from blocks rather than from the node pool: consecutive messages
@@ -20,7 +24,7 @@ type nodeBlock struct {
 	// pending counts the nodes not released yet, the ones never handed
 	// out included; the release that brings it to zero recycles the block.
 	pending atomic.Int32
-	credit  *Credit // what the nodes with a size are charged to; set by the Inbound that takes the block
+	credit  *spi.Credit // what the nodes with a size are charged to; set by the Inbound that takes the block
 }
 
 // newBlock returns a block whose nodes are all pending.
@@ -68,7 +72,7 @@ type freeList struct {
 	// met), of which acctBytes counted in their actor's backlog for it.
 	// (What they count against its message limit goes back at once: room
 	// comes back as the actor handles them.)
-	credit      *Credit
+	credit      *spi.Credit
 	creditBytes int64
 	acctBytes   int64
 }
@@ -150,7 +154,7 @@ func (f *freeList) flushCredit() {
 		f.acct.Load().unhold(f.credit, f.acctBytes)
 		f.acctBytes = 0
 	}
-	f.credit.release(f.creditBytes)
+	f.credit.Release(f.creditBytes)
 	f.credit, f.creditBytes = nil, 0
 }
 

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"runtime"
 	"time"
+
+	"github.com/troupe-mesh/troupe/actor/internal/spi"
 )
 
 // Option configures a System.
@@ -19,8 +21,8 @@ type config struct {
 	logger     *slog.Logger
 	deadLetter func(DeadLetter)
 	peer       string
-	remote     Remote
-	groups     GroupTransport
+	remote     remoteTransport
+	groups     groupTransport
 	names      func() // public names changed
 	watchLimit int    // monitors and links one other peer may hold
 	watchTotal int    // monitors and links all other peers may hold
@@ -42,11 +44,11 @@ func defaultConfig() config {
 		spin:       0,
 		logger:     slog.Default(),
 		peer:       "local",
-		watchLimit: DefaultRemoteWatchLimit,
+		watchLimit: spi.DefaultRemoteWatchLimit,
 		deadKeep:   DefaultDeadLetterKeep,
-		watchTotal: DefaultRemoteWatchTotal,
+		watchTotal: spi.DefaultRemoteWatchTotal,
 
-		remoteBacklog: DefaultRemoteBacklog,
+		remoteBacklog: spi.DefaultRemoteBacklog,
 		gcFloor:       DefaultGCHeapFloor,
 	}
 }
@@ -101,12 +103,8 @@ func WithSpin(d time.Duration) Option { return func(c *config) error { c.spin = 
 // WithLogger sets the logger (default slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(c *config) error { c.logger = l; return nil } }
 
-// WithNamesChanged sets a function called after an actor with a public
-// name (one not generated, see Names) is spawned or stops: an advertiser of
-// the names can republish at once instead of polling. It runs on the
-// goroutine that spawned or stopped the actor, often an event loop: it must
-// be quick and must not block.
-func WithNamesChanged(f func()) Option {
+// withNamesChanged is transport.WithNamesChanged.
+func withNamesChanged(f func()) Option {
 	return func(c *config) error { c.names = f; return nil }
 }
 
@@ -133,62 +131,26 @@ func WithDeadLetterLog(keep int, describe func(msg any) (typeName string, size i
 const maxDeadLetterKeep = 1 << 16
 
 // WithPeer sets the ID of the peer this system is (default "local"): Refs
-// with this peer are local, all others go to the Remote.
+// with this peer are local, all others go to the transport (see
+// package actor/transport).
 func WithPeer(id string) Option { return func(c *config) error { c.peer = id; return nil } }
 
-// WithRemote sets the transport for Refs of other peers. Without one,
-// messages to them are dead letters with ErrNoRoute.
-func WithRemote(r Remote) Option { return func(c *config) error { c.remote = r; return nil } }
+// withRemote sets the transport for Refs of other peers (transport.NewSystem's
+// bind does). Without one, messages to them are dead letters with ErrNoRoute.
+func withRemote(r remoteTransport) Option { return func(c *config) error { c.remote = r; return nil } }
 
-// DefaultRemoteWatchLimit is the number of monitors and links that the
-// actors of one other peer may hold on a system's actors unless
-// WithRemoteWatchLimit says otherwise. Each costs some 300 bytes for as
-// long as the peer stays connected.
-const DefaultRemoteWatchLimit = 100_000
-
-// WithRemoteWatchLimit caps the monitors and links between this system's
-// actors and the actors of any one other peer (default
-// DefaultRemoteWatchLimit), so that a peer cannot make the system hold
-// them without bound. A monitor asked for beyond the cap is answered at
-// once with a Down whose reason is ErrSystemLimit, a link with an exit
-// signal of that reason (the linking actor stops unless it traps exits):
-// neither is made. Links this system's actors make count too, but are
-// never refused.
-func WithRemoteWatchLimit(n int) Option {
+// withRemoteWatchLimit is transport.WithRemoteWatchLimit.
+func withRemoteWatchLimit(n int) Option {
 	return func(c *config) error { c.watchLimit = n; return nil }
 }
 
-// DefaultRemoteWatchTotal is the number of monitors and links that the
-// actors of all other peers together may hold on a system's actors unless
-// WithRemoteWatchTotal says otherwise: some 100 MiB.
-const DefaultRemoteWatchTotal = 250_000
-
-// WithRemoteWatchTotal caps the monitors and links between this system's
-// actors and the actors of all other peers together (default
-// DefaultRemoteWatchTotal), so that many identities, each within
-// WithRemoteWatchLimit, cannot make the system hold them without bound.
-// At the cap a peer that holds RemoteWatchFloor or more is refused as at
-// its own limit; one that holds fewer is still admitted, so that a few
-// peers holding many never lock out those that watch a few.
-func WithRemoteWatchTotal(n int) Option {
+// withRemoteWatchTotal is transport.WithRemoteWatchTotal.
+func withRemoteWatchTotal(n int) Option {
 	return func(c *config) error { c.watchTotal = n; return nil }
 }
 
-// DefaultRemoteBacklog is the most bytes of messages from one other peer
-// that one actor may hold unhandled unless WithRemoteBacklog says
-// otherwise.
-const DefaultRemoteBacklog = 16 << 20
-
-// WithRemoteBacklog caps the bytes of messages from any one other peer
-// (as its transport charges them to its Credit) that any one actor may
-// hold unhandled, in its mailbox or saved for a later receive (default
-// DefaultRemoteBacklog); an actor that holds none of a peer's takes one
-// message of it however large. A message beyond the cap is a dead letter
-// with ErrMailboxFull (an Ask fails at once): an actor that falls behind,
-// or never receives what it is sent, cannot hold its peers' budgets,
-// which would pause their streams for every other actor, and one peer
-// that fills it costs the others nothing.
-func WithRemoteBacklog(bytes int64) Option {
+// withRemoteBacklog is transport.WithRemoteBacklog.
+func withRemoteBacklog(bytes int64) Option {
 	return func(c *config) error { c.remoteBacklog = bytes; return nil }
 }
 

@@ -2,22 +2,24 @@
 
 package actor
 
+import "github.com/troupe-mesh/troupe/actor/internal/spi"
+
 // owner is what a node belongs to (node.own): its *nodeBlock or the
-// *Credit it is charged to. Without unsafe it is an interface value,
+// *spi.Credit it is charged to. Without unsafe it is an interface value,
 // which makes a node a word larger than in the default build.
 type owner = any
 
 // ownedByBlock and ownedByCredit return the owner value of b and of c.
 func ownedByBlock(b *nodeBlock) owner { return b }
 
-func ownedByCredit(c *Credit) owner { return c }
+func ownedByCredit(c *spi.Credit) owner { return c }
 
 // ownerBlock returns the block o is, which o must be.
 func ownerBlock(o owner) *nodeBlock { return o.(*nodeBlock) }
 
 // ownerCredit returns the Credit o is (nil for nil), which o must be.
-func ownerCredit(o owner) *Credit {
-	c, _ := o.(*Credit)
+func ownerCredit(o owner) *spi.Credit {
+	c, _ := o.(*spi.Credit)
 	return c
 }
 

@@ -1,6 +1,10 @@
 package actor
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/troupe-mesh/troupe/actor/internal/spi"
+)
 
 // TestOwner: a node's owner gives back its block or Credit, and holds
 // tells a block's nodes from all others by address.
@@ -20,7 +24,7 @@ func TestOwner(t *testing.T) {
 	if ownerBlock(ownedByBlock(b)) != b {
 		t.Error("ownerBlock does not give back the block")
 	}
-	c := new(Credit)
+	c := new(spi.Credit)
 	if ownerCredit(ownedByCredit(c)) != c {
 		t.Error("ownerCredit does not give back the Credit")
 	}

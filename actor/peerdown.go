@@ -1,6 +1,10 @@
 package actor
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/troupe-mesh/troupe/actor/internal/spi"
+)
 
 // edgeKind says what a remoteEdge is.
 type edgeKind uint8
@@ -28,8 +32,8 @@ type remoteIndex struct {
 	mu    sync.Mutex // guards the fields below
 	peers map[string]map[remoteEdge]struct{}
 	// watches counts the watcher and link edges of each peer: what
-	// WithRemoteWatchLimit caps; total is their sum, which
-	// WithRemoteWatchTotal caps.
+	// transport.WithRemoteWatchLimit caps; total is their sum, which
+	// transport.WithRemoteWatchTotal caps.
 	watches map[string]int
 	total   int
 	// spare is the last peer's map that emptied, kept for the next peer
@@ -44,14 +48,9 @@ func (e remoteEdge) isWatch() bool { return e.kind == edgeWatcher || e.kind == e
 
 func (x *remoteIndex) add(e remoteEdge) { x.addWithin(e, 0, 0) }
 
-// RemoteWatchFloor is the number of watches any one peer may hold
-// whatever the node-wide total (WithRemoteWatchTotal): a peer that
-// monitors a few actors is never refused because others hold many.
-const RemoteWatchFloor = 1_000
-
 // addWithin adds e unless it is a watch that would make its peer's more
 // than limit, or the node's more than total while its peer holds
-// RemoteWatchFloor or more (0: no limit); it reports whether e is in the
+// spi.RemoteWatchFloor or more (0: no limit); it reports whether e is in the
 // index.
 func (x *remoteIndex) addWithin(e remoteEdge, limit, total int) bool {
 	x.mu.Lock()
@@ -69,7 +68,7 @@ func (x *remoteIndex) addWithin(e remoteEdge, limit, total int) bool {
 		if limit > 0 && x.watches[peer] >= limit {
 			return false
 		}
-		if total > 0 && x.total >= total && x.watches[peer] >= RemoteWatchFloor {
+		if total > 0 && x.total >= total && x.watches[peer] >= spi.RemoteWatchFloor {
 			return false
 		}
 		x.watches[peer]++
@@ -125,11 +124,10 @@ func (x *remoteIndex) watchTotal() int {
 	return x.total
 }
 
-// RemoteWatches returns the monitors and links that actors of other peers
-// hold on this system's actors, and its actors' links to them: what
-// WithRemoteWatchLimit and WithRemoteWatchTotal cap. Safe for concurrent
-// use.
-func (s *System) RemoteWatches() int { return s.remote.watchTotal() }
+// remoteWatches is transport.Port.RemoteWatches: the monitors and links
+// that actors of other peers hold on this system's actors, and its
+// actors' links to them. Safe for concurrent use.
+func (s *System) remoteWatches() int { return s.remote.watchTotal() }
 
 // PeerDown tells the system that a peer went away (disconnected, or came
 // back as a new incarnation): every local monitor of an actor on it receives
@@ -140,20 +138,20 @@ func (s *System) RemoteWatches() int { return s.remote.watchTotal() }
 // local actors are dropped (as Erlang drops them when a node goes down), so
 // that they neither pile up nor send Downs to a peer that is gone. Routing
 // calls it. Safe for concurrent use.
-func (p *Port) PeerDown(peer string) {
+func (p *port) PeerDown(peer string) {
 	s := p.s
 	for e := range s.remote.take(peer) {
-		var sig Signal
+		var sig spi.Signal
 		switch e.kind {
 		case edgeAsk:
-			s.deliverLocal(e.local, s.newNode(Undeliverable{To: e.remote, Reason: ErrNodeDown}, e.remote, uint64(e.id), kindReply))
+			s.deliverLocal(e.local, s.newNode(undeliverableReply{To: e.remote, Reason: ErrNodeDown}, e.remote, uint64(e.id), kindReply))
 			continue
 		case edgeLink:
-			sig = ExitSignal{Reason: ErrNodeDown, Linked: true}
+			sig = exitSignal{Reason: ErrNodeDown, Linked: true}
 		case edgeMonitor:
-			sig = DownSignal{ID: e.id, Reason: ErrNodeDown}
+			sig = downSignal{ID: e.id, Reason: ErrNodeDown}
 		case edgeWatcher:
-			sig = DemonitorSignal{ID: e.id}
+			sig = demonitorSignal{ID: e.id}
 		}
 		s.deliverLocal(e.local, s.newNode(sig, e.remote, 0, kindSignal))
 	}

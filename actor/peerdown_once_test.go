@@ -13,8 +13,8 @@ func TestOneDownPerMonitor(t *testing.T) {
 	errBroken := errors.New("stream broken")
 	for _, order := range []string{"bounce-then-peerdown", "peerdown-then-bounce", "peerdown-twice"} {
 		t.Run(order, func(t *testing.T) {
-			r := &sentRemote{sent: make(chan Envelope, 4)}
-			s := newSys(t, WithPeer("me"), WithRemote(r))
+			r := &sentRemote{sent: make(chan envelope, 4)}
+			s := newSys(t, WithPeer("me"), withRemote(r))
 			far, _ := ParseRef("them/x")
 			got := make(chan any, 4)
 			mustSpawn(t, s, "watcher", func(c *Context) {
@@ -24,19 +24,19 @@ func TestOneDownPerMonitor(t *testing.T) {
 				})
 			})
 			req := recv(t, r.sent)
-			if _, ok := req.Msg.(MonitorSignal); !ok {
+			if _, ok := req.Msg.(monitorSignal); !ok {
 				t.Fatalf("sent %T, want the monitor request", req.Msg)
 			}
 			switch order {
 			case "bounce-then-peerdown":
-				s.Port().Bounce(req, errBroken)
-				s.Port().PeerDown("them")
+				s.port.Bounce(req, errBroken)
+				s.port.PeerDown("them")
 			case "peerdown-then-bounce":
-				s.Port().PeerDown("them")
-				s.Port().Bounce(req, errBroken)
+				s.port.PeerDown("them")
+				s.port.Bounce(req, errBroken)
 			case "peerdown-twice":
-				s.Port().PeerDown("them")
-				s.Port().PeerDown("them")
+				s.port.PeerDown("them")
+				s.port.PeerDown("them")
 			}
 			d, ok := recv(t, got).(Down)
 			if !ok || d.Ref != far {

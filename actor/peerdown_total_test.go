@@ -3,10 +3,12 @@ package actor
 import (
 	"fmt"
 	"testing"
+
+	"github.com/troupe-mesh/troupe/actor/internal/spi"
 )
 
 // TestRemoteWatchTotal: past the node-wide total, a peer holding
-// RemoteWatchFloor watches or more is refused, one holding fewer is still
+// spi.RemoteWatchFloor watches or more is refused, one holding fewer is still
 // admitted; a peer going down, or a watch going, makes room again.
 func TestRemoteWatchTotal(t *testing.T) {
 	var x remoteIndex
@@ -44,17 +46,17 @@ func TestRemoteWatchTotal(t *testing.T) {
 	// Many identities: each under the floor gets in, but none beyond it,
 	// so what they hold is at most the total plus the floor each.
 	for p := range 10 {
-		for i := range RemoteWatchFloor + 10 {
+		for i := range spi.RemoteWatchFloor + 10 {
 			watch(fmt.Sprintf("S%d", p), i)
 		}
 	}
-	if got, most := x.watchTotal(), 1_201+10*RemoteWatchFloor; got > most {
+	if got, most := x.watchTotal(), 1_201+10*spi.RemoteWatchFloor; got > most {
 		t.Fatalf("total %d after 10 identities, want at most %d", got, most)
 	}
 }
 
 func TestRemoteWatchTotalValidated(t *testing.T) {
-	if _, err := New(WithRemoteWatchTotal(0)); err == nil {
+	if _, err := New(withRemoteWatchTotal(0)); err == nil {
 		t.Fatal("a total of 0 accepted")
 	}
 }

@@ -13,20 +13,20 @@ import (
 
 type recordingRemote struct {
 	mu   sync.Mutex
-	envs []Envelope
+	envs []envelope
 	err  error
 }
 
 func (r *recordingRemote) Deliver(to, from Ref, msg any, corr uint64, reply bool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.envs = append(r.envs, Envelope{To: to, From: from, Msg: msg, Corr: corr, Reply: reply})
+	r.envs = append(r.envs, envelope{To: to, From: from, Msg: msg, Corr: corr, Reply: reply})
 	return r.err
 }
 
 func TestRemoteHookCarriesNonLocalRefs(t *testing.T) {
 	rr := &recordingRemote{}
-	s := newSys(t, WithPeer("me"), WithRemote(rr))
+	s := newSys(t, WithPeer("me"), withRemote(rr))
 	far, _ := ParseRef("them/echo")
 	done := make(chan Ref, 1)
 	mustSpawn(t, s, "sender", func(c *Context) {
@@ -44,14 +44,14 @@ func TestRemoteHookCarriesNonLocalRefs(t *testing.T) {
 	if e := rr.envs[0]; e.To != far || e.From != self || e.Msg != "hi" {
 		t.Fatalf("envelope %+v", e)
 	}
-	if _, ok := rr.envs[1].Msg.(MonitorSignal); !ok {
-		t.Fatalf("second envelope %+v, want a MonitorSignal", rr.envs[1])
+	if _, ok := rr.envs[1].Msg.(monitorSignal); !ok {
+		t.Fatalf("second envelope %+v, want a monitorSignal", rr.envs[1])
 	}
 }
 
 func TestRemoteErrorBecomesDeadLetterAndFailsAsk(t *testing.T) {
 	errFull := errors.New("link full")
-	s := newSys(t, WithPeer("me"), WithRemote(&recordingRemote{err: errFull}))
+	s := newSys(t, WithPeer("me"), withRemote(&recordingRemote{err: errFull}))
 	far, _ := ParseRef("them/echo")
 	errs := make(chan error, 1)
 	mustSpawn(t, s, "", func(c *Context) {
@@ -72,14 +72,14 @@ func TestDeliverFromRemote(t *testing.T) {
 		c.Receive(Any(func(m any) { got <- [2]any{m, c.Sender()} }))
 	})
 	far, _ := ParseRef("them/x")
-	s.Port().Deliver(Envelope{To: echo, From: far, Msg: "remote hi"})
+	s.port.Deliver(envelope{To: echo, From: far, Msg: "remote hi"})
 	if g := recv(t, got); g[0] != "remote hi" || g[1] != far {
 		t.Fatalf("got %v", g)
 	}
 }
 
 func TestPeerDownFiresRemoteMonitorsAndLinks(t *testing.T) {
-	s := newSys(t, WithPeer("me"), WithRemote(&recordingRemote{}))
+	s := newSys(t, WithPeer("me"), withRemote(&recordingRemote{}))
 	far, _ := ParseRef("them/x")
 	other, _ := ParseRef("elsewhere/y")
 	got := make(chan any, 4)
@@ -95,7 +95,7 @@ func TestPeerDownFiresRemoteMonitorsAndLinks(t *testing.T) {
 		})
 	})
 	<-ready
-	s.Port().PeerDown("them")
+	s.port.PeerDown("them")
 	var down, exit bool
 	for range 2 {
 		switch m := recv(t, got).(type) {
@@ -108,7 +108,7 @@ func TestPeerDownFiresRemoteMonitorsAndLinks(t *testing.T) {
 	if !down || !exit {
 		t.Fatalf("down=%v exit=%v", down, exit)
 	}
-	s.Port().PeerDown("them") // nothing left to fire
+	s.port.PeerDown("them") // nothing left to fire
 	for _, c := range s.names.all() {
 		s.Send(c.Self(), "marker")
 	}
@@ -122,14 +122,14 @@ func TestPeerDownFiresRemoteMonitorsAndLinks(t *testing.T) {
 // stay, and get their Down when the actor stops.
 func TestPeerDownDropsMonitorsFromThatPeer(t *testing.T) {
 	rr := &recordingRemote{}
-	s := newSys(t, WithPeer("me"), WithRemote(rr))
+	s := newSys(t, WithPeer("me"), withRemote(rr))
 	gone, _ := ParseRef("them/w")
 	stays, _ := ParseRef("elsewhere/w")
 	target := mustSpawn(t, s, "target", func(c *Context) {
 		c.Receive(On(func(string) {})) // stops after one message
 	})
-	s.deliverLocal(target, s.newNode(MonitorSignal{ID: 7}, gone, 0, kindSignal))
-	s.deliverLocal(target, s.newNode(MonitorSignal{ID: 7}, stays, 0, kindSignal))
+	s.deliverLocal(target, s.newNode(monitorSignal{ID: 7}, gone, 0, kindSignal))
+	s.deliverLocal(target, s.newNode(monitorSignal{ID: 7}, stays, 0, kindSignal))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for edges(s, edgeWatcher) != 2 { // the target handles the signals
@@ -139,7 +139,7 @@ func TestPeerDownDropsMonitorsFromThatPeer(t *testing.T) {
 		case <-time.After(time.Millisecond):
 		}
 	}
-	s.Port().PeerDown("them")
+	s.port.PeerDown("them")
 	s.Send(target, "stop")
 	for s.Actors() != 0 || edges(s, edgeWatcher) != 0 {
 		select {
@@ -152,7 +152,7 @@ func TestPeerDownDropsMonitorsFromThatPeer(t *testing.T) {
 	defer rr.mu.Unlock()
 	var downs []Ref
 	for _, e := range rr.envs {
-		if d, ok := e.Msg.(DownSignal); ok && d.ID == 7 {
+		if d, ok := e.Msg.(downSignal); ok && d.ID == 7 {
 			downs = append(downs, e.To)
 		}
 	}
@@ -162,16 +162,16 @@ func TestPeerDownDropsMonitorsFromThatPeer(t *testing.T) {
 }
 
 // sentRemote hands each message for another peer to a channel.
-type sentRemote struct{ sent chan Envelope }
+type sentRemote struct{ sent chan envelope }
 
 func (r *sentRemote) Deliver(to, from Ref, msg any, corr uint64, reply bool) error {
-	r.sent <- Envelope{To: to, From: from, Msg: msg, Corr: corr, Reply: reply}
+	r.sent <- envelope{To: to, From: from, Msg: msg, Corr: corr, Reply: reply}
 	return nil
 }
 
 func TestPeerDownFailsPendingAsks(t *testing.T) {
-	rr := &sentRemote{sent: make(chan Envelope, 16)}
-	s := newSys(t, WithPeer("me"), WithRemote(rr))
+	rr := &sentRemote{sent: make(chan envelope, 16)}
+	s := newSys(t, WithPeer("me"), withRemote(rr))
 	far, _ := ParseRef("them/x")
 	other, _ := ParseRef("elsewhere/y")
 	errs := make(chan error, 4)
@@ -195,7 +195,7 @@ func TestPeerDownFailsPendingAsks(t *testing.T) {
 	if n := edges(s, edgeAsk); n != 3 {
 		t.Fatalf("%d asks indexed, want 3", n)
 	}
-	s.Port().PeerDown("them")
+	s.port.PeerDown("them")
 	for range 2 {
 		err := recv(t, errs)
 		if !errors.Is(err, ErrNodeDown) {
@@ -214,7 +214,7 @@ func TestPeerDownFailsPendingAsks(t *testing.T) {
 	downs := make(chan Down, 1)
 	mustSpawn(t, s, "", func(c *Context) {
 		c.Monitor(stays)
-		s.deliverLocal(stays, s.newNode(ExitSignal{Reason: errors.New("killed"), Kill: true}, Ref{}, 0, kindSignal))
+		s.deliverLocal(stays, s.newNode(exitSignal{Reason: errors.New("killed"), Kill: true}, Ref{}, 0, kindSignal))
 		c.Receive(On(func(d Down) { downs <- d }))
 	})
 	recv(t, downs)
@@ -229,8 +229,8 @@ func TestPeerDownFailsPendingAsks(t *testing.T) {
 }
 
 func TestFinishedRemoteAsksLeaveTheIndex(t *testing.T) {
-	rr := &sentRemote{sent: make(chan Envelope, 16)}
-	s := newSys(t, WithPeer("me"), WithRemote(rr))
+	rr := &sentRemote{sent: make(chan envelope, 16)}
+	s := newSys(t, WithPeer("me"), withRemote(rr))
 	far, _ := ParseRef("them/x")
 	got := make(chan any, 4)
 	mustSpawn(t, s, "asker", func(c *Context) {
@@ -279,8 +279,8 @@ func edges(s *System, kind edgeKind) int {
 // and neither is kept. Other peers have their own count; a demonitor or
 // PeerDown makes room again.
 func TestRemoteWatchLimit(t *testing.T) {
-	rr := &sentRemote{sent: make(chan Envelope, 64)}
-	s := newSys(t, WithPeer("me"), WithRemote(rr), WithRemoteWatchLimit(3))
+	rr := &sentRemote{sent: make(chan envelope, 64)}
+	s := newSys(t, WithPeer("me"), withRemote(rr), withRemoteWatchLimit(3))
 	synced := make(chan struct{})
 	target := mustSpawn(t, s, "target", func(c *Context) {
 		c.TrapExit(true) // PeerDown breaks its link
@@ -290,7 +290,7 @@ func TestRemoteWatchLimit(t *testing.T) {
 	}, AcceptRemoteLinks())
 	// signal hands target the signals from their senders, then waits
 	// until it handled them.
-	signal := func(sigs ...Envelope) {
+	signal := func(sigs ...envelope) {
 		t.Helper()
 		for _, e := range sigs {
 			s.deliverLocal(target, s.newNode(e.Msg, e.From, 0, kindSignal))
@@ -307,16 +307,16 @@ func TestRemoteWatchLimit(t *testing.T) {
 	}
 	// refused returns what was sent back to the remote actors since the
 	// last call: every one must carry ErrSystemLimit.
-	refused := func() (out []Envelope) {
+	refused := func() (out []envelope) {
 		t.Helper()
 		for {
 			select {
 			case e := <-rr.sent:
 				var reason error
 				switch m := e.Msg.(type) {
-				case DownSignal:
+				case downSignal:
 					reason = m.Reason
-				case ExitSignal:
+				case exitSignal:
 					reason = m.Reason
 				}
 				if !errors.Is(reason, ErrSystemLimit) || e.From != target {
@@ -329,27 +329,27 @@ func TestRemoteWatchLimit(t *testing.T) {
 		}
 	}
 	w1, w2, l := ref("them/w1"), ref("them/w2"), ref("them/l")
-	signal(Envelope{From: w1, Msg: MonitorSignal{ID: 1}}, Envelope{From: w1, Msg: MonitorSignal{ID: 2}},
-		Envelope{From: w2, Msg: MonitorSignal{ID: 1}},
-		Envelope{From: w1, Msg: MonitorSignal{ID: 1}}, // again: already made, not refused
-		Envelope{From: w2, Msg: MonitorSignal{ID: 9}}, Envelope{From: l, Msg: LinkSignal{}},
-		Envelope{From: ref("elsewhere/w"), Msg: MonitorSignal{ID: 1}})
+	signal(envelope{From: w1, Msg: monitorSignal{ID: 1}}, envelope{From: w1, Msg: monitorSignal{ID: 2}},
+		envelope{From: w2, Msg: monitorSignal{ID: 1}},
+		envelope{From: w1, Msg: monitorSignal{ID: 1}}, // again: already made, not refused
+		envelope{From: w2, Msg: monitorSignal{ID: 9}}, envelope{From: l, Msg: linkSignal{}},
+		envelope{From: ref("elsewhere/w"), Msg: monitorSignal{ID: 1}})
 	got := refused()
 	if len(got) != 2 || got[0].To != w2 || got[1].To != l {
 		t.Fatalf("refusals %+v, want a Down to them/w2 and an exit to them/l", got)
 	}
-	if d, ok := got[0].Msg.(DownSignal); !ok || d.ID != 9 {
+	if d, ok := got[0].Msg.(downSignal); !ok || d.ID != 9 {
 		t.Fatalf("refusal %+v, want Down for monitor 9", got[0])
 	}
-	if x, ok := got[1].Msg.(ExitSignal); !ok || !x.Linked {
+	if x, ok := got[1].Msg.(exitSignal); !ok || !x.Linked {
 		t.Fatalf("refusal %+v, want a linked exit signal", got[1])
 	}
 	if n, k := edges(s, edgeWatcher), edges(s, edgeLink); n != 4 || k != 0 {
 		t.Fatalf("%d watchers and %d links kept, want 4 and 0", n, k)
 	}
 	// A demonitor makes room for one.
-	signal(Envelope{From: w1, Msg: DemonitorSignal{ID: 2}}, Envelope{From: l, Msg: LinkSignal{}},
-		Envelope{From: w2, Msg: MonitorSignal{ID: 10}})
+	signal(envelope{From: w1, Msg: demonitorSignal{ID: 2}}, envelope{From: l, Msg: linkSignal{}},
+		envelope{From: w2, Msg: monitorSignal{ID: 10}})
 	if got := refused(); len(got) != 1 || got[0].To != w2 {
 		t.Fatalf("refusals %+v, want one, of them/w2's monitor", got)
 	}
@@ -357,16 +357,16 @@ func TestRemoteWatchLimit(t *testing.T) {
 		t.Fatalf("%d links, want 1", k)
 	}
 	// PeerDown clears the peer's count.
-	s.Port().PeerDown("them")
-	signal(Envelope{From: w1, Msg: MonitorSignal{ID: 3}}, Envelope{From: w1, Msg: MonitorSignal{ID: 4}},
-		Envelope{From: w1, Msg: MonitorSignal{ID: 5}})
+	s.port.PeerDown("them")
+	signal(envelope{From: w1, Msg: monitorSignal{ID: 3}}, envelope{From: w1, Msg: monitorSignal{ID: 4}},
+		envelope{From: w1, Msg: monitorSignal{ID: 5}})
 	if got := refused(); len(got) != 0 {
 		t.Fatalf("refusals after PeerDown: %+v", got)
 	}
 	if n := edges(s, edgeWatcher); n != 4 { // three from them, one from elsewhere
 		t.Fatalf("%d watchers, want 4", n)
 	}
-	if _, err := New(WithRemoteWatchLimit(0)); err == nil {
+	if _, err := New(withRemoteWatchLimit(0)); err == nil {
 		t.Fatal("a watch limit of 0 was accepted")
 	}
 }

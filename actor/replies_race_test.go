@@ -46,8 +46,8 @@ func askAsync(ctx context.Context, s *System, to Ref, msg any) <-chan askResult 
 // is a dead letter addressed to the Ask's sender, for ErrNoSuchActor.
 func TestCancelledSystemAskLeavesTheTable(t *testing.T) {
 	letters := make(chan DeadLetter, 4)
-	rr := &sentRemote{sent: make(chan Envelope, 4)}
-	s := newSys(t, WithPeer("me"), WithRemote(rr), WithDeadLetterHook(func(d DeadLetter) { letters <- d }))
+	rr := &sentRemote{sent: make(chan envelope, 4)}
+	s := newSys(t, WithPeer("me"), withRemote(rr), WithDeadLetterHook(func(d DeadLetter) { letters <- d }))
 	far := mustRef(t, "them/x")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := askAsync(ctx, s, far, "q")
@@ -62,7 +62,7 @@ func TestCancelledSystemAskLeavesTheTable(t *testing.T) {
 	if n := waiting(s); n != 0 {
 		t.Fatalf("%d Asks in the table after the only one was cancelled", n)
 	}
-	s.Port().Deliver(Envelope{To: req.From, From: far, Msg: "late", Corr: req.Corr, Reply: true})
+	s.port.Deliver(envelope{To: req.From, From: far, Msg: "late", Corr: req.Corr, Reply: true})
 	d := recv(t, letters)
 	if d.Msg != "late" || d.To != req.From || !errors.Is(d.Reason, ErrNoSuchActor) {
 		t.Fatalf("late reply's dead letter %+v, want \"late\" to %v for ErrNoSuchActor", d, req.From)
@@ -75,20 +75,20 @@ func TestCancelledSystemAskLeavesTheTable(t *testing.T) {
 // only the real reply does.
 func TestForgedRepliesCompleteNoAsk(t *testing.T) {
 	var dead atomic.Int32
-	rr := &sentRemote{sent: make(chan Envelope, 4)}
-	s := newSys(t, WithPeer("me"), WithRemote(rr), WithDeadLetterHook(func(DeadLetter) { dead.Add(1) }))
+	rr := &sentRemote{sent: make(chan envelope, 4)}
+	s := newSys(t, WithPeer("me"), withRemote(rr), WithDeadLetterHook(func(DeadLetter) { dead.Add(1) }))
 	far := mustRef(t, "them/x")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	done := askAsync(ctx, s, far, "q")
 	req := recv(t, rr.sent)
 	other := Ref{s: s.genRef(0)}
-	for _, e := range []Envelope{
+	for _, e := range []envelope{
 		{To: req.From, From: far, Msg: "wrong corr", Corr: req.Corr ^ 1, Reply: true},
 		{To: other, From: far, Msg: "wrong name", Corr: req.Corr, Reply: true},
 		{To: req.From, From: far, Msg: "not a reply", Corr: req.Corr},
 	} {
-		s.Port().Deliver(e) // handled (completed or dead) before it returns
+		s.port.Deliver(e) // handled (completed or dead) before it returns
 		if n := waiting(s); n != 1 {
 			t.Fatalf("%q completed the Ask (%d left waiting)", e.Msg, n)
 		}
@@ -96,7 +96,7 @@ func TestForgedRepliesCompleteNoAsk(t *testing.T) {
 	if n := dead.Load(); n != 3 {
 		t.Fatalf("%d dead letters, want the 3 forged replies", n)
 	}
-	s.Port().Deliver(Envelope{To: req.From, From: far, Msg: "pong", Corr: req.Corr, Reply: true})
+	s.port.Deliver(envelope{To: req.From, From: far, Msg: "pong", Corr: req.Corr, Reply: true})
 	if r := recv(t, done); r.err != nil || r.v != "pong" {
 		t.Fatalf("ask: %v, %v; want pong", r.v, r.err)
 	}
@@ -107,8 +107,8 @@ func TestForgedRepliesCompleteNoAsk(t *testing.T) {
 // remote index are empty after.
 func TestReplyRacingPeerDownEndsTheAskOnce(t *testing.T) {
 	var dead atomic.Int32
-	rr := &sentRemote{sent: make(chan Envelope, 4)}
-	s := newSys(t, WithPeer("me"), WithRemote(rr), WithDeadLetterHook(func(DeadLetter) { dead.Add(1) }))
+	rr := &sentRemote{sent: make(chan envelope, 4)}
+	s := newSys(t, WithPeer("me"), withRemote(rr), WithDeadLetterHook(func(DeadLetter) { dead.Add(1) }))
 	far := mustRef(t, "them/x")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -119,9 +119,9 @@ func TestReplyRacingPeerDownEndsTheAskOnce(t *testing.T) {
 		req := recv(t, rr.sent)
 		var wg sync.WaitGroup
 		wg.Go(func() {
-			s.Port().Deliver(Envelope{To: req.From, From: far, Msg: "pong", Corr: req.Corr, Reply: true})
+			s.port.Deliver(envelope{To: req.From, From: far, Msg: "pong", Corr: req.Corr, Reply: true})
 		})
-		wg.Go(func() { s.Port().PeerDown("them") })
+		wg.Go(func() { s.port.PeerDown("them") })
 		r := recv(t, done)
 		wg.Wait()
 		switch {
@@ -149,8 +149,8 @@ func TestReplyRacingPeerDownEndsTheAskOnce(t *testing.T) {
 // they met it half-way; the next Ask is refused with ErrClosed; none waits
 // on, and the table is empty after.
 func TestSystemAsksRacingShutdown(t *testing.T) {
-	rr := &sentRemote{sent: make(chan Envelope, 64)} // at most 2 requests per asker
-	s, err := New(WithPeer("me"), WithRemote(rr), WithLogger(testutil.QuietLogger()))
+	rr := &sentRemote{sent: make(chan envelope, 64)} // at most 2 requests per asker
+	s, err := New(WithPeer("me"), withRemote(rr), WithLogger(testutil.QuietLogger()))
 	if err != nil {
 		t.Fatal(err)
 	}

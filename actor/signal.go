@@ -1,5 +1,7 @@
 package actor
 
+import "github.com/troupe-mesh/troupe/actor/internal/spi"
+
 // MonitorID identifies one monitor; Down carries it.
 type MonitorID uint64
 
@@ -19,54 +21,17 @@ type Exit struct {
 	Reason error // why it stopped; nil for a normal exit
 }
 
-// Undeliverable answers an Ask whose request reached no actor; the asker
-// sees Reason as its error.
-type Undeliverable struct {
-	To     Ref   // the actor the request was sent to; may be zero when another peer answered
-	Reason error // why it was not delivered, e.g. ErrNoSuchActor or ErrNodeDown
-}
-
-// Signal is a system message between actors: links, monitors and exit
-// signals. Signals are handled by the runtime, never by cases; they are
-// exported so that a Remote can carry them between peers.
-type Signal interface{ signal() }
-
-// LinkSignal asks its receiver to link to the sender.
-type LinkSignal struct{}
-
-// UnlinkSignal removes the link between sender and receiver.
-type UnlinkSignal struct{}
-
-// ExitSignal tells its receiver that the sender stopped with Reason (when
-// Linked) or asks it to stop. Kill makes it untrappable.
-type ExitSignal struct {
-	Reason error // the sender's exit reason, or why the receiver should stop; nil for normal
-	Linked bool  // the sender was linked and stopped; ignored if unlinked meanwhile
-	Kill   bool  // stop the receiver even if it traps exits (with ErrKilled if Reason is nil)
-}
-
-// MonitorSignal asks its receiver to report its exit to the sender.
-type MonitorSignal struct {
-	ID MonitorID // the monitor's ID, numbered by the watcher's system
-}
-
-// DemonitorSignal cancels a MonitorSignal.
-type DemonitorSignal struct {
-	ID MonitorID // the ID of the monitor to cancel
-}
-
-// DownSignal reports to a watcher that the sender stopped.
-type DownSignal struct {
-	ID     MonitorID // the ID from the watcher's MonitorSignal
-	Reason error     // why the sender stopped; nil for a normal exit
-}
-
-func (LinkSignal) signal()      {}
-func (UnlinkSignal) signal()    {}
-func (ExitSignal) signal()      {}
-func (MonitorSignal) signal()   {}
-func (DemonitorSignal) signal() {}
-func (DownSignal) signal()      {}
+// The signals between actors, and the answer to an Ask that reached no
+// actor, as transport exports them (spi's types, MonitorID their ID).
+type (
+	linkSignal         = spi.LinkSignal
+	unlinkSignal       = spi.UnlinkSignal
+	exitSignal         = spi.ExitSignal
+	monitorSignal      = spi.MonitorSignal[MonitorID]
+	demonitorSignal    = spi.DemonitorSignal[MonitorID]
+	downSignal         = spi.DownSignal[MonitorID]
+	undeliverableReply = spi.Undeliverable[Ref]
+)
 
 // Link links this actor to ref: when either stops abnormally, the other
 // gets an exit signal (and stops too unless it traps exits). Linking to an
@@ -79,7 +44,7 @@ func (c *Context) Link(ref Ref) {
 	}
 	e.links[ref] = struct{}{}
 	c.trackRemote(edgeLink, ref, 0, true)
-	c.sys.send(ref, c.Self(), LinkSignal{}, 0, kindSignal)
+	c.sys.send(ref, c.Self(), linkSignal{}, 0, kindSignal)
 }
 
 // Unlink removes the link to ref, in both directions.
@@ -88,7 +53,7 @@ func (c *Context) Unlink(ref Ref) {
 		delete(c.ext.links, ref)
 	}
 	c.trackRemote(edgeLink, ref, 0, false)
-	c.sys.send(ref, c.Self(), UnlinkSignal{}, 0, kindSignal)
+	c.sys.send(ref, c.Self(), unlinkSignal{}, 0, kindSignal)
 }
 
 // Monitor makes this actor receive Down when ref stops (at once, with
@@ -101,7 +66,7 @@ func (c *Context) Monitor(ref Ref) MonitorID {
 	}
 	e.watching[id] = ref
 	c.trackRemote(edgeMonitor, ref, id, true)
-	c.sys.send(ref, c.Self(), MonitorSignal{ID: id}, 0, kindSignal)
+	c.sys.send(ref, c.Self(), monitorSignal{ID: id}, 0, kindSignal)
 	return id
 }
 
@@ -117,7 +82,7 @@ func (c *Context) Demonitor(id MonitorID) {
 	}
 	delete(c.ext.watching, id)
 	c.trackRemote(edgeMonitor, ref, id, false)
-	c.sys.send(ref, c.Self(), DemonitorSignal{ID: id}, 0, kindSignal)
+	c.sys.send(ref, c.Self(), demonitorSignal{ID: id}, 0, kindSignal)
 }
 
 // isRemote reports whether ref is an actor of another peer.
@@ -149,13 +114,13 @@ func (c *Context) signal(n *node) bool {
 	switch s := n.msg.(type) {
 	case shedSignal:
 		c.shed(s.credit)
-	case LinkSignal:
+	case linkSignal:
 		if c.isRemote(n.from) && c.opts&oAcceptRemoteLinks == 0 && !c.linkedTo(n.from) {
-			c.sys.send(n.from, c.Self(), ExitSignal{Reason: ErrLinkRefused, Linked: true}, 0, kindSignal)
+			c.sys.send(n.from, c.Self(), exitSignal{Reason: ErrLinkRefused, Linked: true}, 0, kindSignal)
 			return false
 		}
 		if !c.admitRemote(edgeLink, n.from, 0) {
-			c.sys.send(n.from, c.Self(), ExitSignal{Reason: ErrSystemLimit, Linked: true}, 0, kindSignal)
+			c.sys.send(n.from, c.Self(), exitSignal{Reason: ErrSystemLimit, Linked: true}, 0, kindSignal)
 			return false
 		}
 		e := c.extra()
@@ -163,14 +128,14 @@ func (c *Context) signal(n *node) bool {
 			e.links = make(map[Ref]struct{})
 		}
 		e.links[n.from] = struct{}{}
-	case UnlinkSignal:
+	case unlinkSignal:
 		if c.ext != nil {
 			delete(c.ext.links, n.from)
 		}
 		c.trackRemote(edgeLink, n.from, 0, false)
-	case MonitorSignal:
+	case monitorSignal:
 		if !c.admitRemote(edgeWatcher, n.from, s.ID) {
-			c.sys.send(n.from, c.Self(), DownSignal{ID: s.ID, Reason: ErrSystemLimit}, 0, kindSignal)
+			c.sys.send(n.from, c.Self(), downSignal{ID: s.ID, Reason: ErrSystemLimit}, 0, kindSignal)
 			return false
 		}
 		e := c.extra()
@@ -178,12 +143,12 @@ func (c *Context) signal(n *node) bool {
 			e.watchers = make(map[monitorEdge]struct{})
 		}
 		e.watchers[monitorEdge{s.ID, n.from}] = struct{}{}
-	case DemonitorSignal:
+	case demonitorSignal:
 		if c.ext != nil {
 			delete(c.ext.watchers, monitorEdge{s.ID, n.from})
 		}
 		c.trackRemote(edgeWatcher, n.from, s.ID, false)
-	case DownSignal:
+	case downSignal:
 		if c.ext == nil {
 			return false
 		}
@@ -194,7 +159,7 @@ func (c *Context) signal(n *node) bool {
 		c.trackRemote(edgeMonitor, n.from, s.ID, false)
 		n.msg, n.kind = Down{Ref: n.from, ID: s.ID, Reason: s.Reason}, kindUser
 		return true
-	case ExitSignal:
+	case exitSignal:
 		remote := c.isRemote(n.from)
 		if remote && !c.linkedTo(n.from) {
 			return false // a remote exit travels along a link only

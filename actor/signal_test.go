@@ -126,7 +126,7 @@ func TestKillCannotBeTrapped(t *testing.T) {
 		c.Receive(Any(func(any) {}))
 	})
 	downs := watcher(t, s, ref)
-	s.send(ref, Ref{}, ExitSignal{Kill: true}, 0, kindSignal)
+	s.send(ref, Ref{}, exitSignal{Kill: true}, 0, kindSignal)
 	if d := recv(t, downs); !errors.Is(d.Reason, ErrKilled) {
 		t.Fatalf("reason %v, want ErrKilled", d.Reason)
 	}

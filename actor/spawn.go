@@ -20,10 +20,9 @@ type spawnConfig struct {
 	limit    int   // mailbox limit; 0: none
 }
 
-// SystemName lets the spawn use a name starting with '$', which is reserved
-// for generated names and for Troupe's own actors (such as a peer's "$node").
-// Applications should not need it.
-func SystemName() SpawnOption { return func(c *spawnConfig) { c.system = true } }
+// systemName is transport.SystemName: the spawn may use a name starting
+// with '$', reserved for generated names and for Troupe's own actors.
+func systemName() SpawnOption { return func(c *spawnConfig) { c.system = true } }
 
 // AcceptRemoteLinks lets actors of other peers link to the new actor, and
 // so stop it with an exit signal along that link (as a disconnection of

@@ -17,11 +17,11 @@ type System struct {
 	cfg   config
 	peer  string
 	group *eventloop.Group
-	port  Port // its transport handle: port.s is the system
+	port  port // its transport handle: port.s is the system
 
 	names  *registry
-	batch  BatchRemote  // cfg.remote when it takes runs of messages, else nil
-	direct DirectRemote // cfg.remote when it can write on the caller's goroutine, else nil
+	batch  batchRemote  // cfg.remote when it takes runs of messages, else nil
+	direct directRemote // cfg.remote when it can write on the caller's goroutine, else nil
 	remote remoteIndex  // monitors and links across peers
 	groups groupTable
 	// residents counts the actors whose activations run on each loop.
@@ -49,8 +49,13 @@ type System struct {
 	replies *replyTable
 }
 
-// New starts a system.
-func New(opts ...Option) (*System, error) {
+// New starts a system. Its actors reach no other peer: a system with a
+// transport is made by package actor/transport's NewSystem.
+func New(opts ...Option) (*System, error) { return newSystem(opts, nil) }
+
+// newSystem starts a system; bind, when not nil, gives it its transport
+// (see spi.Hooks.NewSystem) before anything can use it.
+func newSystem(opts []Option, bind func(*System) (remote, groups any, err error)) (*System, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
 		if err := o(&cfg); err != nil {
@@ -64,8 +69,6 @@ func New(opts ...Option) (*System, error) {
 	s.deadLog = newDeadLetterLog(cfg.deadKeep, cfg.deadDescribe)
 	s.port.s = s
 	s.nameSeq.Store(randomNameBase())
-	s.batch, _ = cfg.remote.(BatchRemote)
-	s.direct, _ = cfg.remote.(DirectRemote)
 	g, err := eventloop.New(
 		eventloop.WithLoops(cfg.loops),
 		eventloop.WithWatchdog(cfg.watchdog),
@@ -77,6 +80,14 @@ func New(opts ...Option) (*System, error) {
 	}
 	s.group = g
 	s.residents = make([]residents, g.Len())
+	if bind != nil {
+		if err := s.bind(bind); err != nil {
+			g.Shutdown(context.Background(), 0)
+			return nil, err
+		}
+	}
+	s.batch, _ = s.cfg.remote.(batchRemote)
+	s.direct, _ = s.cfg.remote.(directRemote)
 	s.startGCFloor()
 	return s, nil
 }
@@ -84,15 +95,12 @@ func New(opts ...Option) (*System, error) {
 // Peer returns the ID of the peer this system is.
 func (s *System) Peer() string { return s.peer }
 
-// Group returns the system's event loops.
-func (s *System) Group() *eventloop.Group { return s.group }
-
 // AcceptsUnknownTypes reports whether a message of a type this node does
 // not know, from another peer, may go to the local actor to: only when it
 // was spawned with AcceptUnknownTypes (a missing actor does not: one
 // spawned under its name before the message is handed over may not take
 // them). For transports. Safe for concurrent use.
-func (p *Port) AcceptsUnknownTypes(to Ref) bool {
+func (p *port) AcceptsUnknownTypes(to Ref) bool {
 	s := p.s
 	c := s.names.load(to.Name())
 	return c != nil && c.opts&oAcceptUnknown != 0
@@ -111,13 +119,13 @@ func (s *System) Whereis(name string) (Ref, bool) {
 func (s *System) Actors() int { return int(s.live.Load()) }
 
 // MailboxOverflows returns how many messages were dead letters with
-// ErrMailboxFull so far (see WithMailboxLimit and WithRemoteBacklog).
+// ErrMailboxFull so far (see WithMailboxLimit and transport.WithRemoteBacklog).
 func (s *System) MailboxOverflows() uint64 { return s.mailboxFull.Load() }
 
 // DeadLetters returns how many messages reached no actor so far.
 func (s *System) DeadLetters() uint64 { return s.deadLetters.Load() }
 
-// namesChanged calls the WithNamesChanged hook when name is public.
+// namesChanged calls the transport.WithNamesChanged hook when name is public.
 func (s *System) namesChanged(name string) {
 	if s.cfg.names != nil && name[0] != '$' {
 		s.cfg.names()
@@ -149,10 +157,10 @@ func (s *System) Shutdown(ctx context.Context) error {
 	}
 	s.closing.Store(true)
 	for _, c := range s.names.all() {
-		c.push(s.newNode(ExitSignal{Reason: ErrShutdown, Kill: true}, Ref{}, 0, kindSignal))
+		c.push(s.newNode(exitSignal{Reason: ErrShutdown, Kill: true}, Ref{}, 0, kindSignal))
 	}
 	s.replies.failAll(func() *node {
-		return s.newNode(ExitSignal{Reason: ErrShutdown, Kill: true}, Ref{}, 0, kindSignal)
+		return s.newNode(exitSignal{Reason: ErrShutdown, Kill: true}, Ref{}, 0, kindSignal)
 	})
 	if s.live.Load() == 0 {
 		s.drainOne.Do(func() { close(s.drained) })
@@ -183,8 +191,8 @@ func (s *System) Names() []string {
 	return out
 }
 
-// Groups returns the groups that have local members, sorted.
-func (s *System) Groups() []string {
+// groupNames is group.Names.
+func (s *System) groupNames() []string {
 	s.groups.mu.RLock()
 	out := make([]string, 0, len(s.groups.members))
 	for g := range s.groups.members {

@@ -258,7 +258,7 @@ func TestShutdownStopsActorsWithReason(t *testing.T) {
 func TestNamesChangedHookSeesPublicNamesOnly(t *testing.T) {
 	changes := make(chan struct{}, 10)
 	// One loop: activations run in the order they were queued.
-	s := newSys(t, WithLoops(1), WithNamesChanged(func() { changes <- struct{}{} }))
+	s := newSys(t, WithLoops(1), withNamesChanged(func() { changes <- struct{}{} }))
 	expect := func(n int) {
 		t.Helper()
 		for range n {

@@ -152,7 +152,7 @@ func (t *Thread) finish() {
 	defer t.release()
 	defer func() {
 		// As the loop does for an activation: a panic while terminating
-		// (a GroupTransport's, say) is logged, the process lives on.
+		// (a groupTransport's, say) is logged, the process lives on.
 		if w := recover(); w != nil {
 			t.sys.cfg.logger.Error("actor: panic while terminating", "actor", t.String(), "panic", fmt.Sprint(w))
 		}

@@ -155,7 +155,7 @@ func TestModesKillStopsAWaitingActor(t *testing.T) {
 			a.Receive(On(func(string) { ran <- struct{}{} }))
 		})
 		downs := watcher(t, s, ref)
-		s.send(ref, Ref{}, ExitSignal{Kill: true}, 0, kindSignal)
+		s.send(ref, Ref{}, exitSignal{Kill: true}, 0, kindSignal)
 		if d := recv(t, downs); !errors.Is(d.Reason, ErrKilled) {
 			t.Fatalf("reason %v, want ErrKilled", d.Reason)
 		}

@@ -47,7 +47,7 @@ func TestThreadBlockedInIODoesNotDelayEventActors(t *testing.T) {
 	})
 	recv(t, reading)
 	downs := watcher(t, s, reader)
-	s.send(reader, Ref{}, ExitSignal{Reason: ErrShutdown, Kill: true}, 0, kindSignal)
+	s.send(reader, Ref{}, exitSignal{Reason: ErrShutdown, Kill: true}, 0, kindSignal)
 
 	// Event actors ping-pong while the thread is blocked in its read.
 	const rounds = 20_000
@@ -70,7 +70,7 @@ func TestThreadBlockedInIODoesNotDelayEventActors(t *testing.T) {
 	})
 	el := recv(t, done) // within recv's bound, 5 s: some microseconds a round trip
 	t.Logf("%d event round trips in %v while a thread blocks in a read", rounds, el)
-	if n := s.Group().Replacements(); n != 0 {
+	if n := s.group.Replacements(); n != 0 {
 		t.Fatalf("the watchdog replaced %d carriers: the loop blocked", n)
 	}
 	if _, ok := s.Whereis("reader"); !ok {
@@ -164,7 +164,7 @@ func TestThreadDeferredCallsRunBeforeDown(t *testing.T) {
 		th.Receive(On(func(string) {}))
 	})
 	downs := watcher(t, s, ref)
-	s.send(ref, Ref{}, ExitSignal{Kill: true}, 0, kindSignal)
+	s.send(ref, Ref{}, exitSignal{Kill: true}, 0, kindSignal)
 	d := recv(t, downs)
 	select {
 	case <-deferred:
@@ -204,31 +204,31 @@ func TestThreadStopsOnMisuse(t *testing.T) {
 	}
 }
 
-// batchRecorder is a BatchRemote that records what it is given.
+// batchRecorder is a batchRemote that records what it is given.
 type batchRecorder struct {
 	recordingRemote
 	mu   sync.Mutex
-	outs []Outbound
+	outs []outbound
 }
 
-func (b *batchRecorder) DeliverBatch(_ Ref, msgs []Outbound) (int, error) {
+func (b *batchRecorder) DeliverBatch(_ Ref, msgs []outbound) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.outs = append(b.outs, msgs...)
 	return len(msgs), nil
 }
 
-func (b *batchRecorder) sent() []Outbound {
+func (b *batchRecorder) sent() []outbound {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return append([]Outbound(nil), b.outs...)
+	return append([]outbound(nil), b.outs...)
 }
 
 // A thread is addressed from other peers as any actor is, and what it
 // sends them leaves at once: it may block right after.
 func TestThreadTalksToOtherPeers(t *testing.T) {
 	br := &batchRecorder{}
-	s := newSys(t, WithPeer("me"), WithRemote(br))
+	s := newSys(t, WithPeer("me"), withRemote(br))
 	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -242,7 +242,7 @@ func TestThreadTalksToOtherPeers(t *testing.T) {
 		_, _ = r.Read(make([]byte, 1)) // blocks until the test ends
 	})
 	far := mustRef(t, "them/client")
-	s.Port().Deliver(Envelope{To: ref, From: far, Msg: "hello", Corr: 7})
+	s.port.Deliver(envelope{To: ref, From: far, Msg: "hello", Corr: 7})
 	recv(t, blocked)
 	out := br.sent()
 	if len(out) != 1 || out[0].To != far || out[0].Msg != "hello back" || out[0].Corr != 7 || !out[0].Reply {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/troupe-mesh/troupe/actor/internal/spi"
 )
 
 // trustRig is a system of peer "me" whose Remote records what it sends,
@@ -19,8 +21,8 @@ type trustRig struct {
 
 func newTrustRig(t *testing.T, trap bool, opts ...SpawnOption) *trustRig {
 	t.Helper()
-	g := &trustRig{rr: &sentRemote{sent: make(chan Envelope, 64)}, got: make(chan any, 16)}
-	g.s = newSys(t, WithPeer("me"), WithRemote(g.rr))
+	g := &trustRig{rr: &sentRemote{sent: make(chan envelope, 64)}, got: make(chan any, 16)}
+	g.s = newSys(t, WithPeer("me"), withRemote(g.rr))
 	g.target = mustSpawn(t, g.s, "target", func(c *Context) {
 		c.TrapExit(trap)
 		var h Case
@@ -32,7 +34,7 @@ func newTrustRig(t *testing.T, trap bool, opts ...SpawnOption) *trustRig {
 
 // signal hands target sig from `from` and waits until target handled it;
 // sig must not become a message (an Exit while trapping, say).
-func (g *trustRig) signal(t *testing.T, from Ref, sig Signal) {
+func (g *trustRig) signal(t *testing.T, from Ref, sig spi.Signal) {
 	t.Helper()
 	g.s.deliverLocal(g.target, g.s.newNode(sig, from, 0, kindSignal))
 	g.s.Send(g.target, "sync")
@@ -63,10 +65,10 @@ func TestRemotePeerCannotKill(t *testing.T) {
 	for _, trap := range []bool{false, true} {
 		g := newTrustRig(t, trap)
 		far := mustRef(t, "them/x")
-		g.signal(t, far, ExitSignal{Kill: true})
-		g.signal(t, far, ExitSignal{Reason: errBoom, Kill: true})
-		g.signal(t, far, ExitSignal{Reason: errBoom})
-		g.signal(t, far, ExitSignal{Reason: errBoom, Linked: true})
+		g.signal(t, far, exitSignal{Kill: true})
+		g.signal(t, far, exitSignal{Reason: errBoom, Kill: true})
+		g.signal(t, far, exitSignal{Reason: errBoom})
+		g.signal(t, far, exitSignal{Reason: errBoom, Linked: true})
 		g.alive(t)
 		select {
 		case m := <-g.got:
@@ -83,21 +85,21 @@ func TestRemotePeerCannotKill(t *testing.T) {
 func TestRemoteLinksNeedConsent(t *testing.T) {
 	far := mustRef(t, "them/x")
 	g := newTrustRig(t, false)
-	g.signal(t, far, LinkSignal{})
+	g.signal(t, far, linkSignal{})
 	e := recv(t, g.rr.sent)
-	if x, ok := e.Msg.(ExitSignal); !ok || !x.Linked || !errors.Is(x.Reason, ErrLinkRefused) || e.To != far {
+	if x, ok := e.Msg.(exitSignal); !ok || !x.Linked || !errors.Is(x.Reason, ErrLinkRefused) || e.To != far {
 		t.Fatalf("answer to the link: %+v, want a linked exit with ErrLinkRefused to %v", e, far)
 	}
-	g.s.Port().PeerDown("them")
+	g.s.port.PeerDown("them")
 	g.s.Send(g.target, "sync")
 	recv(t, g.got)
 	g.alive(t)
 
 	// With consent and no trap, a disconnection stops it, as in Erlang.
 	g = newTrustRig(t, false, AcceptRemoteLinks())
-	g.signal(t, far, LinkSignal{})
+	g.signal(t, far, linkSignal{})
 	down := watcher(t, g.s, g.target)
-	g.s.Port().PeerDown("them")
+	g.s.port.PeerDown("them")
 	if d := recv(t, down); !errors.Is(d.Reason, ErrNodeDown) {
 		t.Fatalf("down %v, want ErrNodeDown", d.Reason)
 	}
@@ -109,8 +111,8 @@ func TestRemoteLinksNeedConsent(t *testing.T) {
 func TestTrappedRemoteKillArrivesAsExit(t *testing.T) {
 	far := mustRef(t, "them/x")
 	g := newTrustRig(t, true, AcceptRemoteLinks())
-	g.signal(t, far, LinkSignal{})
-	g.s.deliverLocal(g.target, g.s.newNode(ExitSignal{Reason: errBoom, Kill: true}, far, 0, kindSignal))
+	g.signal(t, far, linkSignal{})
+	g.s.deliverLocal(g.target, g.s.newNode(exitSignal{Reason: errBoom, Kill: true}, far, 0, kindSignal))
 	m := recv(t, g.got)
 	if x, ok := m.(Exit); !ok || x.From != far || !errors.Is(x.Reason, errBoom) {
 		t.Fatalf("handled %#v, want Exit from %v with errBoom", m, far)
@@ -122,8 +124,8 @@ func TestTrappedRemoteKillArrivesAsExit(t *testing.T) {
 // another peer is not ended by an exit signal (a kill included) that a
 // peer sends to the waiter's name; the reply still completes it.
 func TestAskWaiterTakesNoRemoteSignal(t *testing.T) {
-	rr := &sentRemote{sent: make(chan Envelope, 16)}
-	s := newSys(t, WithPeer("me"), WithRemote(rr))
+	rr := &sentRemote{sent: make(chan envelope, 16)}
+	s := newSys(t, WithPeer("me"), withRemote(rr))
 	far := mustRef(t, "them/x")
 	type result struct {
 		v   any
@@ -138,7 +140,7 @@ func TestAskWaiterTakesNoRemoteSignal(t *testing.T) {
 	}()
 	req := recv(t, rr.sent)
 	waiterRef := req.From
-	for _, sig := range []Signal{ExitSignal{Kill: true}, ExitSignal{Reason: errBoom, Kill: true}, ExitSignal{Reason: errBoom}} {
+	for _, sig := range []spi.Signal{exitSignal{Kill: true}, exitSignal{Reason: errBoom, Kill: true}, exitSignal{Reason: errBoom}} {
 		s.deliverLocal(waiterRef, s.newNode(sig, far, 0, kindSignal))
 	}
 	select {
@@ -159,7 +161,7 @@ func TestAcceptsUnknownTypes(t *testing.T) {
 	s := newSys(t, WithPeer("me"))
 	typed := mustSpawn(t, s, "typed", func(c *Context) { c.Receive(On(func(int) {})) })
 	open := mustSpawn(t, s, "open", func(c *Context) { c.Receive(Any(func(any) {})) }, AcceptUnknownTypes())
-	if s.Port().AcceptsUnknownTypes(typed) || !s.Port().AcceptsUnknownTypes(open) || s.Port().AcceptsUnknownTypes(mustRef(t, "me/nobody")) {
+	if s.port.AcceptsUnknownTypes(typed) || !s.port.AcceptsUnknownTypes(open) || s.port.AcceptsUnknownTypes(mustRef(t, "me/nobody")) {
 		t.Fatal("AcceptsUnknownTypes: want false, true, false")
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/actor/group"
 	"github.com/troupe-mesh/troupe/discovery"
 	"github.com/troupe-mesh/troupe/internal/testutil/testhost"
 	"github.com/troupe-mesh/troupe/peer"
@@ -289,10 +290,10 @@ func TestChangesAdvertisedAtOnce(t *testing.T) {
 	waitFor(t, func() bool { return len(a.Directory().Peers()) == 1 })
 	leave := make(chan struct{})
 	spawn(t, b, "member", func(c *actor.Context) {
-		if err := c.Join("room"); err != nil {
+		if err := group.Join(c, "room"); err != nil {
 			t.Error(err)
 		}
-		c.Receive(actor.On(func(Ping) { c.Leave("room"); close(leave) }))
+		c.Receive(actor.On(func(Ping) { group.Leave(c, "room"); close(leave) }))
 	})
 	waitFor(t, func() bool { return slices.Contains(groupsOf(b.ID()), "room") })
 	ref, _ := b.System().Whereis("member")

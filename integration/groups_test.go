@@ -12,6 +12,7 @@ import (
 	pubsub "github.com/libp2p/go-libp2p-pubsub"
 
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/actor/group"
 	"github.com/troupe-mesh/troupe/internal/testutil/testhost"
 	"github.com/troupe-mesh/troupe/peer"
 	"github.com/troupe-mesh/troupe/routing"
@@ -44,7 +45,7 @@ func TestGroupBroadcastAcrossFivePeers(t *testing.T) {
 		for j := range 2 { // two members per peer
 			name := fmt.Sprintf("m%d-%d", i, j)
 			ref := spawn(t, n, name, func(c *actor.Context) {
-				if err := c.Join("room"); err != nil {
+				if err := group.Join(c, "room"); err != nil {
 					t.Error(err)
 				}
 				joined <- struct{}{}
@@ -54,7 +55,7 @@ func TestGroupBroadcastAcrossFivePeers(t *testing.T) {
 					case Ping:
 						got <- delivery{name, m}
 					case Crash: // leave the group, keep living
-						c.Leave("room")
+						group.Leave(c, "room")
 						got <- delivery{name + " left", Ping{}}
 					}
 					c.Receive(h)
@@ -117,7 +118,7 @@ func TestGroupBroadcastAcrossFivePeers(t *testing.T) {
 		}
 	}
 	spawn(t, nodes[4], "speaker", func(c *actor.Context) {
-		if err := c.Broadcast("room", Ping{2}); err != nil {
+		if err := group.Broadcast(c, "room", Ping{2}); err != nil {
 			t.Error(err)
 		}
 	})
@@ -163,18 +164,18 @@ func TestGroupPresenceAcrossPeers(t *testing.T) {
 	events := make(chan event, 100)
 	member := func(n *peer.Node, name string) actor.Ref {
 		return spawn(t, n, name, func(c *actor.Context) {
-			if err := c.Join("lobby", actor.WatchPresence()); err != nil {
+			if err := group.Join(c, "lobby", group.WatchPresence()); err != nil {
 				t.Error(err)
 			}
 			var h actor.Case
 			h = actor.Any(func(m any) {
 				switch m := m.(type) {
-				case actor.Joined:
+				case group.Joined:
 					events <- event{name, "joined " + m.Member.Name()}
-				case actor.Left:
+				case group.Left:
 					events <- event{name, "left " + m.Member.Name()}
 				case Crash:
-					c.Leave("lobby")
+					group.Leave(c, "lobby")
 				}
 				c.Receive(h)
 			})
@@ -220,7 +221,7 @@ func TestGroupRejectsMalformedMessages(t *testing.T) {
 	got := make(chan any, 10)
 	joined := make(chan struct{})
 	spawn(t, a, "member", func(c *actor.Context) {
-		if err := c.Join("room"); err != nil {
+		if err := group.Join(c, "room"); err != nil {
 			t.Error(err)
 		}
 		close(joined)
@@ -276,15 +277,15 @@ func TestGroupLeaveAndRejoinAtOnce(t *testing.T) {
 	got := make(chan string, actors)
 	for a := range actors {
 		spawn(t, n, fmt.Sprintf("flapper%d", a), func(c *actor.Context) {
-			group := fmt.Sprintf("flap%d", a)
+			name := fmt.Sprintf("flap%d", a)
 			for i := range flaps {
-				if err := c.Join(group); err != nil {
+				if err := group.Join(c, name); err != nil {
 					errs <- fmt.Errorf("join %d: %w", i, err)
 					return
 				}
-				c.Leave(group)
+				group.Leave(c, name)
 			}
-			errs <- c.Join(group)
+			errs <- group.Join(c, name)
 			c.Receive(actor.On(func(s string) { got <- s }))
 		})
 	}
@@ -299,16 +300,16 @@ func TestGroupLeaveAndRejoinAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	for a := range actors {
-		group := fmt.Sprintf("flap%d", a)
+		name := fmt.Sprintf("flap%d", a)
 		joined := make(chan error, 1)
-		spawn(t, other, "listener"+group, func(c *actor.Context) { joined <- c.Join(group); c.Receive(actor.Any(func(any) {})) })
+		spawn(t, other, "listener"+name, func(c *actor.Context) { joined <- group.Join(c, name); c.Receive(actor.Any(func(any) {})) })
 		if err := recv(t, joined); err != nil {
 			t.Fatal(err)
 		}
-		if err := other.GroupReady(ctx, group, 1); err != nil {
-			t.Fatalf("%s: %v", group, err)
+		if err := other.GroupReady(ctx, name, 1); err != nil {
+			t.Fatalf("%s: %v", name, err)
 		}
-		if err := other.Publish(group, group); err != nil {
+		if err := other.Publish(name, name); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -333,21 +334,21 @@ func TestGroupMembersForgottenWhenThePeerLeavesTheGroup(t *testing.T) {
 	events := make(chan string, 100)
 	member := func(n *peer.Node, name string) actor.Ref {
 		return spawn(t, n, name, func(c *actor.Context) {
-			if err := c.Join("lobby", actor.WatchPresence()); err != nil {
+			if err := group.Join(c, "lobby", group.WatchPresence()); err != nil {
 				t.Error(err)
 			}
 			c.Send(c.Self(), "joined") // after what Join told: who was there
 			var h actor.Case
 			h = actor.Any(func(m any) {
 				switch m := m.(type) {
-				case actor.Joined:
+				case group.Joined:
 					events <- name + " sees " + m.Member.Name() + " join"
-				case actor.Left:
+				case group.Left:
 					events <- name + " sees " + m.Member.Name() + " leave"
 				case string:
 					events <- name + " " + m
 				case Crash:
-					c.Leave("lobby")
+					group.Leave(c, "lobby")
 				}
 				c.Receive(h)
 			})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/actor/transport"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/internal/testutil"
 	"github.com/troupe-mesh/troupe/peer"
@@ -165,7 +166,7 @@ func TestMessagesAsLargeAsTheMaxFrame(t *testing.T) {
 // on its actors; a monitor beyond the cap comes back at once as a Down
 // whose reason is actor.ErrSystemLimit, across the wire.
 func TestRemoteWatchLimit(t *testing.T) {
-	a, b := newNode(t), newNode(t, peer.WithActorOptions(actor.WithRemoteWatchLimit(1)))
+	a, b := newNode(t), newNode(t, peer.WithActorOptions(transport.WithRemoteWatchLimit(1)))
 	ctx, cancel := askCtx()
 	defer cancel()
 	if err := a.Connect(ctx, *b.AddrInfo()); err != nil {

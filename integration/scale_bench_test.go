@@ -11,6 +11,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/actor/group"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/discovery"
 	"github.com/troupe-mesh/troupe/peer"
@@ -79,7 +80,7 @@ func scaleRun(b *testing.B, n int) {
 	joined.Add(n)
 	for _, nd := range nodes {
 		spawn(b, nd, "member", func(c *actor.Context) {
-			if err := c.Join("all"); err != nil {
+			if err := group.Join(c, "all"); err != nil {
 				b.Error(err)
 			}
 			joined.Done()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/actor/group"
 	"github.com/troupe-mesh/troupe/routing"
 )
 
@@ -30,7 +31,7 @@ func TestDisconnectionInALargeMesh(t *testing.T) {
 			name = "svc"
 		}
 		if _, err := n.System().Spawn(name, func(c *actor.Context) {
-			joined <- c.Join("room")
+			joined <- group.Join(c, "room")
 			c.Receive(actor.Loop(actor.Any(func(any) {})))
 		}); err != nil {
 			t.Fatal(err)
@@ -43,7 +44,7 @@ func TestDisconnectionInALargeMesh(t *testing.T) {
 	// others' come to each through the spoke).
 	members := func(n *Node) int {
 		k := 0
-		for _, m := range n.System().Port().RemoteMembers()["room"] {
+		for _, m := range n.port.RemoteMembers()["room"] {
 			if m.Peer() == spoke.ID().String() {
 				k++
 			}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/actor/group"
 	"github.com/troupe-mesh/troupe/peer"
 )
 
@@ -38,7 +39,7 @@ func Example_groups() {
 	for name, n := range map[string]*peer.Node{"ann": a, "bob": b} {
 		joined := make(chan error)
 		n.System().Spawn(name, func(c *actor.Context) {
-			joined <- c.Join("room")
+			joined <- group.Join(c, "room")
 			c.Receive(actor.Loop(actor.On(func(s string) { got <- c.Self().Name() + " got " + s })))
 		})
 		if err := <-joined; err != nil {
@@ -48,7 +49,7 @@ func Example_groups() {
 	if err := a.GroupReady(ctx, "room", 1); err != nil { // b shares the topic
 		log.Fatal(err)
 	}
-	a.System().Spawn("host", func(c *actor.Context) { c.Broadcast("room", "hello") })
+	a.System().Spawn("host", func(c *actor.Context) { group.Broadcast(c, "room", "hello") })
 
 	var lines []string
 	for range 2 {

@@ -149,7 +149,7 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		"troupe_reader_panics_total":          float64(rs.ReaderPanics),
 		"troupe_peer_pauses_total":            float64(rs.Paused),
 		"troupe_peer_sheds_total":             float64(rs.Shed),
-		"troupe_watchdog_replacements_total":  float64(sys.Group().Replacements()),
+		"troupe_watchdog_replacements_total":  float64(c.node.port.Loops().Replacements()),
 		"troupe_group_messages_in_total":      float64(groupIn),
 		"troupe_group_rejected_total":         float64(rejected),
 		"troupe_group_members_expired_total":  float64(expired),
@@ -162,7 +162,7 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		"troupe_link_queue_depth":             float64(rs.QueuedUser + rs.QueuedCtl),
 		"troupe_peers":                        float64(len(c.node.Peers())),
 		"troupe_actors":                       float64(sys.Actors()),
-		"troupe_remote_watches":               float64(sys.RemoteWatches()),
+		"troupe_remote_watches":               float64(c.node.port.RemoteWatches()),
 		"troupe_reader_bytes":                 float64(rs.ReaderBytes),
 	}
 	for _, m := range metricDefs {

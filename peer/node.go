@@ -19,6 +19,8 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/actor/group"
+	"github.com/troupe-mesh/troupe/actor/transport"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/discovery"
 	"github.com/troupe-mesh/troupe/routing"
@@ -29,6 +31,7 @@ type Node struct {
 	cfg    config
 	host   host.Host
 	sys    *actor.System
+	port   *transport.Port // sys's transport side, as the router and groups got it
 	router *routing.Router
 	reg    *codec.Registry
 	mdns   *discovery.MDNS
@@ -167,23 +170,33 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		_ = h.Close()
 		return nil, err
 	}
-	r, err := routing.New(h, reg, routing.WithLogger(cfg.logger), routing.WithMaxFrame(cfg.maxFrame), routing.WithLinkQueue(cfg.linkQueue),
-		routing.WithIncarnation(inc), routing.WithPeerBudget(cfg.peerBudget), routing.WithProtected(NodeActor))
-	if err != nil {
-		_ = h.Close()
-		return nil, err
-	}
 	aopts := append([]actor.Option{actor.WithLogger(cfg.logger)}, cfg.actorOpts...)
 	var dir atomic.Pointer[discovery.Directory] // set once advertising starts
 	// A public actor spawned or stopped changes the advertisement at once.
-	aopts = append(aopts, actor.WithPeer(h.ID().String()), actor.WithRemote(r), actor.WithNamesChanged(func() {
+	aopts = append(aopts, actor.WithPeer(h.ID().String()), transport.WithNamesChanged(func() {
 		if d := dir.Load(); d != nil {
 			d.Changed()
 		}
 	}))
-	var groups *routing.Groups
-	if cfg.groups {
-		groups, err = routing.NewGroups(h, reg, cfg.mesh, routing.WithLogger(cfg.logger),
+	// The system and its transport are made together: the router and the
+	// groups get the system's Port as they are built, inside its factory.
+	var (
+		r      *routing.Router
+		groups *routing.Groups
+		port   *transport.Port
+	)
+	sys, err := transport.NewSystem(func(p *transport.Port) (transport.Remote, transport.GroupTransport, error) {
+		port = p
+		var err error
+		r, err = routing.New(h, reg, p, routing.WithLogger(cfg.logger), routing.WithMaxFrame(cfg.maxFrame), routing.WithLinkQueue(cfg.linkQueue),
+			routing.WithIncarnation(inc), routing.WithPeerBudget(cfg.peerBudget), routing.WithProtected(NodeActor))
+		if err != nil {
+			return nil, nil, err
+		}
+		if !cfg.groups {
+			return r, nil, nil
+		}
+		groups, err = routing.NewGroups(h, reg, cfg.mesh, p, routing.WithLogger(cfg.logger),
 			routing.WithDeparture(departure(h, &dir, cfg.conns.High)),
 			// A group joined or left changes the advertisement at once.
 			routing.WithOnChange(func() {
@@ -192,18 +205,20 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 				}
 			}))
 		if err != nil {
-			_ = r.Close(ctx)
-			_ = h.Close()
-			return nil, err
+			// r is closed below, once NewSystem returned: its stream
+			// handlers may be waiting for that (transport.Factory).
+			groups = nil
+			return nil, nil, err
 		}
-		aopts = append(aopts, actor.WithGroups(groups))
-	}
-	sys, err := actor.New(aopts...)
+		return r, groups, nil
+	}, aopts...)
 	if err != nil {
 		if groups != nil {
 			_ = groups.Close(ctx)
 		}
-		_ = r.Close(ctx)
+		if r != nil {
+			_ = r.Close(ctx)
+		}
 		_ = h.Close()
 		return nil, err
 	}
@@ -217,13 +232,7 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		_ = h.Close()
 		return nil, err
 	}
-	if groups != nil {
-		groups.Bind(sys)
-	}
-	if err := r.Bind(sys); err != nil {
-		return undo(err)
-	}
-	n := &Node{cfg: cfg, host: h, sys: sys, router: r, reg: reg, groups: groups, holePunches: hp,
+	n := &Node{cfg: cfg, host: h, sys: sys, port: port, router: r, reg: reg, groups: groups, holePunches: hp,
 		cm: cm, closed: make(chan struct{}), names: newNameCache(nameCacheSize),
 		lookupSlots: make(chan struct{}, lookupsAtOnce), relaySvc: startRelayService(h, cfg), relays: relays}
 	if n.redial, err = startRedialer(n); err != nil {
@@ -243,12 +252,12 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		_ = n.Close(ctx)
 		return nil, err
 	}
-	if _, err := sys.Spawn(NodeActor, n.nodeActor, actor.SystemName()); err != nil {
+	if _, err := sys.Spawn(NodeActor, n.nodeActor, transport.SystemName()); err != nil {
 		_ = n.Close(ctx)
 		return nil, err
 	}
 	if groups != nil {
-		n.dir, err = discovery.StartAds(h, groups.PubSub(), func() ([]string, []string) { return sys.Names(), sys.Groups() },
+		n.dir, err = discovery.StartAds(h, groups.PubSub(), func() ([]string, []string) { return sys.Names(), group.Names(sys) },
 			discovery.WithMesh(cfg.mesh), discovery.WithIncarnation(r.Incarnation()), discovery.WithAdTick(cfg.adTick),
 			discovery.WithAdTTL(cfg.adTTL), discovery.WithLogger(cfg.logger), discovery.WithRelayAd(cfg.relayService),
 			discovery.WithDeparture(departure(h, &dir, cfg.conns.High)), discovery.WithClaims(n.global.source))
@@ -308,7 +317,7 @@ func (n *Node) Host() host.Host { return n.host }
 func (n *Node) System() *actor.System { return n.sys }
 
 // Router returns the node's router, for its statistics and links. The
-// node owns it: Bind, Close and the Deliver methods are the node's to
+// node owns it: Close and the Deliver methods are the node's to
 // call (messages go through System or SendCtx).
 func (n *Node) Router() *routing.Router { return n.router }
 

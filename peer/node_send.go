@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/actor/group"
+	"github.com/troupe-mesh/troupe/actor/transport"
 	"github.com/troupe-mesh/troupe/routing"
 )
 
@@ -27,11 +29,14 @@ func (n *Node) SendCtx(ctx context.Context, to actor.Ref, msg any) error {
 		n.sys.Send(to, msg)
 		return nil
 	}
-	return n.router.DeliverCtx(ctx, actor.Envelope{To: to, Msg: msg})
+	return n.router.DeliverCtx(ctx, transport.Envelope{To: to, Msg: msg})
 }
 
-// Publish sends msg to every member of group on every peer (WithGroups).
-func (n *Node) Publish(group string, msg any) error { return n.sys.Publish(group, actor.Ref{}, msg) }
+// Publish sends msg to every member of the group name on every peer
+// (WithGroups).
+func (n *Node) Publish(name string, msg any) error {
+	return group.Publish(n.sys, name, actor.Ref{}, msg)
+}
 
 // Groups returns the group transport, nil without WithGroups.
 func (n *Node) Groups() *routing.Groups { return n.groups }

@@ -313,7 +313,7 @@ func WithLinkQueue(n int) Option { return func(c *config) error { c.linkQueue = 
 // this node's actors that they did not handle yet (0: the default,
 // routing.DefaultPeerBudget, 64 MiB): at it, the peer's streams pause
 // until the actors handled half. How much of one peer's messages one actor
-// may hold is actor.WithRemoteBacklog (through WithActorOptions; 16 MiB by
+// may hold is transport.WithRemoteBacklog (through WithActorOptions; 16 MiB by
 // default): keep the budget several times that, or one slow actor pauses
 // its peer.
 func WithPeerBudget(bytes int64) Option {

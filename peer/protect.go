@@ -36,7 +36,7 @@ type protectReason uint8
 
 const (
 	// protEdges: monitors (either way), links or pending Asks tie local
-	// actors to the peer's (actor.System.RemoteEdges).
+	// actors to the peer's (transport.Port.RemoteEdges).
 	protEdges protectReason = 1 << iota
 	// protBusy: messages for the peer are queued or in a writer's hand.
 	protBusy
@@ -66,7 +66,7 @@ const (
 
 // peerFacts is what the guard knows of one connected peer at a sweep.
 type peerFacts struct {
-	edges    int                  // actor.System.RemoteEdges
+	edges    int                  // transport.Port.RemoteEdges
 	activity routing.PeerActivity // the router's
 	tags     map[string]int       // the connection manager's tags (nil: none)
 	exchange bool                 // a directory exchange stream is open
@@ -216,7 +216,7 @@ func (g *guard) check(p libp2ppeer.ID, now time.Time) protectReason {
 // facts gathers what protection needs of peer p. Safe for concurrent
 // use (the liveness prober calls it too: liveness.go).
 func (g *guard) facts(p libp2ppeer.ID) peerFacts {
-	f := peerFacts{edges: g.n.sys.RemoteEdges(p.String()), activity: g.n.router.PeerActivity(p),
+	f := peerFacts{edges: g.n.port.RemoteEdges(p.String()), activity: g.n.router.PeerActivity(p),
 		exchange: g.exchanging(p)}
 	if ti := g.cm.GetTagInfo(p); ti != nil {
 		f.tags = ti.Tags

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/actor/transport"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/internal/testutil"
 )
@@ -28,12 +29,14 @@ func newBatchSender(t *testing.T, queueLen int) (*Router, *link, *actor.System, 
 	r.links[remote] = l
 	r.fast.Store(remote, l)
 	dead := make(chan actor.DeadLetter, 1024)
-	sys, err := actor.New(actor.WithPeer("12D3KooWLocalPeerOfTheBatchTest"), actor.WithRemote(r), actor.WithLogger(logger),
+	sys, err := transport.NewSystem(func(p *transport.Port) (transport.Remote, transport.GroupTransport, error) {
+		r.sys = p
+		return r, nil, nil
+	}, actor.WithPeer("12D3KooWLocalPeerOfTheBatchTest"), actor.WithLogger(logger),
 		actor.WithLoops(1), actor.WithDeadLetterHook(func(d actor.DeadLetter) { dead <- d }))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.sys = sys.Port()
 	t.Cleanup(func() { _ = sys.Shutdown(context.Background()) })
 	to, err := actor.NewRef(remote, "sink")
 	if err != nil {

@@ -8,16 +8,17 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
-	"github.com/troupe-mesh/troupe/actor"
+
+	"github.com/troupe-mesh/troupe/actor/transport"
 )
 
 // Inbound flow control (see docs/trust.md). Every message a peer's
 // streams hand to local actors is charged to the peer's budget, an
-// actor.Credit, until its actor handled it (or it became a dead letter).
+// transport.Credit, until its actor handled it (or it became a dead letter).
 // Once a reader sees the peer at its budget, it stops reading until the
 // actors brought the peer down to half of it: the muxer's window then
 // fills and the peer's writer waits. One actor alone cannot hold a
-// budget (actor.WithRemoteBacklog refuses what it would hold of one peer
+// budget (transport.WithRemoteBacklog refuses what it would hold of one peer
 // beyond a quarter of the default budget), so a peer's stream pauses only
 // when several of its targets fall behind together. The control stream
 // pauses only a quarter of the budget later: signals (links, monitors,
@@ -25,7 +26,7 @@ import (
 // user stream waits; replies of user types travel on the user stream and
 // wait with it. Actors that saved messages may wait for ones behind the
 // pause, which would never come: a peer still paused after
-// WithPauseGrace has those saved messages shed (actor.Port.ShedSaved),
+// WithPauseGrace has those saved messages shed (transport.Port.ShedSaved),
 // and is read again once the actors hold half of its budget. A pause
 // that the libp2p scope caused while the peer holds less than half its
 // budget never waits, so it never sheds.
@@ -60,7 +61,7 @@ const reserveStep = 1 << 20
 // while one of them is read or its actors hold some of it. Its fields
 // but credit are guarded by Router.mu.
 type peerBudget struct {
-	credit   *actor.Credit
+	credit   *transport.Credit
 	streams  int               // inbound streams being read
 	scope    network.PeerScope // where reserved is reserved
 	reserved int64
@@ -78,7 +79,7 @@ func (r *Router) budgetFor(p libp2ppeer.ID) *peerBudget {
 		if len(r.budgets) >= r.sweepAt {
 			r.sweepBudgets()
 		}
-		b = &peerBudget{credit: actor.NewCredit(r.cfg.PeerBudget / 2)}
+		b = &peerBudget{credit: transport.NewCredit(r.cfg.PeerBudget / 2)}
 		r.budgets[p] = b
 	}
 	b.streams++

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/actor/transport"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/internal/testutil"
 )
@@ -30,7 +31,7 @@ func newBudgetRig(t *testing.T, backlog int64) (*budgetRig, *rawFrames) {
 func newBudgetRigGrace(t *testing.T, backlog int64, grace time.Duration) (*budgetRig, *rawFrames) {
 	t.Helper()
 	quiet := testutil.QuietLogger()
-	h, r, sys := testPeerTuned(t, config{Logger: quiet, PeerBudget: 256 << 10, PauseGrace: grace}, []actor.Option{actor.WithRemoteBacklog(backlog)}, false)
+	h, r, sys := testPeerTuned(t, config{Logger: quiet, PeerBudget: 256 << 10, PauseGrace: grace}, []actor.Option{transport.WithRemoteBacklog(backlog)}, false)
 	g := &budgetRig{r: r, sys: sys, fast: make(chan string, 8192), slow: make(chan string, 8192)}
 	if _, err := sys.Spawn("fast", func(c *actor.Context) {
 		var h actor.Case
@@ -256,7 +257,7 @@ func TestControlStreamPausesLater(t *testing.T) {
 	g, rf := newBudgetRigGrace(t, 1<<30, 100*time.Millisecond)
 	b := g.r.budgetFor(rf.h.ID())
 	defer g.r.budgetDone(rf.h.ID(), b)
-	in := g.sys.Port().NewInbound()
+	in := g.r.sys.NewInbound()
 	in.SetCredit(b.credit)
 	slow, err := actor.ParseRef(g.r.h.ID().String() + "/slow")
 	if err != nil {
@@ -266,7 +267,7 @@ func TestControlStreamPausesLater(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in.Add(&actor.Envelope{To: slow, From: from, Msg: "held", Size: 256 << 10})
+	in.Add(&transport.Envelope{To: slow, From: from, Msg: "held", Size: 256 << 10})
 	in.Close()
 	if h := b.credit.Held(); h != 256<<10 {
 		t.Fatalf("held %d, want the budget", h)

@@ -10,6 +10,7 @@ import (
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/actor/transport"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/internal/testutil/testhost"
 )
@@ -27,9 +28,9 @@ func TestCancellationPrecedesWhatWasQueuedMeanwhile(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := &l.ctl.w
-	w.batch = append(w.batch[:0], outMsg{to: "sink", from: "source", msg: actor.MonitorSignal{ID: 7}})
+	w.batch = append(w.batch[:0], outMsg{to: "sink", from: "source", msg: transport.MonitorSignal{ID: 7}})
 	// Queued while the stream was breaking, after the batch in hand.
-	if !l.ctl.q.pushBelow("sink", "source", actor.MonitorSignal{ID: 8}, 0, false, l.ctl.q.max) {
+	if !l.ctl.q.pushBelow("sink", "source", transport.MonitorSignal{ID: 8}, 0, false, l.ctl.q.max) {
 		t.Fatal("queue full")
 	}
 	w.broken(errors.New("stream reset"))
@@ -43,7 +44,7 @@ func TestCancellationPrecedesWhatWasQueuedMeanwhile(t *testing.T) {
 	if err := w.fw.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	wantMessages(t, r, &wire, actor.DemonitorSignal{ID: 7}, actor.MonitorSignal{ID: 8})
+	wantMessages(t, r, &wire, transport.DemonitorSignal{ID: 7}, transport.MonitorSignal{ID: 8})
 }
 
 // A cancellation goes out once, on the first stream that takes a flush,
@@ -69,7 +70,7 @@ func TestCancellationsAreSentOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	wantMessages(t, r, &wire, actor.DemonitorSignal{ID: 7}, actor.MonitorSignal{ID: 8}, actor.MonitorSignal{ID: 9})
+	wantMessages(t, r, &wire, transport.DemonitorSignal{ID: 7}, transport.MonitorSignal{ID: 8}, transport.MonitorSignal{ID: 9})
 	w.batch = append(w.batch[:0], monitorMsg(10))
 	for i := 1; i <= maxBreaks; i++ {
 		w.use(broken)
@@ -97,7 +98,7 @@ func TestWriterReopensForCancellations(t *testing.T) {
 	}
 	w := &l.ctl.w
 	w.mu.Lock()
-	w.undo = append(w.undo, outMsg{to: "x", from: "y", msg: actor.DemonitorSignal{ID: 1}})
+	w.undo = append(w.undo, outMsg{to: "x", from: "y", msg: transport.DemonitorSignal{ID: 1}})
 	w.mu.Unlock()
 	l.ctl.q.wakeIfQueued(true) // as after a write-through whose stream broke
 	select {

@@ -8,6 +8,7 @@ import (
 
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/actor/transport"
 	"github.com/troupe-mesh/troupe/codec"
 )
 
@@ -18,7 +19,7 @@ import (
 // Deliver queues msg for the actor to on its peer. It never blocks: a full
 // queue returns ErrLinkFull. from is an actor of this peer or the zero
 // Ref: only its name is kept (the receiver takes the stream's remote peer
-// as the sender's). Implements actor.Remote.
+// as the sender's). Implements transport.Remote.
 func (r *Router) Deliver(to, from actor.Ref, msg any, corr uint64, reply bool) error {
 	for {
 		l, err := r.link(to.Peer())
@@ -44,7 +45,7 @@ func (r *Router) Deliver(to, from actor.Ref, msg any, corr uint64, reply bool) e
 // the rest to the writer: nothing is lost, and the stream stays). With
 // less than a second left, ctx done, or a ctx that can be cancelled but
 // has no deadline, the writer writes it as for Deliver. It must not be
-// called on an event loop. Implements actor.DirectRemote.
+// called on an event loop. Implements transport.DirectRemote.
 func (r *Router) DeliverDirect(ctx context.Context, to, from actor.Ref, msg any, corr uint64, reply bool) error {
 	q, claimed, err := r.pushDirect(to, from, msg, corr, reply)
 	if err != nil || !claimed {
@@ -103,8 +104,8 @@ const maxWriteThrough = time.Second
 // each link queue's lock once per run of messages to the same peer and
 // queue. It stops at the first message that cannot be queued (a full
 // queue: ErrLinkFull, counted as Deliver counts it) and returns how many
-// it queued. It never blocks. Implements actor.BatchRemote.
-func (r *Router) DeliverBatch(from actor.Ref, msgs []actor.Outbound) (int, error) {
+// it queued. It never blocks. Implements transport.BatchRemote.
+func (r *Router) DeliverBatch(from actor.Ref, msgs []transport.Outbound) (int, error) {
 	fromName := from.Name()
 	done := 0
 	for done < len(msgs) {
@@ -143,7 +144,7 @@ func (r *Router) DeliverBatch(from actor.Ref, msgs []actor.Outbound) (int, error
 // one the link's writer would refuse is refused here, with the error
 // (ErrTooLarge, or the codec's, such as codec.ErrUnregistered), instead of
 // becoming a dead letter after DeliverCtx returned nil.
-func (r *Router) DeliverCtx(ctx context.Context, e actor.Envelope) error {
+func (r *Router) DeliverCtx(ctx context.Context, e transport.Envelope) error {
 	l, err := r.link(e.To.Peer())
 	if err != nil {
 		return err
@@ -172,7 +173,7 @@ func (r *Router) DeliverCtx(ctx context.Context, e actor.Envelope) error {
 // takes no fragments, a body a few bytes short of the maximum can still
 // be refused by the writer: its names do not fit beside it.) A message
 // refused is counted as the writer counts it.
-func (r *Router) checkUser(e *actor.Envelope) error {
+func (r *Router) checkUser(e *transport.Envelope) error {
 	typ, size, ok := r.cfg.Registry.BodySize(e.Msg) // a plain struct: no need to encode it
 	if !ok {
 		var err error
@@ -230,8 +231,6 @@ func (r *Router) link(peerStr string) (*link, error) {
 	switch {
 	case r.closed:
 		return nil, ErrClosed
-	case r.sys == nil: // no link before Bind: its writers need the system
-		return nil, ErrNotBound
 	}
 	if l := r.links[peerStr]; l != nil && !l.retired.Load() {
 		return l, nil

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/actor/transport"
 	"github.com/troupe-mesh/troupe/codec"
 )
 
@@ -20,7 +21,7 @@ import (
 func (in *inbound) admit(env *codec.Envelope, msg any) bool {
 	r := in.r
 	switch msg.(type) {
-	case actor.MonitorSignal, actor.DemonitorSignal, actor.LinkSignal, actor.UnlinkSignal, actor.ExitSignal:
+	case transport.MonitorSignal, transport.DemonitorSignal, transport.LinkSignal, transport.UnlinkSignal, transport.ExitSignal:
 		if env.FromName == "" {
 			r.decodeErrors.Add(1)
 			r.logPeer(slog.LevelDebug, in.remote, "routing: monitor, link or exit from no actor", "type", env.Type)
@@ -28,13 +29,13 @@ func (in *inbound) admit(env *codec.Envelope, msg any) bool {
 		}
 	}
 	switch m := msg.(type) {
-	case actor.ExitSignal:
+	case transport.ExitSignal:
 		if m.Kill || r.protected[env.To] {
 			r.refused.Add(1)
 			r.logPeer(slog.LevelDebug, in.remote, "routing: exit refused", "to", env.To, "kill", m.Kill)
 			return false
 		}
-	case actor.LinkSignal:
+	case transport.LinkSignal:
 		if r.protected[env.To] {
 			r.refused.Add(1)
 			r.logPeer(slog.LevelDebug, in.remote, "routing: link refused for a protected actor", "to", env.To)
@@ -161,7 +162,7 @@ func (in *inbound) dispatch(env *codec.Envelope, v any) {
 		in.unknownType(to, from, raw, env.Corr)
 		return
 	}
-	in.out.Add(&actor.Envelope{To: to, From: from, Msg: msg, Corr: env.Corr, Reply: reply, Size: in.size + nodeCost})
+	in.out.Add(&transport.Envelope{To: to, From: from, Msg: msg, Corr: env.Corr, Reply: reply, Size: in.size + nodeCost})
 }
 
 // unknownType makes a user message of a type this node does not know,
@@ -171,10 +172,10 @@ func (in *inbound) unknownType(to, from actor.Ref, raw codec.Raw, corr uint64) {
 	r := in.r
 	raw.Body = nil                                       // not kept by a dead-letter hook
 	if _, ok := r.sys.System().Whereis(to.Name()); !ok { // what the sender most needs to know
-		r.sys.Bounce(actor.Envelope{To: to, From: from, Msg: raw, Corr: corr}, actor.ErrNoSuchActor)
+		r.sys.Bounce(transport.Envelope{To: to, From: from, Msg: raw, Corr: corr}, actor.ErrNoSuchActor)
 		return
 	}
 	r.unknownTypes.Add(1)
 	r.logPeer(slog.LevelDebug, in.remote, "routing: message of an unknown type", "to", to.Name(), "type", raw.Type)
-	r.sys.Bounce(actor.Envelope{To: to, From: from, Msg: raw, Corr: corr}, fmt.Errorf("%w: %q", actor.ErrUnknownType, raw.Type))
+	r.sys.Bounce(transport.Envelope{To: to, From: from, Msg: raw, Corr: corr}, fmt.Errorf("%w: %q", actor.ErrUnknownType, raw.Type))
 }

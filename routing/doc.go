@@ -1,5 +1,7 @@
 // Package routing carries actor messages between peers over libp2p: it is
-// the actor.Remote of a peer (Router) and its group transport (Groups).
+// the transport.Remote of a peer (Router) and its transport.GroupTransport
+// (Groups), both built on the system's transport.Port, in the factory
+// given to transport.NewSystem (see package actor/transport).
 //
 // Towards each peer there is one long-lived stream per protocol: user
 // messages on /troupe/msg/1.1.0, control traffic (links, monitors, exit

@@ -19,12 +19,7 @@ var (
 	// ErrClosed: the router is closed. It matches actor.ErrClosed too, so
 	// that a caller of a node need test for one closed error only.
 	ErrClosed = fmt.Errorf("routing: closed (%w)", actor.ErrClosed)
-	// ErrNotBound: a message was given to a router before Bind.
-	ErrNotBound = errors.New("routing: no actor system bound")
-	// ErrBound: Bind was called on a router bound already.
-	ErrBound = errors.New("routing: bound already")
-	// ErrInvalidConfig: New was given a Config without a host or a
-	// registry.
+	// ErrInvalidConfig: New was given no host, registry or port.
 	ErrInvalidConfig = errors.New("routing: invalid config")
 	// ErrUnreachable: no stream to the peer could be opened.
 	ErrUnreachable = errors.New("routing: peer unreachable")

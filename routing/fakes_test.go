@@ -11,6 +11,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/actor/transport"
 	"github.com/troupe-mesh/troupe/codec"
 )
 
@@ -80,7 +81,7 @@ func (w *writer) use(s network.Stream) {
 }
 
 func monitorMsg(id actor.MonitorID) outMsg {
-	return outMsg{to: "sink", from: "source", msg: actor.MonitorSignal{ID: id}}
+	return outMsg{to: "sink", from: "source", msg: transport.MonitorSignal{ID: id}}
 }
 
 // onMessage is a slog.Handler that signals on ch each record whose message

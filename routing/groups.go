@@ -15,6 +15,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/actor/transport"
 	"github.com/troupe-mesh/troupe/codec"
 )
 
@@ -36,13 +37,13 @@ const outboundQueue = 256
 
 // Groups carries actor group messages on GossipSub: one topic per group,
 // joined while the group has a local member. It implements
-// actor.GroupTransport. Publishing never blocks an event loop: messages go
+// transport.GroupTransport. Publishing never blocks an event loop: messages go
 // through a bounded queue to a publisher goroutine.
 type Groups struct {
 	cfg    config
 	ps     *pubsub.PubSub
-	sys    atomic.Pointer[actor.Port] // the bound system's transport handle: set by Bind, read by the goroutines NewGroups starts
-	filter *TopicFilter               // what peers may subscribe to
+	sys    *transport.Port // the system's transport handle (config.Port)
+	filter *TopicFilter    // what peers may subscribe to
 
 	ctx    context.Context // the GossipSub's lifetime: GossipSub has no Close
 	cancel context.CancelFunc
@@ -67,13 +68,16 @@ type groupMsg struct {
 	gen   uint64
 }
 
-var _ actor.GroupTransport = (*Groups)(nil)
+var _ transport.GroupTransport = (*Groups)(nil)
 
 // NewGroups starts GossipSub on h for mesh: group topics are
 // "/troupe/<mesh>/group/<name>", their messages of the types of reg.
-// Options: WithLogger, WithOnChange, WithDeparture.
-func NewGroups(h host.Host, reg *codec.Registry, mesh string, opts ...Option) (*Groups, error) {
-	cfg, err := apply(config{Host: h, Registry: reg, Mesh: mesh}, opts)
+// Its messages go to and from the actor system of p: call it in the
+// transport.Factory given to transport.NewSystem and return the Groups as
+// the system's GroupTransport. Options: WithLogger, WithOnChange,
+// WithDeparture.
+func NewGroups(h host.Host, reg *codec.Registry, mesh string, p *transport.Port, opts ...Option) (*Groups, error) {
+	cfg, err := apply(config{Host: h, Registry: reg, Mesh: mesh, Port: p}, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -82,14 +86,14 @@ func NewGroups(h host.Host, reg *codec.Registry, mesh string, opts ...Option) (*
 
 // newGroups is NewGroups on a config (tests build theirs).
 func newGroups(cfg config) (*Groups, error) {
-	if cfg.Host == nil || cfg.Registry == nil || cfg.Mesh == "" {
-		return nil, errors.New("routing: groups need a host, a registry and a mesh name")
+	if cfg.Host == nil || cfg.Registry == nil || cfg.Mesh == "" || cfg.Port == nil {
+		return nil, errors.New("routing: groups need a host, a registry, a mesh name and a port")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	cfg.timings = cfg.timings.withDefaults()
-	g := &Groups{cfg: cfg, topics: make(map[string]*groupTopic), out: make(chan groupMsg, 1024), graft: make(chan string, 64), mesh: newMeshTracer()}
+	g := &Groups{cfg: cfg, sys: cfg.Port, topics: make(map[string]*groupTopic), out: make(chan groupMsg, 1024), graft: make(chan string, 64), mesh: newMeshTracer()}
 	g.mesh.onGraft = func(topic string) {
 		select {
 		case g.graft <- topic:
@@ -130,10 +134,6 @@ func newGroups(cfg config) (*Groups, error) {
 	return g, nil
 }
 
-// Bind attaches the actor system that group messages are delivered to. It
-// must be called before any member joins.
-func (g *Groups) Bind(sys *actor.System) { g.sys.Store(sys.Port()) }
-
 // watchPeers reports the group members of a departed peer as Left, and
 // those of a peer that restarted (its former incarnation's members are
 // gone; the new one's announce themselves).
@@ -149,9 +149,7 @@ func (g *Groups) watchPeers(sub event.Subscription) {
 				return
 			}
 			if e, ok := ev.(EvtPeerRestarted); ok {
-				if sys := g.sys.Load(); sys != nil {
-					sys.PeerLeftGroups(e.Peer.String())
-				}
+				g.sys.PeerLeftGroups(e.Peer.String())
 				continue
 			}
 			e := ev.(event.EvtPeerConnectednessChanged)
@@ -166,9 +164,7 @@ func (g *Groups) watchPeers(sub event.Subscription) {
 			if left := g.cfg.Departed; left != nil && !left(e.Peer) {
 				continue // its members stay while their presence is renewed (expire)
 			}
-			if sys := g.sys.Load(); sys != nil {
-				sys.PeerLeftGroups(e.Peer.String())
-			}
+			g.sys.PeerLeftGroups(e.Peer.String())
 		}
 	}
 }
@@ -177,7 +173,7 @@ func (g *Groups) topicName(group string) string {
 	return "/troupe/" + g.cfg.Mesh + "/group/" + group
 }
 
-// JoinGroup subscribes to the group's topic. Implements actor.GroupTransport.
+// JoinGroup subscribes to the group's topic. Implements transport.GroupTransport.
 func (g *Groups) JoinGroup(group string) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -218,7 +214,7 @@ func (g *Groups) changed() {
 
 // LeaveGroup unsubscribes from the group's topic once the messages queued
 // before it (the members' Left) are published. Implements
-// actor.GroupTransport.
+// transport.GroupTransport.
 func (g *Groups) LeaveGroup(group string) {
 	g.mu.Lock()
 	var gen uint64
@@ -244,11 +240,11 @@ func (g *Groups) leave(group string, gen uint64) {
 		return
 	}
 	delete(g.topics, group)
-	if sys := g.sys.Load(); gt.sub != nil && sys != nil {
+	if gt.sub != nil {
 		// No Left will come from the members on other peers once the
 		// subscription ends: forget them first (a presence message still
 		// on its way finds no local member and is ignored).
-		sys.ForgetGroupMembers(group)
+		g.sys.ForgetGroupMembers(group)
 	}
 	gt.stop()
 	if gt.t.Close() == nil {
@@ -261,7 +257,7 @@ func (g *Groups) leave(group string, gen uint64) {
 
 // PublishGroup encodes msg and queues it for the group's topic. It fails at
 // once for an unencodable or oversize message, or a full queue.
-// Implements actor.GroupTransport.
+// Implements transport.GroupTransport.
 func (g *Groups) PublishGroup(group string, from actor.Ref, msg any) error {
 	typ, body, err := g.cfg.Registry.Encode(msg)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
+	actorgroup "github.com/troupe-mesh/troupe/actor/group"
 	"github.com/troupe-mesh/troupe/codec"
 )
 
@@ -48,7 +49,7 @@ func (g *Groups) renewPresence() {
 		}
 		g.mu.Unlock()
 		if len(joined) == 0 {
-			continue // no member here, none known elsewhere (and maybe no Bind yet)
+			continue // no member here, none known elsewhere
 		}
 		for _, group := range joined {
 			g.announceMembers(group)
@@ -61,10 +62,7 @@ func (g *Groups) renewPresence() {
 // to that were not heard of for presenceExpiry (those of connected peers
 // leave when their peer disconnects).
 func (g *Groups) expire(now time.Time) {
-	sys := g.sys.Load()
-	if sys == nil {
-		return
-	}
+	sys := g.sys
 	for group, members := range sys.RemoteMembers() {
 		for _, m := range members {
 			if id, err := libp2ppeer.Decode(m.Peer()); err == nil && g.cfg.Host.Network().Connectedness(id) == network.Connected {
@@ -95,7 +93,7 @@ const (
 )
 
 // AnnounceGroup publishes that member joined or left group. Implements
-// actor.GroupTransport.
+// transport.GroupTransport.
 func (g *Groups) AnnounceGroup(group string, member actor.Ref, joined bool) {
 	typ := typeLeft
 	if joined {
@@ -120,18 +118,16 @@ func (g *Groups) queuePresence(group, name, typ string) {
 
 // announceMembers queues a "present" for every local member of group.
 func (g *Groups) announceMembers(group string) {
-	if sys := g.sys.Load(); sys != nil {
-		for _, m := range sys.System().LocalMembers(group) {
-			g.queuePresence(group, m.Name(), typePresent)
-		}
+	for _, m := range actorgroup.LocalMembers(g.sys.System(), group) {
+		g.queuePresence(group, m.Name(), typePresent)
 	}
 }
 
 // presence handles a member's joined, left or present message.
 func (g *Groups) presence(group string, m *pubsub.Message, env *codec.Envelope) {
 	origin, err := libp2ppeer.IDFromBytes(m.From)
-	sys := g.sys.Load()
-	if err != nil || sys == nil {
+	sys := g.sys
+	if err != nil {
 		g.rejected.Add(1)
 		return
 	}

@@ -10,7 +10,6 @@ import (
 	pb "github.com/libp2p/go-libp2p-pubsub/pb"
 	"github.com/libp2p/go-libp2p/core/host"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
-	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/internal/testutil"
 	"github.com/troupe-mesh/troupe/internal/testutil/testhost"
@@ -199,43 +198,4 @@ func drain(ch <-chan any) {
 			return
 		}
 	}
-}
-
-// TestBindRacesNoGroupGoroutine: Bind may come while the goroutines
-// NewGroups started already handle peers coming and going (under -race,
-// the old plain field was a data race).
-func TestBindRacesNoGroupGoroutine(t *testing.T) {
-	h := testhost.NewHost(t)
-	reg, err := codec.NewRegistry()
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := newGroups(config{Host: h, Registry: reg, Mesh: "test", Logger: testutil.QuietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = g.Close(context.Background()) })
-	sys, err := actor.New(actor.WithPeer(h.ID().String()), actor.WithGroups(g))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = sys.Shutdown(ctx)
-	})
-	var others []host.Host
-	for range 3 {
-		other, _ := hostilePubSub(t, h)
-		others = append(others, other)
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for _, o := range others { // disconnections: watchPeers reads the system
-			_ = o.Close()
-		}
-	}()
-	g.Bind(sys)
-	<-done
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/actor/group"
 )
 
 // The group members of a peer that restarted (a new incarnation, found
@@ -36,11 +37,11 @@ func TestRestartedPeersMembersLeave(t *testing.T) {
 			return nil
 		}
 	}
-	for next() != (actor.Joined{Group: "room", Member: m}) {
+	for next() != (group.Joined{Group: "room", Member: m}) {
 	}
 	rA.hello(hB.ID(), 11, nil) // B's incarnation, as a stream's hello gives it
 	rA.hello(hB.ID(), 12, nil) // B restarted
-	if n := next(); n != (actor.Left{Group: "room", Member: m}) {
+	if n := next(); n != (group.Left{Group: "room", Member: m}) {
 		t.Fatalf("after B restarted: %#v, want B/m to leave", n)
 	}
 }
@@ -70,7 +71,7 @@ func TestMembersOutOfReachExpire(t *testing.T) {
 	for joined := false; !joined; {
 		select {
 		case n := <-news:
-			joined = n == actor.Joined{Group: "room", Member: far}
+			joined = n == group.Joined{Group: "room", Member: far}
 		case <-ctx.Done():
 			t.Fatal("C's member never joined at A")
 		}
@@ -80,7 +81,7 @@ func TestMembersOutOfReachExpire(t *testing.T) {
 	for open := true; open; {
 		select {
 		case n := <-news:
-			if l, ok := n.(actor.Left); ok {
+			if l, ok := n.(group.Left); ok {
 				t.Fatalf("%v left while its peer lives", l.Member)
 			}
 		case <-window:
@@ -95,7 +96,7 @@ func TestMembersOutOfReachExpire(t *testing.T) {
 	for {
 		select {
 		case n := <-news:
-			if n == (actor.Left{Group: "room", Member: far}) {
+			if n == (group.Left{Group: "room", Member: far}) {
 				t.Logf("C's member left at A %v after C closed", time.Since(start).Round(time.Millisecond))
 				return
 			}
@@ -111,7 +112,7 @@ func watchRoom(t *testing.T, sys *actor.System) <-chan any {
 	t.Helper()
 	news := make(chan any, 64)
 	if _, err := sys.Spawn("watch", func(c *actor.Context) {
-		if err := c.Join("room", actor.WatchPresence()); err != nil {
+		if err := group.Join(c, "room", group.WatchPresence()); err != nil {
 			t.Error(err)
 		}
 		var h actor.Case
@@ -128,7 +129,7 @@ func watchRoom(t *testing.T, sys *actor.System) <-chan any {
 func joinRoom(t *testing.T, sys *actor.System) {
 	t.Helper()
 	if _, err := sys.Spawn("m", func(c *actor.Context) {
-		if err := c.Join("room"); err != nil {
+		if err := group.Join(c, "room"); err != nil {
 			t.Error(err)
 		}
 		c.Receive(actor.On(func(string) {}))

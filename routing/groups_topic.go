@@ -125,9 +125,7 @@ func (g *Groups) read(ctx context.Context, group string, sub *pubsub.Subscriptio
 			from, _ = actor.NewRef(origin.String(), name)
 		}
 		g.received.Add(1)
-		if sys := g.sys.Load(); sys != nil {
-			sys.DeliverGroup(group, from, msg)
-		}
+		g.sys.DeliverGroup(group, from, msg)
 	}
 }
 

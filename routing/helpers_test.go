@@ -15,6 +15,7 @@ import (
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/actor/transport"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/internal/testutil"
 	"github.com/troupe-mesh/troupe/internal/testutil/testhost"
@@ -75,27 +76,29 @@ func testPeerOn(t *testing.T, h host.Host, base config, sysOpts []actor.Option, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	base.Host, base.Registry = h, reg
-	r, err := newRouter(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sysOpts = append([]actor.Option{actor.WithPeer(h.ID().String()), actor.WithRemote(r), actor.WithLogger(logger)}, sysOpts...)
-	var g *Groups
-	if groups {
-		if g, err = newGroups(config{Host: h, Registry: reg, Mesh: "test", Logger: logger, timings: base.timings}); err != nil {
-			t.Fatal(err)
+	sysOpts = append([]actor.Option{actor.WithPeer(h.ID().String()), actor.WithLogger(logger)}, sysOpts...)
+	var (
+		r *Router
+		g *Groups
+	)
+	sys, err := transport.NewSystem(func(p *transport.Port) (transport.Remote, transport.GroupTransport, error) {
+		base.Host, base.Registry, base.Port = h, reg, p
+		var err error
+		if r, err = newRouter(base); err != nil {
+			return nil, nil, err
 		}
-		sysOpts = append(sysOpts, actor.WithGroups(g))
-	}
-	sys, err := actor.New(sysOpts...)
+		if !groups {
+			return r, nil, nil
+		}
+		if g, err = newGroups(config{Host: h, Registry: reg, Port: p, Mesh: "test", Logger: logger, timings: base.timings}); err != nil {
+			return nil, nil, err // r is closed once NewSystem returned (transport.Factory)
+		}
+		return r, g, nil
+	}, sysOpts...)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if g != nil {
-		g.Bind(sys)
-	}
-	if err := r.Bind(sys); err != nil {
+		if r != nil {
+			_ = r.Close(context.Background())
+		}
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

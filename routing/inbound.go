@@ -11,7 +11,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
-	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/actor/transport"
 	"github.com/troupe-mesh/troupe/codec"
 )
 
@@ -239,10 +239,10 @@ func (in *inbound) tooLarge(env *codec.Envelope, size int) {
 	in.flush() // after what came before it
 	switch env.Kind {
 	case codec.KindReply:
-		in.out.Add(&actor.Envelope{To: to, From: from, Msg: actor.Undeliverable{To: from, Reason: reason}, Corr: env.Corr, Reply: true})
+		in.out.Add(&transport.Envelope{To: to, From: from, Msg: transport.Undeliverable{To: from, Reason: reason}, Corr: env.Corr, Reply: true})
 		in.out.Flush()
 	case codec.KindUser:
-		r.sys.Bounce(actor.Envelope{To: to, From: from, Msg: codec.Raw{Type: env.Type}, Corr: env.Corr}, reason)
+		r.sys.Bounce(transport.Envelope{To: to, From: from, Msg: codec.Raw{Type: env.Type}, Corr: env.Corr}, reason)
 	}
 }
 
@@ -260,9 +260,9 @@ type inbound struct {
 	r          *Router
 	remote     libp2ppeer.ID
 	remoteStr  string
-	conn       network.Conn   // the stream's connection (nil in tests without one)
-	out        *actor.Inbound // messages decoded and not yet handed over
-	received   uint64         // frames decoded and not yet counted in r.received
+	conn       network.Conn       // the stream's connection (nil in tests without one)
+	out        *transport.Inbound // messages decoded and not yet handed over
+	received   uint64             // frames decoded and not yet counted in r.received
 	refs       refCache
 	large      largeIn      // a large message being reassembled
 	larges     uint64       // large messages begun on the stream: numbers them for stallGuard

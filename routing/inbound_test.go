@@ -17,6 +17,7 @@ import (
 
 	"github.com/libp2p/go-libp2p"
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/actor/transport"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/internal/testutil"
 	"github.com/troupe-mesh/troupe/internal/testutil/testhost"
@@ -44,15 +45,13 @@ func benchInboundRead(b *testing.B, compact bool) {
 	}
 	codec.MustRegister[benchBlob](reg, "bench.Blob")
 	logger := testutil.QuietLogger()
-	r, err := newRouter(config{Host: h, Registry: reg, Logger: logger})
+	var r *Router
+	sys, err := transport.NewSystem(func(p *transport.Port) (transport.Remote, transport.GroupTransport, error) {
+		var err error
+		r, err = newRouter(config{Host: h, Registry: reg, Port: p, Logger: logger})
+		return r, nil, err
+	}, actor.WithPeer(h.ID().String()), actor.WithLogger(logger), actor.WithWatchdog(0))
 	if err != nil {
-		b.Fatal(err)
-	}
-	sys, err := actor.New(actor.WithPeer(h.ID().String()), actor.WithRemote(r), actor.WithLogger(logger), actor.WithWatchdog(0))
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := r.Bind(sys); err != nil {
 		b.Fatal(err)
 	}
 	defer func() {
@@ -95,7 +94,7 @@ func benchInboundRead(b *testing.B, compact bool) {
 	if err := fw.Flush(); err != nil {
 		b.Fatal(err)
 	}
-	in := inbound{r: r, remote: h.ID(), remoteStr: h.ID().String(), out: sys.Port().NewInbound(), v11: compact}
+	in := inbound{r: r, remote: h.ID(), remoteStr: h.ID().String(), out: r.sys.NewInbound(), v11: compact}
 	src := &windowedStream{stream: stream.Bytes(), frames: frames, window: window, total: b.N, acks: acks, tb: b}
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -107,7 +107,7 @@ func FuzzFragments(f *testing.F) {
 		frames := fuzzFrames(data, maxFrame)
 
 		// One at a time through the state machine.
-		in := inbound{r: lb.r, remote: lb.h.ID(), remoteStr: lb.h.ID().String(), out: lb.sys.Port().NewInbound(), v11: true}
+		in := inbound{r: lb.r, remote: lb.h.ID(), remoteStr: lb.h.ID().String(), out: lb.r.sys.NewInbound(), v11: true}
 		defer in.out.Close()
 		var model fragmentModel
 		completed, smalls, bad := 0, 0, false

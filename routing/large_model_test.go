@@ -153,7 +153,7 @@ func TestHeldMessagesBounded(t *testing.T) {
 // bytes, not the maximum.
 func TestReaderBuffersWhatArrived(t *testing.T) {
 	lb := newLoopback(t, 0)
-	in := inbound{r: lb.r, remote: lb.h.ID(), remoteStr: lb.h.ID().String(), out: lb.sys.Port().NewInbound(), v11: true}
+	in := inbound{r: lb.r, remote: lb.h.ID(), remoteStr: lb.h.ID().String(), out: lb.r.sys.NewInbound(), v11: true}
 	defer in.out.Close()
 	env := codec.Envelope{Kind: codec.KindSystem, To: "t0", FromName: "s0", Type: typeFragment}
 	data := make([]byte, 100)

@@ -12,6 +12,7 @@ import (
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/actor/transport"
 	"github.com/troupe-mesh/troupe/codec"
 )
 
@@ -194,7 +195,7 @@ type Control interface {
 // isControl reports whether msg travels on the control stream.
 func isControl(msg any) bool {
 	switch msg.(type) {
-	case actor.Signal, actor.Undeliverable, Control:
+	case transport.Signal, transport.Undeliverable, Control:
 		return true
 	}
 	return false
@@ -210,7 +211,7 @@ func (l *link) queueOf(msg any) *queue {
 	return &l.user
 }
 
-func (l *link) enqueueCtx(ctx context.Context, e *actor.Envelope) error {
+func (l *link) enqueueCtx(ctx context.Context, e *transport.Envelope) error {
 	err := l.queueFor(e.Msg).pushCtx(ctx, e, l.closing, l.r.sys.System().InEventLoop)
 	if err == ErrClosed && l.retired.Load() {
 		err = errRetired // retired while it waited: closing is closed too
@@ -222,7 +223,7 @@ func (l *link) enqueueCtx(ctx context.Context, e *actor.Envelope) error {
 }
 
 // bounce hands m, which will not be sent or may not have arrived, back
-// to the actor system (actor.Port.Bounce): an Ask request is answered
+// to the actor system (transport.Port.Bounce): an Ask request is answered
 // with Undeliverable so the asker fails fast, a monitor or link request
 // fires as Down or exit, another message becomes a dead letter. No
 // writer's lock may be held (see effects.fail, which collects them).
@@ -235,7 +236,7 @@ func (l *link) bounce(m *outMsg, reason error) {
 	if m.from != "" {
 		from, _ = actor.NewRef(l.r.sys.Peer(), m.from)
 	}
-	l.r.sys.Bounce(actor.Envelope{To: to, From: from, Msg: m.msg, Corr: m.corr, Reply: m.reply}, reason)
+	l.r.sys.Bounce(transport.Envelope{To: to, From: from, Msg: m.msg, Corr: m.corr, Reply: m.reply}, reason)
 }
 
 // open opens a stream to the peer, offering the protocols in order of

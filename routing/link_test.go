@@ -11,6 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/actor/transport"
 	"github.com/troupe-mesh/troupe/codec"
 )
 
@@ -80,11 +81,11 @@ func TestBrokenStreamHandsBackEachMessageOnce(t *testing.T) {
 		{"large and held", []outMsg{msg("sink", 100<<10), msg("sink", 10), msg("sink", 10)}, 3},
 		{"refused before the break", []outMsg{msg("sink", codec.DefaultMaxFrame+1), msg("sink", 10)}, 2},
 		{"large, then another pair", []outMsg{msg("sink", 100<<10), msg("other", 10)}, 2},
-		{"monitor", []outMsg{{to: "sink", from: "source", msg: actor.MonitorSignal{ID: 7}}}, 1},
+		{"monitor", []outMsg{{to: "sink", from: "source", msg: transport.MonitorSignal{ID: 7}}}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before, lettersBefore := r.undeliverable.Load(), sys.DeadLetters()
-			_, signal := tc.batch[0].msg.(actor.MonitorSignal)
+			_, signal := tc.batch[0].msg.(transport.MonitorSignal)
 			lg := new(largeOut) // a user stream; a control stream has none
 			if signal {
 				lg = nil
@@ -106,7 +107,7 @@ func TestBrokenStreamHandsBackEachMessageOnce(t *testing.T) {
 			users := tc.want
 			if signal {
 				users = 0
-				if len(w.undo) != 1 || w.undo[0].msg != (actor.DemonitorSignal{ID: 7}) || w.undo[0].to != "sink" || w.undo[0].from != "source" {
+				if len(w.undo) != 1 || w.undo[0].msg != (transport.DemonitorSignal{ID: 7}) || w.undo[0].to != "sink" || w.undo[0].from != "source" {
 					t.Fatalf("kept after the break: %+v, want one demonitor of ID 7", w.undo)
 				}
 				w.undo = nil

@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/actor/transport"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/internal/testutil"
 	"github.com/troupe-mesh/troupe/internal/testutil/testhost"
@@ -57,15 +58,13 @@ func newLoopback(tb testing.TB, maxFrame int) *loopback {
 	}
 	codec.MustRegister[largeMsg](reg, "test.large")
 	logger := testutil.QuietLogger()
-	r, err := newRouter(config{Host: h, Registry: reg, Logger: logger, MaxFrame: maxFrame})
+	var r *Router
+	sys, err := transport.NewSystem(func(p *transport.Port) (transport.Remote, transport.GroupTransport, error) {
+		var err error
+		r, err = newRouter(config{Host: h, Registry: reg, Port: p, Logger: logger, MaxFrame: maxFrame})
+		return r, nil, err
+	}, actor.WithPeer(h.ID().String()), actor.WithLogger(logger), actor.WithWatchdog(0))
 	if err != nil {
-		tb.Fatal(err)
-	}
-	sys, err := actor.New(actor.WithPeer(h.ID().String()), actor.WithRemote(r), actor.WithLogger(logger), actor.WithWatchdog(0))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := r.Bind(sys); err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() {
@@ -119,7 +118,7 @@ func (lb *loopback) msg(tb testing.TB, from, to string, seq, bodyLen int) outMsg
 
 // read runs the inbound read loop over stream, as a 1.1.0 stream.
 func (lb *loopback) read(stream []byte) error {
-	in := inbound{r: lb.r, remote: lb.h.ID(), remoteStr: lb.h.ID().String(), out: lb.sys.Port().NewInbound(), v11: true}
+	in := inbound{r: lb.r, remote: lb.h.ID(), remoteStr: lb.h.ID().String(), out: lb.r.sys.NewInbound(), v11: true}
 	defer in.out.Close()
 	return in.read(codec.NewFrameReader(bytes.NewReader(stream), lb.r.cfg.MaxFrame, codec.WithCompact(true)))
 }

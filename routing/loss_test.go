@@ -14,6 +14,7 @@ import (
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/actor/transport"
 	"github.com/troupe-mesh/troupe/codec"
 )
 
@@ -343,7 +344,7 @@ func TestStreamResetUnderLoadIsNeverSilent(t *testing.T) {
 				progress <- i
 				<-resume
 			}
-			if err := rA.DeliverCtx(ctx, actor.Envelope{To: sink, From: src, Msg: i}); err != nil {
+			if err := rA.DeliverCtx(ctx, transport.Envelope{To: sink, From: src, Msg: i}); err != nil {
 				sent <- err
 				return
 			}
@@ -381,8 +382,8 @@ func TestControlWriterDeclaresFirst(t *testing.T) {
 	r.peers = newPeerTable(network.Conn.IsClosed)
 	w, q := &l.ctl.w, l.ctl.q
 	w.use(&fakeStream{err: &network.StreamError{Remote: false}}) // reset here
-	w.batch = append(w.batch[:0], outMsg{to: "sink", from: "source", msg: actor.DownSignal{ID: 1}})
-	q.pushBelow("sink", "source", actor.MonitorSignal{ID: 2}, 0, false, q.max) // queued meanwhile
+	w.batch = append(w.batch[:0], outMsg{to: "sink", from: "source", msg: transport.DownSignal{ID: 1}})
+	q.pushBelow("sink", "source", transport.MonitorSignal{ID: 2}, 0, false, q.max) // queued meanwhile
 	if err := w.send(time.Time{}); err == nil {
 		t.Fatal("a broken stream took a flush")
 	}
@@ -396,5 +397,5 @@ func TestControlWriterDeclaresFirst(t *testing.T) {
 	if err := w.send(time.Time{}); err != nil {
 		t.Fatal(err)
 	}
-	wantMessages(t, r, &wire, lostBody{Session: 1}, actor.DownSignal{ID: 1}, actor.MonitorSignal{ID: 2})
+	wantMessages(t, r, &wire, lostBody{Session: 1}, transport.DownSignal{ID: 1}, transport.MonitorSignal{ID: 2})
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/actor/transport"
 	"github.com/troupe-mesh/troupe/codec"
 )
 
@@ -36,7 +36,7 @@ func TestPlannerReportsWhatFailed(t *testing.T) {
 	fw := codec.NewFrameWriter(&wire, 1024)
 	p.floor = 4
 	ctl := []outMsg{
-		{to: "sink", from: "source", msg: actor.MonitorSignal{ID: 1}},
+		{to: "sink", from: "source", msg: transport.MonitorSignal{ID: 1}},
 		{to: lossTo, msg: lostBody{Session: 4}, corr: 4}, // stale
 		{to: lossTo, msg: lostBody{Session: 5}, corr: 5},
 	}
@@ -68,7 +68,7 @@ func TestPlannerReportsWhatFailed(t *testing.T) {
 	if f := d.failed[1]; !errors.Is(f.reason, codec.ErrUnregistered) {
 		t.Fatalf("second failure %+v, want the unregistered type", f)
 	}
-	wantMessages(t, r, &wire, actor.MonitorSignal{ID: 1}, lostBody{Session: 5},
+	wantMessages(t, r, &wire, transport.MonitorSignal{ID: 1}, lostBody{Session: 5},
 		"small", "smaller", "small", "smaller")
 }
 
@@ -77,7 +77,7 @@ func TestPlannerReportsWhatFailed(t *testing.T) {
 func TestPlannerBatchKinds(t *testing.T) {
 	lost := outMsg{to: lossTo, msg: lostBody{Session: 1}, corr: 1}
 	reset := outMsg{to: lossTo, msg: resetBody{}, corr: 2}
-	down := outMsg{to: "a", msg: actor.DownSignal{ID: 1}}
+	down := outMsg{to: "a", msg: transport.DownSignal{ID: 1}}
 	for _, c := range []struct {
 		batch          []outMsg
 		user           bool

@@ -7,9 +7,10 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/network"
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/actor/transport"
 )
 
-// outMsg is a message waiting in a link's queue: an actor.Envelope
+// outMsg is a message waiting in a link's queue: a transport.Envelope
 // without the peers. The link implies the target's peer, and the sender
 // is an actor of this peer (or none), whose peer the wire leaves out: the
 // receiver takes the stream's remote peer. At 64 bytes, a queue chunk
@@ -69,7 +70,7 @@ func (q *outQueue) sleeping(s network.Stream) {
 }
 
 // push appends e unless the queue is full.
-func (q *outQueue) push(e *actor.Envelope) bool {
+func (q *outQueue) push(e *transport.Envelope) bool {
 	return q.pushBelow(e.To.Name(), e.From.Name(), e.Msg, e.Corr, e.Reply, q.max)
 }
 
@@ -176,7 +177,7 @@ func (q *outQueue) unlockWaking(appended bool) {
 // pushRun appends the messages of run, all from the actor named from,
 // while the queue has room, taking the lock once, and returns how many it
 // appended.
-func (q *outQueue) pushRun(from string, run []actor.Outbound) int {
+func (q *outQueue) pushRun(from string, run []transport.Outbound) int {
 	q.mu.Lock()
 	pushed := 0
 	for pushed < len(run) && q.n < q.max && !q.retired {
@@ -214,7 +215,7 @@ const waitLimit = 8 * chunkSize
 // actor.ErrBlockingCall when it would wait and mustNotWait (if not nil)
 // says that the caller must not, or errRetired when the queue's link is
 // retired.
-func (q *outQueue) pushCtx(ctx context.Context, e *actor.Envelope, stop <-chan struct{}, mustNotWait func() bool) error {
+func (q *outQueue) pushCtx(ctx context.Context, e *transport.Envelope, stop <-chan struct{}, mustNotWait func() bool) error {
 	limit := min(waitLimit, q.max)
 	for {
 		if q.pushBelow(e.To.Name(), e.From.Name(), e.Msg, e.Corr, e.Reply, limit) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/actor/transport"
 )
 
 // A sender that can wait stops at waitLimit; one that cannot may fill the
@@ -18,29 +19,29 @@ func TestOutQueueWaitsBeforeItIsFull(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for i := range waitLimit {
-		if err := q.pushCtx(ctx, &actor.Envelope{Corr: uint64(i)}, nil, nil); err != nil {
+		if err := q.pushCtx(ctx, &transport.Envelope{Corr: uint64(i)}, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	short, cancelShort := context.WithTimeout(ctx, 20*time.Millisecond)
 	defer cancelShort()
-	if err := q.pushCtx(short, &actor.Envelope{}, nil, nil); !errors.Is(err, context.DeadlineExceeded) {
+	if err := q.pushCtx(short, &transport.Envelope{}, nil, nil); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("pushCtx at the wait limit: %v, want DeadlineExceeded", err)
 	}
 	// A caller that must not wait (an event loop) is refused at once.
-	if err := q.pushCtx(ctx, &actor.Envelope{}, nil, func() bool { return true }); !errors.Is(err, actor.ErrBlockingCall) {
+	if err := q.pushCtx(ctx, &transport.Envelope{}, nil, func() bool { return true }); !errors.Is(err, actor.ErrBlockingCall) {
 		t.Fatalf("pushCtx at the wait limit on an event loop: %v, want ErrBlockingCall", err)
 	}
 	for q.len() < 2*waitLimit {
-		if !q.push(&actor.Envelope{}) {
+		if !q.push(&transport.Envelope{}) {
 			t.Fatalf("push refused at %d of %d", q.len(), 2*waitLimit)
 		}
 	}
-	if q.push(&actor.Envelope{}) {
+	if q.push(&transport.Envelope{}) {
 		t.Fatal("push accepted beyond the bound")
 	}
 	done := make(chan error, 1)
-	go func() { done <- q.pushCtx(ctx, &actor.Envelope{Corr: 1 << 40}, nil, nil) }()
+	go func() { done <- q.pushCtx(ctx, &transport.Envelope{Corr: 1 << 40}, nil, nil) }()
 	// The waiting sender gets in once fewer than waitLimit wait; batches
 	// come oldest first, a chunk at a time.
 	next := 0
@@ -71,7 +72,7 @@ func TestOutQueueWaitsBeforeItIsFull(t *testing.T) {
 func TestOutQueueReusesChunks(t *testing.T) {
 	q := newOutQueue(1 << 16)
 	for i := range 3 * chunkSize {
-		q.push(&actor.Envelope{Corr: uint64(i)})
+		q.push(&transport.Envelope{Corr: uint64(i)})
 	}
 	first := q.takeBatch(nil)
 	if len(first) != chunkSize || first[0].corr != 0 {
@@ -83,7 +84,7 @@ func TestOutQueueReusesChunks(t *testing.T) {
 		t.Fatalf("second batch: %d envelopes from %d", len(second), second[0].corr)
 	}
 	for range 2 * chunkSize {
-		q.push(&actor.Envelope{})
+		q.push(&transport.Envelope{})
 	}
 	q.mu.Lock()
 	reused := &q.chunks[q.head+1][0] == &first[:1][0]
@@ -97,7 +98,7 @@ func TestOutQueueReusesChunks(t *testing.T) {
 		batch = q.takeBatch(batch)
 	}
 	for range smallTakes + 1 {
-		q.push(&actor.Envelope{})
+		q.push(&transport.Envelope{})
 		clear(batch)
 		batch = q.takeBatch(batch)
 	}
@@ -109,10 +110,10 @@ func TestOutQueueReusesChunks(t *testing.T) {
 	}
 	// A link's occasional messages reuse one small chunk.
 	q = newOutQueue(1 << 16)
-	q.push(&actor.Envelope{})
+	q.push(&transport.Envelope{})
 	batch = q.takeBatch(nil)
 	if allocs := testing.AllocsPerRun(100, func() {
-		q.push(&actor.Envelope{})
+		q.push(&transport.Envelope{})
 		clear(batch)
 		batch = q.takeBatch(batch)
 	}); allocs != 0 {
@@ -126,7 +127,7 @@ func TestOutQueueNeverEmpty(t *testing.T) {
 	var batch []outMsg
 	next := uint64(0)
 	for i := range 200 * chunkSize {
-		q.push(&actor.Envelope{Corr: uint64(i)})
+		q.push(&transport.Envelope{Corr: uint64(i)})
 		if i%chunkSize == chunkSize-1 && i > 4*chunkSize {
 			clear(batch)
 			batch = q.takeBatch(batch)
@@ -152,8 +153,8 @@ func TestOutQueueWakesASleepingWriter(t *testing.T) {
 	if b := q.takeBatch(nil); len(b) != 0 {
 		t.Fatalf("batch of %d from an empty queue", len(b))
 	}
-	q.push(&actor.Envelope{Corr: 1})
-	q.push(&actor.Envelope{Corr: 2})
+	q.push(&transport.Envelope{Corr: 1})
+	q.push(&transport.Envelope{Corr: 2})
 	if len(q.ready) != 1 {
 		t.Fatalf("%d wake-ups queued after pushes to a sleeping writer, want 1", len(q.ready))
 	}
@@ -161,7 +162,7 @@ func TestOutQueueWakesASleepingWriter(t *testing.T) {
 	if b := q.takeBatch(nil); len(b) != 2 || b[0].corr != 1 || b[1].corr != 2 {
 		t.Fatalf("batch %+v, want corr 1 and 2", b)
 	}
-	q.push(&actor.Envelope{Corr: 3})
+	q.push(&transport.Envelope{Corr: 3})
 	if len(q.ready) != 0 {
 		t.Fatal("a push woke a writer that was not asleep")
 	}
@@ -171,7 +172,7 @@ func TestOutQueueWakesASleepingWriter(t *testing.T) {
 	if b := q.takeBatch(nil); len(b) != 0 {
 		t.Fatalf("batch of %d from an empty queue", len(b))
 	}
-	q.push(&actor.Envelope{Corr: 4})
+	q.push(&transport.Envelope{Corr: 4})
 	if len(q.ready) != 1 {
 		t.Fatal("a push did not wake the sleeping writer")
 	}
@@ -187,7 +188,7 @@ func TestQueuedDeclarationsCoalesce(t *testing.T) {
 			t.Fatal("refused")
 		}
 	}
-	q.pushBelow("sink", "src", actor.MonitorSignal{ID: 1}, 0, false, q.max)
+	q.pushBelow("sink", "src", transport.MonitorSignal{ID: 1}, 0, false, q.max)
 	q.pushLost(lostBody{Session: 101}, 101)
 	q.pushLost(lostBody{Session: 102}, 102)
 	var got []string

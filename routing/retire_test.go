@@ -15,6 +15,7 @@ import (
 	"github.com/libp2p/go-libp2p"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/actor/transport"
 	"github.com/troupe-mesh/troupe/internal/testutil/testhost"
 )
 
@@ -47,7 +48,7 @@ func TestRetiredLinksLoseNoMessage(t *testing.T) {
 			t.Fatal("the idle link could not be retired")
 		}
 	}
-	if !first.retired.Load() || first.user.q.push(&actor.Envelope{To: to, Msg: "late"}) {
+	if !first.retired.Load() || first.user.q.push(&transport.Envelope{To: to, Msg: "late"}) {
 		t.Fatal("the idle link was not retired, or its queue still takes messages")
 	}
 	if err := r.Deliver(to, actor.Ref{}, "m", 0, false); err != nil {
@@ -66,10 +67,10 @@ func TestRetiredLinksLoseNoMessage(t *testing.T) {
 	}{
 		{"Deliver", func() error { return r.Deliver(to, actor.Ref{}, "m", 0, false) }},
 		{"DeliverBatch", func() error {
-			_, err := r.DeliverBatch(actor.Ref{}, []actor.Outbound{{To: to, Msg: "m"}, {To: to, Msg: "m"}})
+			_, err := r.DeliverBatch(actor.Ref{}, []transport.Outbound{{To: to, Msg: "m"}, {To: to, Msg: "m"}})
 			return err
 		}},
-		{"DeliverCtx", func() error { return r.DeliverCtx(context.Background(), actor.Envelope{To: to, Msg: "m"}) }},
+		{"DeliverCtx", func() error { return r.DeliverCtx(context.Background(), transport.Envelope{To: to, Msg: "m"}) }},
 		{"DeliverDirect", func() error { return r.DeliverDirect(context.Background(), to, actor.Ref{}, "m", 0, false) }},
 	} {
 		for k := range givenUp { // the link goes idle
@@ -148,11 +149,11 @@ func TestRetiredLinksLoseNoMessage(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, batchErr := r.DeliverBatch(actor.Ref{}, []actor.Outbound{{To: to, Msg: "m"}, {To: to, Msg: "m"}})
+				_, batchErr := r.DeliverBatch(actor.Ref{}, []transport.Outbound{{To: to, Msg: "m"}, {To: to, Msg: "m"}})
 				for _, err := range []error{
 					r.Deliver(to, actor.Ref{}, "m", 0, false),
 					batchErr,
-					r.DeliverCtx(ctx, actor.Envelope{To: to, Msg: actor.ExitSignal{}}), // the control queue
+					r.DeliverCtx(ctx, transport.Envelope{To: to, Msg: transport.ExitSignal{}}), // the control queue
 				} {
 					if err != nil {
 						t.Errorf("round %d, sender %d: %v", round, g, err)

@@ -14,7 +14,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
-	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/actor/transport"
 	"github.com/troupe-mesh/troupe/codec"
 )
 
@@ -89,6 +89,7 @@ func isCtl(p protocol.ID) bool { return p == ProtoCtl || p == ProtoCtl10 }
 type config struct {
 	Host        host.Host
 	Registry    *codec.Registry
+	Port        *transport.Port // the actor system's
 	Logger      *slog.Logger
 	MaxFrame    int
 	LinkQueue   int
@@ -138,11 +139,11 @@ type Stats struct {
 // Router carries actor messages between peers over libp2p streams: one
 // long-lived outbound stream per peer and protocol, written by one goroutine
 // that drains a bounded queue and flushes when it is empty. It implements
-// actor.Remote. Methods are safe for concurrent use.
+// transport.Remote. Methods are safe for concurrent use.
 type Router struct {
 	cfg         config
 	h           host.Host
-	sys         *actor.Port // the bound system's transport handle
+	sys         *transport.Port // the system's transport handle (config.Port)
 	incarnation uint64
 	log         *slog.Logger
 	logLimit    logLimiter   // protocol errors' lines, per peer (loglimit.go)
@@ -161,7 +162,7 @@ type Router struct {
 
 	protected map[string]bool // WithProtected
 
-	mu      sync.Mutex                    // guards the fields below up to lossCh, but restarted (set once, by Bind)
+	mu      sync.Mutex                    // guards the fields below up to lossCh, but restarted (set once, by start)
 	budgets map[libp2ppeer.ID]*peerBudget // per peer whose streams are read or whose messages actors hold
 	sweepAt int                           // the size of budgets at which budgetFor sweeps it next
 	links   map[string]*link
@@ -172,7 +173,7 @@ type Router struct {
 	// closing holds, per peer, a channel closed once the hello that found
 	// connections of a former incarnation closed them all (see hello).
 	closing   map[libp2ppeer.ID]chan struct{}
-	restarted event.Emitter // of EvtPeerRestarted, from Bind
+	restarted event.Emitter // of EvtPeerRestarted, from start
 	closed    bool
 	lossCh    chan struct{} // closed and replaced when a peer's losses were acted on or forgotten (awaitLoss)
 
@@ -188,15 +189,16 @@ type Router struct {
 	hooks hooks // tests only: all nil outside tests
 }
 
-var _ actor.Remote = (*Router)(nil)
+var _ transport.Remote = (*Router)(nil)
 
 // New creates a router on h carrying messages of the types of reg (the
-// router adds its own). Options: WithLogger, WithMaxFrame, WithLinkQueue,
-// WithProtected, WithIncarnation, WithPeerBudget, WithPauseGrace. Bind it
-// to the actor system before traffic flows; Close it before closing the
-// host.
-func New(h host.Host, reg *codec.Registry, opts ...Option) (*Router, error) {
-	cfg, err := apply(config{Host: h, Registry: reg}, opts)
+// router adds its own) to and from the actor system of p: call it in the
+// transport.Factory given to transport.NewSystem, and return the router as
+// the system's Remote. Options: WithLogger, WithMaxFrame, WithLinkQueue,
+// WithProtected, WithIncarnation, WithPeerBudget, WithPauseGrace. Close it
+// before closing the host.
+func New(h host.Host, reg *codec.Registry, p *transport.Port, opts ...Option) (*Router, error) {
+	cfg, err := apply(config{Host: h, Registry: reg, Port: p}, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -205,8 +207,8 @@ func New(h host.Host, reg *codec.Registry, opts ...Option) (*Router, error) {
 
 // newRouter is New on a config (tests build theirs).
 func newRouter(cfg config) (*Router, error) {
-	if cfg.Host == nil || cfg.Registry == nil {
-		return nil, fmt.Errorf("%w: host and registry are required", ErrInvalidConfig)
+	if cfg.Host == nil || cfg.Registry == nil || cfg.Port == nil {
+		return nil, fmt.Errorf("%w: host, registry and port are required", ErrInvalidConfig)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -236,7 +238,7 @@ func newRouter(cfg config) (*Router, error) {
 		cfg.Incarnation = inc
 	}
 	r := &Router{
-		cfg: cfg, h: cfg.Host, log: cfg.Logger,
+		cfg: cfg, h: cfg.Host, sys: cfg.Port, log: cfg.Logger,
 		logLimit:    logLimiter{every: cfg.timings.logEvery, max: maxLogKeys},
 		readers:     readerBudget{limit: cmp.Or(cfg.readerMemory, DefaultReaderMemory), floor: cmp.Or(cfg.readerFloor, readerFloor(cfg.MaxFrame))},
 		incarnation: cfg.Incarnation,
@@ -253,26 +255,16 @@ func newRouter(cfg config) (*Router, error) {
 		r.protected[name] = true
 	}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
+	if err := r.start(); err != nil {
+		r.cancel()
+		return nil, err
+	}
 	return r, nil
 }
 
-// Bind attaches the actor system that incoming messages go to, installs
-// the stream handlers and starts watching peer connectivity. It must be
-// called once, before any message is given to the router (until then they
-// are refused with ErrNotBound).
-func (r *Router) Bind(sys *actor.System) error {
-	if sys == nil {
-		return fmt.Errorf("%w: Bind of a nil system", ErrNotBound)
-	}
-	r.mu.Lock()
-	bound := r.sys != nil
-	if !bound {
-		r.sys = sys.Port()
-	}
-	r.mu.Unlock()
-	if bound {
-		return fmt.Errorf("%w: Bind called twice", ErrBound)
-	}
+// start installs the stream handlers and starts watching peer
+// connectivity: the last step of newRouter, once r holds its Port.
+func (r *Router) start() error {
 	sub, err := r.h.EventBus().Subscribe([]any{new(event.EvtPeerConnectednessChanged), new(event.EvtPeerIdentificationCompleted)})
 	if err != nil {
 		return fmt.Errorf("routing: subscribe to connectedness: %w", err)

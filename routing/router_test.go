@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/actor/transport"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/internal/testutil/testhost"
 )
@@ -150,46 +151,38 @@ func TestAgentVersionCarriesTheIncarnation(t *testing.T) {
 	}
 }
 
-// TestRouterRefusesMessagesBeforeBind: a router given a message before
-// Bind refuses it (it has no system to hand failures back to) instead of
-// starting a link whose writer would crash; Bind takes one system, once.
-func TestRouterRefusesMessagesBeforeBind(t *testing.T) {
+// TestRouterNeedsItsSystem: a router is made with its system's Port, in
+// the system's transport factory, or not at all (there is no router
+// without a system to hand failures back to, and no second system); it
+// carries messages at once, and refuses them once closed.
+func TestRouterNeedsItsSystem(t *testing.T) {
 	h := testhost.NewHost(t, libp2p.NoListenAddrs)
 	reg, err := codec.NewRegistry()
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := newRouter(config{Host: h, Registry: reg, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	defer r.Close(ctx)
-	other := testhost.NewHost(t, libp2p.NoListenAddrs)
-	to, _ := actor.NewRef(other.ID().String(), "x")
-	if err := r.Deliver(to, actor.Ref{}, "hi", 0, false); !errors.Is(err, ErrNotBound) {
-		t.Fatalf("Deliver before Bind: %v, want ErrNotBound", err)
+	if _, err := New(h, reg, nil); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("New without a port: %v, want ErrInvalidConfig", err)
 	}
-	if err := r.Bind(nil); !errors.Is(err, ErrNotBound) {
-		t.Fatalf("Bind(nil): %v", err)
-	}
-	sys, err := actor.New(actor.WithPeer(h.ID().String()), actor.WithRemote(r))
+	var r *Router
+	sys, err := transport.NewSystem(func(p *transport.Port) (transport.Remote, transport.GroupTransport, error) {
+		if _, err := New(h, nil, p); !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("New without a registry: %v, want ErrInvalidConfig", err)
+		}
+		var err error
+		r, err = newRouter(config{Host: h, Registry: reg, Port: p, Logger: slog.New(slog.DiscardHandler)})
+		return r, nil, err
+	}, actor.WithPeer(h.ID().String()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sys.Shutdown(ctx)
-	if err := r.Bind(sys); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Bind(sys); !errors.Is(err, ErrBound) {
-		t.Fatalf("a second Bind: %v, want ErrBound", err)
-	}
-	if _, err := New(h, nil); !errors.Is(err, ErrInvalidConfig) {
-		t.Fatalf("New without a registry: %v, want ErrInvalidConfig", err)
-	}
+	other := testhost.NewHost(t, libp2p.NoListenAddrs)
+	to, _ := actor.NewRef(other.ID().String(), "x")
 	if err := r.Deliver(to, actor.Ref{}, "hi", 0, false); err != nil {
-		t.Fatalf("Deliver after Bind: %v", err)
+		t.Fatalf("Deliver: %v", err)
 	}
 	if err := r.Close(ctx); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/actor/transport"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/internal/testutil"
 )
@@ -44,11 +45,13 @@ func newSender(tb testing.TB) (*Router, *link, *actor.System, actor.Ref) {
 	l := newLink(r, "", remote)
 	r.links[remote] = l
 	r.fast.Store(remote, l)
-	sys, err := actor.New(actor.WithPeer("12D3KooWLocalPeerOfTheSendingBenchmark"), actor.WithRemote(r), actor.WithLogger(logger), actor.WithLoops(1))
+	sys, err := transport.NewSystem(func(p *transport.Port) (transport.Remote, transport.GroupTransport, error) {
+		r.sys = p
+		return r, nil, nil
+	}, actor.WithPeer("12D3KooWLocalPeerOfTheSendingBenchmark"), actor.WithLogger(logger), actor.WithLoops(1))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r.sys = sys.Port()
 	tb.Cleanup(func() { _ = sys.Shutdown(context.Background()) })
 	to, err := actor.NewRef(remote, "sink")
 	if err != nil {
@@ -81,13 +84,13 @@ func BenchmarkSendPathRuns(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	run := make([]actor.Outbound, 0, 64)
+	run := make([]transport.Outbound, 0, 64)
 	b.ReportAllocs()
 	i := 0
 	cpu0 := testutil.ProcessCPU()
 	defer func() { reportCPU(b, cpu0) }()
 	for b.Loop() {
-		run = append(run, actor.Outbound{To: to, Msg: msg})
+		run = append(run, transport.Outbound{To: to, Msg: msg})
 		if len(run) == cap(run) {
 			if n, err := r.DeliverBatch(from, run); err != nil {
 				b.Fatalf("%d queued: %v", n, err)
@@ -138,7 +141,7 @@ func benchSendPath(b *testing.B, window int, withCtx bool) {
 			msg = benchBlob{Data: make([]byte, 100)}
 		}
 		if withCtx {
-			if err := r.DeliverCtx(ctx, actor.Envelope{To: to, Msg: msg}); err != nil {
+			if err := r.DeliverCtx(ctx, transport.Envelope{To: to, Msg: msg}); err != nil {
 				b.Fatal(err)
 			}
 		} else {

@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/actor/transport"
 	"github.com/troupe-mesh/troupe/codec"
 )
 
@@ -171,7 +172,7 @@ func decodeReason(r reasonBody) error {
 
 // toWire turns a message for the network into an envelope's kind, type and
 // body. Signals and Undeliverable become system messages.
-func toWire(reg *codec.Registry, e *actor.Envelope) (kind codec.Kind, typ string, body []byte, err error) {
+func toWire(reg *codec.Registry, e *transport.Envelope) (kind codec.Kind, typ string, body []byte, err error) {
 	return appendWire(reg, nil, e.Msg, e.Reply)
 }
 
@@ -181,19 +182,19 @@ func appendWire(reg *codec.Registry, dst []byte, msg any, reply bool) (kind code
 	var v any
 	kind = codec.KindSystem
 	switch m := msg.(type) {
-	case actor.LinkSignal:
+	case transport.LinkSignal:
 		typ, v = typeLink, linkBody{}
-	case actor.UnlinkSignal:
+	case transport.UnlinkSignal:
 		typ, v = typeUnlink, unlinkBody{}
-	case actor.ExitSignal:
+	case transport.ExitSignal:
 		typ, v = typeExit, exitBody{Reason: encodeReason(m.Reason), Linked: m.Linked, Kill: m.Kill}
-	case actor.MonitorSignal:
+	case transport.MonitorSignal:
 		typ, v = typeMonitor, monitorBody{ID: uint64(m.ID)}
-	case actor.DemonitorSignal:
+	case transport.DemonitorSignal:
 		typ, v = typeDemonitor, demonitorBody{ID: uint64(m.ID)}
-	case actor.DownSignal:
+	case transport.DownSignal:
 		typ, v = typeDown, downBody{ID: uint64(m.ID), Reason: encodeReason(m.Reason)}
-	case actor.Undeliverable:
+	case transport.Undeliverable:
 		typ, v = typeUndeliverable, encodeReason(m.Reason)
 	case lostBody:
 		typ, v = typeLost, m
@@ -243,19 +244,19 @@ func fromValue(env *codec.Envelope, v any) (msg any, reply bool, err error) {
 	}
 	switch b := v.(type) {
 	case linkBody:
-		return actor.LinkSignal{}, reply, nil
+		return transport.LinkSignal{}, reply, nil
 	case unlinkBody:
-		return actor.UnlinkSignal{}, reply, nil
+		return transport.UnlinkSignal{}, reply, nil
 	case exitBody:
-		return actor.ExitSignal{Reason: decodeReason(b.Reason), Linked: b.Linked, Kill: b.Kill}, reply, nil
+		return transport.ExitSignal{Reason: decodeReason(b.Reason), Linked: b.Linked, Kill: b.Kill}, reply, nil
 	case monitorBody:
-		return actor.MonitorSignal{ID: actor.MonitorID(b.ID)}, reply, nil
+		return transport.MonitorSignal{ID: actor.MonitorID(b.ID)}, reply, nil
 	case demonitorBody:
-		return actor.DemonitorSignal{ID: actor.MonitorID(b.ID)}, reply, nil
+		return transport.DemonitorSignal{ID: actor.MonitorID(b.ID)}, reply, nil
 	case downBody:
-		return actor.DownSignal{ID: actor.MonitorID(b.ID), Reason: decodeReason(b.Reason)}, reply, nil
+		return transport.DownSignal{ID: actor.MonitorID(b.ID), Reason: decodeReason(b.Reason)}, reply, nil
 	case reasonBody:
-		return actor.Undeliverable{Reason: decodeReason(b)}, reply, nil
+		return transport.Undeliverable{Reason: decodeReason(b)}, reply, nil
 	case helloBody, lostBody, resetBody: // for the router
 		return b, false, nil
 	}

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/actor/transport"
 	"github.com/troupe-mesh/troupe/codec"
 )
 
@@ -27,7 +28,7 @@ func wireRegistry(t *testing.T) *codec.Registry {
 	return reg
 }
 
-func roundTrip(t *testing.T, reg *codec.Registry, e actor.Envelope) (any, bool) {
+func roundTrip(t *testing.T, reg *codec.Registry, e transport.Envelope) (any, bool) {
 	t.Helper()
 	kind, typ, body, err := toWire(reg, &e)
 	if err != nil {
@@ -51,27 +52,27 @@ func roundTrip(t *testing.T, reg *codec.Registry, e actor.Envelope) (any, bool) 
 func TestSignalsRoundTrip(t *testing.T) {
 	reg := wireRegistry(t)
 	for _, m := range []any{
-		actor.LinkSignal{},
-		actor.UnlinkSignal{},
-		actor.ExitSignal{Reason: actor.ErrKilled, Linked: true, Kill: true},
-		actor.ExitSignal{},
-		actor.MonitorSignal{ID: 7},
-		actor.DemonitorSignal{ID: 7},
-		actor.DownSignal{ID: 9, Reason: actor.ErrNoSuchActor},
+		transport.LinkSignal{},
+		transport.UnlinkSignal{},
+		transport.ExitSignal{Reason: actor.ErrKilled, Linked: true, Kill: true},
+		transport.ExitSignal{},
+		transport.MonitorSignal{ID: 7},
+		transport.DemonitorSignal{ID: 7},
+		transport.DownSignal{ID: 9, Reason: actor.ErrNoSuchActor},
 		"a user string",
 		int64(-5),
 	} {
-		got, reply := roundTrip(t, reg, actor.Envelope{Msg: m})
+		got, reply := roundTrip(t, reg, transport.Envelope{Msg: m})
 		if reply || !reflect.DeepEqual(got, m) {
 			t.Fatalf("%#v came back as %#v (reply %v)", m, got, reply)
 		}
 	}
-	got, reply := roundTrip(t, reg, actor.Envelope{Msg: "answer", Corr: 3, Reply: true})
+	got, reply := roundTrip(t, reg, transport.Envelope{Msg: "answer", Corr: 3, Reply: true})
 	if !reply || got != "answer" {
 		t.Fatalf("reply came back as %#v, %v", got, reply)
 	}
-	got, reply = roundTrip(t, reg, actor.Envelope{Msg: actor.Undeliverable{Reason: actor.ErrNoSuchActor}, Corr: 3, Reply: true})
-	if u, ok := got.(actor.Undeliverable); !reply || !ok || !errors.Is(u.Reason, actor.ErrNoSuchActor) {
+	got, reply = roundTrip(t, reg, transport.Envelope{Msg: transport.Undeliverable{Reason: actor.ErrNoSuchActor}, Corr: 3, Reply: true})
+	if u, ok := got.(transport.Undeliverable); !reply || !ok || !errors.Is(u.Reason, actor.ErrNoSuchActor) {
 		t.Fatalf("undeliverable came back as %#v, %v", got, reply)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/actor/transport"
 	"github.com/troupe-mesh/troupe/codec"
 )
 
@@ -277,9 +278,9 @@ func connGone(peer libp2ppeer.ID, err error) error {
 // it has costs a second declaration at worst.
 func sentAgain(msg any) bool {
 	switch sig := msg.(type) {
-	case actor.DownSignal, actor.DemonitorSignal, actor.UnlinkSignal, lostBody, resetBody:
+	case transport.DownSignal, transport.DemonitorSignal, transport.UnlinkSignal, lostBody, resetBody:
 		return true
-	case actor.ExitSignal:
+	case transport.ExitSignal:
 		return sig.Linked && !sig.Kill
 	}
 	return false
@@ -316,11 +317,11 @@ func (w *writer) addUndo(m *outMsg) {
 	}
 	var cancel any
 	switch sig := m.msg.(type) {
-	case actor.MonitorSignal:
+	case transport.MonitorSignal:
 		//lint:ignore S1016 a demonitor is not a monitor that happens to have the same fields
-		cancel = actor.DemonitorSignal{ID: sig.ID}
-	case actor.LinkSignal:
-		cancel = actor.UnlinkSignal{}
+		cancel = transport.DemonitorSignal{ID: sig.ID}
+	case transport.LinkSignal:
+		cancel = transport.UnlinkSignal{}
 	default:
 		return
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/actor/transport"
 )
 
 // slowStream is a stream whose peer has room for room more bytes: a
@@ -216,7 +217,7 @@ func TestWriteThroughLeavesTheWriterAsNeeded(t *testing.T) {
 		if q.takeBatch(nil) != nil { // the writer finds the queue empty
 			t.Fatal("a batch from an empty queue")
 		}
-		if ok, claimed := q.pushClaim("sink", "source", actor.MonitorSignal{ID: id}, 0, false); !ok || !claimed {
+		if ok, claimed := q.pushClaim("sink", "source", transport.MonitorSignal{ID: id}, 0, false); !ok || !claimed {
 			t.Fatalf("push: queued %v, claimed %v; want both", ok, claimed)
 		}
 	}
@@ -241,8 +242,8 @@ func TestWriteThroughLeavesTheWriterAsNeeded(t *testing.T) {
 	if woken() || len(w.undo) != 0 {
 		t.Fatalf("after a write-through with nothing left: undo %+v, woken", w.undo)
 	}
-	wantMessages(t, r, &wire, actor.DemonitorSignal{ID: 7}, actor.MonitorSignal{ID: 8})
-	if !q.pushBelow("sink", "source", actor.MonitorSignal{ID: 9}, 0, false, q.max) || !woken() {
+	wantMessages(t, r, &wire, transport.DemonitorSignal{ID: 7}, transport.MonitorSignal{ID: 8})
+	if !q.pushBelow("sink", "source", transport.MonitorSignal{ID: 9}, 0, false, q.max) || !woken() {
 		t.Fatal("the next push did not wake the writer")
 	}
 	if st := r.Stats(); st.WrittenThrough != 1 {
@@ -300,9 +301,9 @@ func TestExpiredDeadlineBreaksNoBatch(t *testing.T) {
 		askCancel()
 	}
 	from, _ := actor.NewRef(sysA.Peer(), "sender")
-	msgs := make([]actor.Outbound, batch)
+	msgs := make([]transport.Outbound, batch)
 	for i := range msgs {
-		msgs[i] = actor.Outbound{To: to, Msg: strings.Repeat("x", 8<<10)}
+		msgs[i] = transport.Outbound{To: to, Msg: strings.Repeat("x", 8<<10)}
 	}
 	if n, err := rA.DeliverBatch(from, msgs); err != nil || n != batch {
 		t.Fatalf("DeliverBatch: %d, %v", n, err)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/actor/group"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/chat"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 	"github.com/troupe-mesh/troupe/codec"
@@ -56,7 +57,7 @@ func startBuiltins(n *peer.Node, mesh string, started time.Time, out io.Writer) 
 		h = actor.Any(func(any) {
 			c.Reply(Info{
 				Peer: n.ID().String(), Version: buildVersion(), Mesh: mesh,
-				Uptime: time.Since(started).Round(time.Millisecond).Seconds(), Actors: sys.Names(), Groups: sys.Groups(),
+				Uptime: time.Since(started).Round(time.Millisecond).Seconds(), Actors: sys.Names(), Groups: group.Names(sys),
 			})
 			c.Receive(h)
 		})

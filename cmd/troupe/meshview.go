@@ -3,6 +3,7 @@ package main
 import (
 	"time"
 
+	"github.com/troupe-mesh/troupe/actor/group"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/meshview"
 )
 
@@ -15,7 +16,7 @@ func (d *runningDaemon) sampleView(now time.Time) meshview.View {
 		Peers: []meshview.Peer{},
 	}
 	v.Actors, v.MoreActors = meshview.CapNames(d.node.System().Names())
-	v.Groups, v.MoreGroups = meshview.CapNames(d.node.System().Groups())
+	v.Groups, v.MoreGroups = meshview.CapNames(group.Names(d.node.System()))
 	traffic := map[string]int{}
 	stats := d.node.PeerStats()
 	for i, p := range stats {

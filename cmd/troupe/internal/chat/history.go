@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/actor/group"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 )
 
@@ -212,7 +213,7 @@ func (st *chatState) own(c *actor.Context, ref actor.Ref) bool {
 func (st *chatState) openHistory(c *actor.Context) {
 	st.histGen++
 	st.hist = newHistory(st.room, st.histGen, st.s.now())
-	_ = c.Broadcast(chatGroupPrefix+st.room, HistoryAsk{Room: st.room})
+	_ = group.Broadcast(c, chatGroupPrefix+st.room, HistoryAsk{Room: st.room})
 	st.armHistory(c)
 }
 

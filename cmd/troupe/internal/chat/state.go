@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/actor/group"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 )
 
@@ -45,7 +46,7 @@ func (st *chatState) start(c *actor.Context) {
 	st.s.printf("* you are %s (%s)", st.nick, c.Self())
 	st.enter(c, st.room, st.prev.IsZero()) // a rename has seen the history
 	if !st.prev.IsZero() {
-		_ = c.Broadcast(chatGroupPrefix+st.room, Rename{Room: st.room, Old: st.prevNick, New: st.nick})
+		_ = group.Broadcast(c, chatGroupPrefix+st.room, Rename{Room: st.room, Old: st.prevNick, New: st.nick})
 		c.Send(st.prev, chatHandoff{})
 		st.former, st.prev = st.prev, actor.Ref{}
 	}
@@ -56,7 +57,7 @@ func (st *chatState) start(c *actor.Context) {
 // the room's members for their recent lines (see history.go).
 func (st *chatState) enter(c *actor.Context, room string, history bool) {
 	st.room, st.members = room, map[actor.Ref]string{}
-	if err := c.Join(chatGroupPrefix+room, actor.WatchPresence()); err != nil {
+	if err := group.Join(c, chatGroupPrefix+room, group.WatchPresence()); err != nil {
 		st.s.printf("! cannot join #%s: %v", room, err)
 		return
 	}
@@ -81,7 +82,7 @@ func (st *chatState) loop(c *actor.Context) {
 
 // handle handles one message and reports whether the actor goes on.
 func (st *chatState) handle(c *actor.Context, m any) bool {
-	group := chatGroupPrefix + st.room
+	room := chatGroupPrefix + st.room
 	from := c.Sender().Peer()
 	switch m := m.(type) {
 	case chatInput:
@@ -112,9 +113,9 @@ func (st *chatState) handle(c *actor.Context, m any) bool {
 		if m.Room == st.room && !own && fromNick(c, m.New) && CheckName("nick", m.Old) == nil && st.s.limit.allow(from) {
 			st.s.printf("* %s is now %s", st.s.nicks.show(m.Old, from), st.s.nicks.show(m.New, from))
 		}
-	case actor.Joined:
+	case group.Joined:
 		nick, ok := strings.CutPrefix(m.Member.Name(), chatActorPrefix)
-		if m.Group != group || !ok || CheckName("nick", nick) != nil || m.Member == c.Self() || m.Member == st.prev || m.Member == st.former {
+		if m.Group != room || !ok || CheckName("nick", nick) != nil || m.Member == c.Self() || m.Member == st.prev || m.Member == st.former {
 			break
 		}
 		if _, known := st.members[m.Member]; !known {
@@ -125,8 +126,8 @@ func (st *chatState) handle(c *actor.Context, m any) bool {
 			c.Send(m.Member, HistoryAsk{Room: st.room})
 			st.armHistory(c)
 		}
-	case actor.Left:
-		if nick, ok := st.members[m.Member]; ok && m.Group == group {
+	case group.Left:
+		if nick, ok := st.members[m.Member]; ok && m.Group == room {
 			delete(st.members, m.Member)
 			st.s.printf("* %s left #%s", st.s.nicks.label(nick, m.Member.Peer()), st.room)
 		}
@@ -142,7 +143,7 @@ func (st *chatState) command(c *actor.Context, line string) bool {
 		return true
 	}
 	if !strings.HasPrefix(line, "/") {
-		if err := c.Broadcast(chatGroupPrefix+st.room, Line{Room: st.room, Nick: st.nick, Text: line}); err != nil {
+		if err := group.Broadcast(c, chatGroupPrefix+st.room, Line{Room: st.room, Nick: st.nick, Text: line}); err != nil {
 			st.s.printf("! not sent: %v", err)
 		} else {
 			st.said.add(st.room, line, st.s.now())
@@ -188,7 +189,7 @@ func (st *chatState) command(c *actor.Context, line string) bool {
 			break
 		}
 		if rest != st.room {
-			c.Leave(chatGroupPrefix + st.room)
+			group.Leave(c, chatGroupPrefix+st.room)
 			st.s.printf("* left #%s", st.room)
 			st.stopHistory()
 			st.enter(c, rest, true)
@@ -286,7 +287,7 @@ func (st *chatState) candidates(nick string) []actor.Ref {
 // number of peers that have members in each.
 func (st *chatState) rooms() []string {
 	count := map[string]int{}
-	for _, g := range st.s.node.System().Groups() {
+	for _, g := range group.Names(st.s.node.System()) {
 		if r, ok := strings.CutPrefix(g, chatGroupPrefix); ok {
 			count[r]++
 		}
