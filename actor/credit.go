@@ -181,8 +181,6 @@ var errShed = fmt.Errorf("%w: saved for a later receive while its peer stayed pa
 // shedSignal asks an actor to drop its saved messages charged to credit.
 type shedSignal struct{ credit *spi.Credit }
 
-func (shedSignal) signal() {}
-
 // ShedSaved makes dead letters, with a reason wrapping ErrMailboxFull, of
 // the user messages charged to cr that actors saved for a later receive
 // (each actor drops its own, on its loop; an Ask among them fails). A

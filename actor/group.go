@@ -19,10 +19,6 @@ type (
 	leftMsg   = spi.Left[Ref]
 )
 
-// withGroups sets the transport of group messages (transport.NewSystem's
-// bind does). Without one, groups are local to the system.
-func withGroups(t groupTransport) Option { return func(c *config) error { c.groups = t; return nil } }
-
 // groupTable is the local membership of groups. Membership changes are
 // rare; broadcasts read it.
 type groupTable struct {
