@@ -50,6 +50,9 @@ type scaleSpec struct {
 	n     int           // peers in the mesh
 	procs int           // processes they run in: this one and procs-1 helpers (scale_procs_test.go)
 	adTTL time.Duration // advertisement TTL: 90 s, the default, unless lighter
+	// memberEvery puts a member of the group "all" on every peer whose
+	// index it divides (1, the default: on every peer).
+	memberEvery int
 }
 
 // scaleOpts are the options of every peer of a scale run.
@@ -65,13 +68,19 @@ func scaleOpts(tb testing.TB, ttl time.Duration, boot ...peer.Option) []peer.Opt
 }
 
 // scaleActors spawns on each node its public echo actor svc-<offset+i>
-// and a member of the group "all" that passes every Stamp to got, and
-// returns once every member joined.
-func scaleActors(tb testing.TB, nodes []*peer.Node, offset int, got func(Stamp)) {
+// and, on every memberEvery-th, a member of the group "all" that passes
+// every Stamp to got; it returns the nodes given a member, once every
+// member joined.
+func scaleActors(tb testing.TB, nodes []*peer.Node, offset, memberEvery int, got func(Stamp)) []*peer.Node {
 	var joined sync.WaitGroup
-	joined.Add(len(nodes))
+	var members []*peer.Node
 	for i, nd := range nodes {
 		spawn(tb, nd, svcName(offset+i), echo)
+		if (offset+i)%memberEvery != 0 {
+			continue
+		}
+		members = append(members, nd)
+		joined.Add(1)
 		spawn(tb, nd, "member", func(c *actor.Context) {
 			if err := c.Join("all"); err != nil {
 				tb.Error(err)
@@ -83,6 +92,7 @@ func scaleActors(tb testing.TB, nodes []*peer.Node, offset int, got func(Stamp))
 		})
 	}
 	joined.Wait()
+	return members
 }
 
 func scaleRun(b *testing.B, spec scaleSpec) {
@@ -93,6 +103,9 @@ func scaleRun(b *testing.B, spec scaleSpec) {
 	if spec.adTTL == 0 {
 		spec.adTTL = 90 * time.Second
 	}
+	if spec.memberEvery < 1 {
+		spec.memberEvery = 1
+	}
 	// This process runs local peers, the first of them the bootstrap
 	// peer; with helper processes the figures per peer are those of the
 	// local peers, a sample of the mesh.
@@ -102,24 +115,26 @@ func scaleRun(b *testing.B, spec scaleSpec) {
 	runtime.ReadMemStats(&m0)
 	start := time.Now()
 	census := newConnCensus()
-	first := newNode(b, scaleOpts(b, spec.adTTL, peer.WithDHT())...)
+	first := newNodeWithin(b, time.Minute, scaleOpts(b, spec.adTTL, peer.WithDHT())...)
 	census.watch(first)
 	nodes := []*peer.Node{first}
+	helpers := func() {}
+	if spec.procs > 1 { // they start their peers while this process does
+		helpers = scaleHelpers(b, spec, *first.AddrInfo(), local)
+	}
 	for range local - 1 {
-		nd := newNode(b, scaleOpts(b, spec.adTTL, peer.WithDHT(*first.AddrInfo()))...)
+		nd := newNodeWithin(b, time.Minute, scaleOpts(b, spec.adTTL, peer.WithDHT(*first.AddrInfo()))...)
 		census.watch(nd)
 		nodes = append(nodes, nd)
 	}
-	if spec.procs > 1 {
-		scaleHelpers(b, spec, *first.AddrInfo(), local)
-	}
+	helpers()
 	started := time.Since(start)
 	type arrival struct {
 		seq int64
 		lat time.Duration
 	}
 	lats := make(chan arrival, 20*local)
-	scaleActors(b, nodes, 0, func(s Stamp) {
+	members := scaleActors(b, nodes, 0, spec.memberEvery, func(s Stamp) {
 		lats <- arrival{s.Seq, time.Duration(time.Now().UnixNano() - s.UnixNano)}
 	})
 	// The curve's samples (scale_curve_test.go): from the last start
@@ -186,7 +201,7 @@ func scaleRun(b *testing.B, spec scaleSpec) {
 	runtime.ReadMemStats(&m1)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for _, nd := range nodes {
+	for _, nd := range members {
 		if err := nd.GroupReady(ctx, "all", 1); err != nil {
 			b.Fatal(err)
 		}
@@ -200,18 +215,18 @@ func scaleRun(b *testing.B, spec scaleSpec) {
 	var all []time.Duration
 	received := make([]int, rounds)
 	for i := range rounds {
-		if err := nodes[i%local].Publish("all", Stamp{Seq: int64(i), UnixNano: time.Now().UnixNano()}); err != nil {
+		if err := members[i%len(members)].Publish("all", Stamp{Seq: int64(i), UnixNano: time.Now().UnixNano()}); err != nil {
 			b.Fatal(err)
 		}
 		timeout := time.After(10 * time.Second)
 	wait:
-		for received[i] < local {
+		for received[i] < len(members) {
 			select {
 			case a := <-lats:
 				received[a.seq]++
 				all = append(all, a.lat)
 			case <-timeout:
-				b.Logf("broadcast %d reached %d of %d members within 10 s", i, received[i], local)
+				b.Logf("broadcast %d reached %d of %d members within 10 s", i, received[i], len(members))
 				break wait
 			}
 		}
@@ -236,10 +251,10 @@ func scaleRun(b *testing.B, spec scaleSpec) {
 	b.ReportMetric(float64(idleMedian), "conns-idle-median")
 	b.ReportMetric(float64(idleMax), "conns-idle-max")
 	b.ReportMetric(float64(protectedPerPeer(nodes)), "protected-idle-median")
-	if len(all) < rounds*local*95/100 {
-		b.Fatalf("%d of %d broadcasts delivered (per round: %v)", len(all), rounds*local, received)
+	if len(all) < rounds*len(members)*95/100 {
+		b.Fatalf("%d of %d broadcasts delivered (per round: %v)", len(all), rounds*len(members), received)
 	}
-	b.ReportMetric(100*float64(len(all))/float64(rounds*local), "%-delivered")
+	b.ReportMetric(100*float64(len(all))/float64(rounds*len(members)), "%-delivered")
 	slices.Sort(all)
 	b.ReportMetric(started.Seconds(), "s-to-start")
 	if spec.procs == 1 && n <= 100 {

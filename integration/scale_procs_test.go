@@ -22,11 +22,12 @@ import (
 // runs another share of peers of the same mesh, with the same options
 // and actors, and nothing else, until the benchmark closes its stdin.
 
-const scaleHelperEnv = "TROUPE_SCALE_HELPER" // offset,count,ttl,bootstrap multiaddr
+const scaleHelperEnv = "TROUPE_SCALE_HELPER" // offset,count,ttl,memberEvery,bootstrap multiaddr
 
 // scaleHelpers starts spec.procs-1 helper processes that run the peers
-// local.. of the mesh, and returns once all of them started theirs.
-func scaleHelpers(b *testing.B, spec scaleSpec, boot peer.AddrInfo, local int) {
+// local.. of the mesh, and returns a function that waits until all of
+// them started theirs.
+func scaleHelpers(b *testing.B, spec scaleSpec, boot peer.AddrInfo, local int) (wait func()) {
 	addrs, err := peer.AddrInfoToP2pAddrs(&boot)
 	if err != nil || len(addrs) == 0 {
 		b.Fatalf("bootstrap address of %v: %v", boot, err)
@@ -39,7 +40,7 @@ func scaleHelpers(b *testing.B, spec scaleSpec, boot peer.AddrInfo, local int) {
 			count = spec.n - offset
 		}
 		cmd := exec.Command(os.Args[0], "-test.run=^TestScaleHelper$", "-test.timeout=0")
-		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d,%d,%d,%s", scaleHelperEnv, offset, count, spec.adTTL, addrs[0]))
+		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d,%d,%d,%d,%s", scaleHelperEnv, offset, count, spec.adTTL, spec.memberEvery, addrs[0]))
 		cmd.Stderr = os.Stderr
 		dieWithTest(cmd)
 		stdin, err := cmd.StdinPipe()
@@ -76,15 +77,17 @@ func scaleHelpers(b *testing.B, spec scaleSpec, boot peer.AddrInfo, local int) {
 			ready <- fmt.Errorf("helper %d (peers %d..%d) exited before its peers started", k, offset, offset+count-1)
 		}()
 	}
-	timeout := time.After(10 * time.Minute)
-	for range spec.procs - 1 {
-		select {
-		case err := <-ready:
-			if err != nil {
-				b.Fatal(err)
+	return func() {
+		timeout := time.After(20 * time.Minute)
+		for range spec.procs - 1 {
+			select {
+			case err := <-ready:
+				if err != nil {
+					b.Fatal(err)
+				}
+			case <-timeout:
+				b.Fatal("helpers did not start their peers within 20 minutes")
 			}
-		case <-timeout:
-			b.Fatal("helpers did not start their peers within 10 minutes")
 		}
 	}
 }
@@ -96,15 +99,16 @@ func TestScaleHelper(t *testing.T) {
 	if spec == "" {
 		t.Skip("a helper process of the scale benchmarks")
 	}
-	f := strings.SplitN(spec, ",", 4)
-	if len(f) != 4 {
-		t.Fatalf("%s=%q: want offset,count,ttl,bootstrap", scaleHelperEnv, spec)
+	f := strings.SplitN(spec, ",", 5)
+	if len(f) != 5 {
+		t.Fatalf("%s=%q: want offset,count,ttl,memberEvery,bootstrap", scaleHelperEnv, spec)
 	}
 	offset, err1 := strconv.Atoi(f[0])
 	count, err2 := strconv.Atoi(f[1])
 	ttl, err3 := strconv.ParseInt(f[2], 10, 64)
-	ma, err4 := multiaddr.NewMultiaddr(f[3])
-	if err := firstErr(err1, err2, err3, err4); err != nil {
+	every, err4 := strconv.Atoi(f[3])
+	ma, err5 := multiaddr.NewMultiaddr(f[4])
+	if err := firstErr(err1, err2, err3, err4, err5); err != nil {
 		t.Fatalf("%s=%q: %v", scaleHelperEnv, spec, err)
 	}
 	boot, err := peer.AddrInfoFromP2pAddr(ma)
@@ -113,9 +117,9 @@ func TestScaleHelper(t *testing.T) {
 	}
 	var nodes []*tpeer.Node
 	for range count {
-		nodes = append(nodes, newNode(t, scaleOpts(t, time.Duration(ttl), tpeer.WithDHT(*boot))...))
+		nodes = append(nodes, newNodeWithin(t, time.Minute, scaleOpts(t, time.Duration(ttl), tpeer.WithDHT(*boot))...))
 	}
-	scaleActors(t, nodes, offset, func(Stamp) {})
+	scaleActors(t, nodes, offset, every, func(Stamp) {})
 	fmt.Println("scale-helper ready")
 	_, _ = io.Copy(io.Discard, os.Stdin) // until the benchmark is done
 }
