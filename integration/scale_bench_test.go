@@ -239,13 +239,13 @@ func scaleRun(b *testing.B, spec scaleSpec) {
 	idleMedian, idleMax := connsPerPeer(nodes)
 	// Idle: no sample still asking, no broadcast.
 	askedAt := <-ready
-	idleBps := idleTraffic(b, local, 20*time.Second)
+	idleTCP, idleWchar := idleTraffic(b, local, 20*time.Second)
 	rss, err := procRSS()
 	if err != nil {
 		b.Logf("RSS not measured: %v", err)
 	}
 	firstLat, firstErrs := firstAsks(nodes, n)
-	reportCurve(b, local, askedAt, firstLat, firstErrs, idleBps, rss)
+	reportCurve(b, local, askedAt, firstLat, firstErrs, idleTCP, idleWchar, rss)
 	b.ReportMetric(float64(dirMedian(nodes)), "ads-held-median")
 	census.report(b, nodes, start.Add(started+5*time.Second), []string{"pubsub:/troupe/scale/ads", "pubsub:/troupe/scale/group/all"})
 	b.ReportMetric(float64(idleMedian), "conns-idle-median")

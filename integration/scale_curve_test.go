@@ -231,27 +231,42 @@ func procField(path, key string) (int64, error) {
 	return 0, fmt.Errorf("%s: no %s", path, key)
 }
 
-// idleTraffic returns the bytes per second per peer the nodes write
-// over window with no application traffic.
-func idleTraffic(b *testing.B, n int, window time.Duration) float64 {
-	w0, err := procIO()
-	if err != nil {
-		b.Logf("idle traffic not measured: %v", err)
-		return -1
-	}
+// idleTraffic returns the bytes per second per peer the nodes send over
+// window with no application traffic: TCP's bytes sent on the sockets
+// open at the end (those opened meanwhile counted from zero, those
+// closed meanwhile not at all), and the bytes written by system calls
+// (wchar), which also counts what the Go runtime writes to its eventfd.
+func idleTraffic(b *testing.B, n int, window time.Duration) (tcp, wchar float64) {
+	s0, err1 := tcpSent()
+	w0, err2 := procIO()
 	t0 := time.Now()
 	time.Sleep(window) // a measurement window, not a synchronization
-	w1, err := procIO()
-	if err != nil {
-		b.Logf("idle traffic not measured: %v", err)
-		return -1
+	s1, err3 := tcpSent()
+	w1, err4 := procIO()
+	secs := time.Since(t0).Seconds() * float64(n)
+	tcp, wchar = -1, -1
+	if err := firstErr(err1, err3); err != nil {
+		b.Logf("idle TCP bytes not measured: %v", err)
+	} else {
+		var sent uint64
+		for k, v := range s1 {
+			if v >= s0[k] {
+				sent += v - s0[k]
+			}
+		}
+		tcp = float64(sent) / secs
 	}
-	return float64(w1-w0) / time.Since(t0).Seconds() / float64(n)
+	if err := firstErr(err2, err4); err != nil {
+		b.Logf("idle written bytes not measured: %v", err)
+	} else {
+		wchar = float64(w1-w0) / secs
+	}
+	return tcp, wchar
 }
 
 // reportCurve reports the figures of issue 29 item 4 that scaleRun does
 // not already report.
-func reportCurve(b *testing.B, n int, ready askableResult, first []time.Duration, firstErrs []error, idleBps float64, rss int64) {
+func reportCurve(b *testing.B, n int, ready askableResult, first []time.Duration, firstErrs []error, idleTCP, idleWchar float64, rss int64) {
 	if ready.failed > 0 {
 		b.Errorf("%d of %d samples never managed to ask their name", ready.failed, askSamples)
 	}
@@ -264,6 +279,7 @@ func reportCurve(b *testing.B, n int, ready askableResult, first []time.Duration
 	b.ReportMetric(float64(quantile(first, 0.5).Milliseconds()), "ms-first-ask-p50")
 	b.ReportMetric(float64(quantile(first, 0.99).Milliseconds()), "ms-first-ask-p99")
 	b.ReportMetric(float64(len(firstErrs)), "first-asks-failed")
-	b.ReportMetric(idleBps, "idle-B/s/peer")
+	b.ReportMetric(idleTCP, "idle-B/s/peer")
+	b.ReportMetric(idleWchar, "idle-wchar-B/s/peer")
 	b.ReportMetric(float64(rss)/float64(n)/(1<<20), "RSS-MiB/peer")
 }
