@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
 	"sync"
@@ -128,6 +129,7 @@ func scaleRun(b *testing.B, spec scaleSpec) {
 		nodes = append(nodes, nd)
 	}
 	helpers()
+	b.Cleanup(func() { closeAll(nodes) }) // before the nodes' own cleanups
 	started := time.Since(start)
 	type arrival struct {
 		seq int64
@@ -246,35 +248,36 @@ func scaleRun(b *testing.B, spec scaleSpec) {
 	}
 	firstLat, firstErrs := firstAsks(nodes, n)
 	reportCurve(b, local, askedAt, firstLat, firstErrs, idleTCP, idleWchar, rss)
-	b.ReportMetric(float64(dirMedian(nodes)), "ads-held-median")
+	scaleMetric(b, float64(dirMedian(nodes)), "ads-held-median")
 	census.report(b, nodes, start.Add(started+5*time.Second), []string{"pubsub:/troupe/scale/ads", "pubsub:/troupe/scale/group/all"})
-	b.ReportMetric(float64(idleMedian), "conns-idle-median")
-	b.ReportMetric(float64(idleMax), "conns-idle-max")
-	b.ReportMetric(float64(protectedPerPeer(nodes)), "protected-idle-median")
+	scaleMetric(b, float64(idleMedian), "conns-idle-median")
+	scaleMetric(b, float64(idleMax), "conns-idle-max")
+	scaleMetric(b, float64(protectedPerPeer(nodes)), "protected-idle-median")
 	if len(all) < rounds*len(members)*95/100 {
+		fmt.Fprintf(os.Stderr, "%s: %d of %d broadcasts delivered (per round: %v)\n", b.Name(), len(all), rounds*len(members), received)
 		b.Fatalf("%d of %d broadcasts delivered (per round: %v)", len(all), rounds*len(members), received)
 	}
-	b.ReportMetric(100*float64(len(all))/float64(rounds*len(members)), "%-delivered")
+	scaleMetric(b, 100*float64(len(all))/float64(rounds*len(members)), "%-delivered")
 	slices.Sort(all)
-	b.ReportMetric(started.Seconds(), "s-to-start")
+	scaleMetric(b, started.Seconds(), "s-to-start")
 	if spec.procs == 1 && n <= 100 {
-		b.ReportMetric(known.Seconds(), "s-all-know-all")
+		scaleMetric(b, known.Seconds(), "s-all-know-all")
 	}
-	b.ReportMetric(float64(expired), "ads-expired")
-	b.ReportMetric(float64(gossiped), "ads-gossiped")
-	b.ReportMetric(float64(synced), "ads-synced")
+	scaleMetric(b, float64(expired), "ads-expired")
+	scaleMetric(b, float64(gossiped), "ads-gossiped")
+	scaleMetric(b, float64(synced), "ads-synced")
 	if spec.procs == 1 {
-		b.ReportMetric(100*float64(n*(n-1)-unconnected)/float64(n*(n-1)), "%-pairs-connected")
+		scaleMetric(b, 100*float64(n*(n-1)-unconnected)/float64(n*(n-1)), "%-pairs-connected")
 	}
-	b.ReportMetric(float64(connsMedian), "conns-median")
-	b.ReportMetric(float64(connsMax), "conns-max")
+	scaleMetric(b, float64(connsMedian), "conns-median")
+	scaleMetric(b, float64(connsMax), "conns-max")
 	// Signed: the heap can shrink between the two reads (what an earlier
 	// benchmark of the process left is collected meanwhile), and an
 	// unsigned difference then reports some 10^11 MiB per peer.
 	grown := int64(m1.HeapInuse+m1.StackInuse) - int64(m0.HeapInuse+m0.StackInuse)
-	b.ReportMetric(float64(grown)/float64(local)/(1<<20), "MiB/peer")
-	b.ReportMetric(float64(all[len(all)/2].Microseconds()), "p50-µs")
-	b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-µs")
+	scaleMetric(b, float64(grown)/float64(local)/(1<<20), "MiB/peer")
+	scaleMetric(b, float64(all[len(all)/2].Microseconds()), "p50-µs")
+	scaleMetric(b, float64(all[len(all)*99/100].Microseconds()), "p99-µs")
 }
 
 // dirMedian returns the median of the advertisements the nodes hold.

@@ -270,16 +270,45 @@ func reportCurve(b *testing.B, n int, ready askableResult, first []time.Duration
 	if ready.failed > 0 {
 		b.Errorf("%d of %d samples never managed to ask their name", ready.failed, askSamples)
 	}
-	b.Logf("askable: %d tries for %d samples, first error: %v", ready.tries, askSamples, ready.lastErr)
+	fmt.Fprintf(os.Stderr, "%s: askable: %d tries for %d samples, %d never; first error: %v\n", b.Name(), ready.tries, askSamples, ready.failed, ready.lastErr)
+	if len(firstErrs) > 0 {
+		fmt.Fprintf(os.Stderr, "%s: %d first asks failed, first: %v\n", b.Name(), len(firstErrs), firstErrs[0])
+	}
 	if len(firstErrs) > 0 {
 		b.Logf("%d of %d first asks failed, first: %v", len(firstErrs), askSamples, firstErrs[0])
 	}
-	b.ReportMetric(quantile(ready.at, 0.5).Seconds(), "s-askable-p50")
-	b.ReportMetric(quantile(ready.at, 0.99).Seconds(), "s-askable-p99")
-	b.ReportMetric(float64(quantile(first, 0.5).Milliseconds()), "ms-first-ask-p50")
-	b.ReportMetric(float64(quantile(first, 0.99).Milliseconds()), "ms-first-ask-p99")
-	b.ReportMetric(float64(len(firstErrs)), "first-asks-failed")
-	b.ReportMetric(idleTCP, "idle-B/s/peer")
-	b.ReportMetric(idleWchar, "idle-wchar-B/s/peer")
-	b.ReportMetric(float64(rss)/float64(n)/(1<<20), "RSS-MiB/peer")
+	scaleMetric(b, quantile(ready.at, 0.5).Seconds(), "s-askable-p50")
+	scaleMetric(b, quantile(ready.at, 0.99).Seconds(), "s-askable-p99")
+	scaleMetric(b, float64(quantile(first, 0.5).Milliseconds()), "ms-first-ask-p50")
+	scaleMetric(b, float64(quantile(first, 0.99).Milliseconds()), "ms-first-ask-p99")
+	scaleMetric(b, float64(len(firstErrs)), "first-asks-failed")
+	scaleMetric(b, idleTCP, "idle-B/s/peer")
+	scaleMetric(b, idleWchar, "idle-wchar-B/s/peer")
+	scaleMetric(b, float64(rss)/float64(n)/(1<<20), "RSS-MiB/peer")
+}
+
+// scaleMetric reports a metric, and writes it to stderr at once: the
+// big runs take minutes to close their peers before the benchmark
+// prints anything.
+func scaleMetric(b *testing.B, v float64, unit string) {
+	b.ReportMetric(v, unit)
+	fmt.Fprintf(os.Stderr, "%s: %g %s\n", b.Name(), v, unit)
+}
+
+// closeAll closes the nodes 32 at a time: their cleanups, one after the
+// other, take 10 s or more each on a loaded machine. A node closes
+// once: the cleanups find them closed.
+func closeAll(nodes []*peer.Node) {
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, 32)
+	for _, nd := range nodes {
+		wg.Go(func() {
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_ = nd.Close(ctx)
+		})
+	}
+	wg.Wait()
 }

@@ -119,6 +119,7 @@ func TestScaleHelper(t *testing.T) {
 	for range count {
 		nodes = append(nodes, newNodeWithin(t, time.Minute, scaleOpts(t, time.Duration(ttl), tpeer.WithDHT(*boot))...))
 	}
+	t.Cleanup(func() { closeAll(nodes) })
 	scaleActors(t, nodes, offset, every, func(Stamp) {})
 	fmt.Println("scale-helper ready")
 	_, _ = io.Copy(io.Discard, os.Stdin) // until the benchmark is done
