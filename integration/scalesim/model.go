@@ -17,9 +17,10 @@ const (
 	// MsgBytes is what a peer writes, on average, per message published
 	// on a mesh-wide topic (an advertisement, a presence renewal):
 	// its forwards to mesh peers, the duplicates and IHAVE gossip of it,
-	// over all peers. Measured, not derived: the idle bytes of
-	// BenchmarkScale30 less its pings, over its mesh-wide messages a
-	// second (docs/scale.md gives the run).
+	// over all peers. From one BenchmarkScale30 run (its idle bytes
+	// less its pings, over its mesh-wide messages a second) that was
+	// not recorded; the run docs/benchmarks.md records gives about 600
+	// (docs/scale.md, "Model", says so).
 	MsgBytes = 270
 	// SummaryBytes is what a directory pull's request carries per
 	// advertisement held (discovery/adsync.go), one pull every 30 s.
