@@ -15,9 +15,14 @@ import (
 // peer, so that a peer within its budget of 32 peers held 40 or more
 // connections. The guard closes the extra ones: at each sweep, for each
 // peer that holds two or more direct connections to this one, it keeps
-// every connection that carries a stream and, when none does, the oldest;
+// every connection that carries a stream and, when none does, the newest;
 // it closes the others once they are Grace old (identify, the DHT and
-// GossipSub have chosen where their streams go by then). Only the end
+// GossipSub have chosen where their streams go by then). The newest, not
+// the oldest: libp2p's swarm opens a new stream on the connection with
+// the most streams, and among equals on the newest (bestConnToPeer), so
+// this end's next stream goes to the connection kept, never to the one
+// being closed, and the other end's too as long as both ends list the
+// two connections in the same order. Only the end
 // with the lower peer ID closes, so that the two ends never close one
 // connection each (the pair would be disconnected); the other end learns
 // of it as any closed connection, which is not a disconnection while one
@@ -25,9 +30,14 @@ import (
 // connection is left alone: the relay code and hole punching own those.
 //
 // What is left: a stream the other end opens on the connection closed
-// here in the moment of the close (before this end saw it) fails, and its
-// opener opens it again on the connection left (the routing's writers
-// retry a failed stream; GossipSub and the DHT open another).
+// here in the moment of the close (before this end saw it) breaks. The
+// DHT and GossipSub open another. A routing writer fails what it had in
+// hand (its senders are told), but what it had written and flushed on
+// that stream before the close is lost with no Down: a stream whose
+// connection closed while another lives declares no loss (routing's
+// lossAt, docs/routing.md "Limits"). The window is one round trip at a
+// sweep, and only when the other end's swarm ranks the two idle
+// connections the other way round (it lists them in another order).
 
 // dupConn is one direct connection to a peer, as dupsToClose sees it.
 type dupConn struct {
@@ -38,7 +48,9 @@ type dupConn struct {
 // dupsToClose returns the indexes of the connections of conns (all to one
 // peer, all direct) to close: those that carry no stream and are at least
 // grace old, but never all of them (the ones with streams are kept, or
-// else the oldest, the first of the oldest when several are as old).
+// else the newest, the last of the newest when several are as new: the
+// one libp2p's swarm, which lists connections as they were added, picks
+// for a new stream).
 func dupsToClose(conns []dupConn, now time.Time, grace time.Duration) []int {
 	if len(conns) < 2 {
 		return nil
@@ -49,7 +61,7 @@ func dupsToClose(conns []dupConn, now time.Time, grace time.Duration) []int {
 			keep = -2 // those are kept; no other need be
 			break
 		}
-		if keep == -1 || c.opened.Before(conns[keep].opened) {
+		if keep == -1 || !c.opened.Before(conns[keep].opened) {
 			keep = i
 		}
 	}

@@ -22,12 +22,13 @@ func TestDupsToClose(t *testing.T) {
 	}{
 		{"none", nil, nil},
 		{"one, idle and old", []dupConn{{opened: older}}, nil},
-		{"two idle: the oldest stays", []dupConn{{opened: old}, {opened: older}}, []int{0}},
-		{"two idle, as old: the first stays", []dupConn{{opened: old}, {opened: old}}, []int{1}},
-		{"the one with a stream stays, though younger", []dupConn{{opened: older}, {opened: old, streams: 1}}, []int{0}},
+		{"two idle: the newest stays", []dupConn{{opened: old}, {opened: older}}, []int{1}},
+		{"two idle, as old: the last stays", []dupConn{{opened: old}, {opened: old}}, []int{0}},
+		{"the one with a stream stays, though older", []dupConn{{opened: old}, {opened: older, streams: 1}}, []int{0}},
 		{"both carry streams", []dupConn{{opened: older, streams: 2}, {opened: old, streams: 1}}, nil},
-		{"an idle one within its grace stays", []dupConn{{opened: older}, {opened: young}}, nil},
-		{"the oldest stays even in its grace", []dupConn{{opened: young}, {opened: young.Add(time.Millisecond)}}, nil},
+		{"the newest stays though in its grace", []dupConn{{opened: young}, {opened: older}}, []int{1}},
+		{"an idle one within its grace stays", []dupConn{{opened: young}, {opened: young.Add(time.Millisecond)}}, nil},
+		{"three idle: the newest stays", []dupConn{{opened: older}, {opened: old}, {opened: older}}, []int{0, 2}},
 		{"three: two go", []dupConn{{opened: old}, {opened: older, streams: 1}, {opened: older}}, []int{0, 2}},
 	} {
 		if got := dupsToClose(tc.conns, now, grace); !slices.Equal(got, tc.want) {
