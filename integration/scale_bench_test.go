@@ -234,11 +234,23 @@ func scaleRun(b *testing.B, spec scaleSpec) {
 		}
 	}
 	// Connections once every peer's grace period (30 s by default) has
-	// passed and trims had their chance: what an idle mesh holds.
+	// passed and trims had their chance: what an idle mesh holds. At 35 s
+	// after the last start, as it was counted first, connections opened
+	// later (by DHT queries, lookups, pulls) are still within their grace:
+	// the idle count waits until the newest connection is past it, and a
+	// guard sweep more, 90 s at most after that first count.
 	if wait := time.Until(start.Add(started + 35*time.Second)); wait > 0 {
 		time.Sleep(wait)
 	}
+	at35Median, at35Max := connsPerPeer(nodes)
+	census.report(b, nodes, start.Add(started+5*time.Second), []string{"pubsub:/troupe/scale/ads", "pubsub:/troupe/scale/group/all"})
+	settled := waitPastGrace(nodes, peer.DefaultConnsGrace+2*time.Second, 90*time.Second)
 	idleMedian, idleMax := connsPerPeer(nodes)
+	peersMedian, peersMax := peersPerPeer(nodes)
+	b.Logf("conns per peer: all-know-all median %d max %d; 35 s after the last start median %d max %d; "+
+		"past the grace (%v later, newest connection past it: %v) median %d max %d, connected peers median %d max %d",
+		connsMedian, connsMax, at35Median, at35Max, settled.wait.Round(time.Second), settled.past, idleMedian, idleMax, peersMedian, peersMax)
+	census.report(b, nodes, start.Add(started+35*time.Second), []string{"pubsub:/troupe/scale/ads", "pubsub:/troupe/scale/group/all"})
 	// Idle: no sample still asking, no broadcast.
 	askedAt := <-ready
 	idleTCP, idleWchar := idleTraffic(b, local, 20*time.Second)
@@ -249,9 +261,10 @@ func scaleRun(b *testing.B, spec scaleSpec) {
 	firstLat, firstErrs := firstAsks(nodes, n)
 	reportCurve(b, local, askedAt, firstLat, firstErrs, idleTCP, idleWchar, rss)
 	scaleMetric(b, float64(dirMedian(nodes)), "ads-held-median")
-	census.report(b, nodes, start.Add(started+5*time.Second), []string{"pubsub:/troupe/scale/ads", "pubsub:/troupe/scale/group/all"})
+	scaleMetric(b, float64(at35Median), "conns-35s-median")
 	scaleMetric(b, float64(idleMedian), "conns-idle-median")
 	scaleMetric(b, float64(idleMax), "conns-idle-max")
+	scaleMetric(b, float64(peersMedian), "peers-idle-median")
 	scaleMetric(b, float64(protectedPerPeer(nodes)), "protected-idle-median")
 	if len(all) < rounds*len(members)*95/100 {
 		fmt.Fprintf(os.Stderr, "%s: %d of %d broadcasts delivered (per round: %v)\n", b.Name(), len(all), rounds*len(members), received)
@@ -312,6 +325,49 @@ func connsPerPeer(nodes []*peer.Node) (median, most int) {
 	}
 	slices.Sort(counts)
 	return counts[len(counts)/2], counts[len(counts)-1]
+}
+
+// peersPerPeer returns the median and the most of the nodes' connected
+// peers.
+func peersPerPeer(nodes []*peer.Node) (median, most int) {
+	counts := make([]int, len(nodes))
+	for i, nd := range nodes {
+		counts[i] = len(nd.Host().Network().Peers())
+	}
+	slices.Sort(counts)
+	return counts[len(counts)/2], counts[len(counts)-1]
+}
+
+// settling is how long waitPastGrace waited, and whether the newest
+// connection was past the grace period by then.
+type settling struct {
+	wait time.Duration
+	past bool
+}
+
+// waitPastGrace waits until every open connection of the nodes is at
+// least grace old, or bound passed (new connections keep coming).
+func waitPastGrace(nodes []*peer.Node, grace, bound time.Duration) settling {
+	start := time.Now()
+	for {
+		var newest time.Time
+		for _, nd := range nodes {
+			for _, c := range nd.Host().Network().Conns() {
+				if o := c.Stat().Opened; o.After(newest) {
+					newest = o
+				}
+			}
+		}
+		wait := time.Until(newest.Add(grace))
+		if wait <= 0 {
+			return settling{wait: time.Since(start), past: true}
+		}
+		if time.Since(start)+wait > bound {
+			time.Sleep(bound - time.Since(start))
+			return settling{wait: time.Since(start)}
+		}
+		time.Sleep(wait)
+	}
 }
 
 // protectedPerPeer returns the median of the nodes' connected peers that
