@@ -43,12 +43,19 @@ func registry(t testing.TB, opts ...codec.Option) *codec.Registry {
 // test ends.
 func newNode(t testing.TB, opts ...peer.Option) *peer.Node {
 	t.Helper()
+	return newNodeWithin(t, 10*time.Second, opts...)
+}
+
+// newNodeWithin is newNode given d to start (the big scale runs start
+// hundreds of peers on a loaded machine).
+func newNodeWithin(t testing.TB, d time.Duration, opts ...peer.Option) *peer.Node {
+	t.Helper()
 	base := []peer.Option{
 		peer.WithListenAddrs("/ip4/127.0.0.1/tcp/0"),
 		peer.WithLogger(testutil.QuietLogger()),
 		peer.WithRegistry(registry(t)),
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	n, err := peer.New(ctx, append(base, opts...)...)
 	if err != nil {

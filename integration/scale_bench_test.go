@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
 	"sync"
@@ -33,7 +34,7 @@ type Stamp struct{ Seq, UnixNano int64 }
 // Run it with: go test ./integration -run '^$' -bench Scale100 -benchtime 1x
 func BenchmarkScale100(b *testing.B) {
 	for range b.N {
-		scaleRun(b, 100)
+		scaleRun(b, scaleSpec{n: 100})
 	}
 }
 
@@ -42,63 +43,115 @@ func BenchmarkScale100(b *testing.B) {
 // of it on a 2-core machine.
 func BenchmarkScale30(b *testing.B) {
 	for range b.N {
-		scaleRun(b, 30)
+		scaleRun(b, scaleSpec{n: 30})
 	}
 }
 
-func scaleRun(b *testing.B, n int) {
+// scaleSpec is one run of the scale driver.
+type scaleSpec struct {
+	n     int           // peers in the mesh
+	procs int           // processes they run in: this one and procs-1 helpers (scale_procs_test.go)
+	adTTL time.Duration // advertisement TTL: 90 s, the default, unless lighter
+	// memberEvery puts a member of the group "all" on every peer whose
+	// index it divides (1, the default: on every peer).
+	memberEvery int
+}
+
+// scaleOpts are the options of every peer of a scale run.
+// Advertisements live for the default TTL (90 s, republished every
+// 30 s): with 15 s, a hundred peers republishing every 5 s on two cores
+// measured the churn of ads expiring before gossip refreshed them
+// (24,350 expired in one CI run), not discovery.
+func scaleOpts(tb testing.TB, ttl time.Duration, boot ...peer.Option) []peer.Option {
+	reg := registry(tb)
+	codec.MustRegister[Stamp](reg, "test.Stamp")
+	return append([]peer.Option{peer.WithRegistry(reg), peer.WithMesh("scale"), peer.WithGroups(true),
+		peer.WithAdvertisements(500*time.Millisecond, ttl), peer.WithDHTFindEvery(2 * time.Second)}, boot...)
+}
+
+// scaleActors spawns on each node its public echo actor svc-<offset+i>
+// and, on every memberEvery-th, a member of the group "all" that passes
+// every Stamp to got; it returns the nodes given a member, once every
+// member joined.
+func scaleActors(tb testing.TB, nodes []*peer.Node, offset, memberEvery int, got func(Stamp)) []*peer.Node {
+	var joined sync.WaitGroup
+	var members []*peer.Node
+	for i, nd := range nodes {
+		spawn(tb, nd, svcName(offset+i), echo)
+		if (offset+i)%memberEvery != 0 {
+			continue
+		}
+		members = append(members, nd)
+		joined.Add(1)
+		spawn(tb, nd, "member", func(c *actor.Context) {
+			if err := group.Join(c, "all"); err != nil {
+				tb.Error(err)
+			}
+			joined.Done()
+			var h actor.Case
+			h = actor.On(func(s Stamp) { got(s); c.Receive(h) })
+			c.Receive(h)
+		})
+	}
+	joined.Wait()
+	return members
+}
+
+func scaleRun(b *testing.B, spec scaleSpec) {
+	n := spec.n
+	if spec.procs < 1 {
+		spec.procs = 1
+	}
+	if spec.adTTL == 0 {
+		spec.adTTL = 90 * time.Second
+	}
+	if spec.memberEvery < 1 {
+		spec.memberEvery = 1
+	}
+	// This process runs local peers, the first of them the bootstrap
+	// peer; with helper processes the figures per peer are those of the
+	// local peers, a sample of the mesh.
+	local := n / spec.procs
 	var m0, m1 runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&m0)
-	// Advertisements live for the default TTL (90 s, republished every
-	// 30 s): with 15 s, a hundred peers republishing every 5 s on two
-	// cores measured the churn of ads expiring before gossip refreshed
-	// them (24,350 expired in one CI run), not discovery.
-	opts := func(boot ...peer.Option) []peer.Option {
-		reg := registry(b)
-		codec.MustRegister[Stamp](reg, "test.Stamp")
-		return append([]peer.Option{peer.WithRegistry(reg), peer.WithMesh("scale"), peer.WithGroups(true),
-			peer.WithAdvertisements(500*time.Millisecond, 90*time.Second), peer.WithDHTFindEvery(2 * time.Second)}, boot...)
-	}
 	start := time.Now()
 	census := newConnCensus()
-	first := newNode(b, opts(peer.WithDHT())...)
+	first := newNodeWithin(b, time.Minute, scaleOpts(b, spec.adTTL, peer.WithDHT())...)
 	census.watch(first)
 	nodes := []*peer.Node{first}
-	for range n - 1 {
-		nd := newNode(b, opts(peer.WithDHT(*first.AddrInfo()))...)
+	helpers := func() {}
+	if spec.procs > 1 { // they start their peers while this process does
+		helpers = scaleHelpers(b, spec, *first.AddrInfo(), local)
+	}
+	for range local - 1 {
+		nd := newNodeWithin(b, time.Minute, scaleOpts(b, spec.adTTL, peer.WithDHT(*first.AddrInfo()))...)
 		census.watch(nd)
 		nodes = append(nodes, nd)
 	}
+	helpers()
+	b.Cleanup(func() { closeAll(nodes) }) // before the nodes' own cleanups
 	started := time.Since(start)
 	type arrival struct {
 		seq int64
 		lat time.Duration
 	}
-	lats := make(chan arrival, 20*n)
-	var joined sync.WaitGroup
-	joined.Add(n)
-	for _, nd := range nodes {
-		spawn(b, nd, "member", func(c *actor.Context) {
-			if err := group.Join(c, "all"); err != nil {
-				b.Error(err)
-			}
-			joined.Done()
-			var h actor.Case
-			h = actor.On(func(s Stamp) {
-				lats <- arrival{s.Seq, time.Duration(time.Now().UnixNano() - s.UnixNano)}
-				c.Receive(h)
-			})
-			c.Receive(h)
-		})
-	}
-	joined.Wait()
+	lats := make(chan arrival, 20*local)
+	members := scaleActors(b, nodes, 0, spec.memberEvery, func(s Stamp) {
+		lats <- arrival{s.Seq, time.Duration(time.Now().UnixNano() - s.UnixNano)}
+	})
+	// The curve's samples (scale_curve_test.go): from the last start
+	// until a random peer asked a random name.
+	ready := askable(nodes, n, start.Add(started), 4*time.Minute)
 	deadline := time.After(4 * time.Minute)
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	// A peer knows another when it holds its signed advertisement.
 	unconnected := 0
-	for {
+	// Above 100 peers every peer holding every advertisement is not what
+	// the mesh aims at (names are looked up): the big runs report what
+	// the directories hold instead of waiting for it.
+	for spec.procs == 1 && n <= 100 {
 		unadvertised := 0
 		for _, a := range nodes {
 			unadvertised += n - 1 - len(a.Directory().Peers())
@@ -151,7 +204,7 @@ func scaleRun(b *testing.B, n int) {
 	runtime.ReadMemStats(&m1)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for _, nd := range nodes {
+	for _, nd := range members {
 		if err := nd.GroupReady(ctx, "all", 1); err != nil {
 			b.Fatal(err)
 		}
@@ -165,52 +218,90 @@ func scaleRun(b *testing.B, n int) {
 	var all []time.Duration
 	received := make([]int, rounds)
 	for i := range rounds {
-		if err := nodes[i%n].Publish("all", Stamp{Seq: int64(i), UnixNano: time.Now().UnixNano()}); err != nil {
+		if err := members[i%len(members)].Publish("all", Stamp{Seq: int64(i), UnixNano: time.Now().UnixNano()}); err != nil {
 			b.Fatal(err)
 		}
 		timeout := time.After(10 * time.Second)
 	wait:
-		for received[i] < n {
+		for received[i] < len(members) {
 			select {
 			case a := <-lats:
 				received[a.seq]++
 				all = append(all, a.lat)
 			case <-timeout:
-				b.Logf("broadcast %d reached %d of %d members within 10 s", i, received[i], n)
+				b.Logf("broadcast %d reached %d of %d members within 10 s", i, received[i], len(members))
 				break wait
 			}
 		}
 	}
 	// Connections once every peer's grace period (30 s by default) has
-	// passed and trims had their chance: what an idle mesh holds.
+	// passed and trims had their chance: what an idle mesh holds. At 35 s
+	// after the last start, as it was counted first, connections opened
+	// later (by DHT queries, lookups, pulls) are still within their grace:
+	// the idle count waits until the newest connection is past it, and a
+	// guard sweep more, 90 s at most after that first count.
 	if wait := time.Until(start.Add(started + 35*time.Second)); wait > 0 {
 		time.Sleep(wait)
 	}
-	idleMedian, idleMax := connsPerPeer(nodes)
+	at35Median, at35Max := connsPerPeer(nodes)
 	census.report(b, nodes, start.Add(started+5*time.Second), []string{"pubsub:/troupe/scale/ads", "pubsub:/troupe/scale/group/all"})
-	b.ReportMetric(float64(idleMedian), "conns-idle-median")
-	b.ReportMetric(float64(idleMax), "conns-idle-max")
-	b.ReportMetric(float64(protectedPerPeer(nodes)), "protected-idle-median")
-	if len(all) < rounds*n*95/100 {
-		b.Fatalf("%d of %d broadcasts delivered (per round: %v)", len(all), rounds*n, received)
+	settled := waitPastGrace(nodes, peer.DefaultConnsGrace+2*time.Second, 90*time.Second)
+	idleMedian, idleMax := connsPerPeer(nodes)
+	peersMedian, peersMax := peersPerPeer(nodes)
+	b.Logf("conns per peer: all-know-all median %d max %d; 35 s after the last start median %d max %d; "+
+		"past the grace (%v later, newest connection past it: %v) median %d max %d, connected peers median %d max %d",
+		connsMedian, connsMax, at35Median, at35Max, settled.wait.Round(time.Second), settled.past, idleMedian, idleMax, peersMedian, peersMax)
+	census.report(b, nodes, start.Add(started+35*time.Second), []string{"pubsub:/troupe/scale/ads", "pubsub:/troupe/scale/group/all"})
+	// Idle: no sample still asking, no broadcast.
+	askedAt := <-ready
+	idleTCP, idleWchar := idleTraffic(b, local, 20*time.Second)
+	rss, err := procRSS()
+	if err != nil {
+		b.Logf("RSS not measured: %v", err)
 	}
-	b.ReportMetric(100*float64(len(all))/float64(rounds*n), "%-delivered")
+	firstLat, firstErrs := firstAsks(nodes, n)
+	reportCurve(b, local, askedAt, firstLat, firstErrs, idleTCP, idleWchar, rss)
+	scaleMetric(b, float64(dirMedian(nodes)), "ads-held-median")
+	scaleMetric(b, float64(at35Median), "conns-35s-median")
+	scaleMetric(b, float64(idleMedian), "conns-idle-median")
+	scaleMetric(b, float64(idleMax), "conns-idle-max")
+	scaleMetric(b, float64(peersMedian), "peers-idle-median")
+	scaleMetric(b, float64(protectedPerPeer(nodes)), "protected-idle-median")
+	if len(all) < rounds*len(members)*95/100 {
+		fmt.Fprintf(os.Stderr, "%s: %d of %d broadcasts delivered (per round: %v)\n", b.Name(), len(all), rounds*len(members), received)
+		b.Fatalf("%d of %d broadcasts delivered (per round: %v)", len(all), rounds*len(members), received)
+	}
+	scaleMetric(b, 100*float64(len(all))/float64(rounds*len(members)), "%-delivered")
 	slices.Sort(all)
-	b.ReportMetric(started.Seconds(), "s-to-start")
-	b.ReportMetric(known.Seconds(), "s-all-know-all")
-	b.ReportMetric(float64(expired), "ads-expired")
-	b.ReportMetric(float64(gossiped), "ads-gossiped")
-	b.ReportMetric(float64(synced), "ads-synced")
-	b.ReportMetric(100*float64(n*(n-1)-unconnected)/float64(n*(n-1)), "%-pairs-connected")
-	b.ReportMetric(float64(connsMedian), "conns-median")
-	b.ReportMetric(float64(connsMax), "conns-max")
+	scaleMetric(b, started.Seconds(), "s-to-start")
+	if spec.procs == 1 && n <= 100 {
+		scaleMetric(b, known.Seconds(), "s-all-know-all")
+	}
+	scaleMetric(b, float64(expired), "ads-expired")
+	scaleMetric(b, float64(gossiped), "ads-gossiped")
+	scaleMetric(b, float64(synced), "ads-synced")
+	if spec.procs == 1 {
+		scaleMetric(b, 100*float64(n*(n-1)-unconnected)/float64(n*(n-1)), "%-pairs-connected")
+	}
+	scaleMetric(b, float64(connsMedian), "conns-median")
+	scaleMetric(b, float64(connsMax), "conns-max")
 	// Signed: the heap can shrink between the two reads (what an earlier
 	// benchmark of the process left is collected meanwhile), and an
 	// unsigned difference then reports some 10^11 MiB per peer.
 	grown := int64(m1.HeapInuse+m1.StackInuse) - int64(m0.HeapInuse+m0.StackInuse)
-	b.ReportMetric(float64(grown)/float64(n)/(1<<20), "MiB/peer")
-	b.ReportMetric(float64(all[len(all)/2].Microseconds()), "p50-µs")
-	b.ReportMetric(float64(all[len(all)*99/100].Microseconds()), "p99-µs")
+	scaleMetric(b, float64(grown)/float64(local)/(1<<20), "MiB/peer")
+	scaleMetric(b, float64(all[len(all)/2].Microseconds()), "p50-µs")
+	scaleMetric(b, float64(all[len(all)*99/100].Microseconds()), "p99-µs")
+}
+
+// dirMedian returns the median of the advertisements the nodes hold.
+func dirMedian(nodes []*peer.Node) int {
+	counts := make([]int, len(nodes))
+	for i, nd := range nodes {
+		counts[i] = len(nd.Directory().Peers())
+	}
+	slices.Sort(counts)
+	return counts[len(counts)/2]
 }
 
 // syncCapable returns how many of nd's connected peers its peerstore
@@ -235,6 +326,49 @@ func connsPerPeer(nodes []*peer.Node) (median, most int) {
 	}
 	slices.Sort(counts)
 	return counts[len(counts)/2], counts[len(counts)-1]
+}
+
+// peersPerPeer returns the median and the most of the nodes' connected
+// peers.
+func peersPerPeer(nodes []*peer.Node) (median, most int) {
+	counts := make([]int, len(nodes))
+	for i, nd := range nodes {
+		counts[i] = len(nd.Host().Network().Peers())
+	}
+	slices.Sort(counts)
+	return counts[len(counts)/2], counts[len(counts)-1]
+}
+
+// settling is how long waitPastGrace waited, and whether the newest
+// connection was past the grace period by then.
+type settling struct {
+	wait time.Duration
+	past bool
+}
+
+// waitPastGrace waits until every open connection of the nodes is at
+// least grace old, or bound passed (new connections keep coming).
+func waitPastGrace(nodes []*peer.Node, grace, bound time.Duration) settling {
+	start := time.Now()
+	for {
+		var newest time.Time
+		for _, nd := range nodes {
+			for _, c := range nd.Host().Network().Conns() {
+				if o := c.Stat().Opened; o.After(newest) {
+					newest = o
+				}
+			}
+		}
+		wait := time.Until(newest.Add(grace))
+		if wait <= 0 {
+			return settling{wait: time.Since(start), past: true}
+		}
+		if time.Since(start)+wait > bound {
+			time.Sleep(bound - time.Since(start))
+			return settling{wait: time.Since(start)}
+		}
+		time.Sleep(wait)
+	}
 }
 
 // protectedPerPeer returns the median of the nodes' connected peers that

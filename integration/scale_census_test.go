@@ -28,9 +28,16 @@ func (cc *connCensus) watch(nd *peer.Node) {
 	nd.Host().Network().Notify(&network.NotifyBundle{ConnectedF: func(_ network.Network, c network.Conn) {
 		go func() {
 			// The first streams: identify runs on every connection; what
-			// else the opener wanted shows within a few hundred ms.
+			// else the opener wanted shows within a few hundred ms. A DHT
+			// query's stream lasts a round trip: looked for every 5 ms
+			// at first, or a connection a query opened counts as
+			// identify's alone.
 			var seen []string
-			for _, d := range []time.Duration{20 * time.Millisecond, 200 * time.Millisecond, time.Second} {
+			waits := []time.Duration{200 * time.Millisecond, time.Second}
+			for range 40 {
+				waits = append([]time.Duration{5 * time.Millisecond}, waits...)
+			}
+			for _, d := range waits {
 				time.Sleep(d)
 				for _, s := range c.GetStreams() {
 					p := string(s.Protocol())

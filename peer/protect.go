@@ -132,6 +132,9 @@ type guard struct {
 	marks map[libp2ppeer.ID]peerMark
 	kept  map[libp2ppeer.ID]protectReason // peers protected under busyTag
 
+	// dupsClosed counts the duplicate connections dedupe closed.
+	dupsClosed atomic.Int64
+
 	// beforeClose, tests only, runs in trim between the choice of the
 	// peers to trim and their last check.
 	beforeClose atomic.Pointer[func([]libp2ppeer.ID)]
@@ -157,6 +160,7 @@ func (g *guard) run(ctx context.Context) {
 			return
 		case <-tick.C:
 			g.sweep(time.Now())
+			g.dedupe(time.Now())
 			// Peers, not connections: two peers that dialed each other
 			// at once, or over TCP and QUIC, hold two connections, and a
 			// LAN of fewer than High peers must never trim.
@@ -165,6 +169,7 @@ func (g *guard) run(ctx context.Context) {
 			}
 		case r := <-g.now:
 			g.sweep(time.Now())
+			g.dedupe(time.Now())
 			if r.trim {
 				g.trim(time.Now())
 			}

@@ -15,15 +15,19 @@ type PeerActivity struct {
 	Held int64 // bytes of its messages local actors have not handled yet
 }
 
-// PeerActivity returns id's activity: a lookup without a lock for the
-// counters, the router's lock for its link and budget. Safe for
-// concurrent use.
+// PeerActivity returns id's activity: the router's lock for its link and
+// budget, then a lookup without a lock for the counters. Safe for
+// concurrent use. The order matters: a writer counts what it wrote before
+// its queue goes idle (writer.took, then outQueue.sleeping), so an
+// activity that finds the link idle also finds what was in the writer's
+// hand counted in Sent. Read the other way round, a message written
+// between the two reads was in neither (Sent read before it moved, the
+// queue after it went idle), and the connection guard took a peer just
+// sent a message for idle (TestTrimChecksAgainBeforeClosing, under load).
+// Received is counted after the messages are handed to their actors
+// (inbound.flush), so it may lag behind Held by one batch.
 func (r *Router) PeerActivity(id libp2ppeer.ID) PeerActivity {
 	var a PeerActivity
-	if c, ok := r.counts.Load(id); ok {
-		pc := c.(*peerCounts)
-		a.Sent, a.Received = pc.sent.Load(), pc.received.Load()
-	}
 	r.mu.Lock()
 	l := r.links[id.String()]
 	if b := r.budgets[id]; b != nil {
@@ -32,6 +36,10 @@ func (r *Router) PeerActivity(id libp2ppeer.ID) PeerActivity {
 	r.mu.Unlock()
 	if l != nil {
 		a.Busy = l.user.q.busy() || l.ctl.q.busy()
+	}
+	if c, ok := r.counts.Load(id); ok {
+		pc := c.(*peerCounts)
+		a.Sent, a.Received = pc.sent.Load(), pc.received.Load()
 	}
 	return a
 }
