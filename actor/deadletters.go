@@ -96,7 +96,8 @@ func (l *deadLetterLog) add(d DeadLetter) {
 	r := DeadLetterRecord{Time: time.Now(), To: d.To, From: d.From, Size: -1}
 	if l.describe != nil {
 		r.Type, r.Size = l.describe(d.Msg)
-	} else {
+	}
+	if r.Type == "" {
 		r.Type = typeName(d.Msg)
 	}
 	r.Type = truncateText(r.Type)
@@ -191,16 +192,45 @@ func (s *System) RecentDeadLetters(after uint64) ([]DeadLetterRecord, <-chan str
 // "other". Safe for concurrent use.
 func (s *System) DeadLettersByKind() map[string]uint64 { return s.deadLog.byKind() }
 
-// typeName is the Go type of v, without its package path's directories.
+// typeName is the Go type of v as package.Type, its type arguments too;
+// the types actor/internal/spi declares for other packages go by the
+// names those packages give them.
 func typeName(v any) string {
 	if v == nil {
 		return "nil"
 	}
-	s := reflect.TypeOf(v).String()
-	if i := strings.LastIndexByte(s, '/'); i >= 0 {
+	t := reflect.TypeOf(v)
+	if name, ok := spiTypeNames[t]; ok {
+		return name
+	}
+	s := t.String()
+	var b strings.Builder
+	for {
+		i := strings.IndexAny(s, "[],")
+		if i < 0 {
+			break
+		}
+		b.WriteString(lastPathElem(s[:i]))
+		b.WriteByte(s[i])
 		s = s[i+1:]
 	}
+	b.WriteString(lastPathElem(s))
+	return b.String()
+}
+
+// lastPathElem is s without the directories of its package path.
+func lastPathElem(s string) string {
+	if i := strings.LastIndexByte(s, '/'); i >= 0 {
+		return s[i+1:]
+	}
 	return s
+}
+
+// spiTypeNames are the public names of spi's generic types.
+var spiTypeNames = map[reflect.Type]string{
+	reflect.TypeFor[undeliverableReply](): "transport.Undeliverable",
+	reflect.TypeFor[joinedMsg]():          "group.Joined",
+	reflect.TypeFor[leftMsg]():            "group.Left",
 }
 
 // truncateText cuts s to at most maxRecordText bytes, on a rune boundary.

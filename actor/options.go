@@ -119,8 +119,9 @@ func WithDeadLetterHook(f func(DeadLetter)) Option {
 // WithDeadLetterLog sets how many of the latest dead letters the system
 // remembers for System.RecentDeadLetters (default DefaultDeadLetterKeep;
 // 0 remembers none, at most 65536) and describe, which tells a message's
-// type name and encoded size (-1: not known) for the record; nil names
-// the Go type and leaves the size unknown. describe runs where the dead
+// type name and encoded size (-1: not known) for the record; nil, or an
+// empty name, names the Go type (as package.Type) and leaves the size
+// unknown. describe runs where the dead
 // letter was found, often an event loop: it must be quick. The records
 // hold no message bodies.
 func WithDeadLetterLog(keep int, describe func(msg any) (typeName string, size int)) Option {

@@ -313,7 +313,7 @@ func natReplyTwice(t *testing.T, d *daemonProc, echo string) string {
 	}
 	cliJSON(t, d.home, &r, "deadletters", "-n", "1000")
 	for _, e := range r.Recent {
-		if e.From == echo && e.Type != "actor.Undeliverable" {
+		if e.From == echo && e.Type != "transport.Undeliverable" {
 			return fmt.Sprintf("to %s from %s, %s: %s", e.To, e.From, e.Type, e.Reason)
 		}
 	}

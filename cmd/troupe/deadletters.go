@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"time"
@@ -43,7 +42,7 @@ func describeMessage(reg *codec.Registry) func(any) (string, int) {
 		if name, body, err := reg.Encode(msg); err == nil {
 			return name, len(body)
 		}
-		return fmt.Sprintf("%T", msg), -1
+		return "", -1 // actor names its Go type
 	}
 }
 
