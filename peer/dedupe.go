@@ -29,6 +29,10 @@ import (
 // is left (connectedness events are per peer). A relayed (limited)
 // connection is left alone: the relay code and hole punching own those.
 //
+// It is off (config.dedupeConns, set by tests only): with it on,
+// BenchmarkScale30's idle traffic rose from 1,033 to ~8,000 B/s per peer
+// (docs/scale.md), cause not found.
+//
 // What is left: a stream the other end opens on the connection closed
 // here in the moment of the close (before this end saw it) breaks. The
 // DHT and GossipSub open another. A routing writer fails what it had in

@@ -52,12 +52,13 @@ func TestDuplicateConnectionsClosed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	budget := WithConnections(Connections{Grace: 300 * time.Millisecond})
+	dedupe := func(c *config) error { c.dedupeConns = true; return nil }
 	var a, b *Node
 	for try := 0; ; try++ {
 		if try == 40 {
 			t.Fatal("40 pairs dialed each other at once and none got two connections")
 		}
-		a, b = newTestNode(t, budget), newTestNode(t, budget)
+		a, b = newTestNode(t, budget, dedupe), newTestNode(t, budget, dedupe)
 		// Neither end pins the other (Connect would): dial through the host.
 		var wg sync.WaitGroup
 		for _, d := range [][2]*Node{{a, b}, {b, a}} {

@@ -60,6 +60,7 @@ type config struct {
 	bootstrap    []libp2ppeer.AddrInfo
 	limits       Limits
 	conns        Connections // defaults applied in validate
+	dedupeConns  bool        // the guard closes duplicate connections (dedupe.go; tests only)
 	listenSet    bool        // listen came from WithListenAddrs
 
 	liveness    time.Duration // liveness.go; DefaultLiveness unless livenessSet

@@ -160,7 +160,9 @@ func (g *guard) run(ctx context.Context) {
 			return
 		case <-tick.C:
 			g.sweep(time.Now())
-			g.dedupe(time.Now())
+			if g.n.cfg.dedupeConns {
+				g.dedupe(time.Now())
+			}
 			// Peers, not connections: two peers that dialed each other
 			// at once, or over TCP and QUIC, hold two connections, and a
 			// LAN of fewer than High peers must never trim.
@@ -169,7 +171,9 @@ func (g *guard) run(ctx context.Context) {
 			}
 		case r := <-g.now:
 			g.sweep(time.Now())
-			g.dedupe(time.Now())
+			if g.n.cfg.dedupeConns {
+				g.dedupe(time.Now())
+			}
 			if r.trim {
 				g.trim(time.Now())
 			}
