@@ -6,7 +6,7 @@ import (
 	"github.com/troupe-mesh/troupe/actor/internal/spi"
 )
 
-type generic[T any] struct{ v T }
+type generic[T any] struct{ V T }
 
 // TestTypeName pins the type names dead-letter records show: package.Type
 // without package paths, type arguments too, and spi's generic types by
