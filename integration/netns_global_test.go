@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -87,35 +86,7 @@ type globalPeer struct {
 
 func startGlobalPeer(t *testing.T, ns, listen string) *globalPeer {
 	t.Helper()
-	cmd := exec.Command("ip", "netns", "exec", ns, os.Args[0], "-test.run=^TestGlobalNameHelper$", "-test.v")
-	cmd.Env = append(os.Environ(), globalHelperEnv+"="+listen)
-	dieWithTest(cmd)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	p := &globalPeer{stdin: stdin, lines: make(chan string, 100)}
-	go func() {
-		defer close(p.lines)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			p.lines <- sc.Text()
-		}
-	}()
-	p.addr = p.expect(t, "ready ")
-	return p
+	return startHelperProc(t, ns, "TestGlobalNameHelper", globalHelperEnv+"="+listen)
 }
 
 // expect returns the rest of the first line, seen before or next, that
