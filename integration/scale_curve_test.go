@@ -106,7 +106,7 @@ func askable(nodes []*peer.Node, n int, start time.Time, deadline time.Duration)
 	pairs := randomPairs(len(nodes), n, askSamples, r)
 	go func() {
 		var mu sync.Mutex
-		var res askableResult
+		res := askableResult{errKinds: map[string]int{}}
 		var wg sync.WaitGroup
 		// At most 16 samples in flight: each may cost a DHT walk and
 		// dials, and a hundred at once measure the two cores, not the
@@ -131,6 +131,9 @@ func askable(nodes []*peer.Node, n int, start time.Time, deadline time.Duration)
 					if err != nil && res.lastErr == nil {
 						res.lastErr = err
 					}
+					if err != nil {
+						res.errKinds[errKind(err)]++
+					}
 					mu.Unlock()
 					if err == nil {
 						mu.Lock()
@@ -150,10 +153,22 @@ func askable(nodes []*peer.Node, n int, start time.Time, deadline time.Duration)
 }
 
 type askableResult struct {
-	at      []time.Duration
-	failed  int
-	tries   int   // asks tried, the successful ones included
-	lastErr error // the first failed try's error, if any
+	at       []time.Duration
+	failed   int
+	tries    int            // asks tried, the successful ones included
+	lastErr  error          // the first failed try's error, if any
+	errKinds map[string]int // failed tries by errKind
+}
+
+// errKind is the sample's step ("whereis" or "ask") and the last part
+// of err's text, the cause, without the names and peer IDs before it.
+func errKind(err error) string {
+	s := err.Error()
+	step, _, _ := strings.Cut(s, " ")
+	if i := strings.LastIndex(s, ": "); i >= 0 {
+		s = s[i+2:]
+	}
+	return step + ": " + s
 }
 
 // firstAsks measures, once the mesh formed, askSamples cold lookups and
@@ -270,7 +285,8 @@ func reportCurve(b *testing.B, n int, ready askableResult, first []time.Duration
 	if ready.failed > 0 {
 		b.Errorf("%d of %d samples never managed to ask their name", ready.failed, askSamples)
 	}
-	fmt.Fprintf(os.Stderr, "%s: askable: %d tries for %d samples, %d never; first error: %v\n", b.Name(), ready.tries, askSamples, ready.failed, ready.lastErr)
+	fmt.Fprintf(os.Stderr, "%s: askable: %d tries for %d samples, %d never; first error: %v; failed tries by kind: %v\n",
+		b.Name(), ready.tries, askSamples, ready.failed, ready.lastErr, ready.errKinds)
 	if len(firstErrs) > 0 {
 		fmt.Fprintf(os.Stderr, "%s: %d first asks failed, first: %v\n", b.Name(), len(firstErrs), firstErrs[0])
 	}
