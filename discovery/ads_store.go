@@ -8,6 +8,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	ma "github.com/multiformats/go-multiaddr"
 )
 
 // What a Directory holds: the advertisements it verified, their expiry,
@@ -39,18 +40,47 @@ func (d *Directory) ttl(ad *Advertisement) time.Duration {
 	return min(time.Duration(ad.TTLSeconds)*time.Second, max(maxAdTTL, d.cfg.TTL))
 }
 
-// store keeps ad (signed as raw), which via sent us, for ttl (at most
+// store keeps ad (signed as raw), which via sent us, as keep does, and
+// when it is kept puts the addresses it carries into the peerstore for
+// as long: a peer known only from its advertisement (gossiped, pulled,
+// relayed) can be dialed at once, without waiting for the DHT or
+// identify to name its addresses.
+func (d *Directory) store(ad *Advertisement, raw []byte, ttl time.Duration, relayed bool, via libp2ppeer.ID) (stored, added bool) {
+	stored, added, id, ttl := d.keep(ad, raw, ttl, relayed, via)
+	if stored {
+		d.learnAddrs(id, ad, ttl)
+	}
+	return stored, added
+}
+
+// learnAddrs adds the addresses ad's peer signed (at most MaxAdAddrs,
+// the unparsable skipped) to the peerstore for ttl. The addresses are
+// only the peer's claim: a dial to them authenticates the peer, so an
+// address that is not its own costs a failed dial, nothing else.
+func (d *Directory) learnAddrs(id libp2ppeer.ID, ad *Advertisement, ttl time.Duration) {
+	addrs := make([]ma.Multiaddr, 0, min(len(ad.Addrs), MaxAdAddrs))
+	for _, s := range ad.Addrs[:min(len(ad.Addrs), MaxAdAddrs)] {
+		if a, err := ma.NewMultiaddr(s); err == nil {
+			addrs = append(addrs, a)
+		}
+	}
+	if len(addrs) > 0 {
+		d.h.Peerstore().AddAddrs(id, addrs, ttl)
+	}
+}
+
+// keep keeps ad (signed as raw), which via sent us, for ttl (at most
 // d.ttl(ad)) unless we hold a newer one. An
 // advertisement relayed in a directory exchange may be older than one of
 // another incarnation we hold (the peer restarted): it replaces only an
 // older one of its own incarnation. One that came second-hand (via is
 // not its peer) is bounded per relaying peer (see ads_relayed.go). It
-// reports whether ad was stored, and whether it is of a peer we held
-// nothing of.
-func (d *Directory) store(ad *Advertisement, raw []byte, ttl time.Duration, relayed bool, via libp2ppeer.ID) (stored, added bool) {
+// reports whether ad was stored, whether it is of a peer we held nothing
+// of, its peer and the TTL it is kept for.
+func (d *Directory) keep(ad *Advertisement, raw []byte, ttl time.Duration, relayed bool, via libp2ppeer.ID) (stored, added bool, id libp2ppeer.ID, kept time.Duration) {
 	id, err := libp2ppeer.IDFromBytes(ad.Peer)
 	if err != nil || id == d.h.ID() || ttl <= 0 {
-		return false, false
+		return false, false, id, 0
 	}
 	ttl = min(ttl, d.ttl(ad))
 	if via == id || via == "" {
@@ -64,21 +94,21 @@ func (d *Directory) store(ad *Advertisement, raw []byte, ttl time.Duration, rela
 	switch {
 	case !ok && via != "" && !d.relayRoomLocked(via):
 		d.relayRefused.Add(1)
-		return false, false
+		return false, false, id, 0
 	case !ok && (len(d.peers) >= maxDirectory || d.bytes+len(raw) > maxDirectoryBytes) &&
 		!d.evictForLocked(id, len(raw)) && (via == "" || !d.evictRelayedLocked(via, len(raw))):
 		if via != "" {
 			d.relayRefused.Add(1)
 		}
-		return false, false
+		return false, false, id, 0
 	case ok && d.bytes-len(old.raw)+len(raw) > maxDirectoryBytes:
-		return false, false
+		return false, false, id, 0
 	case ok && old.ad.Incarnation == ad.Incarnation && old.ad.Seq >= ad.Seq:
-		return false, false
+		return false, false, id, 0
 	case ok && old.ad.Incarnation != ad.Incarnation && relayed:
-		return false, false
+		return false, false, id, 0
 	case relayed && d.departedLocked(id, ad):
-		return false, false // a departed peer's advertisement, still held elsewhere
+		return false, false, id, 0 // a departed peer's advertisement, still held elsewhere
 	}
 	d.bytes += len(raw) - len(old.raw)
 	switch {
@@ -100,7 +130,7 @@ func (d *Directory) store(ad *Advertisement, raw []byte, ttl time.Duration, rela
 		close(d.updated)
 		d.updated = nil
 	}
-	return true, !ok
+	return true, !ok, id, ttl
 }
 
 // Updated returns a channel that is closed when the next advertisement
