@@ -11,6 +11,7 @@ import (
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/protocol"
+	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/actor/transport"
 	"github.com/troupe-mesh/troupe/codec"
@@ -83,9 +84,29 @@ type link struct {
 	// drawLoss), which its next user stream's hello announces unless
 	// lossFloor covers it.
 	lost atomic.Uint64
+	// unbackedAt is when clearBackoff last cleared libp2p's dial backoff
+	// of the peer (UnixNano).
+	unbackedAt atomic.Int64
 
 	mu      sync.Mutex // guards streams
 	streams map[network.Stream]struct{}
+}
+
+// clearBackoff lets the next dial of an unconnected peer try its
+// addresses even though an earlier dial failed (libp2p's swarm refuses
+// dials to them for 5 s and more after a failure, whoever dialed: the
+// DHT, a trimmed connection's redial): a queued message is worth a
+// dial, at most one a second per peer.
+func (l *link) clearBackoff() {
+	sw, ok := l.r.h.Network().(*swarm.Swarm)
+	if !ok || sw.Connectedness(l.peer) == network.Connected {
+		return
+	}
+	now, last := time.Now().UnixNano(), l.unbackedAt.Load()
+	if now-last < int64(time.Second) || !l.unbackedAt.CompareAndSwap(last, now) {
+		return
+	}
+	sw.Backoff().Clear(l.peer)
 }
 
 // track records an open outbound stream, so that abort can reset it even
@@ -248,6 +269,7 @@ func (l *link) open(protos ...protocol.ID) (network.Stream, *progressWriter, *co
 	// A relayed connection carries actor traffic too (its limits cut a
 	// stream as a broken one: the loss is declared).
 	ctx = network.WithAllowLimitedConn(ctx, "troupe link")
+	l.clearBackoff()
 	s, err := l.r.h.NewStream(ctx, l.peer, protos...)
 	if err != nil {
 		return nil, nil, nil, err
