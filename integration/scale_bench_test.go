@@ -116,7 +116,7 @@ func scaleRun(b *testing.B, spec scaleSpec) {
 	runtime.GC()
 	runtime.ReadMemStats(&m0)
 	start := time.Now()
-	census := newConnCensus()
+	census := newConnCensus(b)
 	first := newNodeWithin(b, time.Minute, scaleOpts(b, spec.adTTL, peer.WithDHT())...)
 	census.watch(first)
 	nodes := []*peer.Node{first}

@@ -17,16 +17,41 @@ import (
 // and the protocols of the streams first seen on it, so that a scale
 // benchmark can say where the connections an idle mesh holds come from.
 type connCensus struct {
-	mu    sync.Mutex
-	first map[network.Conn]string // protocols seen on the connection's first streams
+	wg   sync.WaitGroup // the watchers of new connections
+	done chan struct{}  // closed by stop
+
+	mu      sync.Mutex
+	first   map[network.Conn]string // protocols seen on the connection's first streams
+	stopped bool                    // no watcher starts once set
 }
 
-func newConnCensus() *connCensus { return &connCensus{first: map[network.Conn]string{}} }
+// newConnCensus returns a census whose watchers end when tb's test does.
+func newConnCensus(tb testing.TB) *connCensus {
+	cc := &connCensus{first: map[network.Conn]string{}, done: make(chan struct{})}
+	tb.Cleanup(cc.stop)
+	return cc
+}
+
+// stop ends the watchers and waits for them.
+func (cc *connCensus) stop() {
+	cc.mu.Lock()
+	if !cc.stopped {
+		cc.stopped = true
+		close(cc.done)
+	}
+	cc.mu.Unlock()
+	cc.wg.Wait()
+}
 
 // watch records the connections nd opens or accepts from now on.
 func (cc *connCensus) watch(nd *peer.Node) {
 	nd.Host().Network().Notify(&network.NotifyBundle{ConnectedF: func(_ network.Network, c network.Conn) {
-		go func() {
+		cc.mu.Lock()
+		defer cc.mu.Unlock()
+		if cc.stopped {
+			return
+		}
+		cc.wg.Go(func() {
 			// The first streams: identify runs on every connection; what
 			// else the opener wanted shows within a few hundred ms. A DHT
 			// query's stream lasts a round trip: looked for every 5 ms
@@ -38,7 +63,11 @@ func (cc *connCensus) watch(nd *peer.Node) {
 				waits = append([]time.Duration{5 * time.Millisecond}, waits...)
 			}
 			for _, d := range waits {
-				time.Sleep(d)
+				select {
+				case <-time.After(d):
+				case <-cc.done:
+					return
+				}
 				for _, s := range c.GetStreams() {
 					p := string(s.Protocol())
 					if p != "" && !strings.Contains(p, "/id/") && !slices.Contains(seen, p) {
@@ -52,7 +81,7 @@ func (cc *connCensus) watch(nd *peer.Node) {
 			cc.mu.Lock()
 			cc.first[c] = strings.Join(seen, ",")
 			cc.mu.Unlock()
-		}()
+		})
 	}})
 }
 
