@@ -22,6 +22,28 @@ const (
 	joinedCheck       = 2 * time.Second  // how often a joined peer checks it still is
 )
 
+// unidentifiedAfter is how old a connection to a bootstrap peer must be,
+// with nothing known of the peer's protocols, to count as one whose
+// identify failed (libp2p's identify gives up after 5 s); a variable for
+// tests.
+var unidentifiedAfter = 10 * time.Second
+
+// unidentified reports whether this peer is connected to p only by
+// connections older than unidentifiedAfter while it knows none of p's
+// protocols: identify failed on them (it timed out at a bootstrap busy
+// with a hundred handshakes), nothing runs it again, and kad-dht never
+// puts p in the routing table, so the peer stayed alone, connected.
+func (d *DHT) unidentified(p libp2ppeer.ID) bool {
+	conns := d.h.Network().ConnsToPeer(p)
+	for _, c := range conns {
+		if time.Since(c.Stat().Opened) < unidentifiedAfter {
+			return false
+		}
+	}
+	protos, err := d.h.Peerstore().GetProtocols(p)
+	return len(conns) > 0 && err == nil && len(protos) == 0
+}
+
 // joined reports whether this peer is connected to a peer of its routing
 // table (kad-dht keeps a peer in the table for a while after it left).
 func (d *DHT) joined() bool {
@@ -34,14 +56,23 @@ func (d *DHT) joined() bool {
 }
 
 // join dials, all at once, the bootstrap peers this peer is not connected
-// to, and reports whether it is connected to one of them now. A failure
+// to (or only by connections identify failed on, which it closes first),
+// and reports whether it is connected to one of them now. A failure
 // is logged as a warning when warn is set (the first attempt), at debug
 // level otherwise (a laptop offline would fill its log).
 func (d *DHT) join(warn bool) bool {
 	var wg sync.WaitGroup
 	for _, b := range d.cfg.Bootstrap {
-		if b.ID == d.h.ID() || d.h.Network().Connectedness(b.ID) == network.Connected {
+		if b.ID == d.h.ID() {
 			continue
+		}
+		if d.h.Network().Connectedness(b.ID) == network.Connected {
+			if !d.unidentified(b.ID) {
+				continue
+			}
+			// A new connection identifies again.
+			d.cfg.Logger.Debug("discovery: bootstrap peer never identified; reconnecting", "peer", b.ID)
+			_ = d.h.Network().ClosePeer(b.ID)
 		}
 		wg.Add(1)
 		go func(b libp2ppeer.AddrInfo) {
@@ -63,7 +94,7 @@ func (d *DHT) join(warn bool) bool {
 	}
 	wg.Wait()
 	for _, b := range d.cfg.Bootstrap {
-		if d.h.Network().Connectedness(b.ID) == network.Connected {
+		if d.h.Network().Connectedness(b.ID) == network.Connected && !d.unidentified(b.ID) {
 			return true
 		}
 	}
