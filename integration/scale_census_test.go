@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/peer"
 )
 
@@ -149,4 +150,30 @@ func fmtCounts(m map[string]int) string {
 		fmt.Fprintf(&sb, "%s=%d ", k, m[k])
 	}
 	return sb.String()
+}
+
+// connsOf describes a's connections for a failure message: the peer (its
+// index in nodes, -1 if not one of them), how many protocols a knows it
+// has, the connection's age and the protocols of its open streams.
+func connsOf(a *peer.Node, nodes []*peer.Node) string {
+	index := map[libp2ppeer.ID]int{}
+	for i, nd := range nodes {
+		index[nd.Host().ID()] = i
+	}
+	var out []string
+	for _, c := range a.Host().Network().Conns() {
+		p := c.RemotePeer()
+		i, ok := index[p]
+		if !ok {
+			i = -1
+		}
+		protos, _ := a.Host().Peerstore().GetProtocols(p)
+		var streams []string
+		for _, s := range c.GetStreams() {
+			streams = append(streams, string(s.Protocol()))
+		}
+		out = append(out, fmt.Sprintf("node %d (%s, %d protocols known, up %v, streams %v)",
+			i, c.Stat().Direction, len(protos), time.Since(c.Stat().Opened).Round(time.Second), streams))
+	}
+	return strings.Join(out, "; ")
 }
