@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/network"
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/peer"
 )
 
@@ -69,7 +71,11 @@ func askOnce(ctx context.Context, from *peer.Node, to int) error {
 	}
 	v, err := from.System().Ask(ctx, ref, Ping{to})
 	if err != nil {
-		return fmt.Errorf("ask %s: %w", svcName(to), err)
+		// Whether the asker is connected to the target when the ask
+		// failed: a dial that failed or took too long, or a connection
+		// that carried no answer in time.
+		pid, _ := libp2ppeer.Decode(ref.Peer())
+		return fmt.Errorf("ask %s: %w (connected=%v)", svcName(to), err, from.Host().Network().Connectedness(pid) == network.Connected)
 	}
 	if v != (Pong{to}) {
 		return fmt.Errorf("ask %s: got %v", svcName(to), v)
