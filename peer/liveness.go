@@ -134,7 +134,7 @@ func silentPeers(state map[libp2ppeer.ID]*probeState, now time.Time, liveness ti
 // guard's protection keeps it for livenessReasons. Safe for concurrent
 // use.
 func (n *Node) life(p libp2ppeer.ID) (need bool, received uint64) {
-	f := n.guard.facts(p)
+	f := n.guard.workFacts(p)
 	r, _ := protection(peerMark{}, f, time.Now(), 0) // no grace: recent traffic alone is no reason
 	return r&livenessReasons != 0, f.activity.Received
 }

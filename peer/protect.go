@@ -222,15 +222,23 @@ func (g *guard) check(p libp2ppeer.ID, now time.Time) protectReason {
 	return r
 }
 
-// facts gathers what protection needs of peer p. Safe for concurrent
-// use (the liveness prober calls it too: liveness.go).
+// facts gathers what protection needs of peer p.
 func (g *guard) facts(p libp2ppeer.ID) peerFacts {
-	f := peerFacts{edges: g.n.port.RemoteEdges(p.String()), activity: g.n.router.PeerActivity(p),
-		exchange: g.exchanging(p)}
+	f := g.workFacts(p)
+	f.exchange = g.exchanging(p)
 	if ti := g.cm.GetTagInfo(p); ti != nil {
 		f.tags = ti.Tags
 	}
 	return f
+}
+
+// workFacts gathers only the facts of the reasons that are work between
+// the two peers (livenessReasons): the liveness prober asks for them
+// every second for every connected peer, and the connection manager's
+// tags (a copy of its map per call) and the stream scan were half of
+// that cost at 100 peers. Safe for concurrent use.
+func (g *guard) workFacts(p libp2ppeer.ID) peerFacts {
+	return peerFacts{edges: g.n.port.RemoteEdges(p.String()), activity: g.n.router.PeerActivity(p)}
 }
 
 // exchanging reports whether a directory exchange stream with p is
