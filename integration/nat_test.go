@@ -37,7 +37,12 @@ func natDaemon(t *testing.T, ns, ip, extra string, args ...string) *daemonProc {
 // natDaemonOn is natDaemon listening on address addr of family ip only.
 func natDaemonOn(t *testing.T, ns, ip, addr, extra string, args ...string) *daemonProc {
 	t.Helper()
-	home := t.TempDir()
+	return natDaemonHome(t, t.TempDir(), ns, ip, addr, extra, args...)
+}
+
+// natDaemonHome is natDaemonOn in home, which may hold its identity key.
+func natDaemonHome(t *testing.T, home, ns, ip, addr, extra string, args ...string) *daemonProc {
+	t.Helper()
 	cfg := fmt.Sprintf(`{"listen": ["/%s/%s/tcp/4001", "/%s/%s/udp/4001/quic-v1"], "mdns": false, "dht": "off"`, ip, addr, ip, addr) + extra + `}`
 	if err := os.WriteFile(filepath.Join(home, "config.json"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

@@ -3,10 +3,14 @@ package integration
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/troupe-mesh/troupe/peer"
 )
 
 // matrixKinds are the NAT kinds of TestNATMatrix, two homes of each.
@@ -157,7 +161,24 @@ func natMatrixRun(t *testing.T, v6 bool, relayedFor time.Duration) {
 	} else {
 		public, homes = n.natWorldOf(2, kinds...)
 	}
-	relay := natDaemonOn(t, public[0], ip, pub1, "", "-relay-service")
+	// The laptops' identities first: the relay treats them as members of
+	// its mesh (relay_members), so no circuit between two of them is cut
+	// at libp2p's 2 minutes (the 10-minute run asks across it).
+	lapHomes := make([]string, len(homes))
+	var members []string
+	for i := range lapHomes {
+		lapHomes[i] = t.TempDir()
+		k, err := peer.LoadOrCreateKey(filepath.Join(lapHomes[i], "identity.key"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := libp2ppeer.IDFromPrivateKey(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		members = append(members, `"`+id.String()+`"`)
+	}
+	relay := natDaemonOn(t, public[0], ip, pub1, `, "relay_members": [`+strings.Join(members, ", ")+`]`, "-relay-service")
 	relayTCP := "/" + ip + "/" + pub1 + "/tcp/"
 	relayAddr := relayTCP + "4001/p2p/" + relay.id.String()
 	helper := natDaemonOn(t, public[1], ip, pub2, "", "-relay-service", "-connect", relayAddr)
@@ -166,7 +187,7 @@ func natMatrixRun(t *testing.T, v6 bool, relayedFor time.Duration) {
 	start := time.Now()
 	laptops := make([]*daemonProc, len(homes))
 	for i, h := range homes {
-		laptops[i] = natDaemon(t, h.laptop, ip, `, "relays": ["`+relayAddr+`"]`, "-connect", relayAddr, "-connect", helperAddr)
+		laptops[i] = natDaemonHome(t, lapHomes[i], h.laptop, ip, map[string]string{"ip4": "0.0.0.0", "ip6": "::"}[ip], `, "relays": ["`+relayAddr+`"]`, "-connect", relayAddr, "-connect", helperAddr)
 	}
 	// Where each laptop is reached: its circuit address once AutoNAT
 	// found it private and it reserved a slot, or its public address
