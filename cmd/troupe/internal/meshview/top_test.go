@@ -1,6 +1,7 @@
 package meshview
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -24,6 +25,9 @@ func TestRenderTop(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("top's text lacks %q:\n%s", want, out)
 		}
+	}
+	if j, err := json.Marshal(v); err != nil || !strings.Contains(string(j), `"budgets":{"reader_bytes":3145728,"reader_streams":5,`) {
+		t.Errorf("the view's JSON lacks the budgets (%v): %s", err, j)
 	}
 	if strings.Contains(out, "\x1b") {
 		t.Errorf("an escape sequence from a peer reached the terminal: %q", out)
