@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/peer"
+	"github.com/troupe-mesh/troupe/routing"
 )
 
 // TestTwoHonestFloodsDoNotDeadlock: two peers each send the other's echo
@@ -17,11 +19,15 @@ import (
 // echo keeps handling messages in every window (no deadlock), and once
 // the floods stop each peer's ask is answered. This is the case a pause
 // of a peer that does not read its replies must never turn into a
-// deadlock (docs/trust.md, "starve other peers at a shared actor"). The
-// asks answered during the floods are a figure, not a bound: today they
-// starve (issue 34 item 3).
+// deadlock (docs/trust.md, "starve other peers at a shared actor"). It
+// checks that the links were full both ways (else it proves nothing), and
+// that an ask whose request met a full link failed at once with
+// ErrLinkFull rather than waiting for its timeout. The asks answered
+// during the floods are a figure, not a bound: today they starve (issue
+// 34 item 3).
 func TestTwoHonestFloodsDoNotDeadlock(t *testing.T) {
-	const askers, window, windows = 8, 500 * time.Millisecond, 6
+	const askers, window, windows = 8, 300 * time.Millisecond, 4
+	const askTimeout = 500 * time.Millisecond
 	a, b := newNode(t, peer.WithLinkQueue(64)), newNode(t, peer.WithLinkQueue(64))
 	ctx, cancel := askCtx()
 	defer cancel()
@@ -38,7 +44,7 @@ func TestTwoHonestFloodsDoNotDeadlock(t *testing.T) {
 	}
 	refs := map[*peer.Node]actor.Ref{a: spawn(t, a, "echo", countingEcho(&handled[0])), b: spawn(t, b, "echo", countingEcho(&handled[1]))}
 	other := map[*peer.Node]*peer.Node{a: b, b: a}
-	var answered [2]atomic.Int64
+	var answered, linkFull, slowLinkFull [2]atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for i, n := range []*peer.Node{a, b} {
@@ -62,9 +68,17 @@ func TestTwoHonestFloodsDoNotDeadlock(t *testing.T) {
 						return
 					default:
 					}
-					actx, acancel := context.WithTimeout(context.Background(), time.Second)
-					if _, err := n.System().Ask(actx, refs[other[n]], Ping{k}); err == nil {
+					actx, acancel := context.WithTimeout(context.Background(), askTimeout)
+					t0 := time.Now()
+					_, err := n.System().Ask(actx, refs[other[n]], Ping{k})
+					switch {
+					case err == nil:
 						answered[i].Add(1)
+					case errors.Is(err, routing.ErrLinkFull):
+						linkFull[i].Add(1)
+						if time.Since(t0) > askTimeout/2 {
+							slowLinkFull[i].Add(1)
+						}
 					}
 					acancel()
 				}
@@ -86,6 +100,15 @@ func TestTwoHonestFloodsDoNotDeadlock(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
+	for i, n := range []*peer.Node{a, b} {
+		if st := n.Router().Stats(); st.LinkFull == 0 {
+			t.Errorf("node %d's link never filled (%+v): the floods did not load it", i, st)
+		}
+		if linkFull[i].Load() == 0 || slowLinkFull[i].Load() != 0 {
+			t.Errorf("node %d: %d asks failed with ErrLinkFull, %d of them after half their timeout: want some, all at once",
+				i, linkFull[i].Load(), slowLinkFull[i].Load())
+		}
+	}
 	for _, n := range []*peer.Node{a, b} {
 		actx, acancel := askCtx()
 		if _, err := n.System().Ask(actx, refs[other[n]], Ping{-1}); err != nil {
@@ -93,6 +116,6 @@ func TestTwoHonestFloodsDoNotDeadlock(t *testing.T) {
 		}
 		acancel()
 	}
-	t.Logf("in %v the echoes handled %d and %d messages; asks answered during the floods: %d and %d",
-		window*windows, last[0], last[1], answered[0].Load(), answered[1].Load())
+	t.Logf("in %v the echoes handled %d and %d messages; asks during the floods answered %d and %d, failed with link full %d and %d",
+		window*windows, last[0], last[1], answered[0].Load(), answered[1].Load(), linkFull[0].Load(), linkFull[1].Load())
 }
