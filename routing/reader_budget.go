@@ -41,8 +41,14 @@ const DefaultReaderMemory = 128 << 20
 
 // DefaultReaderPerAddress is the most bytes the inbound stream readers
 // of all the peers connected from one source address hold, their floors
-// included.
+// included, unless two floors are more (readerPerAddress).
 const DefaultReaderPerAddress = 32 << 20
+
+// readerPerAddress is the per-address bound for a floor: the default, or
+// two floors if more, so that a node whose maximum frame is raised past
+// some 16 MiB still takes a maximum large message from every address
+// (below the floor, the bound would refuse it from any peer).
+func readerPerAddress(floor int64) int64 { return max(DefaultReaderPerAddress, 2*floor) }
 
 // DefaultReaderStreams is the most inbound streams whose readers hold
 // reserved memory (a frame beyond the first buffer, a large message

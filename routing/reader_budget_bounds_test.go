@@ -137,3 +137,25 @@ func TestReaderBudgetSharedAddress(t *testing.T) {
 		t.Fatalf("the second identity's large message was not refused: %+v", r.Stats())
 	}
 }
+
+// TestReaderPerAddressFitsMaxFrame: with a maximum frame raised past the
+// per-address default, a peer connected from an address may still hold
+// its floor (one maximum large message), and so may a second one of the
+// same address; a third may not.
+func TestReaderPerAddressFitsMaxFrame(t *testing.T) {
+	cfg := config{Logger: testutil.QuietLogger(), MaxFrame: 64 << 20}
+	_, r, _ := testPeerTuned(t, cfg, nil, false)
+	b := &r.readers
+	if b.perAddr < b.floor {
+		t.Fatalf("per-address bound %d below the floor %d", b.perAddr, b.floor)
+	}
+	for i := range 3 {
+		err := b.reserve(readerSource{peer: libp2ppeer.ID(rune('a' + i)), addr: "10.0.0.1"}, b.floor, true)
+		if i < 2 && err != nil {
+			t.Fatalf("peer %d of an address refused its floor with a 64 MiB maximum frame: %v", i, err)
+		}
+		if i == 2 && !errors.Is(err, errReaderAddress) {
+			t.Fatalf("a third floor from one address got %v, want errReaderAddress", err)
+		}
+	}
+}

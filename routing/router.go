@@ -246,11 +246,12 @@ func newRouter(cfg config) (*Router, error) {
 		}
 		cfg.Incarnation = inc
 	}
+	floor := cmp.Or(cfg.readerFloor, readerFloor(cfg.MaxFrame))
 	r := &Router{
 		cfg: cfg, h: cfg.Host, sys: cfg.Port, log: cfg.Logger,
 		logLimit: logLimiter{every: cfg.timings.logEvery, max: maxLogKeys},
-		readers: readerBudget{limit: cmp.Or(cfg.readerMemory, DefaultReaderMemory), floor: cmp.Or(cfg.readerFloor, readerFloor(cfg.MaxFrame)),
-			perAddr: cfg.readerPerAddr, maxStreams: cfg.readerStreams},
+		readers: readerBudget{limit: cmp.Or(cfg.readerMemory, DefaultReaderMemory), floor: floor,
+			perAddr: cmp.Or(cfg.readerPerAddr, readerPerAddress(floor)), maxStreams: cfg.readerStreams},
 		incarnation: cfg.Incarnation,
 		links:       make(map[string]*link),
 		budgets:     make(map[libp2ppeer.ID]*peerBudget),
