@@ -73,6 +73,9 @@ var metricDefs = []struct {
 	{"troupe_peers", "Connected peers.", false},
 	{"troupe_actors", "Live local actors.", false},
 	{"troupe_reader_bytes", "Bytes inbound stream readers hold for unfinished frames and large messages, node-wide.", false},
+	{"troupe_reader_streams", "Inbound streams whose readers hold memory for an unfinished frame or large message.", false},
+	{"troupe_reader_addresses", "Source addresses whose peers' readers hold memory for unfinished frames or large messages.", false},
+	{"troupe_reader_refused_total", "Reader memory reservations refused by the node-wide, per-address or stream-count bound; each reset its stream.", true},
 	{"troupe_relay_reservations", "Reservations this relay holds (at most 128, 8 per IP).", false},
 	{"troupe_relay_circuits", "Circuits open through this relay (at most 16 per peer).", false},
 	{"troupe_remote_watches", "Monitors and links between local actors and other peers' (capped per peer and node-wide).", false},
@@ -83,6 +86,10 @@ var metricDefs = []struct {
 var labeledMetricDefs = []struct{ name, help, label string }{
 	{"troupe_dead_letters_by_reason_total", "Messages that reached no actor, per reason (actor.DeadLetterKind, as a label: no_such_actor, mailbox_full, ...; at most 25 values).", "reason"},
 }
+
+// RemoteWatches returns the monitors and links between this node's
+// actors and other peers' (what troupe_remote_watches exports).
+func (n *Node) RemoteWatches() int { return n.port.RemoteWatches() }
 
 func newNodeCollector(n *Node) *nodeCollector {
 	c := &nodeCollector{node: n, descs: map[string]*prometheus.Desc{}}
@@ -164,6 +171,9 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		"troupe_actors":                       float64(sys.Actors()),
 		"troupe_remote_watches":               float64(c.node.port.RemoteWatches()),
 		"troupe_reader_bytes":                 float64(rs.ReaderBytes),
+		"troupe_reader_streams":               float64(rs.ReaderStreams),
+		"troupe_reader_addresses":             float64(rs.ReaderAddrs),
+		"troupe_reader_refused_total":         float64(rs.ReaderRefused),
 	}
 	for _, m := range metricDefs {
 		kind := prometheus.GaugeValue

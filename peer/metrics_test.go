@@ -28,6 +28,11 @@ func TestWithPrometheus(t *testing.T) {
 	if v := values["troupe_actors"]; v < 1 {
 		t.Fatalf("troupe_actors = %v, want the node actor at least", v)
 	}
+	for _, name := range []string{"troupe_reader_bytes", "troupe_reader_streams", "troupe_reader_addresses", "troupe_reader_refused_total", "troupe_remote_watches"} {
+		if v, ok := values[name]; !ok || v != 0 {
+			t.Errorf("%s = %v (%v), want 0 on a quiet node", name, v, ok)
+		}
+	}
 	libp2p := 0
 	for name := range values {
 		if strings.HasPrefix(name, "libp2p_") {

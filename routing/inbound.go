@@ -71,7 +71,8 @@ func (r *Router) handleStream(s network.Stream) {
 	in.v11 = isCompact(s.Protocol()) // compact frames and fragments
 	in.ctl = key.ctl
 	guard := &stallGuard{s: s, in: &in}
-	budget := &streamBudget{scope: s.Scope(), node: &r.readers, peer: remote}
+	src := readerSource{peer: remote, addr: sourceAddr(s.Conn().RemoteMultiaddr(), r.cfg.readerLoopback)}
+	budget := &streamBudget{scope: s.Scope(), node: &r.readers, src: src}
 	in.budget = budget
 	fr := codec.NewFrameReader(guard, readFrame(r.cfg.MaxFrame), codec.WithCompact(in.v11), codec.WithBudget(budget))
 	guard.fr = fr

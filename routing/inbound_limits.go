@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
-	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/codec"
 )
 
@@ -27,7 +26,7 @@ import (
 type streamBudget struct {
 	scope network.StreamScope
 	node  *readerBudget // the node's, over all streams (reader_budget.go); nil: none
-	peer  libp2ppeer.ID
+	src   readerSource  // the peer and source address it is charged to
 	held  int
 }
 
@@ -37,12 +36,15 @@ type streamBudget struct {
 const budgetPriority = network.ReservationPriorityHigh
 
 func (b *streamBudget) Reserve(n int) error {
-	if b.node != nil && !b.node.reserve(b.peer, int64(n)) {
-		return errReaderMemory
+	first := b.held == 0
+	if b.node != nil {
+		if err := b.node.reserve(b.src, int64(n), first); err != nil {
+			return err
+		}
 	}
 	if err := b.scope.ReserveMemory(n, budgetPriority); err != nil {
 		if b.node != nil {
-			b.node.release(b.peer, int64(n))
+			b.node.release(b.src, int64(n), first)
 		}
 		return err
 	}
@@ -53,10 +55,10 @@ func (b *streamBudget) Reserve(n int) error {
 func (b *streamBudget) Release(n int) {
 	if n > 0 {
 		b.scope.ReleaseMemory(n)
-		if b.node != nil {
-			b.node.release(b.peer, int64(n))
-		}
 		b.held -= n
+		if b.node != nil {
+			b.node.release(b.src, int64(n), b.held == 0)
+		}
 	}
 }
 

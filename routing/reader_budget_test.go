@@ -14,31 +14,31 @@ import (
 // room; many identities hold at most the limit plus a floor each.
 func TestReaderBudgetNodeWide(t *testing.T) {
 	b := readerBudget{limit: 100, floor: 10}
-	a, c := libp2ppeer.ID("A"), libp2ppeer.ID("C")
-	if !b.reserve(a, 95) || !b.reserve(c, 8) {
+	a, c := readerSource{peer: "A"}, readerSource{peer: "C"}
+	if b.reserve(a, 95, true) != nil || b.reserve(c, 8, true) != nil {
 		t.Fatal("refused below the limit, or below the floor")
 	}
-	if b.reserve(a, 1) || b.reserve(c, 3) {
+	if b.reserve(a, 1, false) == nil || b.reserve(c, 3, false) == nil {
 		t.Fatal("admitted past the limit at or over the floor")
 	}
-	b.release(a, 50)
-	if !b.reserve(c, 30) {
+	b.release(a, 50, false)
+	if b.reserve(c, 30, false) != nil {
 		t.Fatal("refused after a release made room")
 	}
-	if held, peers := b.stat(); held != 83 || peers != 2 {
-		t.Fatalf("stat %d %d, want 83 2", held, peers)
+	if st := b.stat(); st.held != 83 || st.peers != 2 || st.refused != 2 {
+		t.Fatalf("stat %+v, want 83 bytes, 2 peers, 2 refused", st)
 	}
 	for i := range 100 {
-		b.reserve(libp2ppeer.ID(rune('a'+i)), 10)
+		_ = b.reserve(readerSource{peer: libp2ppeer.ID(rune('a' + i))}, 10, true)
 	}
-	if held, _ := b.stat(); held > 100+100*10 {
-		t.Fatalf("held %d", held)
+	if st := b.stat(); st.held > 100+100*10 {
+		t.Fatalf("held %d", st.held)
 	}
 	b = readerBudget{limit: 100}
-	b.reserve(a, 100)
-	b.release(a, 100)
-	if _, peers := b.stat(); peers != 0 {
-		t.Fatal("a peer holding nothing is still counted")
+	_ = b.reserve(a, 100, true)
+	b.release(a, 100, true)
+	if st := b.stat(); st.peers != 0 || st.streams != 0 {
+		t.Fatalf("a peer holding nothing is still counted: %+v", st)
 	}
 }
 

@@ -105,6 +105,12 @@ type config struct {
 	// readerMemory and readerFloor are tests' node-wide reader budget and
 	// per-peer floor (zero: DefaultReaderMemory, MaxFrame).
 	readerMemory, readerFloor int64
+	// readerPerAddr and readerStreams are tests' per-address and stream
+	// count bounds (zero: the defaults); readerLoopback bounds loopback
+	// addresses per address too.
+	readerPerAddr  int64
+	readerStreams  int
+	readerLoopback bool
 }
 
 // Stats are the router's counters.
@@ -134,6 +140,9 @@ type Stats struct {
 	MovedOffRelay    uint64 // outbound streams ended cleanly on a relayed connection once a direct one came (relaymove.go)
 	ReaderBytes      int64  // bytes inbound stream readers now hold for unfinished frames and large messages, node-wide (at most DefaultReaderMemory beyond a maximum frame per peer)
 	ReaderPeers      int    // peers whose readers now hold some
+	ReaderAddrs      int    // source addresses whose peers' readers now hold some (at most DefaultReaderPerAddress each)
+	ReaderStreams    int    // inbound streams whose readers now hold some (at most DefaultReaderStreams beyond one per peer)
+	ReaderRefused    uint64 // reservations the node-wide, per-address or stream-count bound refused: each reset its stream
 }
 
 // Router carries actor messages between peers over libp2p streams: one
@@ -237,10 +246,12 @@ func newRouter(cfg config) (*Router, error) {
 		}
 		cfg.Incarnation = inc
 	}
+	floor := cmp.Or(cfg.readerFloor, readerFloor(cfg.MaxFrame))
 	r := &Router{
 		cfg: cfg, h: cfg.Host, sys: cfg.Port, log: cfg.Logger,
-		logLimit:    logLimiter{every: cfg.timings.logEvery, max: maxLogKeys},
-		readers:     readerBudget{limit: cmp.Or(cfg.readerMemory, DefaultReaderMemory), floor: cmp.Or(cfg.readerFloor, readerFloor(cfg.MaxFrame))},
+		logLimit: logLimiter{every: cfg.timings.logEvery, max: maxLogKeys},
+		readers: readerBudget{limit: cmp.Or(cfg.readerMemory, DefaultReaderMemory), floor: floor,
+			perAddr: cmp.Or(cfg.readerPerAddr, readerPerAddress(floor)), maxStreams: cfg.readerStreams},
 		incarnation: cfg.Incarnation,
 		links:       make(map[string]*link),
 		budgets:     make(map[libp2ppeer.ID]*peerBudget),
@@ -305,7 +316,8 @@ func (r *Router) Stats() Stats {
 		st.ConnectedLinks++
 	}
 	r.mu.Unlock()
-	st.ReaderBytes, st.ReaderPeers = r.readers.stat()
+	rs := r.readers.stat()
+	st.ReaderBytes, st.ReaderPeers, st.ReaderAddrs, st.ReaderStreams, st.ReaderRefused = rs.held, rs.peers, rs.addrs, rs.streams, rs.refused
 	return st
 }
 

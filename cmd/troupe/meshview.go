@@ -14,6 +14,11 @@ func (d *runningDaemon) sampleView(now time.Time) meshview.View {
 		Time: now, Self: d.id(),
 		Sent: st.Sent, Received: st.Received, DeadLetters: d.node.System().DeadLetters(),
 		Peers: []meshview.Peer{},
+		Budgets: meshview.Budgets{
+			ReaderBytes: st.ReaderBytes, ReaderStreams: st.ReaderStreams,
+			ReaderPeers: st.ReaderPeers, ReaderAddrs: st.ReaderAddrs, ReaderRefused: st.ReaderRefused,
+			RemoteWatches: d.node.RemoteWatches(),
+		},
 	}
 	v.Actors, v.MoreActors = meshview.CapNames(d.node.System().Names())
 	v.Groups, v.MoreGroups = meshview.CapNames(group.Names(d.node.System()))

@@ -48,12 +48,15 @@ func Fetch(ctx context.Context, h cli.Home, after uint64) (json.RawMessage, View
 func Render(v View, width, height int) string {
 	var b strings.Builder
 	b.WriteString(ansi.Truncate(fmt.Sprintf("peer %s  mesh %s  %s", v.Self.ID, cli.Clean(v.Self.Mesh), v.Self.Reachability), max(width, 2), "…") + "\n")
-	fmt.Fprintf(&b, "out %s/s  in %s/s  dead letters %d (%s/s)  peers %d\n\n",
+	fmt.Fprintf(&b, "out %s/s  in %s/s  dead letters %d (%s/s)  peers %d\n",
 		rateText(v.SentRate), rateText(v.ReceivedRate), v.DeadLetters, rateText(v.DeadLetterRate), len(v.Peers))
+	bg := v.Budgets
+	b.WriteString(ansi.Truncate(fmt.Sprintf("readers hold %s  streams %d  peers %d  addrs %d  refused %d  watches %d",
+		bytesText(bg.ReaderBytes), bg.ReaderStreams, bg.ReaderPeers, bg.ReaderAddrs, bg.ReaderRefused, bg.RemoteWatches), max(width, 2), "…") + "\n\n")
 	fmt.Fprintf(&b, "%-14s %-7s %8s %8s %8s %7s %9s  %s\n", "PEER", "LINK", "RTT", "OUT/s", "IN/s", "QUEUED", "HELD", "ACTORS")
 	rows := v.Peers
-	if height > 0 && len(rows) > max(height-4, 1) { // 4: the header lines
-		rows = rows[:max(height-5, 0)]
+	if height > 0 && len(rows) > max(height-5, 1) { // 5: the header lines
+		rows = rows[:max(height-6, 0)]
 	}
 	for _, p := range rows {
 		link, rtt := "direct", "-"

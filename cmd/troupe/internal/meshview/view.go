@@ -41,6 +41,21 @@ type View struct {
 	SentRate       float64 `json:"sent_rate"`
 	ReceivedRate   float64 `json:"received_rate"`
 	DeadLetterRate float64 `json:"dead_letter_rate"`
+	// Budgets is what other peers hold here of the node-wide bounds
+	// (docs/trust.md).
+	Budgets Budgets `json:"budgets"`
+}
+
+// Budgets is the state of the node-wide bounds that other peers share:
+// what stream readers hold for unfinished frames and large messages,
+// and the monitors and links of other peers' actors.
+type Budgets struct {
+	ReaderBytes   int64  `json:"reader_bytes"`
+	ReaderStreams int    `json:"reader_streams"` // streams holding reader memory
+	ReaderPeers   int    `json:"reader_peers"`
+	ReaderAddrs   int    `json:"reader_addresses"` // source addresses holding reader memory
+	ReaderRefused uint64 `json:"reader_refused"`   // reservations refused since the daemon started
+	RemoteWatches int    `json:"remote_watches"`
 }
 
 // Peer is one connected peer: what 'troupe peers' says of it, plus
