@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/troupe-mesh/troupe/internal/testutil"
 )
 
 // natIDJSON is the part of 'troupe id --json' the NAT tests read.
@@ -67,18 +69,12 @@ func relayedTo(t *testing.T, d *daemonProc, peer string) (relayed, connected boo
 	return false, false
 }
 
-// eventually polls cond every 200 ms for at most within: what it waits
-// for (AutoNAT's verdict, a reservation, a hole punch) happens inside
-// other processes, which tell of it only when asked.
+// eventually is testutil.Eventually under the name the NAT tests use:
+// what they wait for (AutoNAT's verdict, a reservation, a hole punch)
+// happens inside other processes, which tell of it only when asked.
 func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", within, what)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	testutil.Eventually(t, within, what, cond)
 }
 
 // TestLaptopsBehindNATs: two laptops, each behind its own NAT, and a
