@@ -2,6 +2,7 @@ package actor
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
@@ -11,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/troupe-mesh/troupe/internal/testutil"
 )
 
 // gcPercent and heapGoal read the runtime's GC percent and heap goal.
@@ -30,21 +33,18 @@ func withGCEnv(t *testing.T, env map[string]string) {
 	f := &gcFloor
 	// A system of an earlier test may still be shutting down on another
 	// goroutine: it has a few seconds to finish.
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	testutil.EventuallyNil(t, 5*time.Second, func() error {
 		f.mu.Lock()
-		n := len(f.floors)
-		if n == 0 || time.Now().After(deadline) {
-			for s := range f.floors {
-				t.Logf("still running: a system with actors %v (%d live)", s.Names(), s.Actors())
-			}
-			f.mu.Unlock()
-			if n != 0 {
-				t.Fatalf("%d systems hold a GC floor before the test", n)
-			}
-			break
+		defer f.mu.Unlock()
+		if len(f.floors) == 0 {
+			return nil
 		}
-		f.mu.Unlock()
-	}
+		var running []string
+		for s := range f.floors {
+			running = append(running, fmt.Sprintf("a system with actors %v (%d live)", s.Names(), s.Actors()))
+		}
+		return fmt.Errorf("%d systems hold a GC floor before the test: %s", len(f.floors), strings.Join(running, "; "))
+	})
 	f.mu.Lock()
 	old := f.env
 	f.env = func(k string) (string, bool) { v, ok := env[k]; return v, ok }
@@ -255,13 +255,13 @@ func TestGCHeapFloorFollowsTheLiveHeap(t *testing.T) {
 	// floor reports what want says, or fails after 10 s.
 	until := func(what string, want func(GCHeapFloor) bool) {
 		t.Helper()
-		for deadline := time.Now().Add(10 * time.Second); !want(s.GCHeapFloor()); {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %+v, GOGC %d", what, s.GCHeapFloor(), gcPercent())
+		testutil.EventuallyNil(t, 10*time.Second, func() error {
+			if want(s.GCHeapFloor()) {
+				return nil
 			}
 			runtime.GC()
-			time.Sleep(time.Millisecond)
-		}
+			return fmt.Errorf("%s: %+v, GOGC %d", what, s.GCHeapFloor(), gcPercent())
+		})
 	}
 	until("small heap", func(f GCHeapFloor) bool { return f.GOGC > prev })
 	live := make([][]byte, 24) // 24 MiB live: above half the floor

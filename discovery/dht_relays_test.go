@@ -8,6 +8,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/host"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/troupe-mesh/troupe/internal/testutil"
 	"github.com/troupe-mesh/troupe/internal/testutil/testhost"
 )
 
@@ -42,12 +43,8 @@ func TestRelaysFoundInTheDHT(t *testing.T) {
 		found, _ := d.FindRelays(lctx)
 		return found
 	}
-	for asked.Load() < 2 { // rounds of the provider loop that must not provide
-		if ctx.Err() != nil {
-			t.Fatal("the provider loop does not ask")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	// Rounds of the provider loop that must not provide; no event tells of them.
+	testutil.Eventually(t, 20*time.Second, "the provider loop asks twice", func() bool { return asked.Load() >= 2 })
 	if r.RelaysProvided() != 0 {
 		t.Fatal("provided the relay key while not relaying")
 	}
@@ -55,12 +52,7 @@ func TestRelaysFoundInTheDHT(t *testing.T) {
 		t.Fatalf("found relays %v before any provided", found)
 	}
 	relays.Store(true)
-	for r.RelaysProvided() == 0 {
-		if ctx.Err() != nil {
-			t.Fatal("the relay never provided its record")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testutil.Eventually(t, 20*time.Second, "the relay provides its record", func() bool { return r.RelaysProvided() > 0 })
 	found := look(f)
 	if len(found) != 1 || found[0].ID != rh.ID() || len(found[0].Addrs) == 0 {
 		t.Fatalf("found %v; want the relay with its addresses", found)

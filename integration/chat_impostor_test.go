@@ -19,6 +19,7 @@ func TestChatMsgNeverReachesImpostor(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: builds the binary and creates network namespaces")
 	}
+	t.Parallel() // its own namespaces and chat daemons; no duration asserted
 	hosts := newNetns(t).lan(3)
 	config := `{"mesh": "chatimpostor", "listen": ["/ip4/0.0.0.0/tcp/0"], "log_level": "warn"}`
 	alice := startChat(t, hosts[0], "alice", config)

@@ -134,6 +134,7 @@ func TestChatThroughDaemonAndNickCollisions(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: builds the binary")
 	}
+	t.Parallel() // its own daemon on 127.0.0.1:0; no duration asserted
 	d := startDaemon(t)
 	dave := startChatHome(t, d.home, "", "dave")
 	dave.expectLine(t, 10*time.Second, "* you are dave ("+d.id.String()+"/chat-dave)")

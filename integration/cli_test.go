@@ -65,6 +65,7 @@ func TestCLIThroughControlSocket(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: builds the binary")
 	}
+	t.Parallel() // daemons of its own homes on 127.0.0.1:0; no duration asserted
 	a := startDaemonIn(t, "", "-listen", "/ip4/127.0.0.1/tcp/0", "-mdns=false", "-metrics", "127.0.0.1:0")
 	b := startDaemon(t, a.addr)
 	aID, bID := a.id.String(), b.id.String()
@@ -240,6 +241,7 @@ func TestStopAndConfigShow(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: builds the binary")
 	}
+	t.Parallel() // most of it is the daemon's 10 s before the hint; no duration asserted
 	d := startDaemon(t)
 	if out := cliOK(t, d.home, "config", "show"); !strings.Contains(out, `"mesh":`) || !strings.Contains(out, `"listen":`) {
 		t.Fatalf("config show: %q", out)
@@ -265,6 +267,7 @@ func TestBashCompletion(t *testing.T) {
 	if err != nil {
 		t.Skip("no bash")
 	}
+	t.Parallel() // bash and the binary only
 	dir := t.TempDir()
 	if err := os.Symlink(troupeBinary(t), filepath.Join(dir, "troupe")); err != nil {
 		t.Fatal(err)

@@ -98,7 +98,8 @@ func (s *natAsks) noneTwice() {
 	s.t.Helper()
 	for i, d := range []*daemonProc{s.a, s.b} {
 		if n := natDeadLetters(s.t, d, true); n != s.dead[i] {
-			s.t.Fatalf("after %d asks, %s has %d dead letters, %d before: a reply or a request came twice", s.next, "AB"[i:i+1], n, s.dead[i])
+			_, list, _ := cli(s.t, d.home, "deadletters") // which message, and why: the failure says it
+			s.t.Fatalf("after %d asks, %s has %d dead letters, %d before: a reply or a request came twice?\n%s", s.next, "AB"[i:i+1], n, s.dead[i], list)
 		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/troupe-mesh/troupe/internal/testutil"
 )
 
 // natIDJSON is the part of 'troupe id --json' the NAT tests read.
@@ -72,18 +74,12 @@ func relayedTo(t *testing.T, d *daemonProc, peer string) (relayed, connected boo
 	return false, false
 }
 
-// eventually polls cond every 200 ms for at most within: what it waits
-// for (AutoNAT's verdict, a reservation, a hole punch) happens inside
-// other processes, which tell of it only when asked.
+// eventually is testutil.Eventually under the name the NAT tests use:
+// what they wait for (AutoNAT's verdict, a reservation, a hole punch)
+// happens inside other processes, which tell of it only when asked.
 func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", within, what)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	testutil.Eventually(t, within, what, cond)
 }
 
 // TestLaptopsBehindNATs: two laptops, each behind its own NAT, and a
@@ -107,11 +103,17 @@ func TestLaptopsBehindNATs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: builds the binary and creates network namespaces")
 	}
+	t.Parallel() // with the package's other waiting tests (.ci/run: -parallel 8)
 	for _, tc := range []struct {
 		name            string
 		symmetric, ipv6 bool
 	}{{"hole punching", false, false}, {"symmetric NATs", true, false}, {"IPv6 firewalls", false, true}} {
 		t.Run(tc.name, func(t *testing.T) {
+			// The three worlds wait for AutoNAT, reservations and punches
+			// together (each subtest ~60 s under -race, mostly waiting;
+			// nothing here asserts a duration). Each has its own
+			// namespaces (newNetns) and daemon homes.
+			t.Parallel()
 			ip, publicIP := "ip4", func(i int) string { return fmt.Sprintf("11.0.0.%d", i) }
 			n := newNetns(t)
 			var public []string

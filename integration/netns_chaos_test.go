@@ -3,7 +3,6 @@
 package integration
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -252,49 +251,18 @@ type chaosPeer struct {
 
 func startChaosPeer(t *testing.T, ns, role string, liveness time.Duration, peerAddr string) *chaosPeer {
 	t.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("ip", "netns", "exec", ns, self, "-test.run", "^TestChaosPeer$", "-test.count", "1")
-	dieWithTest(cmd)
-	cmd.Env = append(os.Environ(), "TROUPE_CHAOS_ROLE="+role, "TROUPE_CHAOS_LIVENESS="+liveness.String(), "TROUPE_CHAOS_PEER="+peerAddr)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &chaosPeer{stdin: stdin, lines: make(chan string, 1000)}
-	done := make(chan struct{})
-	var read sync.WaitGroup
-	t.Cleanup(func() {
-		close(done) // the reader stops waiting for a test that is gone
-		_ = cmd.Process.Kill()
-		read.Wait()
-		_ = cmd.Wait()
-	})
-	read.Go(func() {
-		sc := bufio.NewScanner(stdout)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			if line, ok := strings.CutPrefix(sc.Text(), "chaos "); ok {
-				select {
-				case p.lines <- line:
-				case <-done:
-					return
-				}
+	p := &chaosPeer{lines: make(chan string, 1000)}
+	p.stdin = startHelper(t, helperSpec{
+		ns: ns, test: "TestChaosPeer",
+		env: []string{"TROUPE_CHAOS_ROLE=" + role, "TROUPE_CHAOS_LIVENESS=" + liveness.String(), "TROUPE_CHAOS_PEER=" + peerAddr},
+		line: func(line string, done <-chan struct{}) {
+			if rest, ok := strings.CutPrefix(line, "chaos "); ok {
+				sendLine(p.lines, rest, done)
 			} else {
-				fmt.Fprintf(os.Stderr, "%s: %s\n", role, sc.Text())
+				fmt.Fprintf(os.Stderr, "%s: %s\n", role, line)
 			}
-		}
-		close(p.lines)
+		},
+		end: func() { close(p.lines) },
 	})
 	return p
 }

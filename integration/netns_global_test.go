@@ -13,6 +13,7 @@ import (
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/internal/testutil"
 	"github.com/troupe-mesh/troupe/peer"
 )
 
@@ -54,18 +55,14 @@ func TestGlobalNameHealInNamespaces(t *testing.T) {
 	}
 	peers[1].do(t, "connect "+peers[2].addr, "connected")
 	var winner string
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testutil.EventuallyNil(t, 20*time.Second, func() error { // the heal is inside other processes
 		w0, w2 := peers[0].do(t, "winner", "is "), peers[2].do(t, "winner", "is ")
-		if w0 == w2 && (w0 == left || w0 == right) {
-			winner = w0
-			break
+		if w0 != w2 || (w0 != left && w0 != right) {
+			return fmt.Errorf("the sides still disagree: %s and %s", w0, w2)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the sides still disagree: %s and %s", w0, w2)
-		}
-		time.Sleep(100 * time.Millisecond) // the heal is inside other processes
-	}
+		winner = w0
+		return nil
+	})
 	for _, p := range peers {
 		p.do(t, "winner", "is "+winner)
 	}
@@ -117,23 +114,30 @@ func (p *globalPeer) expect(t *testing.T, prefix string) string {
 }
 
 // do sends a command and returns what follows prefix in its answer; a
-// "winner" command is asked again until the answer matches.
+// "winner" command is asked again until the answer matches (the heal is
+// inside other processes), for at most 20 s.
 func (p *globalPeer) do(t *testing.T, cmd, prefix string) string {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	var rest string
+	ask := func() error {
 		if _, err := fmt.Fprintln(p.stdin, cmd); err != nil {
 			t.Fatal(err)
 		}
 		line := p.expect(t, cmd+": ")
-		if rest, ok := strings.CutPrefix(line, prefix); ok {
-			return rest
+		var ok bool
+		if rest, ok = strings.CutPrefix(line, prefix); !ok {
+			return fmt.Errorf("%s: %s, want %s…", cmd, line, prefix)
 		}
-		if cmd != "winner" || time.Now().After(deadline) {
-			t.Fatalf("%s: %s, want %s…", cmd, line, prefix)
-		}
-		time.Sleep(100 * time.Millisecond) // the heal is inside other processes
+		return nil
 	}
+	if cmd != "winner" {
+		if err := ask(); err != nil {
+			t.Fatal(err)
+		}
+		return rest
+	}
+	testutil.EventuallyNil(t, 20*time.Second, ask)
+	return rest
 }
 
 // TestGlobalNameHelper is not a test: run by TestGlobalNameHealInNamespaces

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -148,33 +147,12 @@ func TestRelayMembersInNamespaces(t *testing.T) {
 // addr) and answers commands on stdin.
 func startHelperProc(t *testing.T, ns, name, env string) *globalPeer {
 	t.Helper()
-	cmd := exec.Command("ip", "netns", "exec", ns, os.Args[0], "-test.run=^"+name+"$", "-test.v")
-	cmd.Env = append(os.Environ(), env)
-	dieWithTest(cmd)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+	p := &globalPeer{lines: make(chan string, 100)}
+	p.stdin = startHelper(t, helperSpec{
+		ns: ns, test: name, flags: []string{"-test.v"}, env: []string{env},
+		line: func(line string, done <-chan struct{}) { sendLine(p.lines, line, done) },
+		end:  func() { close(p.lines) },
 	})
-	p := &globalPeer{stdin: stdin, lines: make(chan string, 100)}
-	go func() {
-		defer close(p.lines)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			p.lines <- sc.Text()
-		}
-	}()
 	p.addr = p.expect(t, "ready ")
 	return p
 }

@@ -27,6 +27,7 @@ func TestRelayFoundThroughTheDHTInNamespaces(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: builds the binary and creates network namespaces")
 	}
+	t.Parallel() // ~20 s waiting for AutoNAT and a reservation; no duration asserted
 	n := newNetns(t)
 	public, homes := n.natWorld(2, false)
 	boot := startHelperProc(t, public[1], "TestRelayDHTHelper", relayDHTHelperEnv+"=1")

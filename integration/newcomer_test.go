@@ -43,6 +43,7 @@ func TestNewcomerSession(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: builds the binary and runs three daemons")
 	}
+	t.Parallel() // daemons of its own homes on 127.0.0.1:0; no duration asserted
 	var logA syncBuffer
 	a := startDaemonLogged(t, t.TempDir(), "", &logA, "-listen", "/ip4/127.0.0.1/tcp/0", "-mdns=false", "-log-format", "json", "-log-level", "info")
 	aID := a.id.String()

@@ -1,11 +1,9 @@
 package integration
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -39,43 +37,23 @@ func scaleHelpers(b *testing.B, spec scaleSpec, boot peer.AddrInfo, local int) (
 		if k == spec.procs-2 {
 			count = spec.n - offset
 		}
-		cmd := exec.Command(os.Args[0], "-test.run=^TestScaleHelper$", "-test.timeout=0")
-		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d,%d,%d,%d,%s", scaleHelperEnv, offset, count, spec.adTTL, spec.memberEvery, addrs[0]))
-		cmd.Stderr = os.Stderr
-		dieWithTest(cmd)
-		stdin, err := cmd.StdinPipe()
-		if err != nil {
-			b.Fatal(err)
-		}
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() {
-			_ = stdin.Close() // the helper closes its peers and exits
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
-			select {
-			case <-done:
-			case <-time.After(time.Minute):
-				_ = cmd.Process.Kill()
-				<-done
-			}
-		})
-		go func() {
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				if strings.HasPrefix(sc.Text(), "scale-helper ready") {
+		started := false
+		startHelper(b, helperSpec{
+			test: "TestScaleHelper", flags: []string{"-test.timeout=0"},
+			env:   []string{fmt.Sprintf("%s=%d,%d,%d,%d,%s", scaleHelperEnv, offset, count, spec.adTTL, spec.memberEvery, addrs[0])},
+			grace: time.Minute, // the helper closes its peers and exits
+			line: func(line string, _ <-chan struct{}) {
+				if !started && strings.HasPrefix(line, "scale-helper ready") {
+					started = true
 					ready <- nil
-					_, _ = io.Copy(io.Discard, stdout)
-					return
 				}
-			}
-			ready <- fmt.Errorf("helper %d (peers %d..%d) exited before its peers started", k, offset, offset+count-1)
-		}()
+			},
+			end: func() {
+				if !started {
+					ready <- fmt.Errorf("helper %d (peers %d..%d) exited before its peers started", k, offset, offset+count-1)
+				}
+			},
+		})
 	}
 	return func() {
 		timeout := time.After(20 * time.Minute)

@@ -92,13 +92,7 @@ func (g *budgetRig) held(rf *rawFrames) int64 {
 // waitCond polls cond (no event tells of it) for 20 s at most.
 func waitCond(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within 20 s: %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testutil.Eventually(t, 20*time.Second, what, cond)
 }
 
 func recvString(t *testing.T, ch <-chan string) string {

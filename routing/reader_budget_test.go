@@ -2,6 +2,7 @@ package routing
 
 import (
 	"bytes"
+	"fmt"
 	"testing"
 	"time"
 
@@ -59,13 +60,12 @@ func TestReaderBudgetRefusesSybils(t *testing.T) {
 	piece := func(i int) []byte { return body[i*fragmentData : min((i+1)*fragmentData, len(body))] }
 	first.fragment(fragmentBody{Type: "bytes", Total: total, Data: piece(0)})
 	first.fragment(fragmentBody{Data: piece(1)})
-	deadline := time.Now().Add(5 * time.Second)
-	for r.Stats().ReaderBytes < 2*fragmentData {
-		if time.Now().After(deadline) {
-			t.Fatalf("the first peer's reader holds %d bytes, want %d", r.Stats().ReaderBytes, 2*fragmentData)
+	testutil.EventuallyNil(t, 5*time.Second, func() error { // the reader's progress has no event
+		if held := r.Stats().ReaderBytes; held < 2*fragmentData {
+			return fmt.Errorf("the first peer's reader holds %d bytes, want %d", held, 2*fragmentData)
 		}
-		time.Sleep(5 * time.Millisecond) // the reader's progress has no event
-	}
+		return nil
+	})
 	before := r.Stats().StreamsReset
 	other := newRawFrames(t, h) // another identity
 	other.fragment(fragmentBody{Type: "bytes", Total: total, Data: piece(0)})
@@ -87,11 +87,10 @@ func TestReaderBudgetRefusesSybils(t *testing.T) {
 	if err := first.s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	deadline = time.Now().Add(5 * time.Second)
-	for st := r.Stats(); st.ReaderBytes != 0 || st.ReaderPeers != 0; st = r.Stats() {
-		if time.Now().After(deadline) {
-			t.Fatalf("readers still hold %d bytes of %d peers after the streams ended", st.ReaderBytes, st.ReaderPeers)
+	testutil.EventuallyNil(t, 5*time.Second, func() error { // the reader's end has no event
+		if st := r.Stats(); st.ReaderBytes != 0 || st.ReaderPeers != 0 {
+			return fmt.Errorf("readers still hold %d bytes of %d peers after the streams ended", st.ReaderBytes, st.ReaderPeers)
 		}
-		time.Sleep(5 * time.Millisecond) // the reader's end has no event
-	}
+		return nil
+	})
 }

@@ -16,6 +16,7 @@ import (
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/actor/transport"
+	"github.com/troupe-mesh/troupe/internal/testutil"
 	"github.com/troupe-mesh/troupe/internal/testutil/testhost"
 )
 
@@ -237,11 +238,12 @@ func TestEveryUnreachableLinkIsRetired(t *testing.T) {
 	}
 	allRetired := func(what string) {
 		t.Helper()
-		for deadline := time.Now().Add(20 * time.Second); links() > 0; time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %d of %d links still there; %d messages given up", what, links(), peers, r.Stats().Undeliverable)
+		testutil.EventuallyNil(t, 20*time.Second, func() error {
+			if n := links(); n > 0 {
+				return fmt.Errorf("%s: %d of %d links still there; %d messages given up", what, n, peers, r.Stats().Undeliverable)
 			}
-		}
+			return nil
+		})
 	}
 	// Links that give up all at once, faster than the router's
 	// goroutine takes the news.
@@ -288,31 +290,22 @@ func TestBusyLinkOfADepartedPeerIsRetiredLater(t *testing.T) {
 	}
 	_ = hA.Network().ClosePeer(hB.ID())
 	// Nothing signals the table's internal state or a link's retirement:
-	// both loops poll, each bounded by its own deadline.
+	// both waits poll, each bounded by its own deadline.
 	pending := func() bool {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		_, ok := r.peers.retries[hB.ID()]
 		return ok
 	}
-	for dl := time.Now().Add(5 * time.Second); !pending(); time.Sleep(time.Millisecond) {
-		if time.Now().After(dl) {
-			t.Fatal("no retry pending for a link busy when its peer left")
-		}
-	}
+	testutil.Eventually(t, 5*time.Second, "a retry pending for a link busy when its peer left", pending)
 	l.user.q.takeBatch(nil)
 	l.user.q.sleeping(nil) // idle now
-	for dl := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	testutil.Eventually(t, 5*time.Second, "the link, idle since, retired", func() bool {
 		r.mu.Lock()
+		defer r.mu.Unlock()
 		_, there := r.links[l.peerStr]
-		r.mu.Unlock()
-		if !there {
-			break
-		}
-		if time.Now().After(dl) {
-			t.Fatal("the link, idle since, was never retired")
-		}
-	}
+		return !there
+	})
 }
 
 // A bare router (newSender: no host, a zero peer table, no watchPeers)

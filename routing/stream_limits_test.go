@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -144,11 +145,12 @@ func TestStreamBuffersAreChargedToTheResourceManager(t *testing.T) {
 		}
 		// Streams closed before may still be ending: their readers
 		// release what they hold as they return.
-		for deadline := time.Now().Add(5 * time.Second); reserved() != 0; time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %d bytes still reserved after the reset", name, reserved())
+		testutil.EventuallyNil(t, 5*time.Second, func() error {
+			if n := reserved(); n != 0 {
+				return fmt.Errorf("%s: %d bytes still reserved after the reset", name, n)
 			}
-		}
+			return nil
+		})
 	}
 
 	rf := inFragments(600 << 10)
