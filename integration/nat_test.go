@@ -103,17 +103,16 @@ func TestLaptopsBehindNATs(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: builds the binary and creates network namespaces")
 	}
-	t.Parallel() // with the package's other waiting tests (.ci/run: -parallel 8)
+	// Not parallel: its IPv6 world failed 2 of 6 runs with the three worlds
+	// and the other waiting tests in parallel under load (a dead letter
+	// on a laptop), 3 of 3 alone; see .ci/run.
 	for _, tc := range []struct {
 		name            string
 		symmetric, ipv6 bool
 	}{{"hole punching", false, false}, {"symmetric NATs", true, false}, {"IPv6 firewalls", false, true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			// The three worlds wait for AutoNAT, reservations and punches
-			// together (each subtest ~60 s under -race, mostly waiting;
-			// nothing here asserts a duration). Each has its own
-			// namespaces (newNetns) and daemon homes.
-			t.Parallel()
+			// Each world has its own namespaces (newNetns) and daemon
+			// homes (~60 s under -race, mostly waiting).
 			ip, publicIP := "ip4", func(i int) string { return fmt.Sprintf("11.0.0.%d", i) }
 			n := newNetns(t)
 			var public []string
