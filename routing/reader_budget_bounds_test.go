@@ -47,8 +47,10 @@ func TestReaderBudgetPerAddress(t *testing.T) {
 func TestReaderBudgetStreamCount(t *testing.T) {
 	b := readerBudget{limit: 1 << 20, floor: 1 << 20, maxStreams: 2}
 	a, c, d := readerSource{peer: "A"}, readerSource{peer: "C"}, readerSource{peer: "D"}
-	if b.reserve(a, 1, true) != nil || b.reserve(a, 1, true) != nil {
-		t.Fatal("refused within the count")
+	for i := range 2 { // two streams of A
+		if err := b.reserve(a, 1, true); err != nil {
+			t.Fatalf("stream %d refused within the count: %v", i+1, err)
+		}
 	}
 	if err := b.reserve(a, 1, true); !errors.Is(err, errReaderStreams) {
 		t.Fatalf("a third stream of a peer holding two got %v, want errReaderStreams", err)
