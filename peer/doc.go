@@ -47,9 +47,7 @@
 //	relaydht.go   relays found under the DHT's relay key
 //	relaylimits.go  a relay's limits per mesh membership, its counts
 //	relaystream.go  a relayed circuit's ends: limits told and enforced
-//	latency.go    pings that keep peers' round trips known
-//	liveness.go   silent peers declared gone (WithLiveness)
-//	pingstream.go ping streams kept open per peer
+//	probe.go      the latency prober's wiring: WithLiveness, silent peers declared gone
 //	holepunch.go  hole punching run by the node: rounds tried again
 //	directory.go  what other peers advertise; Whereis
 //	lookup.go     names looked up in the DHT above a size, and their cache
@@ -61,4 +59,11 @@
 //	names.go      mesh names and their mDNS service
 //	metrics.go    Prometheus collectors
 //	liblog.go     libp2p's logs through slog
+//
+// # Services in packages of their own
+//
+// The node wires these; each has a doc.go (what it owns, its goroutines,
+// its locks) and gets what it needs of the node at construction.
+//
+//	internal/latency  pings that keep peers' round trips known; silent peers found
 package peer

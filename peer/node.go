@@ -23,6 +23,7 @@ import (
 	"github.com/troupe-mesh/troupe/actor/transport"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/discovery"
+	"github.com/troupe-mesh/troupe/peer/internal/latency"
 	"github.com/troupe-mesh/troupe/routing"
 )
 
@@ -49,8 +50,10 @@ type Node struct {
 	holePunches *holePunches   // counted by libp2p's hole punching (relay.go)
 	relaySvc    *relayService  // nil without WithRelayService (relaylimits.go)
 	relays      *relaySource   // AutoRelay's candidates (relayfind.go)
-	latency     *latencyProber // keeps peers' round trips known, and their liveness (latency.go, liveness.go)
 	redial      *redialer      // redials the peers that must come back (redial.go)
+
+	// latency keeps peers' round trips known, and their liveness (probe.go).
+	latency *latency.Prober
 
 	cm    *connmgr.BasicConnMgr // the host's connection manager (connmgr.go)
 	guard *guard                // protects the busy peers' connections (protect.go)
@@ -240,7 +243,7 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		return undo(err)
 	}
 	n.guard = startGuard(n)
-	n.latency = startLatencyProber(h, livenessTimes(cfg.liveness), n.life, n.silent)
+	n.latency = latency.Start(h, cfg.liveness, n.life, n.silent)
 	n.global = newGlobal(n)
 	if punches(cfg) {
 		if n.punch, err = startPuncher(h, hp); err != nil {
@@ -375,7 +378,7 @@ func (n *Node) Close(ctx context.Context) error {
 		if n.dir != nil {
 			discErr = errors.Join(discErr, n.dir.Close(ctx))
 		}
-		n.latency.close()
+		n.latency.Close()
 		n.redial.close()
 		n.guard.close()
 		n.punch.close()
