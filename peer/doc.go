@@ -50,13 +50,10 @@
 //	probe.go      the latency prober's wiring: WithLiveness, silent peers declared gone
 //	holepunch.go  hole punching run by the node: rounds tried again
 //	directory.go  what other peers advertise; Whereis
-//	lookup.go     names looked up in the DHT above a size, and their cache
-//	global.go     mesh-wide names: ClaimGlobal, WhereisGlobal, GlobalNameLost
-//	global_resolve.go  the pure resolution of a name's claims
-//	service.go    the node actor (name lookups, remote spawn)
-//	spawn.go      remote spawn and its quotas
-//	spawn_guard.go  what ties a spawned actor to the peer that spawned it
-//	names.go      mesh names and their mDNS service
+//	globalnames.go  mesh-wide names: ClaimGlobal, WhereisGlobal, GlobalNameLost
+//	nodeactor.go  the node actor's face: RegisterBehavior, Lookup, SpawnRemote
+//	spawn.go      remote spawn's options: policy, quotas, name prefix, OutlivesSpawner
+//	names.go      mesh names and their mDNS service; names looked up in the DHT
 //	metrics.go    Prometheus collectors
 //	liblog.go     libp2p's logs through slog
 //
@@ -66,4 +63,7 @@
 // its locks) and gets what it needs of the node at construction.
 //
 //	internal/latency  pings that keep peers' round trips known; silent peers found
+//	internal/nodesvc  the $node actor: lookups and remote spawns, their quotas and guards
+//	internal/lookup   names looked up in the DHT above a size, confirmed, and their cache
+//	internal/global   mesh-wide names: claims, their resolution, beaten claims withdrawn
 package peer

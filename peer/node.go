@@ -23,7 +23,10 @@ import (
 	"github.com/troupe-mesh/troupe/actor/transport"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/discovery"
+	"github.com/troupe-mesh/troupe/peer/internal/global"
 	"github.com/troupe-mesh/troupe/peer/internal/latency"
+	"github.com/troupe-mesh/troupe/peer/internal/lookup"
+	"github.com/troupe-mesh/troupe/peer/internal/nodesvc"
 	"github.com/troupe-mesh/troupe/routing"
 )
 
@@ -39,12 +42,9 @@ type Node struct {
 	dht    *discovery.DHT
 	groups *routing.Groups
 	dir    *discovery.Directory
-	names  *nameCache   // Whereis's answers from DHT lookups
-	global *globalNames // mesh-wide names (global.go)
-	// lookupSlots bounds the DHT lookups in flight (lookup.go).
-	lookupSlots chan struct{}
+	names  *lookup.Finder // Whereis's DHT lookups and their cache (names.go)
+	global *global.Names  // mesh-wide names (globalnames.go)
 
-	behaviors   behaviors
 	metrics     *nodeCollector // registered with cfg.prom; nil without WithPrometheus
 	dialFails   dialFailures   // discovered peers that could not be dialed
 	holePunches *holePunches   // counted by libp2p's hole punching (relay.go)
@@ -54,6 +54,8 @@ type Node struct {
 
 	// latency keeps peers' round trips known, and their liveness (probe.go).
 	latency *latency.Prober
+	// svc is the node actor's service: remote spawn and lookups (nodeactor.go).
+	svc *nodesvc.Service
 
 	cm    *connmgr.BasicConnMgr // the host's connection manager (connmgr.go)
 	guard *guard                // protects the busy peers' connections (protect.go)
@@ -169,7 +171,7 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 			return nil, err
 		}
 	}
-	if err := registerService(reg); err != nil {
+	if err := nodesvc.RegisterTypes(reg); err != nil {
 		_ = h.Close()
 		return nil, err
 	}
@@ -236,15 +238,15 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, host: h, sys: sys, port: port, router: r, reg: reg, groups: groups, holePunches: hp,
-		cm: cm, closed: make(chan struct{}), names: newNameCache(nameCacheSize),
-		lookupSlots: make(chan struct{}, lookupsAtOnce), relaySvc: startRelayService(h, cfg), relays: relays}
+		cm: cm, closed: make(chan struct{}), relaySvc: startRelayService(h, cfg), relays: relays}
+	n.names = lookup.New(lookup.Config{DHT: n.nameDHT, Connect: h.Connect, Ask: n.Lookup})
 	if n.redial, err = startRedialer(n); err != nil {
 		n.relaySvc.close()
 		return undo(err)
 	}
 	n.guard = startGuard(n)
 	n.latency = latency.Start(h, cfg.liveness, n.life, n.silent)
-	n.global = newGlobal(n)
+	n.global = global.New(global.Config{Sys: sys, Self: h.ID(), Lost: globalLost})
 	if punches(cfg) {
 		if n.punch, err = startPuncher(h, hp); err != nil {
 			_ = n.Close(ctx)
@@ -255,7 +257,8 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		_ = n.Close(ctx)
 		return nil, err
 	}
-	if _, err := sys.Spawn(NodeActor, n.nodeActor, transport.SystemName()); err != nil {
+	n.svc = nodesvc.New(nodesvc.Config{Sys: sys, Reg: reg, Policy: cfg.spawnPolicy, Quota: cfg.spawnQuota, Total: cfg.spawnTotal, Names: cfg.spawnNames})
+	if _, err := sys.Spawn(NodeActor, n.svc.Actor, transport.SystemName()); err != nil {
 		_ = n.Close(ctx)
 		return nil, err
 	}
@@ -263,13 +266,13 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		n.dir, err = discovery.StartAds(h, groups.PubSub(), func() ([]string, []string) { return sys.Names(), group.Names(sys) },
 			discovery.WithMesh(cfg.mesh), discovery.WithIncarnation(r.Incarnation()), discovery.WithAdTick(cfg.adTick),
 			discovery.WithAdTTL(cfg.adTTL), discovery.WithLogger(cfg.logger), discovery.WithRelayAd(cfg.relayService),
-			discovery.WithDeparture(departure(h, &dir, cfg.conns.High)), discovery.WithClaims(n.global.source))
+			discovery.WithDeparture(departure(h, &dir, cfg.conns.High)), discovery.WithClaims(n.global.Source))
 		if err != nil {
 			_ = n.Close(ctx)
 			return nil, err
 		}
 		dir.Store(n.dir)
-		n.global.start()
+		n.global.Start(n.dir)
 		relays.dir.Store(n.dir)
 	}
 	if cfg.dht {
@@ -374,7 +377,7 @@ func (n *Node) Close(ctx context.Context) error {
 		if n.dht != nil {
 			discErr = errors.Join(discErr, n.dht.Close(ctx))
 		}
-		n.global.close()
+		n.global.Close()
 		if n.dir != nil {
 			discErr = errors.Join(discErr, n.dir.Close(ctx))
 		}
