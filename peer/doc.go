@@ -45,8 +45,7 @@
 //	relay.go      relay service, relays, hole punching, reachability
 //	relayfind.go  relays found in advertisements (AutoRelay's source)
 //	relaydht.go   relays found under the DHT's relay key
-//	relaylimits.go  a relay's limits per mesh membership, its counts
-//	relaystream.go  a relayed circuit's ends: limits told and enforced
+//	relaymembers.go a relay's members and stranger limit, its counts (RelayStats)
 //	probe.go      the latency prober's wiring: WithLiveness, silent peers declared gone
 //	holepunch.go  hole punching run by the node: rounds tried again
 //	directory.go  what other peers advertise; Whereis
@@ -66,4 +65,5 @@
 //	internal/nodesvc  the $node actor: lookups and remote spawns, their quotas and guards
 //	internal/lookup   names looked up in the DHT above a size, confirmed, and their cache
 //	internal/global   mesh-wide names: claims, their resolution, beaten claims withdrawn
+//	internal/relay    the relay service's limits per mesh membership, its counts
 package peer

@@ -27,6 +27,7 @@ import (
 	"github.com/troupe-mesh/troupe/peer/internal/latency"
 	"github.com/troupe-mesh/troupe/peer/internal/lookup"
 	"github.com/troupe-mesh/troupe/peer/internal/nodesvc"
+	"github.com/troupe-mesh/troupe/peer/internal/relay"
 	"github.com/troupe-mesh/troupe/routing"
 )
 
@@ -48,7 +49,7 @@ type Node struct {
 	metrics     *nodeCollector // registered with cfg.prom; nil without WithPrometheus
 	dialFails   dialFailures   // discovered peers that could not be dialed
 	holePunches *holePunches   // counted by libp2p's hole punching (relay.go)
-	relaySvc    *relayService  // nil without WithRelayService (relaylimits.go)
+	relaySvc    *relay.Service // nil without WithRelayService (relaymembers.go)
 	relays      *relaySource   // AutoRelay's candidates (relayfind.go)
 	redial      *redialer      // redials the peers that must come back (redial.go)
 
@@ -241,7 +242,7 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		cm: cm, closed: make(chan struct{}), relaySvc: startRelayService(h, cfg), relays: relays}
 	n.names = lookup.New(lookup.Config{DHT: n.nameDHT, Connect: h.Connect, Ask: n.Lookup})
 	if n.redial, err = startRedialer(n); err != nil {
-		n.relaySvc.close()
+		n.relaySvc.Close()
 		return undo(err)
 	}
 	n.guard = startGuard(n)
@@ -391,7 +392,7 @@ func (n *Node) Close(ctx context.Context) error {
 			groupsErr = n.groups.Close(ctx)
 		}
 		routerErr := n.router.Close(ctx)
-		n.relaySvc.close()
+		n.relaySvc.Close()
 		n.closeErr = errors.Join(
 			discErr,
 			shutErr,

@@ -66,7 +66,7 @@ type config struct {
 	liveness    time.Duration // liveness.go; DefaultLiveness unless livenessSet
 	livenessSet bool
 
-	relayMembers  []libp2ppeer.ID     // relaylimits.go
+	relayMembers  []libp2ppeer.ID     // relaymembers.go
 	strangerLimit *relayv2.RelayLimit // nil: libp2p's default
 	natService    bool                // relay.go
 }
