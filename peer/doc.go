@@ -53,7 +53,7 @@
 //	nodeactor.go  the node actor's face: RegisterBehavior, Lookup, SpawnRemote
 //	spawn.go      remote spawn's options: policy, quotas, name prefix, OutlivesSpawner
 //	names.go      mesh names and their mDNS service; names looked up in the DHT
-//	metrics.go    Prometheus collectors
+//	prometheus.go WithPrometheus: the node's counters sampled for its collector
 //	liblog.go     libp2p's logs through slog
 //
 // # Services in packages of their own
@@ -66,4 +66,5 @@
 //	internal/lookup   names looked up in the DHT above a size, confirmed, and their cache
 //	internal/global   mesh-wide names: claims, their resolution, beaten claims withdrawn
 //	internal/relay    the relay service's limits per mesh membership, its counts
+//	internal/metrics  Troupe's Prometheus metrics: names, help, kinds; the collector
 package peer

@@ -26,6 +26,7 @@ import (
 	"github.com/troupe-mesh/troupe/peer/internal/global"
 	"github.com/troupe-mesh/troupe/peer/internal/latency"
 	"github.com/troupe-mesh/troupe/peer/internal/lookup"
+	"github.com/troupe-mesh/troupe/peer/internal/metrics"
 	"github.com/troupe-mesh/troupe/peer/internal/nodesvc"
 	"github.com/troupe-mesh/troupe/peer/internal/relay"
 	"github.com/troupe-mesh/troupe/routing"
@@ -46,7 +47,6 @@ type Node struct {
 	names  *lookup.Finder // Whereis's DHT lookups and their cache (names.go)
 	global *global.Names  // mesh-wide names (globalnames.go)
 
-	metrics     *nodeCollector // registered with cfg.prom; nil without WithPrometheus
 	dialFails   dialFailures   // discovered peers that could not be dialed
 	holePunches *holePunches   // counted by libp2p's hole punching (relay.go)
 	relaySvc    *relay.Service // nil without WithRelayService (relaymembers.go)
@@ -57,6 +57,8 @@ type Node struct {
 	latency *latency.Prober
 	// svc is the node actor's service: remote spawn and lookups (nodeactor.go).
 	svc *nodesvc.Service
+	// metrics is registered with cfg.prom; nil without WithPrometheus (prometheus.go).
+	metrics *metrics.Collector
 
 	cm    *connmgr.BasicConnMgr // the host's connection manager (connmgr.go)
 	guard *guard                // protects the busy peers' connections (protect.go)
