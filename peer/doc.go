@@ -41,12 +41,11 @@
 //	connmgr.go    the connection budget (Connections) and its manager
 //	protect.go    the connection guard: which connections may be trimmed
 //	trim.go       which unprotected connections a trim closes (pure)
-//	redial.go     peers redialed after they disconnect, with backoff
 //	relay.go      relay service, relays, hole punching, reachability
 //	relayfind.go  relays found in advertisements (AutoRelay's source)
 //	relaydht.go   relays found under the DHT's relay key
 //	relaymembers.go a relay's members and stranger limit, its counts (RelayStats)
-//	probe.go      the latency prober's wiring: WithLiveness, silent peers declared gone
+//	probe.go      the prober's and redialer's wiring: WithLiveness, silent peers declared gone
 //	holepunch.go  hole punching run by the node: rounds tried again
 //	directory.go  what other peers advertise; Whereis
 //	globalnames.go  mesh-wide names: ClaimGlobal, WhereisGlobal, GlobalNameLost
@@ -62,6 +61,7 @@
 // its locks) and gets what it needs of the node at construction.
 //
 //	internal/latency  pings that keep peers' round trips known; silent peers found
+//	internal/redial   peers redialed after they disconnect, with backoff
 //	internal/nodesvc  the $node actor: lookups and remote spawns, their quotas and guards
 //	internal/lookup   names looked up in the DHT above a size, confirmed, and their cache
 //	internal/global   mesh-wide names: claims, their resolution, beaten claims withdrawn

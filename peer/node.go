@@ -28,6 +28,7 @@ import (
 	"github.com/troupe-mesh/troupe/peer/internal/lookup"
 	"github.com/troupe-mesh/troupe/peer/internal/metrics"
 	"github.com/troupe-mesh/troupe/peer/internal/nodesvc"
+	"github.com/troupe-mesh/troupe/peer/internal/redial"
 	"github.com/troupe-mesh/troupe/peer/internal/relay"
 	"github.com/troupe-mesh/troupe/routing"
 )
@@ -51,10 +52,11 @@ type Node struct {
 	holePunches *holePunches   // counted by libp2p's hole punching (relay.go)
 	relaySvc    *relay.Service // nil without WithRelayService (relaymembers.go)
 	relays      *relaySource   // AutoRelay's candidates (relayfind.go)
-	redial      *redialer      // redials the peers that must come back (redial.go)
 
 	// latency keeps peers' round trips known, and their liveness (probe.go).
 	latency *latency.Prober
+	// redial redials the peers that must come back (probe.go).
+	redial *redial.Redialer
 	// svc is the node actor's service: remote spawn and lookups (nodeactor.go).
 	svc *nodesvc.Service
 	// metrics is registered with cfg.prom; nil without WithPrometheus (prometheus.go).
@@ -385,7 +387,7 @@ func (n *Node) Close(ctx context.Context) error {
 			discErr = errors.Join(discErr, n.dir.Close(ctx))
 		}
 		n.latency.Close()
-		n.redial.close()
+		n.redial.Close()
 		n.guard.close()
 		n.punch.close()
 		shutErr := n.sys.Shutdown(ctx)

@@ -5,11 +5,14 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/troupe-mesh/troupe/peer/internal/redial"
 )
 
 // The latency and liveness prober (peer/internal/latency) pings the
 // connected peers; the node tells it which peers the liveness timeout
-// applies to (life) and declares gone the ones it finds silent (silent).
+// applies to (life) and declares gone the ones it finds silent (silent),
+// which the redialer (peer/internal/redial) dials again, as it does the
+// pinned and bootstrap peers that disconnect.
 
 // livenessReasons are the reasons to keep a connection (protect.go)
 // that make the liveness timeout apply to the peer: monitors or links
@@ -59,6 +62,20 @@ func (n *Node) silent(p libp2ppeer.ID) {
 		return
 	}
 	n.cfg.logger.Info("peer: a silent peer is declared gone", "peer", p, "liveness", n.cfg.liveness)
-	n.redial.declared(p)
-	n.redial.goClose(p)
+	n.redial.Declared(p)
+	n.redial.GoClose(p)
+}
+
+// startRedialer starts n's redialer: the peers the application connected
+// to (pinTag) are redialed for good, the bootstrap peers and those
+// declared gone below the budget.
+func startRedialer(n *Node) (*redial.Redialer, error) {
+	return redial.Start(redial.Config{
+		Host:       n.host,
+		Bootstrap:  n.cfg.bootstrap,
+		Pinned:     func(p libp2ppeer.ID) bool { return n.cm.IsProtected(p, pinTag) },
+		BudgetFull: n.dialBudgetFull,
+		Connect:    n.connect,
+		Closing:    n.closing.Load,
+	})
 }

@@ -1,4 +1,4 @@
-package peer
+package redial
 
 import (
 	"testing"
