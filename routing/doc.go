@@ -1,7 +1,9 @@
 // Package routing carries actor messages between peers over libp2p: it is
-// the transport.Remote of a peer (Router) and its transport.GroupTransport
-// (Groups), both built on the system's transport.Port, in the factory
-// given to transport.NewSystem (see package actor/transport).
+// the transport.Remote of a peer (Router), built on the system's
+// transport.Port in the factory given to transport.NewSystem (see package
+// actor/transport). Group messages go on GossipSub, in package
+// routing/groups (the peer's transport.GroupTransport), which imports
+// this one, never the other way.
 //
 // Towards each peer there is one long-lived stream per protocol: user
 // messages on /troupe/msg/1.1.0, control traffic (links, monitors, exit
@@ -38,7 +40,7 @@
 //
 //	router.go            Router, Config, New, Close, Stats
 //	incarnation.go       incarnation numbers and the agent version announcing them
-//	options.go           the options of New and NewGroups
+//	options.go           the options of New
 //	timings.go           waits and test hooks, per router
 //	loglimit.go          what a hostile peer's protocol errors cost in logs
 //	deliver.go           the actor system's Remote: messages going out
@@ -63,8 +65,5 @@
 //	traffic.go           per-peer counters
 //	activity.go          PeerActivity: what the router has to do with a peer
 //	errors.go            sentinel errors
-//	groups*.go           groups over GossipSub: topics, presence, mesh, filters
-//	groups_gate.go       spacing the answers to grafts and questions
-//	presence.go          the order of presence messages
 //	same_*.go            string identity (unsafe / nounsafe builds)
 package routing

@@ -4,12 +4,9 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
-
-	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 )
 
-// Option configures New or NewGroups. Each uses the options that concern
-// it (each option says which) and ignores the others.
+// Option configures New.
 type Option func(*config) error
 
 // apply applies opts over c.
@@ -25,20 +22,20 @@ func apply(c config, opts []Option) (config, error) {
 	return c, nil
 }
 
-// WithLogger sets the logger (default slog.Default()); New and NewGroups.
+// WithLogger sets the logger (default slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(c *config) error { c.Logger = l; return nil } }
 
 // WithMaxFrame is the largest frame sent or accepted (default
-// codec.DefaultMaxFrame; at most codec.MaxFrameLimit) (New).
+// codec.DefaultMaxFrame; at most codec.MaxFrameLimit).
 func WithMaxFrame(n int) Option { return func(c *config) error { c.MaxFrame = n; return nil } }
 
 // WithLinkQueue is how many messages may wait per peer and protocol
-// (default 65,536) (New).
+// (default 65,536).
 func WithLinkQueue(n int) Option { return func(c *config) error { c.LinkQueue = n; return nil } }
 
 // WithProtected names actors that other peers may not link to or send
 // exit signals to (a peer's own service actors, such as "$node"): such
-// signals are dropped; monitors and messages reach them as usual (New).
+// signals are dropped; monitors and messages reach them as usual.
 func WithProtected(names ...string) Option {
 	return func(c *config) error { c.Protected = append(c.Protected, names...); return nil }
 }
@@ -46,36 +43,20 @@ func WithProtected(names ...string) Option {
 // WithIncarnation is the number this start of the peer goes by (default:
 // the router draws one). Give the host AgentVersion(n) as its identify
 // agent version (libp2p.UserAgent), so that every peer learns it when a
-// connection is set up, both ways, before any stream (New).
+// connection is set up, both ways, before any stream.
 func WithIncarnation(n uint64) Option { return func(c *config) error { c.Incarnation = n; return nil } }
 
 // WithPeerBudget is the bytes of messages one peer may have delivered to
 // local actors that did not handle them yet (default DefaultPeerBudget);
 // at it, the peer's streams pause until the actors handled half (see
-// budget.go) (New).
+// budget.go).
 func WithPeerBudget(bytes int64) Option {
 	return func(c *config) error { c.PeerBudget = bytes; return nil }
 }
 
 // WithPauseGrace is how long a peer may stay paused at its budget before
 // the messages its actors saved for a later receive are shed (default
-// DefaultPauseGrace; see budget.go) (New).
+// DefaultPauseGrace; see budget.go).
 func WithPauseGrace(d time.Duration) Option {
 	return func(c *config) error { c.PauseGrace = d; return nil }
-}
-
-// WithOnChange is called after the node joined a group (its first local
-// member) or left one (its last): what the node advertises changed. It is
-// called on an event loop or the publisher goroutine and must not block
-// (NewGroups).
-func WithOnChange(f func()) Option { return func(c *config) error { c.OnChange = f; return nil } }
-
-// WithDeparture says whether a peer that disconnected left the mesh
-// (default: always). When it did, its members leave their groups here at
-// once; when not (a connection trimmed in a mesh larger than the
-// connection budget), they stay while their presence is renewed, as the
-// members of peers this node was never connected to do, and leave when it
-// is not for three renewals and a half (NewGroups).
-func WithDeparture(left func(libp2ppeer.ID) bool) Option {
-	return func(c *config) error { c.Departed = left; return nil }
 }
