@@ -38,32 +38,48 @@
 //
 // # Files
 //
-//	router.go            Router, Config, New, Close, Stats
-//	incarnation.go       incarnation numbers and the agent version announcing them
+// In the order a reader can take them: from what the actor system and
+// the network call (going out, coming in, peers coming and going) down
+// to the state they share (the Router, a link, the peer table) and the
+// leaves. Most uses of one file's names by another go down this list;
+// those that run back up (a link's code reading the Router's fields, a
+// reader's helpers reaching into inbound, names declared where they were
+// first needed) are the inner order's known debts (issue 31).
+//
+//	activity.go          PeerActivity: what the router has to do with a peer
+//	traffic.go           per-peer counters
+//
+//	deliver.go           the actor system's Remote: messages going out
+//	send.go              a writer's batch on its stream: deadlines, write-through
+//	relaymove.go         moving a link off a relayed connection
+//	writer.go            a writer goroutine: streams, dials, backoff
+//	effects.go           what a writer does after letting go of its lock
+//	plan.go              the batch planner: frames, fragments, refusals (pure)
+//
+//	inbound.go           reading a stream, handing messages to actors
+//	inbound_limits.go    what bounds one stream's reader
+//	dispatch.go          what a decoded message becomes
+//	large.go             large messages in fragments, both ways
+//	budget.go            per-peer inbound byte budgets
+//	reader_budget.go     the bytes all stream readers together may hold
+//
+//	peers.go             peers coming and going; links retired
+//	loss.go              the loss protocol: the router's side, the table's actions
+//
+//	router.go            Router, Config, New, Close, Stats; the lock hierarchy
 //	options.go           the options of New
 //	timings.go           waits and test hooks, per router
 //	loglimit.go          what a hostile peer's protocol errors cost in logs
-//	deliver.go           the actor system's Remote: messages going out
 //	link.go              a peer's link: two queues and their writers
 //	queue.go             a link's bounded queue
-//	writer.go            a writer goroutine: streams, dials, backoff
-//	effects.go           what a writer does after letting go of its lock
-//	send.go              a writer's batch on its stream: deadlines, write-through
-//	plan.go              the batch planner: frames, fragments, refusals (pure)
-//	relaymove.go         moving a link off a relayed connection
-//	large.go             large messages in fragments
-//	inbound.go           reading a stream, handing messages to actors
-//	inbound_limits.go    what bounds one stream's reader
-//	budget.go            per-peer inbound byte budgets
-//	reader_budget.go     the bytes all stream readers together may hold
-//	dispatch.go          what a decoded message becomes
-//	wire.go              system messages on the wire
 //	peertable.go         the state per peer and its streams: events in, actions out (pure)
 //	peertable_retire.go  the links to retire, and when (pure)
-//	loss.go              the loss protocol: the router's side, the table's actions
-//	peers.go             peers coming and going; links retired
-//	traffic.go           per-peer counters
-//	activity.go          PeerActivity: what the router has to do with a peer
+//
+//	incarnation.go       incarnation numbers and the agent version announcing them
+//	wire.go              system messages on the wire
 //	errors.go            sentinel errors
 //	same_*.go            string identity (unsafe / nounsafe builds)
+//
+// The group service (GossipSub topics and presence) is package
+// routing/groups.
 package routing
