@@ -124,7 +124,7 @@ func newGroups(cfg config) (*Groups, error) {
 	sub, err := cfg.Host.EventBus().Subscribe([]any{new(event.EvtPeerConnectednessChanged), new(routing.EvtPeerRestarted)})
 	if err != nil {
 		g.cancel()
-		return nil, fmt.Errorf("groups: groups: %w", err)
+		return nil, fmt.Errorf("groups: event bus: %w", err)
 	}
 	g.wg.Add(3)
 	go g.publish()
@@ -317,7 +317,7 @@ func (g *Groups) publish() {
 			}
 			if err != nil {
 				g.dropped.Add(1)
-				g.cfg.Logger.Debug("groups: group publish", "group", m.group, "err", err)
+				g.cfg.Logger.Debug("groups: publish", "group", m.group, "err", err)
 			}
 		}
 	}
@@ -326,7 +326,7 @@ func (g *Groups) publish() {
 // Close stops GossipSub's topics and waits for the group goroutines
 // (ctx is accepted for the library's uniform Close(ctx) error: every
 // goroutine here ends at once when told to, so Close waits for them
-// whatever ctx says, as Router.Close does after its drain.)
+// whatever ctx says, as routing.Router.Close does after its drain.)
 func (g *Groups) Close(context.Context) error {
 	g.cancel()
 	g.mu.Lock()
