@@ -59,13 +59,17 @@
 //
 // # Files
 //
+// From the service down to its leaves; only topic.go and presence.go
+// reach back up, into the Groups they are methods of (and presence.go
+// into a topic's subscription).
+//
 //	groups.go    Groups, New, Join/Leave/PublishGroup, the publisher, Close, Stats
-//	options.go   New's options, its config and the tests' timings
-//	errors.go    sentinel errors
 //	topic.go     a group's topic: its validator, its reader, WaitReady and Ready
 //	presence.go  presence messages: announcing, renewing, expiring, hearing them
 //	order.go     the order of presence messages per member, bounded
 //	gate.go      spacing the answers to grafts and questions (pure)
 //	mesh.go      GossipSub's mesh per topic (a raw tracer)
 //	pubsub.go    what other peers may make GossipSub hold: topic filter, peer scores
+//	options.go   New's options, its config and the tests' timings
+//	errors.go    sentinel errors
 package groups
