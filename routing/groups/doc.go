@@ -42,20 +42,25 @@
 // restart events; renewPresence, which announces the local members anew
 // and expires members out of reach; and one reader per subscribed topic
 // (read), which hands messages to the local members. Close ends them all
-// and waits for them. Nothing here blocks an event loop: PublishGroup and
-// AnnounceGroup only queue (a full queue drops and counts).
+// and waits for them. PublishGroup and AnnounceGroup only queue (a full
+// queue drops and counts) and never block the event loop they are called
+// on; JoinGroup (a group's first local member) and LeaveGroup when the
+// queue is full wait on it for Groups.mu and for GossipSub's event loop
+// (joining or leaving the topic), none of it on the network.
 //
 // # Locks
 //
 // Groups.mu guards the topics. It is held while a topic is joined or left
 // (calls that wait for GossipSub's event loop) and, in leave, while the
 // actor system forgets the group's remote members (which takes the
-// system's group table lock): Groups.mu comes before both. The actor
-// system calls Groups with its group table unlocked, and neither
-// GossipSub's loop nor what it calls (meshTracer, the validators) takes
-// Groups.mu, so there is no cycle. meshTracer.mu, TopicFilter.mu and
-// presenceOrder.mu are leaves: they take no other lock (meshTracer's
-// onGraft, called under its mu, only tries a channel send).
+// system's group table lock): Groups.mu comes before both. It is held
+// too while WithOnChange's function runs, which must not call Groups
+// (the node's only tries a channel send). The actor system calls Groups
+// with its group table unlocked, and neither GossipSub's loop nor what
+// it calls (meshTracer, the validators) takes Groups.mu, so there is no
+// cycle. meshTracer.mu, TopicFilter.mu and presenceOrder.mu are leaves:
+// they take no other lock (meshTracer's onGraft, called under its mu,
+// only tries a channel send).
 //
 // # Files
 //

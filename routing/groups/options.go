@@ -61,7 +61,8 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) error { c.Logger
 
 // WithOnChange is called after the node joined a group (its first local
 // member) or left one (its last): what the node advertises changed. It is
-// called on an event loop or the publisher goroutine and must not block.
+// called on an event loop or the publisher goroutine, with the Groups'
+// lock held: it must not block, nor call the Groups.
 func WithOnChange(f func()) Option { return func(c *config) error { c.OnChange = f; return nil } }
 
 // WithDeparture says whether a peer that disconnected left the mesh
