@@ -383,5 +383,5 @@ func (d *Directory) Close(context.Context) error {
 }
 
 // AdsTopic is the GossipSub topic of mesh's advertisements (which
-// routing.TopicFilter admits).
+// groups.TopicFilter admits).
 func AdsTopic(mesh string) string { return "/troupe/" + mesh + "/ads" }

@@ -14,6 +14,7 @@ import (
 	"github.com/troupe-mesh/troupe/internal/testutil/testhost"
 	"github.com/troupe-mesh/troupe/peer"
 	"github.com/troupe-mesh/troupe/routing"
+	"github.com/troupe-mesh/troupe/routing/groups"
 )
 
 // A group spans five peers: a broadcast reaches every member on every peer
@@ -86,7 +87,7 @@ func TestGroupBroadcastAcrossFivePeers(t *testing.T) {
 		select {
 		case d = <-got:
 		case <-time.After(10 * time.Second):
-			var st []routing.GroupStats
+			var st []groups.Stats
 			for _, n := range nodes {
 				st = append(st, n.Groups().Stats())
 			}

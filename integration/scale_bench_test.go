@@ -175,8 +175,8 @@ func scaleRun(b *testing.B, spec scaleSpec) {
 			var least []string
 			for i, a := range nodes {
 				if k := len(a.Directory().Peers()); k < n/2 {
-					least = append(least, fmt.Sprintf("node %d: %d ads, %d peers connected, %d of them with the sync protocol known: %s",
-						i, k, len(a.Host().Network().Peers()), syncCapable(a), connsOf(a, nodes)))
+					least = append(least, fmt.Sprintf("node %d: %d ads, %d peers connected, %d of them with the sync protocol known: %s%s",
+						i, k, len(a.Host().Network().Peers()), syncCapable(a), connsOf(a, nodes), lastDialFailure(a)))
 				}
 			}
 			b.Fatalf("after 4 minutes %d advertisements are still missing: %d peers hold fewer than %d, holding %v; %v",

@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/network"
-	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/peer"
 )
 
@@ -65,22 +63,8 @@ func svcName(i int) string { return "svc-" + strconv.Itoa(i) }
 // askOnce has nodes[from] find svcName(to) and ask it a Ping: what a
 // user's first `troupe ask` of a name does.
 func askOnce(ctx context.Context, from *peer.Node, to int) error {
-	ref, err := from.Whereis(ctx, svcName(to))
-	if err != nil {
-		return fmt.Errorf("whereis %s: %w", svcName(to), err)
-	}
-	v, err := from.System().Ask(ctx, ref, Ping{to})
-	if err != nil {
-		// Whether the asker is connected to the target when the ask
-		// failed: a dial that failed or took too long, or a connection
-		// that carried no answer in time.
-		pid, _ := libp2ppeer.Decode(ref.Peer())
-		return fmt.Errorf("ask %s: %w (connected=%v)", svcName(to), err, from.Host().Network().Connectedness(pid) == network.Connected)
-	}
-	if v != (Pong{to}) {
-		return fmt.Errorf("ask %s: got %v", svcName(to), v)
-	}
-	return nil
+	var t try
+	return askTimed(ctx, from, to, &t)
 }
 
 // randomPairs draws k (asker, target) pairs: an asker among the local
@@ -129,11 +113,16 @@ func askable(nodes []*peer.Node, n int, start time.Time, deadline time.Duration)
 					}
 					slots <- struct{}{}
 					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-					err := askOnce(ctx, nodes[p[0]], p[1])
+					t := try{at: time.Since(start)}
+					err := askTimed(ctx, nodes[p[0]], p[1], &t)
 					cancel()
 					<-slots
+					if err != nil {
+						t.kind = errKind(err)
+					}
 					mu.Lock()
 					res.tries++
+					res.log = append(res.log, t)
 					if err != nil && res.lastErr == nil {
 						res.lastErr = err
 					}
@@ -164,6 +153,7 @@ type askableResult struct {
 	tries    int            // asks tried, the successful ones included
 	lastErr  error          // the first failed try's error, if any
 	errKinds map[string]int // failed tries by errKind
+	log      []try          // every try, in the order they ended
 }
 
 // errKind is the sample's step ("whereis" or "ask") and the last part
@@ -298,6 +288,7 @@ func reportCurve(b *testing.B, n int, ready askableResult, first []time.Duration
 	scaleMetric(b, float64(ready.failed), "askable-never")
 	fmt.Fprintf(os.Stderr, "%s: askable: %d tries for %d samples, %d never; first error: %v; failed tries by kind: %v\n",
 		b.Name(), ready.tries, askSamples, ready.failed, ready.lastErr, ready.errKinds)
+	timeline(b.Name(), ready.log)
 	if len(firstErrs) > 0 {
 		fmt.Fprintf(os.Stderr, "%s: %d first asks failed, first: %v\n", b.Name(), len(firstErrs), firstErrs[0])
 	}

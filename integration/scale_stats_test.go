@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"slices"
 	"time"
 
@@ -100,4 +101,15 @@ func protectedPerPeer(nodes []*peer.Node) int {
 	}
 	slices.Sort(counts)
 	return counts[len(counts)/2]
+}
+
+// lastDialFailure is the latest failed dial of a peer nd found (its
+// bootstrap peer's among them), for a failure message: why a peer
+// stayed alone.
+func lastDialFailure(nd *peer.Node) string {
+	f := nd.DialFailures()
+	if len(f) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; %d failed dials, the last at %s: %s", len(f), f[0].At.Format("15:04:05.000"), f[0].Err)
 }

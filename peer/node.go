@@ -31,6 +31,7 @@ import (
 	"github.com/troupe-mesh/troupe/peer/internal/redial"
 	"github.com/troupe-mesh/troupe/peer/internal/relay"
 	"github.com/troupe-mesh/troupe/routing"
+	"github.com/troupe-mesh/troupe/routing/groups"
 )
 
 // Node is a Troupe peer. Its methods are safe for concurrent use.
@@ -43,7 +44,7 @@ type Node struct {
 	reg    *codec.Registry
 	mdns   *discovery.MDNS
 	dht    *discovery.DHT
-	groups *routing.Groups
+	groups *groups.Groups
 	dir    *discovery.Directory
 	names  *lookup.Finder // Whereis's DHT lookups and their cache (names.go)
 	global *global.Names  // mesh-wide names (globalnames.go)
@@ -191,9 +192,9 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 	// The system and its transport are made together: the router and the
 	// groups get the system's Port as they are built, inside its factory.
 	var (
-		r      *routing.Router
-		groups *routing.Groups
-		port   *transport.Port
+		r    *routing.Router
+		gt   *groups.Groups
+		port *transport.Port
 	)
 	sys, err := transport.NewSystem(func(p *transport.Port) (transport.Remote, transport.GroupTransport, error) {
 		port = p
@@ -206,10 +207,10 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		if !cfg.groups {
 			return r, nil, nil
 		}
-		groups, err = routing.NewGroups(h, reg, cfg.mesh, p, routing.WithLogger(cfg.logger),
-			routing.WithDeparture(departure(h, &dir, cfg.conns.High)),
+		gt, err = groups.New(h, reg, cfg.mesh, p, groups.WithLogger(cfg.logger),
+			groups.WithDeparture(departure(h, &dir, cfg.conns.High)),
 			// A group joined or left changes the advertisement at once.
-			routing.WithOnChange(func() {
+			groups.WithOnChange(func() {
 				if d := dir.Load(); d != nil {
 					d.Changed()
 				}
@@ -217,14 +218,14 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		if err != nil {
 			// r is closed below, once NewSystem returned: its stream
 			// handlers may be waiting for that (transport.Factory).
-			groups = nil
+			gt = nil
 			return nil, nil, err
 		}
-		return r, groups, nil
+		return r, gt, nil
 	}, aopts...)
 	if err != nil {
-		if groups != nil {
-			_ = groups.Close(ctx)
+		if gt != nil {
+			_ = gt.Close(ctx)
 		}
 		if r != nil {
 			_ = r.Close(ctx)
@@ -235,14 +236,14 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 	// undo stops what New started so far, for a failure after this.
 	undo := func(err error) (*Node, error) {
 		_ = sys.Shutdown(ctx)
-		if groups != nil {
-			_ = groups.Close(ctx)
+		if gt != nil {
+			_ = gt.Close(ctx)
 		}
 		_ = r.Close(ctx)
 		_ = h.Close()
 		return nil, err
 	}
-	n := &Node{cfg: cfg, host: h, sys: sys, port: port, router: r, reg: reg, groups: groups, holePunches: hp,
+	n := &Node{cfg: cfg, host: h, sys: sys, port: port, router: r, reg: reg, groups: gt, holePunches: hp,
 		cm: cm, closed: make(chan struct{}), relaySvc: startRelayService(h, cfg), relays: relays}
 	n.names = lookup.New(lookup.Config{DHT: n.nameDHT, Connect: h.Connect, Ask: n.Lookup})
 	if n.redial, err = startRedialer(n); err != nil {
@@ -267,8 +268,8 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		_ = n.Close(ctx)
 		return nil, err
 	}
-	if groups != nil {
-		n.dir, err = discovery.StartAds(h, groups.PubSub(), func() ([]string, []string) { return sys.Names(), group.Names(sys) },
+	if gt != nil {
+		n.dir, err = discovery.StartAds(h, gt.PubSub(), func() ([]string, []string) { return sys.Names(), group.Names(sys) },
 			discovery.WithMesh(cfg.mesh), discovery.WithIncarnation(r.Incarnation()), discovery.WithAdTick(cfg.adTick),
 			discovery.WithAdTTL(cfg.adTTL), discovery.WithLogger(cfg.logger), discovery.WithRelayAd(cfg.relayService),
 			discovery.WithDeparture(departure(h, &dir, cfg.conns.High)), discovery.WithClaims(n.global.Source))

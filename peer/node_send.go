@@ -8,6 +8,7 @@ import (
 	"github.com/troupe-mesh/troupe/actor/group"
 	"github.com/troupe-mesh/troupe/actor/transport"
 	"github.com/troupe-mesh/troupe/routing"
+	"github.com/troupe-mesh/troupe/routing/groups"
 )
 
 // SendCtx sends msg to `to` from plain Go code, waiting for space in the
@@ -39,7 +40,7 @@ func (n *Node) Publish(name string, msg any) error {
 }
 
 // Groups returns the group transport, nil without WithGroups.
-func (n *Node) Groups() *routing.Groups { return n.groups }
+func (n *Node) Groups() *groups.Groups { return n.groups }
 
 // GroupReady waits until at least peers other peers share group, so that
 // a message published now reaches their members (GossipSub drops what is

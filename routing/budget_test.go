@@ -31,7 +31,7 @@ func newBudgetRig(t *testing.T, backlog int64) (*budgetRig, *rawFrames) {
 func newBudgetRigGrace(t *testing.T, backlog int64, grace time.Duration) (*budgetRig, *rawFrames) {
 	t.Helper()
 	quiet := testutil.QuietLogger()
-	h, r, sys := testPeerTuned(t, config{Logger: quiet, PeerBudget: 256 << 10, PauseGrace: grace}, []actor.Option{transport.WithRemoteBacklog(backlog)}, false)
+	h, r, sys := testPeerTuned(t, config{Logger: quiet, PeerBudget: 256 << 10, PauseGrace: grace}, []actor.Option{transport.WithRemoteBacklog(backlog)})
 	g := &budgetRig{r: r, sys: sys, fast: make(chan string, 8192), slow: make(chan string, 8192)}
 	if _, err := sys.Spawn("fast", func(c *actor.Context) {
 		var h actor.Case

@@ -56,7 +56,7 @@ func TestWriterDialsWithItsLockLetGo(t *testing.T) {
 	hB, _, sysB := testRouter(t, 0)
 	got := spawnSink(t, sysB)
 	slow := &slowOpenHost{Host: testhost.NewHost(t), opening: make(chan struct{}, 1), open: make(chan struct{})}
-	rA, sysA := testPeerOn(t, slow, config{Logger: testutil.QuietLogger()}, nil, false)
+	rA, sysA := testPeerOn(t, slow, config{Logger: testutil.QuietLogger()}, nil)
 	if err := slow.Connect(ctx, libp2ppeer.AddrInfo{ID: hB.ID(), Addrs: hB.Addrs()}); err != nil {
 		t.Fatal(err)
 	}

@@ -71,7 +71,7 @@ func (c *cachedRef) get(peer, name string) (actor.Ref, error) {
 }
 
 // envRefs returns the Refs of env's target, on this peer, and of its
-// sender, on the stream's peer: "<peer>/$" (anonymousSender) when the
+// sender, on the stream's peer: "<peer>/$" (AnonymousSender) when the
 // message came from no actor there, so that an actor never takes another
 // peer's message for one of its own peer's plain code (whose sender is
 // the zero Ref). ok is false, and the frame counted as a decode error,
@@ -82,7 +82,7 @@ func (in *inbound) envRefs(env *codec.Envelope) (to, from actor.Ref, ok bool) {
 	if err == nil {
 		name := env.FromName
 		if name == "" {
-			name = anonymousSender
+			name = AnonymousSender
 		}
 		from, err = in.refs.from.get(in.remoteStr, name)
 	}
@@ -93,10 +93,11 @@ func (in *inbound) envRefs(env *codec.Envelope) (to, from actor.Ref, ok bool) {
 	return to, from, true
 }
 
-// anonymousSender is the name of the sender of another peer's messages
+// AnonymousSender is the name of the sender of another peer's messages
 // from no actor (from plain Go code there): a name no actor has (generated
-// names are '$' and a number).
-const anonymousSender = "$"
+// names are '$' and a number). The group service (routing/groups) names
+// the sender of such group messages the same.
+const AnonymousSender = "$"
 
 // forRouter handles msg, a system message, if it is the router's own (a
 // hello, a loss's declaration or the request for one), after what came

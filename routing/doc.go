@@ -1,7 +1,9 @@
 // Package routing carries actor messages between peers over libp2p: it is
-// the transport.Remote of a peer (Router) and its transport.GroupTransport
-// (Groups), both built on the system's transport.Port, in the factory
-// given to transport.NewSystem (see package actor/transport).
+// the transport.Remote of a peer (Router), built on the system's
+// transport.Port in the factory given to transport.NewSystem (see package
+// actor/transport). Group messages go on GossipSub, in package
+// routing/groups (the peer's transport.GroupTransport), which imports
+// this one, never the other way.
 //
 // Towards each peer there is one long-lived stream per protocol: user
 // messages on /troupe/msg/1.1.0, control traffic (links, monitors, exit
@@ -36,35 +38,48 @@
 //
 // # Files
 //
-//	router.go            Router, Config, New, Close, Stats
-//	incarnation.go       incarnation numbers and the agent version announcing them
-//	options.go           the options of New and NewGroups
-//	timings.go           waits and test hooks, per router
-//	loglimit.go          what a hostile peer's protocol errors cost in logs
+// In the order a reader can take them: from what the actor system and
+// the network call (going out, coming in, peers coming and going) down
+// to the state they share (the Router, a link, the peer table) and the
+// leaves. Most uses of one file's names by another go down this list;
+// those that run back up (a link's code reading the Router's fields, a
+// reader's helpers reaching into inbound, names declared where they were
+// first needed) are the inner order's known debts (issue 31).
+//
+//	activity.go          PeerActivity: what the router has to do with a peer
+//	traffic.go           per-peer counters
+//
 //	deliver.go           the actor system's Remote: messages going out
-//	link.go              a peer's link: two queues and their writers
-//	queue.go             a link's bounded queue
+//	send.go              a writer's batch on its stream: deadlines, write-through
+//	relaymove.go         moving a link off a relayed connection
 //	writer.go            a writer goroutine: streams, dials, backoff
 //	effects.go           what a writer does after letting go of its lock
-//	send.go              a writer's batch on its stream: deadlines, write-through
 //	plan.go              the batch planner: frames, fragments, refusals (pure)
-//	relaymove.go         moving a link off a relayed connection
-//	large.go             large messages in fragments
+//
 //	inbound.go           reading a stream, handing messages to actors
 //	inbound_limits.go    what bounds one stream's reader
+//	dispatch.go          what a decoded message becomes
+//	large.go             large messages in fragments, both ways
 //	budget.go            per-peer inbound byte budgets
 //	reader_budget.go     the bytes all stream readers together may hold
-//	dispatch.go          what a decoded message becomes
-//	wire.go              system messages on the wire
+//
+//	peers.go             peers coming and going; links retired
+//	loss.go              the loss protocol: the router's side, the table's actions
+//
+//	router.go            Router, Config, New, Close, Stats; the lock hierarchy
+//	options.go           the options of New
+//	timings.go           waits and test hooks, per router
+//	loglimit.go          what a hostile peer's protocol errors cost in logs
+//	link.go              a peer's link: two queues and their writers
+//	queue.go             a link's bounded queue
 //	peertable.go         the state per peer and its streams: events in, actions out (pure)
 //	peertable_retire.go  the links to retire, and when (pure)
-//	loss.go              the loss protocol: the router's side, the table's actions
-//	peers.go             peers coming and going; links retired
-//	traffic.go           per-peer counters
-//	activity.go          PeerActivity: what the router has to do with a peer
+//
+//	incarnation.go       incarnation numbers and the agent version announcing them
+//	wire.go              system messages on the wire
 //	errors.go            sentinel errors
-//	groups*.go           groups over GossipSub: topics, presence, mesh, filters
-//	groups_gate.go       spacing the answers to grafts and questions
-//	presence.go          the order of presence messages
 //	same_*.go            string identity (unsafe / nounsafe builds)
+//
+// The group service (GossipSub topics and presence) is package
+// routing/groups.
 package routing

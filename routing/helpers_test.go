@@ -35,7 +35,7 @@ func testRouter(t *testing.T, maxFrame int) (host.Host, *Router, *actor.System) 
 // the defaults).
 func testRouterTimed(t *testing.T, tm timings) (host.Host, *Router, *actor.System) {
 	t.Helper()
-	return testPeerTuned(t, config{Logger: testutil.QuietLogger(), timings: tm}, nil, false)
+	return testPeerTuned(t, config{Logger: testutil.QuietLogger(), timings: tm}, nil)
 }
 
 // testRouterLogging is testRouter with the logger given.
@@ -47,29 +47,30 @@ func testRouterLogging(t *testing.T, maxFrame int, logger *slog.Logger) (host.Ho
 // testRouterHost is testRouterLogging with more options for the host.
 func testRouterHost(t *testing.T, maxFrame int, logger *slog.Logger, opts ...libp2p.Option) (host.Host, *Router, *actor.System) {
 	t.Helper()
-	return testPeer(t, maxFrame, logger, false, opts...)
+	return testPeer(t, maxFrame, logger, opts...)
 }
 
-// testPeer is a host with a Router bound to an actor system, and with
-// Groups too when groups is set, as peer.Node assembles them.
-func testPeer(t *testing.T, maxFrame int, logger *slog.Logger, groups bool, opts ...libp2p.Option) (host.Host, *Router, *actor.System) {
+// testPeer is a host with a Router bound to an actor system, as
+// peer.Node assembles them (without groups: routing/groups has its own
+// fixtures).
+func testPeer(t *testing.T, maxFrame int, logger *slog.Logger, opts ...libp2p.Option) (host.Host, *Router, *actor.System) {
 	t.Helper()
-	return testPeerTuned(t, config{MaxFrame: maxFrame, Logger: logger}, nil, groups, opts...)
+	return testPeerTuned(t, config{MaxFrame: maxFrame, Logger: logger}, nil, opts...)
 }
 
-// testPeerTuned is testPeer with the router's config base (its host and
-// registry are filled in; its timings go to the Groups too) and more
-// options for the actor system.
-func testPeerTuned(t *testing.T, base config, sysOpts []actor.Option, groups bool, opts ...libp2p.Option) (host.Host, *Router, *actor.System) {
+// testPeerTuned is testPeer with the router's config base (its host,
+// registry and port are filled in) and more options for the actor
+// system.
+func testPeerTuned(t *testing.T, base config, sysOpts []actor.Option, opts ...libp2p.Option) (host.Host, *Router, *actor.System) {
 	t.Helper()
 	h := testhost.NewHost(t, opts...)
-	r, sys := testPeerOn(t, h, base, sysOpts, groups)
+	r, sys := testPeerOn(t, h, base, sysOpts)
 	return h, r, sys
 }
 
 // testPeerOn is testPeerTuned on host h (a test's wrapper of one), which
 // the test closes.
-func testPeerOn(t *testing.T, h host.Host, base config, sysOpts []actor.Option, groups bool) (*Router, *actor.System) {
+func testPeerOn(t *testing.T, h host.Host, base config, sysOpts []actor.Option) (*Router, *actor.System) {
 	t.Helper()
 	logger := base.Logger
 	reg, err := codec.NewRegistry()
@@ -77,23 +78,14 @@ func testPeerOn(t *testing.T, h host.Host, base config, sysOpts []actor.Option, 
 		t.Fatal(err)
 	}
 	sysOpts = append([]actor.Option{actor.WithPeer(h.ID().String()), actor.WithLogger(logger)}, sysOpts...)
-	var (
-		r *Router
-		g *Groups
-	)
+	var r *Router
 	sys, err := transport.NewSystem(func(p *transport.Port) (transport.Remote, transport.GroupTransport, error) {
 		base.Host, base.Registry, base.Port = h, reg, p
 		var err error
 		if r, err = newRouter(base); err != nil {
 			return nil, nil, err
 		}
-		if !groups {
-			return r, nil, nil
-		}
-		if g, err = newGroups(config{Host: h, Registry: reg, Port: p, Mesh: "test", Logger: logger, timings: base.timings}); err != nil {
-			return nil, nil, err // r is closed once NewSystem returned (transport.Factory)
-		}
-		return r, g, nil
+		return r, nil, nil
 	}, sysOpts...)
 	if err != nil {
 		if r != nil {
@@ -105,9 +97,6 @@ func testPeerOn(t *testing.T, h host.Host, base config, sysOpts []actor.Option, 
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = sys.Shutdown(ctx)
-		if g != nil {
-			_ = g.Close(ctx)
-		}
 		_ = r.Close(ctx) // then NewHost's cleanup closes h
 	})
 	return r, sys

@@ -123,7 +123,7 @@ func (h countHandler) WithGroup(string) slog.Handler      { return h }
 func TestBadStreamFloodLogsFewLines(t *testing.T) {
 	var mu sync.Mutex
 	lines := 0
-	h, r, _ := testPeerTuned(t, config{Logger: slog.New(countHandler{&mu, &lines})}, nil, false)
+	h, r, _ := testPeerTuned(t, config{Logger: slog.New(countHandler{&mu, &lines})}, nil)
 	first := newRawFrames(t, h)
 	before := r.Stats().StreamsReset
 	const streams = 300

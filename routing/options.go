@@ -4,12 +4,9 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
-
-	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 )
 
-// Option configures New or NewGroups. Each uses the options that concern
-// it (each option says which) and ignores the others.
+// Option configures New.
 type Option func(*config) error
 
 // apply applies opts over c.
@@ -25,7 +22,7 @@ func apply(c config, opts []Option) (config, error) {
 	return c, nil
 }
 
-// WithLogger sets the logger (default slog.Default()); New and NewGroups.
+// WithLogger sets the logger (default slog.Default()) (New).
 func WithLogger(l *slog.Logger) Option { return func(c *config) error { c.Logger = l; return nil } }
 
 // WithMaxFrame is the largest frame sent or accepted (default
@@ -62,20 +59,4 @@ func WithPeerBudget(bytes int64) Option {
 // DefaultPauseGrace; see budget.go) (New).
 func WithPauseGrace(d time.Duration) Option {
 	return func(c *config) error { c.PauseGrace = d; return nil }
-}
-
-// WithOnChange is called after the node joined a group (its first local
-// member) or left one (its last): what the node advertises changed. It is
-// called on an event loop or the publisher goroutine and must not block
-// (NewGroups).
-func WithOnChange(f func()) Option { return func(c *config) error { c.OnChange = f; return nil } }
-
-// WithDeparture says whether a peer that disconnected left the mesh
-// (default: always). When it did, its members leave their groups here at
-// once; when not (a connection trimmed in a mesh larger than the
-// connection budget), they stay while their presence is renewed, as the
-// members of peers this node was never connected to do, and leave when it
-// is not for three renewals and a half (NewGroups).
-func WithDeparture(left func(libp2ppeer.ID) bool) Option {
-	return func(c *config) error { c.Departed = left; return nil }
 }

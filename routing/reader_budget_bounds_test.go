@@ -111,7 +111,7 @@ func TestSourceAddr(t *testing.T) {
 // holds the address's share.
 func TestReaderBudgetSharedAddress(t *testing.T) {
 	cfg := config{Logger: testutil.QuietLogger(), readerPerAddr: 230 << 10, readerLoopback: true}
-	h, r, sys := testPeerTuned(t, cfg, nil, false)
+	h, r, sys := testPeerTuned(t, cfg, nil)
 	_ = spawnSink(t, sys)
 	first := newRawFrames(t, h)
 	_, body, err := first.reg.Encode(bytes.Repeat([]byte{0x44}, 3*fragmentData))
@@ -146,7 +146,7 @@ func TestReaderBudgetSharedAddress(t *testing.T) {
 // same address; a third may not.
 func TestReaderPerAddressFitsMaxFrame(t *testing.T) {
 	cfg := config{Logger: testutil.QuietLogger(), MaxFrame: 64 << 20}
-	_, r, _ := testPeerTuned(t, cfg, nil, false)
+	_, r, _ := testPeerTuned(t, cfg, nil)
 	b := &r.readers
 	if b.perAddr < b.floor {
 		t.Fatalf("per-address bound %d below the floor %d", b.perAddr, b.floor)

@@ -49,7 +49,7 @@ func TestReaderBudgetNodeWide(t *testing.T) {
 // little for another's: that stream is reset and counted, the first
 // goes through, and what they held is given back.
 func TestReaderBudgetRefusesSybils(t *testing.T) {
-	h, r, sys := testPeerTuned(t, config{Logger: testutil.QuietLogger(), readerMemory: 230 << 10, readerFloor: 1}, nil, false)
+	h, r, sys := testPeerTuned(t, config{Logger: testutil.QuietLogger(), readerMemory: 230 << 10, readerFloor: 1}, nil)
 	got := spawnSink(t, sys)
 	first := newRawFrames(t, h)
 	_, body, err := first.reg.Encode(bytes.Repeat([]byte{0x43}, 3*fragmentData))

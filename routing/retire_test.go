@@ -31,7 +31,7 @@ func TestRetiredLinksLoseNoMessage(t *testing.T) {
 	notSent := make(chan struct{}, 1+senders*rounds*4)
 	logger := slog.New(onMessage{"routing: message not sent", notSent})
 	fast := timings{backoffUnit: 50 * time.Microsecond} // writers give up and go idle often
-	_, r, _ := testPeerTuned(t, config{Logger: logger, timings: fast}, nil, false)
+	_, r, _ := testPeerTuned(t, config{Logger: logger, timings: fast}, nil)
 	other := testhost.NewHost(t, libp2p.NoListenAddrs)
 	peerStr := other.ID().String()
 	_ = other.Close() // no address known: every dial fails at once

@@ -59,9 +59,8 @@ import (
 //
 // The router calls the actor system (Bounce, PeerDown, its Inbound) with
 // none of these held, so the actor system may call the router with its
-// own locks held. Groups.mu, TopicFilter.mu, meshTracer.mu and the
-// presence order's mu are leaves of their own, never held with
-// Router.mu.
+// own locks held. (The group service, package routing/groups, has
+// locks of its own, never held with these.)
 
 // Protocols: user messages, and control traffic on its own stream so that
 // a burst of large user messages never delays a Down or an Exit. Version
@@ -84,8 +83,8 @@ func isCompact(p protocol.ID) bool { return p == ProtoMsg || p == ProtoCtl }
 // isCtl reports whether p is a control protocol (any version).
 func isCtl(p protocol.ID) bool { return p == ProtoCtl || p == ProtoCtl10 }
 
-// config is a Router's or Groups' configuration: New's and NewGroups'
-// arguments and options (options.go).
+// config is a Router's configuration: New's arguments and options
+// (options.go).
 type config struct {
 	Host        host.Host
 	Registry    *codec.Registry
@@ -97,9 +96,6 @@ type config struct {
 	Incarnation uint64
 	PeerBudget  int64
 	PauseGrace  time.Duration
-	Mesh        string                   // Groups only
-	OnChange    func()                   // Groups only
-	Departed    func(libp2ppeer.ID) bool // Groups only; nil: every disconnection
 
 	timings timings // tests only: shorter waits (zero: the defaults)
 	// readerMemory and readerFloor are tests' node-wide reader budget and

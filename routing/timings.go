@@ -2,54 +2,49 @@ package routing
 
 import "time"
 
-// timings are the waits of a Router and of Groups (config.timings) that
-// tests shorten. No option sets them, so only this package's tests do; a
-// zero field takes its default (defaultTimings), which is all that New
-// and NewGroups ever see from another package.
+// timings are the waits of a Router (config.timings) that tests shorten.
+// No option sets them, so only this package's tests do; a zero field
+// takes its default (defaultTimings), which is all that New ever sees
+// from another package.
 type timings struct {
 	// backoffUnit is half a writer's first wait before it dials again
-	// (see Router.backoff). Router.
+	// (see Router.backoff).
 	backoffUnit time.Duration
 	// stallTimeout is how long an inbound stream may stop in the middle
 	// of a frame or of a large message (see stallGuard). A writer breaks
 	// its own stream after writeTimeout without progress, the same.
-	// Router.
 	stallTimeout time.Duration
 	// wholeBase and wholeRate bound the time a whole frame or large
 	// message may take to arrive: wholeBase + its size / wholeRate (bytes
-	// a second), however often bytes come (see stallGuard). Router.
+	// a second), however often bytes come (see stallGuard).
 	wholeBase time.Duration
 	wholeRate int
 	// lossWait bounds the wait of a user stream's reader for the lostBody
 	// that its hello, or a reset of the peer's last stream here,
-	// announces (see awaitLoss). Router.
+	// announces (see awaitLoss).
 	lossWait time.Duration
 	// retireDelays are the waits before retire tries a link again: one
 	// that was busy when its peer disconnected, or at its try since (its
 	// writers were giving up what they held, which takes three dials),
 	// is tried after each in turn. The first is also the wait before the
 	// first try of a link that gave messages up as unreachable while its
-	// peer was not connected (peertable_retire.go). Router.
+	// peer was not connected (peertable_retire.go).
 	retireDelays [3]time.Duration
-	// presenceRenew is how often a peer announces its members of each
-	// group again (see groups_presence.go). Groups.
-	presenceRenew time.Duration
 	// logEvery is the interval between two log lines of one kind of
-	// protocol error of one peer (see loglimit.go). Router.
+	// protocol error of one peer (see loglimit.go).
 	logEvery time.Duration
 }
 
 // defaultTimings returns the timings outside tests.
 func defaultTimings() timings {
 	return timings{
-		backoffUnit:   50 * time.Millisecond,
-		stallTimeout:  writeTimeout,
-		wholeBase:     10 * time.Second,
-		wholeRate:     defaultWholeRate,
-		lossWait:      5 * time.Second,
-		retireDelays:  [3]time.Duration{time.Second, 5 * time.Second, 30 * time.Second},
-		presenceRenew: 30 * time.Second,
-		logEvery:      logEvery,
+		backoffUnit:  50 * time.Millisecond,
+		stallTimeout: writeTimeout,
+		wholeBase:    10 * time.Second,
+		wholeRate:    defaultWholeRate,
+		lossWait:     5 * time.Second,
+		retireDelays: [3]time.Duration{time.Second, 5 * time.Second, 30 * time.Second},
+		logEvery:     logEvery,
 	}
 }
 
@@ -77,9 +72,6 @@ func (t timings) withDefaults() timings {
 	}
 	if t.retireDelays == ([3]time.Duration{}) {
 		t.retireDelays = d.retireDelays
-	}
-	if t.presenceRenew <= 0 {
-		t.presenceRenew = d.presenceRenew
 	}
 	return t
 }

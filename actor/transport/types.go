@@ -73,8 +73,8 @@ type BatchRemote interface {
 	DeliverBatch(from actor.Ref, msgs []Outbound) (int, error)
 }
 
-// GroupTransport carries group messages between peers (routing implements
-// it on GossipSub). Its methods are called on event loops and must not
+// GroupTransport carries group messages between peers (routing/groups
+// implements it on GossipSub). Its methods are called on event loops and must not
 // block on the network.
 type GroupTransport interface {
 	// JoinGroup is called when the first local actor joins group.

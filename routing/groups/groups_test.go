@@ -1,4 +1,4 @@
-package routing
+package groups
 
 import (
 	"context"
@@ -11,14 +11,22 @@ import (
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/actor/group"
+	"github.com/troupe-mesh/troupe/routing"
 )
 
 // The group members of a peer that restarted (a new incarnation, found
-// before any disconnection) leave their groups, as those of a peer that
-// disconnected do: the former incarnation's actors are gone.
+// before any disconnection: routing.EvtPeerRestarted, which the router
+// emits, TestNewIncarnationFiresMonitors in routing) leave their groups,
+// as those of a peer that disconnected do: the former incarnation's
+// actors are gone.
 func TestRestartedPeersMembersLeave(t *testing.T) {
-	hA, rA, sysA := testPeer(t, 0, slog.New(slog.DiscardHandler), true)
-	hB, _, sysB := testPeer(t, 0, slog.New(slog.DiscardHandler), true)
+	hA, sysA := testPeer(t, config{Logger: slog.New(slog.DiscardHandler)})
+	hB, sysB := testPeer(t, config{Logger: slog.New(slog.DiscardHandler)})
+	restarted, err := hA.EventBus().Emitter(new(routing.EvtPeerRestarted))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer restarted.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := hA.Connect(ctx, libp2ppeer.AddrInfo{ID: hB.ID(), Addrs: hB.Addrs()}); err != nil {
@@ -39,8 +47,9 @@ func TestRestartedPeersMembersLeave(t *testing.T) {
 	}
 	for next() != (group.Joined{Group: "room", Member: m}) {
 	}
-	rA.hello(hB.ID(), 11, nil) // B's incarnation, as a stream's hello gives it
-	rA.hello(hB.ID(), 12, nil) // B restarted
+	if err := restarted.Emit(routing.EvtPeerRestarted{Peer: hB.ID()}); err != nil {
+		t.Fatal(err)
+	}
 	if n := next(); n != (group.Left{Group: "room", Member: m}) {
 		t.Fatalf("after B restarted: %#v, want B/m to leave", n)
 	}
@@ -53,9 +62,9 @@ func TestRestartedPeersMembersLeave(t *testing.T) {
 func TestMembersOutOfReachExpire(t *testing.T) {
 	const presenceRenew = 200 * time.Millisecond
 	base := config{Logger: slog.New(slog.DiscardHandler), timings: timings{presenceRenew: presenceRenew}}
-	hA, _, sysA := testPeerTuned(t, base, nil, true)
-	hB, _, sysB := testPeerTuned(t, base, nil, true)
-	hC, _, sysC := testPeerTuned(t, base, nil, true)
+	hA, sysA := testPeer(t, base)
+	hB, sysB := testPeer(t, base)
+	hC, sysC := testPeer(t, base)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// A - B - C: A and C know of each other only through B.
@@ -103,37 +112,5 @@ func TestMembersOutOfReachExpire(t *testing.T) {
 		case <-ctx.Done():
 			t.Fatal("C's member never left at A after C closed")
 		}
-	}
-}
-
-// watchRoom spawns an actor "watch" on sys that joins the group "room",
-// watching presence, and passes on everything it gets.
-func watchRoom(t *testing.T, sys *actor.System) <-chan any {
-	t.Helper()
-	news := make(chan any, 64)
-	if _, err := sys.Spawn("watch", func(c *actor.Context) {
-		if err := group.Join(c, "room", group.WatchPresence()); err != nil {
-			t.Error(err)
-		}
-		var h actor.Case
-		h = actor.Any(func(m any) { news <- m; c.Receive(h) })
-		c.Receive(h)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return news
-}
-
-// joinRoom spawns an actor "m" on sys that joins the group "room" and
-// waits.
-func joinRoom(t *testing.T, sys *actor.System) {
-	t.Helper()
-	if _, err := sys.Spawn("m", func(c *actor.Context) {
-		if err := group.Join(c, "room"); err != nil {
-			t.Error(err)
-		}
-		c.Receive(actor.On(func(string) {}))
-	}); err != nil {
-		t.Fatal(err)
 	}
 }

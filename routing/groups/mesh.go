@@ -1,4 +1,4 @@
-package routing
+package groups
 
 import (
 	"sync"
@@ -38,6 +38,7 @@ func (m *meshTracer) changedLocked() {
 	m.change = make(chan struct{})
 }
 
+// Graft records p in topic's mesh and runs onGraft (pubsub.RawTracer).
 func (m *meshTracer) Graft(p libp2ppeer.ID, topic string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -51,6 +52,7 @@ func (m *meshTracer) Graft(p libp2ppeer.ID, topic string) {
 	}
 }
 
+// Prune removes p from topic's mesh (pubsub.RawTracer).
 func (m *meshTracer) Prune(p libp2ppeer.ID, topic string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -58,6 +60,7 @@ func (m *meshTracer) Prune(p libp2ppeer.ID, topic string) {
 	m.changedLocked()
 }
 
+// Leave forgets topic's mesh: this node left the topic (pubsub.RawTracer).
 func (m *meshTracer) Leave(topic string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -65,6 +68,7 @@ func (m *meshTracer) Leave(topic string) {
 	m.changedLocked()
 }
 
+// The other events of pubsub.RawTracer are of no use here.
 func (m *meshTracer) OnNewOutboundStream(libp2ppeer.ID, protocol.ID)             {}
 func (m *meshTracer) OnClosedOutboundStream(libp2ppeer.ID)                       {}
 func (m *meshTracer) Join(string)                                                {}

@@ -1,4 +1,4 @@
-package routing
+package groups
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/codec"
+	"github.com/troupe-mesh/troupe/routing"
 )
 
 // A group's GossipSub topic: joined with the group's first local member,
@@ -87,7 +88,7 @@ func (g *Groups) WaitReady(ctx context.Context, group string, n int) error {
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return fmt.Errorf("routing: group %q has %d of %d mesh peers: %w", group, have, n, ctx.Err())
+			return fmt.Errorf("groups: group %q has %d of %d mesh peers: %w", group, have, n, ctx.Err())
 		}
 	}
 }
@@ -120,7 +121,7 @@ func (g *Groups) read(ctx context.Context, group string, sub *pubsub.Subscriptio
 		if origin, err := libp2ppeer.IDFromBytes(m.From); err == nil {
 			name := env.FromName
 			if name == "" {
-				name = anonymousSender // never the zero Ref of local code
+				name = routing.AnonymousSender // never the zero Ref of local code
 			}
 			from, _ = actor.NewRef(origin.String(), name)
 		}

@@ -1,8 +1,7 @@
-package routing
+package groups
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -17,11 +16,12 @@ import (
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/actor/transport"
 	"github.com/troupe-mesh/troupe/codec"
+	"github.com/troupe-mesh/troupe/routing"
 )
 
-// MaxGroupMessage is the largest encoded group message (GossipSub's limit,
+// MaxMessage is the largest encoded group message (GossipSub's limit,
 // which must agree on all peers).
-const MaxGroupMessage = 1 << 20
+const MaxMessage = 1 << 20
 
 // validateQueue is how many received messages may await validation.
 const validateQueue = 1024
@@ -70,13 +70,12 @@ type groupMsg struct {
 
 var _ transport.GroupTransport = (*Groups)(nil)
 
-// NewGroups starts GossipSub on h for mesh: group topics are
+// New starts GossipSub on h for mesh: group topics are
 // "/troupe/<mesh>/group/<name>", their messages of the types of reg.
 // Its messages go to and from the actor system of p: call it in the
-// transport.Factory given to transport.NewSystem and return the Groups as
-// the system's GroupTransport. Options: WithLogger, WithOnChange,
-// WithDeparture.
-func NewGroups(h host.Host, reg *codec.Registry, mesh string, p *transport.Port, opts ...Option) (*Groups, error) {
+// transport.Factory given to transport.NewSystem, next to routing.New,
+// and return the Groups as the system's GroupTransport.
+func New(h host.Host, reg *codec.Registry, mesh string, p *transport.Port, opts ...Option) (*Groups, error) {
 	cfg, err := apply(config{Host: h, Registry: reg, Mesh: mesh, Port: p}, opts)
 	if err != nil {
 		return nil, err
@@ -84,10 +83,10 @@ func NewGroups(h host.Host, reg *codec.Registry, mesh string, p *transport.Port,
 	return newGroups(cfg)
 }
 
-// newGroups is NewGroups on a config (tests build theirs).
+// newGroups is New on a config (tests build theirs).
 func newGroups(cfg config) (*Groups, error) {
 	if cfg.Host == nil || cfg.Registry == nil || cfg.Mesh == "" || cfg.Port == nil {
-		return nil, errors.New("routing: groups need a host, a registry, a mesh name and a port")
+		return nil, fmt.Errorf("%w: groups need a host, a registry, a mesh name and a port", ErrInvalidConfig)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -109,7 +108,7 @@ func newGroups(cfg config) (*Groups, error) {
 		// A peer that a full mesh prunes (a bootstrap peer that every new
 		// peer grafts) learns other peers of the topic to graft instead.
 		pubsub.WithPeerExchange(true),
-		pubsub.WithMaxMessageSize(MaxGroupMessage),
+		pubsub.WithMaxMessageSize(MaxMessage),
 		pubsub.WithMessageSignaturePolicy(pubsub.StrictSign),
 		pubsub.WithRawTracer(g.mesh),
 		// The default queue of 32 messages awaiting validation overflows
@@ -119,13 +118,13 @@ func newGroups(cfg config) (*Groups, error) {
 	)...)
 	if err != nil {
 		g.cancel()
-		return nil, fmt.Errorf("routing: gossipsub: %w", err)
+		return nil, fmt.Errorf("groups: gossipsub: %w", err)
 	}
 	g.ps = ps
-	sub, err := cfg.Host.EventBus().Subscribe([]any{new(event.EvtPeerConnectednessChanged), new(EvtPeerRestarted)})
+	sub, err := cfg.Host.EventBus().Subscribe([]any{new(event.EvtPeerConnectednessChanged), new(routing.EvtPeerRestarted)})
 	if err != nil {
 		g.cancel()
-		return nil, fmt.Errorf("routing: groups: %w", err)
+		return nil, fmt.Errorf("groups: event bus: %w", err)
 	}
 	g.wg.Add(3)
 	go g.publish()
@@ -148,7 +147,7 @@ func (g *Groups) watchPeers(sub event.Subscription) {
 			if !ok {
 				return
 			}
-			if e, ok := ev.(EvtPeerRestarted); ok {
+			if e, ok := ev.(routing.EvtPeerRestarted); ok {
 				g.sys.PeerLeftGroups(e.Peer.String())
 				continue
 			}
@@ -261,21 +260,21 @@ func (g *Groups) leave(group string, gen uint64) {
 func (g *Groups) PublishGroup(group string, from actor.Ref, msg any) error {
 	typ, body, err := g.cfg.Registry.Encode(msg)
 	if err != nil {
-		return fmt.Errorf("routing: group message: %w", err)
+		return fmt.Errorf("groups: group message: %w", err)
 	}
 	data, err := codec.AppendEnvelope(nil, &codec.Envelope{Kind: codec.KindUser, To: group, FromName: from.Name(), Type: typ, Body: body})
 	if err != nil {
-		return fmt.Errorf("routing: group message: %w", err)
+		return fmt.Errorf("groups: group message: %w", err)
 	}
-	if len(data) > MaxGroupMessage {
-		return fmt.Errorf("%w: group message of %d bytes, at most %d", ErrTooLarge, len(data), MaxGroupMessage)
+	if len(data) > MaxMessage {
+		return fmt.Errorf("%w: group message of %d bytes, at most %d", routing.ErrTooLarge, len(data), MaxMessage)
 	}
 	select {
 	case g.out <- groupMsg{group: group, data: data}:
 		return nil
 	default:
 		g.dropped.Add(1)
-		return fmt.Errorf("%w: group queue", ErrLinkFull)
+		return fmt.Errorf("%w: group queue", routing.ErrLinkFull)
 	}
 }
 
@@ -318,7 +317,7 @@ func (g *Groups) publish() {
 			}
 			if err != nil {
 				g.dropped.Add(1)
-				g.cfg.Logger.Debug("routing: group publish", "group", m.group, "err", err)
+				g.cfg.Logger.Debug("groups: publish", "group", m.group, "err", err)
 			}
 		}
 	}
@@ -327,7 +326,7 @@ func (g *Groups) publish() {
 // Close stops GossipSub's topics and waits for the group goroutines
 // (ctx is accepted for the library's uniform Close(ctx) error: every
 // goroutine here ends at once when told to, so Close waits for them
-// whatever ctx says, as Router.Close does after its drain.)
+// whatever ctx says, as routing.Router.Close does after its drain.)
 func (g *Groups) Close(context.Context) error {
 	g.cancel()
 	g.mu.Lock()
@@ -340,8 +339,8 @@ func (g *Groups) Close(context.Context) error {
 	return nil
 }
 
-// GroupStats are the group transport's counters.
-type GroupStats struct {
+// Stats are the group transport's counters.
+type Stats struct {
 	Received uint64 // group messages received and handed to local members
 	Dropped  uint64 // group messages not published: a full outbound queue, or GossipSub refused them
 	Expired  uint64 // members of peers out of reach that left for lack of news (presenceExpiry)
@@ -349,8 +348,8 @@ type GroupStats struct {
 }
 
 // Stats returns the counters.
-func (g *Groups) Stats() GroupStats {
-	return GroupStats{Received: g.received.Load(), Dropped: g.dropped.Load(), Rejected: g.rejected.Load(), Expired: g.expired.Load()}
+func (g *Groups) Stats() Stats {
+	return Stats{Received: g.received.Load(), Dropped: g.dropped.Load(), Rejected: g.rejected.Load(), Expired: g.expired.Load()}
 }
 
 // PubSub returns the GossipSub instance, for other users of the mesh's

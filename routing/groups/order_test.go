@@ -1,4 +1,4 @@
-package routing
+package groups
 
 import (
 	"encoding/binary"

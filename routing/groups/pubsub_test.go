@@ -1,4 +1,4 @@
-package routing
+package groups
 
 import (
 	"context"
@@ -127,7 +127,7 @@ func hostilePubSub(t *testing.T, to host.Host) (host.Host, *pubsub.PubSub) {
 // valid messages, delivered before, are not delivered any more.
 func TestPeerSendingInvalidGroupMessagesIsIgnored(t *testing.T) {
 	quiet := testutil.QuietLogger()
-	h, _, sys := testPeerTuned(t, config{Logger: quiet}, nil, true)
+	h, sys := testPeer(t, config{Logger: quiet})
 	news := watchRoom(t, sys)
 	_, hps := hostilePubSub(t, h)
 	topic, err := hps.Join("/troupe/test/group/room")
@@ -187,15 +187,5 @@ func TestPeerSendingInvalidGroupMessagesIsIgnored(t *testing.T) {
 		case <-time.After(2 * time.Second):
 		}
 		break
-	}
-}
-
-func drain(ch <-chan any) {
-	for {
-		select {
-		case <-ch:
-		default:
-			return
-		}
 	}
 }

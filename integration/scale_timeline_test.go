@@ -1,0 +1,96 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/libp2p/go-libp2p/core/network"
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+
+	"github.com/troupe-mesh/troupe/peer"
+)
+
+// try is one askable try: when it started (since the askable start),
+// how long each stage took, whether the asker was connected to the
+// target before it asked, and how it ended ("" when it succeeded).
+type try struct {
+	at, whereis, ask time.Duration
+	connected        bool
+	kind             string
+}
+
+// askTimed has from find svcName(to) and ask it a Ping, its stages
+// timed into t.
+func askTimed(ctx context.Context, from *peer.Node, to int, t *try) error {
+	t0 := time.Now()
+	ref, err := from.Whereis(ctx, svcName(to))
+	t.whereis = time.Since(t0)
+	if err != nil {
+		return fmt.Errorf("whereis %s: %w", svcName(to), err)
+	}
+	pid, _ := libp2ppeer.Decode(ref.Peer())
+	t.connected = from.Host().Network().Connectedness(pid) == network.Connected
+	t1 := time.Now()
+	v, err := from.System().Ask(ctx, ref, Ping{to})
+	t.ask = time.Since(t1)
+	if err != nil {
+		return fmt.Errorf("ask %s: %w (connected=%v)", svcName(to), err, from.Host().Network().Connectedness(pid) == network.Connected)
+	}
+	if v != (Pong{to}) {
+		return fmt.Errorf("ask %s: got %v", svcName(to), v)
+	}
+	return nil
+}
+
+// timeline writes the tries per 5 s of the askable phase: how many,
+// how many succeeded, the median stage times, and the failures by kind
+// (with how many of those asks started connected): where the askable
+// figure's time goes.
+func timeline(name string, tries []try) {
+	const step = 5 * time.Second
+	if len(tries) == 0 {
+		return
+	}
+	tries = slices.Clone(tries)
+	slices.SortFunc(tries, func(a, b try) int { return int(a.at - b.at) })
+	var sb strings.Builder
+	for lo := time.Duration(0); ; lo += step {
+		var in []try
+		for _, t := range tries {
+			if t.at >= lo && t.at < lo+step {
+				in = append(in, t)
+			}
+		}
+		if len(in) == 0 {
+			if lo > tries[len(tries)-1].at {
+				break
+			}
+			continue
+		}
+		ok, kinds := 0, map[string]int{}
+		var wh, ask []time.Duration
+		for _, t := range in {
+			wh = append(wh, t.whereis)
+			if t.kind == "" {
+				ok++
+				ask = append(ask, t.ask)
+				continue
+			}
+			k := t.kind
+			if t.connected {
+				k += " [connected before]"
+			}
+			kinds[k]++
+		}
+		slices.Sort(wh)
+		slices.Sort(ask)
+		fmt.Fprintf(&sb, "  %3.0f s: %3d tries, %3d ok, whereis p50 %v, ok ask p50 %v max %v; failed: %v\n",
+			lo.Seconds(), len(in), ok, quantile(wh, 0.5).Round(time.Millisecond),
+			quantile(ask, 0.5).Round(time.Millisecond), quantile(ask, 1).Round(time.Millisecond), kinds)
+	}
+	fmt.Fprintf(os.Stderr, "%s: askable tries by start time:\n%s", name, sb.String())
+}
