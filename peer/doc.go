@@ -41,6 +41,7 @@
 //	connmgr.go    the connection budget (Connections) and its manager
 //	protect.go    the connection guard: which connections may be trimmed
 //	trim.go       which unprotected connections a trim closes (pure)
+//	dedupe.go     duplicate connections to one peer closed by the guard
 //	relay.go      relay service, relays, hole punching, reachability
 //	relayfind.go  relays found in advertisements (AutoRelay's source)
 //	relaydht.go   relays found under the DHT's relay key
