@@ -1,6 +1,7 @@
 package global
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -59,7 +60,8 @@ type Names struct {
 	cfg Config
 	dir Directory // set by Start, before its goroutine
 
-	stop chan struct{} // closed by Close
+	ctx  context.Context // the watch's lifetime: ended by Close
+	stop context.CancelFunc
 	wg   sync.WaitGroup
 
 	mu     sync.Mutex           // guards claims
@@ -73,7 +75,9 @@ const globalCheck = time.Second
 // New returns the names of the node cfg describes; Start gives them the
 // node's directory once it runs. Source may be called before.
 func New(cfg Config) *Names {
-	return &Names{cfg: cfg, stop: make(chan struct{}), claims: make(map[string]actor.Ref)}
+	g := &Names{cfg: cfg, claims: make(map[string]actor.Ref)}
+	g.ctx, g.stop = context.WithCancel(context.Background())
+	return g
 }
 
 // Start watches the claims against the others' in dir, until Close. It
@@ -83,9 +87,10 @@ func (g *Names) Start(dir Directory) {
 	g.wg.Go(g.watch)
 }
 
-// Close stops the watch (if Start started it) and waits for it.
+// Close stops the watch (if Start started it) and waits for it. It is
+// idempotent.
 func (g *Names) Close() {
-	close(g.stop)
+	g.stop()
 	g.wg.Wait()
 }
 
@@ -221,7 +226,7 @@ func (g *Names) watch() {
 		updated := g.dir.Updated()
 		g.resolve()
 		select {
-		case <-g.stop:
+		case <-g.ctx.Done():
 			return
 		case <-updated:
 		case <-t.C:

@@ -124,3 +124,20 @@ func TestClaimBeatenIsWithdrawn(t *testing.T) {
 		t.Fatalf("claiming a name seen held: %v, want ErrNameTaken", err)
 	}
 }
+
+// TestCloseIsIdempotent: Close ends the watch and may be called again,
+// started or not, as the other services' Closes may.
+func TestCloseIsIdempotent(t *testing.T) {
+	sys, err := actor.New(actor.WithPeer(testhost.NewPeerID(t).String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sys.Shutdown(t.Context()) }()
+	unstarted := New(Config{Sys: sys, Self: testhost.NewPeerID(t)})
+	unstarted.Close()
+	unstarted.Close()
+	g := New(Config{Sys: sys, Self: testhost.NewPeerID(t)})
+	g.Start(newFakeDir())
+	g.Close()
+	g.Close()
+}
