@@ -29,7 +29,8 @@
 //
 // # Files
 //
-//	node.go       Node, New, Close and accessors
+//	node.go       Node, New, Close
+//	accessors.go  ID, Addrs, Host, System, Router, their stats; Ref
 //	node_send.go  SendCtx, Publish, GroupReady: messages from plain code
 //	options.go    the options of New
 //	connect.go    Connect; peers discovery found
