@@ -64,7 +64,9 @@ type Names struct {
 	stop context.CancelFunc
 	wg   sync.WaitGroup
 
-	mu     sync.Mutex           // guards claims
+	// mu guards claims. It is taken before the directory's lock: Claim
+	// holds it over Directory.Peers (doc.go).
+	mu     sync.Mutex
 	claims map[string]actor.Ref // name → local actor
 }
 

@@ -92,7 +92,8 @@ type Config struct {
 }
 
 // Redialer redials the peers of a node that must come back. Its mutex
-// guards active and lost (a leaf lock).
+// guards active and lost; it is held over Config's Pinned and Closing,
+// so it is taken before the connection manager's lock (doc.go).
 type Redialer struct {
 	cfg    Config
 	ctx    context.Context
