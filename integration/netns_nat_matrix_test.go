@@ -3,6 +3,7 @@ package integration
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -55,7 +56,12 @@ func natHeldPair(t *testing.T, n *netns, homes []natHome, laptops []*daemonProc,
 	rule := []string{"FORWARD", "-o", "wan", "-d", homes[1].public, "-j", "DROP"}
 	n.exec(homes[0].nat, append([]string{"iptables", "-I"}, rule...)...)
 	p := &natPair{name: "PR×PR held", a: laptops[0], b: laptops[1], allows: true, direct: -1,
-		release: func() { n.exec(homes[0].nat, append([]string{"iptables", "-D"}, rule...)...) }}
+		release: func() {
+			for i, h := range homes {
+				t.Logf("PR×PR held: at the release, NAT %d's conntrack toward the other home:\n%s", i+1, natConntrack(t, h.nat, homes[1-i].public))
+			}
+			n.exec(homes[0].nat, append([]string{"iptables", "-D"}, rule...)...)
+		}}
 	p.s = &natAsks{t: t, a: p.a, b: p.b}
 	out := cliOK(t, p.a.home, "connect", reachB)
 	if !strings.Contains(out, "connected "+p.b.id.String()+" (relayed)") {
@@ -178,7 +184,7 @@ func natMatrixRun(t *testing.T, v6 bool, relayedFor time.Duration) {
 		}
 		members = append(members, `"`+id.String()+`"`)
 	}
-	relay := natDaemonOn(t, public[0], ip, pub1, `, "relay_members": [`+strings.Join(members, ", ")+`]`, "-relay-service")
+	relay := natDaemonOn(t, public[0], ip, pub1, `, "metrics": "`+natRelayMetrics+`", "relay_members": [`+strings.Join(members, ", ")+`]`, "-relay-service")
 	relayTCP := "/" + ip + "/" + pub1 + "/tcp/"
 	relayAddr := relayTCP + "4001/p2p/" + relay.id.String()
 	helper := natDaemonOn(t, public[1], ip, pub2, "", "-relay-service", "-connect", relayAddr)
@@ -304,6 +310,22 @@ func natMatrixRun(t *testing.T, v6 bool, relayedFor time.Duration) {
 			t.Errorf("%s: a reply or a request came twice: %s", p.name, dup)
 		}
 	}
+	// The relay's own count: every circuit was between two members
+	// (relay_members), so none was cut.
+	relayed := 0
+	for _, p := range pairs {
+		if p.relayed {
+			relayed++
+		}
+	}
+	counters := natRelayCounters(t, public[0])
+	t.Logf("relay: %s", natRelayCountersLine(counters))
+	if cuts := counters["troupe_relay_cuts_total"]; cuts != 0 {
+		t.Errorf("the relay cut %.0f circuits between members of its mesh", cuts)
+	}
+	if opened := counters["troupe_relay_member_circuits_total"]; opened < float64(relayed) {
+		t.Errorf("the relay opened %.0f member circuits; %d pairs started relayed", opened, relayed)
+	}
 	// Hole punching tried again on the pair that stays relayed alone
 	// (the second symmetric laptop is in no other pair): more than
 	// libp2p's one round of three attempts.
@@ -339,4 +361,24 @@ func natReplyTwice(t *testing.T, d *daemonProc, echo string) string {
 		}
 	}
 	return ""
+}
+
+// natConntrack lists the conntrack entries of namespace ns that name
+// address addr, or says why it cannot.
+func natConntrack(t *testing.T, ns, addr string) string {
+	t.Helper()
+	if _, err := exec.LookPath("conntrack"); err != nil {
+		return "(no conntrack command)"
+	}
+	out, err := exec.Command("ip", "netns", "exec", ns, "conntrack", "-L").CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("conntrack -L: %v: %s", err, out)
+	}
+	var lines []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, "="+addr+" ") {
+			lines = append(lines, l)
+		}
+	}
+	return strings.Join(lines, "\n")
 }
