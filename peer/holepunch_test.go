@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/event"
@@ -154,4 +156,54 @@ func TestPunchEventsKickRetries(t *testing.T) {
 	delete(p.retrying, "a")
 	p.wg.Done()
 	p.wg.Wait()
+}
+
+// A change of the interface addresses kicks every retry waiting within a
+// poll or two (libp2p's own event comes up to a minute later); no
+// change, or a change while no retry waited, kicks nothing.
+func TestPunchInterfaceChangeKicksRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		bus := eventbus.NewBus()
+		sub, err := bus.Subscribe([]any{new(event.EvtPeerIdentificationCompleted), new(event.EvtLocalAddressesUpdated)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		ifaces := "/ip4/10.1.0.2/tcp/4001"
+		setIfaces := func(s string) { mu.Lock(); ifaces = s; mu.Unlock() }
+		p := &puncher{retrying: make(map[libp2ppeer.ID]chan struct{}), ifaces: func() string { mu.Lock(); defer mu.Unlock(); return ifaces }}
+		p.ctx, p.cancel = context.WithCancel(context.Background())
+		p.wg.Go(func() { p.events(sub) })
+		kicked := func(kick <-chan struct{}) bool {
+			select {
+			case <-kick:
+				return true
+			default:
+				return false
+			}
+		}
+		// A change while nobody waits is no change to a retry that
+		// starts later.
+		setIfaces("/ip4/10.1.0.2/tcp/4001 /ip4/10.1.0.3/tcp/4001")
+		time.Sleep(3 * punchIfacePoll)
+		kick, _ := p.track("a")
+		time.Sleep(3 * punchIfacePoll)
+		synctest.Wait()
+		if kicked(kick) {
+			t.Fatal("kicked with the interface addresses unchanged since the retry began")
+		}
+		setIfaces("/ip4/10.1.0.3/tcp/4001")
+		time.Sleep(punchIfacePoll)
+		synctest.Wait()
+		if !kicked(kick) {
+			t.Fatalf("an interface address change did not kick the retry within %v", punchIfacePoll)
+		}
+		p.cancel()
+		p.mu.Lock()
+		delete(p.retrying, "a")
+		p.mu.Unlock()
+		p.wg.Done()
+		p.wg.Wait()
+		_ = sub.Close()
+	})
 }
