@@ -174,6 +174,18 @@ func TestPunchInterfaceChangeKicksRetries(t *testing.T) {
 		p := &puncher{retrying: make(map[libp2ppeer.ID]chan struct{}), ifaces: func() string { mu.Lock(); defer mu.Unlock(); return ifaces }}
 		p.ctx, p.cancel = context.WithCancel(context.Background())
 		p.wg.Go(func() { p.events(sub) })
+		defer func() { // also after a failure: the bubble's goroutines end
+			p.cancel()
+			p.mu.Lock()
+			tracked := len(p.retrying)
+			clear(p.retrying)
+			p.mu.Unlock()
+			for range tracked {
+				p.wg.Done() // what track added for each
+			}
+			p.wg.Wait()
+			_ = sub.Close()
+		}()
 		kicked := func(kick <-chan struct{}) bool {
 			select {
 			case <-kick:
@@ -182,15 +194,26 @@ func TestPunchInterfaceChangeKicksRetries(t *testing.T) {
 				return false
 			}
 		}
+		a, _ := p.track("a")
+		time.Sleep(3 * punchIfacePoll)
+		synctest.Wait()
+		if kicked(a) {
+			t.Fatal("kicked with the interface addresses unchanged")
+		}
 		// A change while nobody waits is no change to a retry that
 		// starts later.
+		p.mu.Lock()
+		delete(p.retrying, "a")
+		p.mu.Unlock()
+		p.wg.Done()
+		time.Sleep(3 * punchIfacePoll)
 		setIfaces("/ip4/10.1.0.2/tcp/4001 /ip4/10.1.0.3/tcp/4001")
 		time.Sleep(3 * punchIfacePoll)
-		kick, _ := p.track("a")
+		kick, _ := p.track("b")
 		time.Sleep(3 * punchIfacePoll)
 		synctest.Wait()
 		if kicked(kick) {
-			t.Fatal("kicked with the interface addresses unchanged since the retry began")
+			t.Fatal("kicked for a change made before the retry began")
 		}
 		setIfaces("/ip4/10.1.0.3/tcp/4001")
 		time.Sleep(punchIfacePoll)
@@ -198,12 +221,5 @@ func TestPunchInterfaceChangeKicksRetries(t *testing.T) {
 		if !kicked(kick) {
 			t.Fatalf("an interface address change did not kick the retry within %v", punchIfacePoll)
 		}
-		p.cancel()
-		p.mu.Lock()
-		delete(p.retrying, "a")
-		p.mu.Unlock()
-		p.wg.Done()
-		p.wg.Wait()
-		_ = sub.Close()
 	})
 }
