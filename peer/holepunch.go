@@ -81,6 +81,9 @@ type puncher struct {
 	// ifaces describes the host's interface addresses (nil: not
 	// watched).
 	ifaces func() string
+	// began tells events that a retry began, so that it polls ifaces
+	// (it polls only while a retry waits: no wake-ups while idle).
+	began chan struct{}
 
 	mu       sync.Mutex
 	closed   bool                            // no retries start once set
@@ -94,7 +97,7 @@ func startPuncher(h host.Host, tr holepunch.EventTracer) (*puncher, error) {
 	if !ok {
 		return nil, fmt.Errorf("peer: hole punching: host %T has no identify service", h)
 	}
-	p := &puncher{h: h, retrying: make(map[libp2ppeer.ID]chan struct{}), ifaces: func() string { return ifaceAddrs(h) }}
+	p := &puncher{h: h, retrying: make(map[libp2ppeer.ID]chan struct{}), ifaces: func() string { return ifaceAddrs(h) }, began: make(chan struct{}, 1)}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	sub, err := h.EventBus().Subscribe([]any{new(event.EvtPeerIdentificationCompleted), new(event.EvtLocalAddressesUpdated)})
 	if err != nil {
@@ -149,7 +152,8 @@ func punchAddrs(addrs []ma.Multiaddr) []ma.Multiaddr {
 }
 
 // ifaceAddrs describes h's listen addresses on its interfaces as they are
-// now (the network's InterfaceListenAddresses caches them for a minute).
+// now (the network's InterfaceListenAddresses caches them for a minute),
+// or is "" when they cannot be read.
 func ifaceAddrs(h host.Host) string {
 	addrs, _ := manet.ResolveUnspecifiedAddresses(h.Network().ListenAddresses(), nil)
 	out := make([]string, len(addrs))
@@ -162,29 +166,42 @@ func ifaceAddrs(h host.Host) string {
 
 // events notes observed addresses and kicks the retries when our own
 // addresses change: at libp2p's address event, and when the interface
-// addresses differ from those of the last poll while a retry waits.
+// addresses differ from those seen when the first retry of a busy spell
+// began or at the last poll since. The poll's ticker runs only while a
+// retry waits: began starts it, a poll that finds none stops it.
 func (p *puncher) events(sub event.Subscription) {
 	defer func() { _ = sub.Close() }()
-	var poll <-chan time.Time
+	var ticker *time.Ticker
+	var poll <-chan time.Time // nil while the ticker is stopped
 	if p.ifaces != nil {
-		t := time.NewTicker(punchIfacePoll)
-		defer t.Stop()
-		poll = t.C
+		ticker = time.NewTicker(punchIfacePoll)
+		ticker.Stop() // until a retry begins
+		defer ticker.Stop()
 	}
-	last := "" // the interface addresses at the last poll while a retry waited
+	last := "" // the interface addresses at the last look while a retry waited
 	for {
 		select {
 		case <-p.ctx.Done():
 			return
+		case <-p.began:
+			if ticker != nil && poll == nil {
+				last = p.ifaces()
+				ticker.Reset(punchIfacePoll)
+				poll = ticker.C
+			}
 		case <-poll:
 			p.mu.Lock()
 			waiting := len(p.retrying) > 0
 			p.mu.Unlock()
 			if !waiting {
-				last = "" // nobody to kick: no poll either
+				ticker.Stop() // a retry that begins later sends began
+				poll = nil
 				continue
 			}
 			now := p.ifaces()
+			if now == "" {
+				continue // not read this time: nothing to compare
+			}
 			if last != "" && now != last {
 				p.kick()
 			}
@@ -260,6 +277,10 @@ func (p *puncher) track(id libp2ppeer.ID) (chan struct{}, bool) {
 	}
 	kick := make(chan struct{}, 1)
 	p.retrying[id] = kick
+	select {
+	case p.began <- struct{}{}: // the interface poll starts, if stopped
+	default: // one is pending already
+	}
 	p.wg.Add(1) // under mu: close sets closed under it before its Wait
 	return kick, true
 }

@@ -159,8 +159,10 @@ func TestPunchEventsKickRetries(t *testing.T) {
 }
 
 // A change of the interface addresses kicks every retry waiting within a
-// poll or two (libp2p's own event comes up to a minute later); no
-// change, or a change while no retry waited, kicks nothing.
+// poll (libp2p's own event comes up to a minute later), a change soon
+// after a retry began included; no change, or a change while no retry
+// waited, kicks nothing, and nothing looks at the interfaces while no
+// retry waits.
 func TestPunchInterfaceChangeKicksRetries(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		bus := eventbus.NewBus()
@@ -169,9 +171,11 @@ func TestPunchInterfaceChangeKicksRetries(t *testing.T) {
 			t.Fatal(err)
 		}
 		var mu sync.Mutex
-		ifaces := "/ip4/10.1.0.2/tcp/4001"
+		ifaces, looks := "/ip4/10.1.0.2/tcp/4001", 0
 		setIfaces := func(s string) { mu.Lock(); ifaces = s; mu.Unlock() }
-		p := &puncher{retrying: make(map[libp2ppeer.ID]chan struct{}), ifaces: func() string { mu.Lock(); defer mu.Unlock(); return ifaces }}
+		looked := func() int { mu.Lock(); defer mu.Unlock(); return looks }
+		p := &puncher{retrying: make(map[libp2ppeer.ID]chan struct{}), began: make(chan struct{}, 1),
+			ifaces: func() string { mu.Lock(); defer mu.Unlock(); looks++; return ifaces }}
 		p.ctx, p.cancel = context.WithCancel(context.Background())
 		p.wg.Go(func() { p.events(sub) })
 		defer func() { // also after a failure: the bubble's goroutines end
@@ -194,23 +198,37 @@ func TestPunchInterfaceChangeKicksRetries(t *testing.T) {
 				return false
 			}
 		}
+		time.Sleep(5 * punchIfacePoll)
+		synctest.Wait()
+		if n := looked(); n != 0 {
+			t.Fatalf("looked at the interfaces %d times before any retry began", n)
+		}
 		a, _ := p.track("a")
 		time.Sleep(3 * punchIfacePoll)
 		synctest.Wait()
 		if kicked(a) {
 			t.Fatal("kicked with the interface addresses unchanged")
 		}
+		if looked() == 0 {
+			t.Fatal("no look at the interfaces while a retry waited")
+		}
 		// A change while nobody waits is no change to a retry that
-		// starts later.
+		// starts later; nothing looks meanwhile.
 		p.mu.Lock()
 		delete(p.retrying, "a")
 		p.mu.Unlock()
 		p.wg.Done()
-		time.Sleep(3 * punchIfacePoll)
+		time.Sleep(2 * punchIfacePoll) // a poll finds no retry waiting
+		synctest.Wait()
+		idle := looked()
 		setIfaces("/ip4/10.1.0.2/tcp/4001 /ip4/10.1.0.3/tcp/4001")
-		time.Sleep(3 * punchIfacePoll)
+		time.Sleep(5 * punchIfacePoll)
+		synctest.Wait()
+		if n := looked(); n != idle {
+			t.Fatalf("looked at the interfaces %d times while no retry waited", n-idle)
+		}
 		kick, _ := p.track("b")
-		time.Sleep(3 * punchIfacePoll)
+		time.Sleep(punchIfacePoll / 2)
 		synctest.Wait()
 		if kicked(kick) {
 			t.Fatal("kicked for a change made before the retry began")
@@ -219,7 +237,12 @@ func TestPunchInterfaceChangeKicksRetries(t *testing.T) {
 		time.Sleep(punchIfacePoll)
 		synctest.Wait()
 		if !kicked(kick) {
-			t.Fatalf("an interface address change did not kick the retry within %v", punchIfacePoll)
+			t.Fatalf("an interface address change half a poll after the retry began did not kick it within %v", punchIfacePoll)
+		}
+		time.Sleep(3 * punchIfacePoll)
+		synctest.Wait()
+		if kicked(kick) {
+			t.Fatal("kicked again with the interface addresses unchanged")
 		}
 	})
 }
