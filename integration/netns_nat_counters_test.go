@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // metricsGetEnv names the URL TestMetricsGetHelper fetches.
@@ -19,12 +21,18 @@ const metricsGetEnv = "TROUPE_METRICS_GET"
 // inside its namespace (the test process, outside, cannot reach it).
 const natRelayMetrics = "127.0.0.1:9090"
 
+// natRelayCountersWait bounds the helper run of natRelayCounters (and its
+// GET): a relay that does not answer fails the test, not hangs it.
+const natRelayCountersWait = 30 * time.Second
+
 // natRelayCounters reads the troupe_relay_* metrics of the daemon whose
 // metrics are served at natRelayMetrics in namespace ns, by running this
 // test binary's TestMetricsGetHelper there.
 func natRelayCounters(t *testing.T, ns string) map[string]float64 {
 	t.Helper()
-	cmd := exec.Command("ip", "netns", "exec", ns, os.Args[0], "-test.run=^TestMetricsGetHelper$", "-test.count=1")
+	ctx, cancel := context.WithTimeout(context.Background(), natRelayCountersWait)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", ns, os.Args[0], "-test.run=^TestMetricsGetHelper$", "-test.count=1", "-test.timeout="+natRelayCountersWait.String())
 	cmd.Env = append(os.Environ(), metricsGetEnv+"=http://"+natRelayMetrics+"/metrics")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -80,7 +88,7 @@ func TestMetricsGetHelper(t *testing.T) {
 	}
 	tr := &http.Transport{DisableKeepAlives: true} // no idle connection outlives the test (goleak)
 	defer tr.CloseIdleConnections()
-	resp, err := (&http.Client{Transport: tr}).Get(url)
+	resp, err := (&http.Client{Transport: tr, Timeout: natRelayCountersWait / 2}).Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}
