@@ -38,49 +38,15 @@ type natPair struct {
 	first    time.Time     // when the first ask was answered
 	direct   time.Duration // from first to direct, or -1
 	atDirect int           // the first ask after it was direct
-	// A held pair: release lets direct traffic between its homes through
-	// (at released), once libp2p's first round failed.
-	release  func()
-	released time.Time
-}
-
-// natHeldPair is a pair of port-restricted homes whose first round of
-// hole punching cannot succeed: A's NAT drops what A sends to B's home
-// until the pair's release, which the asking loop calls once B (which
-// starts the rounds) ended libp2p's three attempts. Direct after that
-// means a round was tried again on the same relayed connection (no loss
-// is declared between them: the connection stayed).
-func natHeldPair(t *testing.T, n *netns, homes []natHome, laptops []*daemonProc, reachB string) *natPair {
-	t.Helper()
-	rule := []string{"FORWARD", "-o", "wan", "-d", homes[1].public, "-j", "DROP"}
-	n.exec(homes[0].nat, append([]string{"iptables", "-I"}, rule...)...)
-	p := &natPair{name: "PR×PR held", a: laptops[0], b: laptops[1], allows: true, direct: -1,
-		release: func() { n.exec(homes[0].nat, append([]string{"iptables", "-D"}, rule...)...) }}
-	p.s = &natAsks{t: t, a: p.a, b: p.b}
-	out := cliOK(t, p.a.home, "connect", reachB)
-	if !strings.Contains(out, "connected "+p.b.id.String()+" (relayed)") {
-		t.Fatalf("%s: connect %s: %q", p.name, reachB, out)
-	}
-	p.relayed = true
-	p.s.ask()
-	p.first = time.Now()
-	natWatch(t, p.a, p.b.id.String()+"/echo")
-	natWatch(t, p.b, p.a.id.String()+"/info")
-	return p
-}
-
-// natHeldWait bounds how long a held pair is asked after its release.
-// The release comes when the test sees B's third attempt ended, a poll of
-// the asking loop later (seconds to more than ten under load). B's second
-// round starts as its first ends (the 10 s retry waits for it), so a late
-// release can miss it too; the third starts 30 s after the second ended
-// (punchRetryDelays), after the loop's own window: 60 s covers it.
-const natHeldWait = 60 * time.Second
-
-// natHeldWaits reports whether p is a held pair released less than
-// natHeldWait ago and not yet direct: the asking loop keeps going for it.
-func natHeldWaits(p *natPair) bool {
-	return p.release == nil && !p.released.IsZero() && p.direct < 0 && time.Since(p.released) < natHeldWait
+	// A held pair (netns_nat_held_test.go): release lets direct traffic
+	// between its homes through (at released), once B tried releaseAt
+	// hole punches; the pair must then be direct within within. diag
+	// tells its NATs' state when it is not.
+	release   func()
+	releaseAt uint64
+	released  time.Time
+	within    time.Duration
+	diag      func() string
 }
 
 // natPunches tells d's hole punches.
@@ -99,10 +65,13 @@ func natPunches(t *testing.T, d *daemonProc) string {
 // (so all pairs punch at once, on the one relay), until every pair the
 // NATs allow is direct and the others have been asked for 25 s (with
 // TROUPE_LONG_TESTS=1: three runs, and 10 minutes for the pairs that stay
-// relayed in the last). With TROUPE_LONG_TESTS=1 only, an eleventh pair
-// over IPv4, of two more port-restricted homes, has its first round of
-// hole punching fail (natHeldPair) and must end direct by a round tried
-// again on the same relayed connection. Every ask is answered with its own number, no reply or
+// relayed in the last). Two more pairs over IPv4, of port-restricted
+// homes, are held: direct traffic between their homes is dropped until
+// B's first round failed (natHeldPair), which must end direct by the
+// round tried again next on the same relayed connection; or refused
+// until B's second round failed, when B's address changes
+// (natRenumberedPair) and must bring a round at once, well before the
+// next one due. Every ask is answered with its own number, no reply or
 // request comes twice, no loss is declared between the laptops, every
 // pair the NATs allow ends direct and the others stay relayed. The test
 // prints a table: pair, relayed at start, direct after (from the first
@@ -147,12 +116,9 @@ func natMatrixRun(t *testing.T, v6 bool, relayedFor time.Duration) {
 	for _, k := range kindsOf {
 		kinds = append(kinds, k, k)
 	}
-	// The held pair runs with TROUPE_LONG_TESTS=1 only: after its release
-	// the rounds tried again failed too in 2 of 2 runs (2026-12-07, cause
-	// not found), which CI cannot afford (docs/nat.md).
-	held := !v6 && os.Getenv("TROUPE_LONG_TESTS") == "1"
+	held := !v6 // the held pairs run in the IPv4 world only
 	if held {
-		kinds = append(kinds, portRestricted, portRestricted) // the held pair
+		kinds = append(kinds, portRestricted, portRestricted, portRestricted, portRestricted) // the held pairs
 	}
 	var public []string
 	var homes []natHome
@@ -178,7 +144,7 @@ func natMatrixRun(t *testing.T, v6 bool, relayedFor time.Duration) {
 		}
 		members = append(members, `"`+id.String()+`"`)
 	}
-	relay := natDaemonOn(t, public[0], ip, pub1, `, "relay_members": [`+strings.Join(members, ", ")+`]`, "-relay-service")
+	relay := natDaemonOn(t, public[0], ip, pub1, `, "metrics": "`+natRelayMetrics+`", "relay_members": [`+strings.Join(members, ", ")+`]`, "-relay-service")
 	relayTCP := "/" + ip + "/" + pub1 + "/tcp/"
 	relayAddr := relayTCP + "4001/p2p/" + relay.id.String()
 	helper := natDaemonOn(t, public[1], ip, pub2, "", "-relay-service", "-connect", relayAddr)
@@ -187,7 +153,15 @@ func natMatrixRun(t *testing.T, v6 bool, relayedFor time.Duration) {
 	start := time.Now()
 	laptops := make([]*daemonProc, len(homes))
 	for i, h := range homes {
-		laptops[i] = natDaemonHome(t, lapHomes[i], h.laptop, ip, map[string]string{"ip4": "0.0.0.0", "ip6": "::"}[ip], `, "relays": ["`+relayAddr+`"]`, "-connect", relayAddr, "-connect", helperAddr)
+		extra := `, "relays": ["` + relayAddr + `"]`
+		if i >= 2*len(kindsOf) {
+			// A held pair's laptops count the hole punches of their
+			// laptop B to know when to release it: a mesh of their own
+			// keeps the other laptops, which would learn of them and
+			// connect through the relay, from adding theirs.
+			extra += fmt.Sprintf(`, "mesh": "held%d"`, i/2)
+		}
+		laptops[i] = natDaemonHome(t, lapHomes[i], h.laptop, ip, map[string]string{"ip4": "0.0.0.0", "ip6": "::"}[ip], extra, "-connect", relayAddr, "-connect", helperAddr)
 	}
 	// Where each laptop is reached: its circuit address once AutoNAT
 	// found it private and it reserved a slot, or its public address
@@ -242,7 +216,8 @@ func natMatrixRun(t *testing.T, v6 bool, relayedFor time.Duration) {
 		}
 	}
 	if held {
-		pairs = append(pairs, natHeldPair(t, n, homes[8:], laptops[8:], reach[9]))
+		pairs = append(pairs, natHeldPair(t, n, homes[8:10], laptops[8:10], reach[9]),
+			natRenumberedPair(t, n, homes[10:12], laptops[10:12], reach[11]))
 	}
 	// Ask on every pair in turn until each the NATs allow is direct and
 	// the others were asked for relayedFor.
@@ -254,8 +229,10 @@ func natMatrixRun(t *testing.T, v6 bool, relayedFor time.Duration) {
 			if p.direct >= 0 && p.s.next > p.atDirect+10 {
 				continue // direct, and asked 10 times since
 			}
-			if p.release != nil && natID(t, p.b).HolePunches.Tried >= 3 {
-				p.release() // libp2p's round is over
+			// A pair direct before its release is not released: it
+			// fails below (direct while the homes' traffic was blocked).
+			if p.release != nil && p.direct < 0 && natID(t, p.b).HolePunches.Tried >= p.releaseAt {
+				p.release()
 				p.release, p.released = nil, time.Now()
 				t.Logf("%s: released %v after the first ask (%s)", p.name, p.released.Sub(p.first).Round(time.Millisecond), natPunches(t, p.b))
 			}
@@ -287,6 +264,11 @@ func natMatrixRun(t *testing.T, v6 bool, relayedFor time.Duration) {
 		switch {
 		case p.allows && p.direct < 0:
 			t.Errorf("%s: the NATs allow a direct connection, still relayed after %d asks (%s; B: %s)", p.name, p.s.next, natPunches(t, p.a), natPunches(t, p.b))
+			if p.diag != nil {
+				t.Log(p.diag())
+			}
+		case !p.released.IsZero() && p.first.Add(p.direct).Sub(p.released) > p.within:
+			t.Errorf("%s: direct %v after its release, want within %v (%s)", p.name, p.first.Add(p.direct).Sub(p.released).Round(time.Millisecond), p.within, natPunches(t, p.b))
 		case p.release != nil && p.direct >= 0:
 			t.Errorf("%s: direct while direct traffic between the homes was dropped", p.name)
 		case !p.allows && p.direct >= 0:
@@ -304,12 +286,28 @@ func natMatrixRun(t *testing.T, v6 bool, relayedFor time.Duration) {
 			t.Errorf("%s: a reply or a request came twice: %s", p.name, dup)
 		}
 	}
+	// The relay's own count: every circuit was between two members
+	// (relay_members), so none was cut.
+	relayed := 0
+	for _, p := range pairs {
+		if p.relayed {
+			relayed++
+		}
+	}
+	counters := natRelayCounters(t, public[0])
+	t.Logf("relay: %s", natRelayCountersLine(counters))
+	if cuts := counters["troupe_relay_cuts_total"]; cuts != 0 {
+		t.Errorf("the relay cut %.0f circuits between members of its mesh", cuts)
+	}
+	if opened := counters["troupe_relay_member_circuits_total"]; opened < float64(relayed) {
+		t.Errorf("the relay opened %.0f member circuits; %d pairs started relayed", opened, relayed)
+	}
 	// Hole punching tried again on the pair that stays relayed alone
 	// (the second symmetric laptop is in no other pair): more than
 	// libp2p's one round of three attempts.
 	for _, p := range pairs {
 		if p.release == nil && !p.released.IsZero() && p.direct >= 0 {
-			t.Logf("%s: direct %v after the first round ended (%s)", p.name, p.first.Add(p.direct).Sub(p.released).Round(time.Millisecond), natPunches(t, p.b))
+			t.Logf("%s: direct %v after its release (%s)", p.name, p.first.Add(p.direct).Sub(p.released).Round(time.Millisecond), natPunches(t, p.b))
 		}
 	}
 	if v6 {

@@ -17,6 +17,7 @@ type natHome struct {
 	nat, laptop string // namespaces
 	public      string // the NAT's address on the public bridge
 	seen        string // the laptop's address as others see it: public (IPv4), its own (IPv6)
+	lan         string // the laptop's own address
 	kind        natKind
 }
 
@@ -61,7 +62,7 @@ func (n *netns) natWorldOf(pub int, kinds ...natKind) (public []string, homes []
 	}
 	for i, kind := range kinds {
 		home := natHome{nat: n.add(fmt.Sprintf("nat%d", i+1)), laptop: n.add(fmt.Sprintf("lap%d", i+1)), public: fmt.Sprintf("11.0.0.%d", 101+i), kind: kind}
-		home.seen = home.public
+		home.seen, home.lan = home.public, fmt.Sprintf("10.%d.0.2", i+1)
 		plug(home.nat, "wan", home.public+"/24")
 		n.ip("link", "add", "lan", "netns", home.nat, "type", "veth", "peer", "name", "eth0", "netns", home.laptop)
 		n.ip("-n", home.nat, "addr", "add", fmt.Sprintf("10.%d.0.1/24", i+1), "dev", "lan")
@@ -147,7 +148,7 @@ func (n *netns) firewallWorld6Of(pub int, kinds ...natKind) (public []string, ho
 		n.exec(home.nat, "sysctl", "-qw", "net.ipv6.conf.all.forwarding=1")
 		plug(home.nat, "wan", home.public+"/64")
 		prefix := fmt.Sprintf("2a00:1:%d::", i+1)
-		home.seen = prefix + "2"
+		home.seen, home.lan = prefix+"2", prefix+"2"
 		n.ip("link", "add", "lan", "netns", home.nat, "type", "veth", "peer", "name", "eth0", "netns", home.laptop)
 		n.ip("-n", home.nat, "addr", "add", prefix+"1/64", "dev", "lan", "nodad")
 		n.ip("-n", home.nat, "link", "set", "lan", "up")

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/troupe-mesh/troupe/internal/testutil"
 	"github.com/troupe-mesh/troupe/peer"
 )
 
@@ -141,6 +142,7 @@ func askable(nodes []*peer.Node, n int, start time.Time, deadline time.Duration)
 			})
 		}
 		wg.Wait()
+		res.cpu = testutil.ProcessCPU()
 		slices.Sort(res.at)
 		out <- res
 	}()
@@ -154,6 +156,7 @@ type askableResult struct {
 	lastErr  error          // the first failed try's error, if any
 	errKinds map[string]int // failed tries by errKind
 	log      []try          // every try, in the order they ended
+	cpu      time.Duration  // the process's CPU time when the last sample ended
 }
 
 // errKind is the sample's step ("whereis" or "ask") and the last part
@@ -297,6 +300,7 @@ func reportCurve(b *testing.B, n int, ready askableResult, first []time.Duration
 	}
 	scaleMetric(b, quantile(ready.at, 0.5).Seconds(), "s-askable-p50")
 	scaleMetric(b, quantile(ready.at, 0.99).Seconds(), "s-askable-p99")
+	scaleMetric(b, ready.cpu.Seconds(), "cpu-s-askable")
 	scaleMetric(b, float64(quantile(first, 0.5).Milliseconds()), "ms-first-ask-p50")
 	scaleMetric(b, float64(quantile(first, 0.99).Milliseconds()), "ms-first-ask-p99")
 	scaleMetric(b, float64(len(firstErrs)), "first-asks-failed")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,7 +26,9 @@ import (
 // connection. The node runs the service itself, so that it can call its
 // DirectConnect: a round that failed is tried again on the same relayed
 // connection after punchRetryDelays, and at once (within the same bound)
-// when the node's own addresses change. Every attempt is counted by the
+// when the node's own addresses change (libp2p's address event, or its
+// interface addresses, which the node looks at every punchIfacePoll
+// while a retry waits). Every attempt is counted by the
 // holePunches tracer (troupe_hole_punches_total / _succeeded_total).
 //
 // Two more changes against the host's own service:
@@ -52,6 +55,14 @@ var punchRetryDelays = []time.Duration{10 * time.Second, 30 * time.Second, 90 * 
 // tell us any address; the newest few are kept).
 const punchObservedMax = 8
 
+// punchIfacePoll is how often the node looks at its interface addresses
+// while a retry waits. libp2p's own address event tells of a new or lost
+// interface address up to a minute late (v0.52 caches interface
+// addresses for a minute and looks again every 5 s): a laptop whose LAN
+// address changed waited that long for its round (TestNATMatrix's
+// renumbered pair, 2026-12-07).
+const punchIfacePoll = 2 * time.Second
+
 // punchRetryMax bounds the peers whose relayed connections get retries
 // at once (each holds a goroutine and a map entry for up to ~7 minutes):
 // peers can come in through relays under any number of identities. Past
@@ -67,6 +78,12 @@ type puncher struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// ifaces describes the host's interface addresses (nil: not
+	// watched).
+	ifaces func() string
+	// began tells events that a retry began, so that it polls ifaces
+	// (it polls only while a retry waits: no wake-ups while idle).
+	began chan struct{}
 
 	mu       sync.Mutex
 	closed   bool                            // no retries start once set
@@ -80,7 +97,7 @@ func startPuncher(h host.Host, tr holepunch.EventTracer) (*puncher, error) {
 	if !ok {
 		return nil, fmt.Errorf("peer: hole punching: host %T has no identify service", h)
 	}
-	p := &puncher{h: h, retrying: make(map[libp2ppeer.ID]chan struct{})}
+	p := &puncher{h: h, retrying: make(map[libp2ppeer.ID]chan struct{}), ifaces: func() string { return ifaceAddrs(h) }, began: make(chan struct{}, 1)}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	sub, err := h.EventBus().Subscribe([]any{new(event.EvtPeerIdentificationCompleted), new(event.EvtLocalAddressesUpdated)})
 	if err != nil {
@@ -134,14 +151,61 @@ func punchAddrs(addrs []ma.Multiaddr) []ma.Multiaddr {
 	return ma.Unique(addrs)
 }
 
+// ifaceAddrs describes h's listen addresses on its interfaces as they are
+// now (the network's InterfaceListenAddresses caches them for a minute),
+// or is "" when they cannot be read.
+func ifaceAddrs(h host.Host) string {
+	addrs, _ := manet.ResolveUnspecifiedAddresses(h.Network().ListenAddresses(), nil)
+	out := make([]string, len(addrs))
+	for i, a := range addrs {
+		out[i] = a.String()
+	}
+	slices.Sort(out)
+	return strings.Join(out, " ")
+}
+
 // events notes observed addresses and kicks the retries when our own
-// addresses change.
+// addresses change: at libp2p's address event, and when the interface
+// addresses differ from those seen when the first retry of a busy spell
+// began or at the last poll since. The poll's ticker runs only while a
+// retry waits: began starts it, a poll that finds none stops it.
 func (p *puncher) events(sub event.Subscription) {
 	defer func() { _ = sub.Close() }()
+	var ticker *time.Ticker
+	var poll <-chan time.Time // nil while the ticker is stopped
+	if p.ifaces != nil {
+		ticker = time.NewTicker(punchIfacePoll)
+		ticker.Stop() // until a retry begins
+		defer ticker.Stop()
+	}
+	last := "" // the interface addresses at the last look while a retry waited
 	for {
 		select {
 		case <-p.ctx.Done():
 			return
+		case <-p.began:
+			if ticker != nil && poll == nil {
+				last = p.ifaces()
+				ticker.Reset(punchIfacePoll)
+				poll = ticker.C
+			}
+		case <-poll:
+			p.mu.Lock()
+			waiting := len(p.retrying) > 0
+			p.mu.Unlock()
+			if !waiting {
+				ticker.Stop() // a retry that begins later sends began
+				poll = nil
+				continue
+			}
+			now := p.ifaces()
+			if now == "" {
+				continue // not read this time: nothing to compare
+			}
+			if last != "" && now != last {
+				p.kick()
+			}
+			last = now
 		case e := <-sub.Out():
 			switch e := e.(type) {
 			case event.EvtPeerIdentificationCompleted:
@@ -151,15 +215,20 @@ func (p *puncher) events(sub event.Subscription) {
 					p.mu.Unlock()
 				}
 			case event.EvtLocalAddressesUpdated:
-				p.mu.Lock()
-				for _, kick := range p.retrying {
-					select {
-					case kick <- struct{}{}:
-					default:
-					}
-				}
-				p.mu.Unlock()
+				p.kick()
 			}
+		}
+	}
+}
+
+// kick wakes every retry waiting.
+func (p *puncher) kick() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, kick := range p.retrying {
+		select {
+		case kick <- struct{}{}:
+		default:
 		}
 	}
 }
@@ -208,6 +277,10 @@ func (p *puncher) track(id libp2ppeer.ID) (chan struct{}, bool) {
 	}
 	kick := make(chan struct{}, 1)
 	p.retrying[id] = kick
+	select {
+	case p.began <- struct{}{}: // the interface poll starts, if stopped
+	default: // one is pending already
+	}
 	p.wg.Add(1) // under mu: close sets closed under it before its Wait
 	return kick, true
 }

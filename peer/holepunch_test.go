@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/event"
@@ -154,4 +156,93 @@ func TestPunchEventsKickRetries(t *testing.T) {
 	delete(p.retrying, "a")
 	p.wg.Done()
 	p.wg.Wait()
+}
+
+// A change of the interface addresses kicks every retry waiting within a
+// poll (libp2p's own event comes up to a minute later), a change soon
+// after a retry began included; no change, or a change while no retry
+// waited, kicks nothing, and nothing looks at the interfaces while no
+// retry waits.
+func TestPunchInterfaceChangeKicksRetries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		bus := eventbus.NewBus()
+		sub, err := bus.Subscribe([]any{new(event.EvtPeerIdentificationCompleted), new(event.EvtLocalAddressesUpdated)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		ifaces, looks := "/ip4/10.1.0.2/tcp/4001", 0
+		setIfaces := func(s string) { mu.Lock(); ifaces = s; mu.Unlock() }
+		looked := func() int { mu.Lock(); defer mu.Unlock(); return looks }
+		p := &puncher{retrying: make(map[libp2ppeer.ID]chan struct{}), began: make(chan struct{}, 1),
+			ifaces: func() string { mu.Lock(); defer mu.Unlock(); looks++; return ifaces }}
+		p.ctx, p.cancel = context.WithCancel(context.Background())
+		p.wg.Go(func() { p.events(sub) })
+		defer func() { // also after a failure: the bubble's goroutines end
+			p.cancel()
+			p.mu.Lock()
+			tracked := len(p.retrying)
+			clear(p.retrying)
+			p.mu.Unlock()
+			for range tracked {
+				p.wg.Done() // what track added for each
+			}
+			p.wg.Wait()
+			_ = sub.Close()
+		}()
+		kicked := func(kick <-chan struct{}) bool {
+			select {
+			case <-kick:
+				return true
+			default:
+				return false
+			}
+		}
+		time.Sleep(5 * punchIfacePoll)
+		synctest.Wait()
+		if n := looked(); n != 0 {
+			t.Fatalf("looked at the interfaces %d times before any retry began", n)
+		}
+		a, _ := p.track("a")
+		time.Sleep(3 * punchIfacePoll)
+		synctest.Wait()
+		if kicked(a) {
+			t.Fatal("kicked with the interface addresses unchanged")
+		}
+		if looked() == 0 {
+			t.Fatal("no look at the interfaces while a retry waited")
+		}
+		// A change while nobody waits is no change to a retry that
+		// starts later; nothing looks meanwhile.
+		p.mu.Lock()
+		delete(p.retrying, "a")
+		p.mu.Unlock()
+		p.wg.Done()
+		time.Sleep(2 * punchIfacePoll) // a poll finds no retry waiting
+		synctest.Wait()
+		idle := looked()
+		setIfaces("/ip4/10.1.0.2/tcp/4001 /ip4/10.1.0.3/tcp/4001")
+		time.Sleep(5 * punchIfacePoll)
+		synctest.Wait()
+		if n := looked(); n != idle {
+			t.Fatalf("looked at the interfaces %d times while no retry waited", n-idle)
+		}
+		kick, _ := p.track("b")
+		time.Sleep(punchIfacePoll / 2)
+		synctest.Wait()
+		if kicked(kick) {
+			t.Fatal("kicked for a change made before the retry began")
+		}
+		setIfaces("/ip4/10.1.0.3/tcp/4001")
+		time.Sleep(punchIfacePoll)
+		synctest.Wait()
+		if !kicked(kick) {
+			t.Fatalf("an interface address change half a poll after the retry began did not kick it within %v", punchIfacePoll)
+		}
+		time.Sleep(3 * punchIfacePoll)
+		synctest.Wait()
+		if kicked(kick) {
+			t.Fatal("kicked again with the interface addresses unchanged")
+		}
+	})
 }
