@@ -29,7 +29,8 @@
 //
 // # Files
 //
-//	node.go       Node, New, Close and accessors
+//	node.go       Node, New, Close
+//	accessors.go  ID, Addrs, Host, System, Router, their stats; Ref
 //	node_send.go  SendCtx, Publish, GroupReady: messages from plain code
 //	options.go    the options of New
 //	connect.go    Connect; peers discovery found
@@ -41,24 +42,31 @@
 //	connmgr.go    the connection budget (Connections) and its manager
 //	protect.go    the connection guard: which connections may be trimmed
 //	trim.go       which unprotected connections a trim closes (pure)
-//	redial.go     peers redialed after they disconnect, with backoff
+//	dedupe.go     duplicate connections to one peer closed by the guard
 //	relay.go      relay service, relays, hole punching, reachability
 //	relayfind.go  relays found in advertisements (AutoRelay's source)
 //	relaydht.go   relays found under the DHT's relay key
-//	relaylimits.go  a relay's limits per mesh membership, its counts
-//	relaystream.go  a relayed circuit's ends: limits told and enforced
-//	latency.go    pings that keep peers' round trips known
-//	liveness.go   silent peers declared gone (WithLiveness)
-//	pingstream.go ping streams kept open per peer
+//	relaymembers.go a relay's members and stranger limit, its counts (RelayStats)
+//	probe.go      the prober's and redialer's wiring: WithLiveness, silent peers declared gone
 //	holepunch.go  hole punching run by the node: rounds tried again
 //	directory.go  what other peers advertise; Whereis
-//	lookup.go     names looked up in the DHT above a size, and their cache
-//	global.go     mesh-wide names: ClaimGlobal, WhereisGlobal, GlobalNameLost
-//	global_resolve.go  the pure resolution of a name's claims
-//	service.go    the node actor (name lookups, remote spawn)
-//	spawn.go      remote spawn and its quotas
-//	spawn_guard.go  what ties a spawned actor to the peer that spawned it
-//	names.go      mesh names and their mDNS service
-//	metrics.go    Prometheus collectors
+//	globalnames.go  mesh-wide names: ClaimGlobal, WhereisGlobal, GlobalNameLost
+//	nodeactor.go  the node actor's face: RegisterBehavior, Lookup, SpawnRemote
+//	spawn.go      remote spawn's options: policy, quotas, name prefix, OutlivesSpawner
+//	names.go      mesh names and their mDNS service; names looked up in the DHT
+//	prometheus.go WithPrometheus: the node's counters sampled for its collector
 //	liblog.go     libp2p's logs through slog
+//
+// # Services in packages of their own
+//
+// The node wires these; each has a doc.go (what it owns, its goroutines,
+// its locks) and gets what it needs of the node at construction.
+//
+//	internal/latency  pings that keep peers' round trips known; silent peers found
+//	internal/redial   peers redialed after they disconnect, with backoff
+//	internal/nodesvc  the $node actor: lookups and remote spawns, their quotas and guards
+//	internal/lookup   names looked up in the DHT above a size, confirmed, and their cache
+//	internal/global   mesh-wide names: claims, their resolution, beaten claims withdrawn
+//	internal/relay    the relay service's limits per mesh membership, its counts
+//	internal/metrics  Troupe's Prometheus metrics: names, help, kinds; the collector
 package peer

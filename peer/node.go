@@ -9,7 +9,6 @@ import (
 
 	"github.com/libp2p/go-libp2p"
 	"github.com/libp2p/go-libp2p/core/host"
-	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/muxer/yamux"
 	"github.com/libp2p/go-libp2p/p2p/net/connmgr"
 	"github.com/libp2p/go-libp2p/p2p/net/swarm"
@@ -17,12 +16,18 @@ import (
 	libp2ptls "github.com/libp2p/go-libp2p/p2p/security/tls"
 	libp2pquic "github.com/libp2p/go-libp2p/p2p/transport/quic"
 	"github.com/libp2p/go-libp2p/p2p/transport/tcp"
-	ma "github.com/multiformats/go-multiaddr"
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/actor/group"
 	"github.com/troupe-mesh/troupe/actor/transport"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/discovery"
+	"github.com/troupe-mesh/troupe/peer/internal/global"
+	"github.com/troupe-mesh/troupe/peer/internal/latency"
+	"github.com/troupe-mesh/troupe/peer/internal/lookup"
+	"github.com/troupe-mesh/troupe/peer/internal/metrics"
+	"github.com/troupe-mesh/troupe/peer/internal/nodesvc"
+	"github.com/troupe-mesh/troupe/peer/internal/redial"
+	"github.com/troupe-mesh/troupe/peer/internal/relay"
 	"github.com/troupe-mesh/troupe/routing"
 	"github.com/troupe-mesh/troupe/routing/groups"
 )
@@ -39,19 +44,22 @@ type Node struct {
 	dht    *discovery.DHT
 	groups *groups.Groups
 	dir    *discovery.Directory
-	names  *nameCache   // Whereis's answers from DHT lookups
-	global *globalNames // mesh-wide names (global.go)
-	// lookupSlots bounds the DHT lookups in flight (lookup.go).
-	lookupSlots chan struct{}
+	names  *lookup.Finder // Whereis's DHT lookups and their cache (names.go)
+	global *global.Names  // mesh-wide names (globalnames.go)
 
-	behaviors   behaviors
-	metrics     *nodeCollector // registered with cfg.prom; nil without WithPrometheus
 	dialFails   dialFailures   // discovered peers that could not be dialed
 	holePunches *holePunches   // counted by libp2p's hole punching (relay.go)
-	relaySvc    *relayService  // nil without WithRelayService (relaylimits.go)
+	relaySvc    *relay.Service // nil without WithRelayService (relaymembers.go)
 	relays      *relaySource   // AutoRelay's candidates (relayfind.go)
-	latency     *latencyProber // keeps peers' round trips known, and their liveness (latency.go, liveness.go)
-	redial      *redialer      // redials the peers that must come back (redial.go)
+
+	// latency keeps peers' round trips known, and their liveness (probe.go).
+	latency *latency.Prober
+	// redial redials the peers that must come back (probe.go).
+	redial *redial.Redialer
+	// svc is the node actor's service: remote spawn and lookups (nodeactor.go).
+	svc *nodesvc.Service
+	// metrics is registered with cfg.prom; nil without WithPrometheus (prometheus.go).
+	metrics *metrics.Collector
 
 	cm    *connmgr.BasicConnMgr // the host's connection manager (connmgr.go)
 	guard *guard                // protects the busy peers' connections (protect.go)
@@ -167,7 +175,7 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 			return nil, err
 		}
 	}
-	if err := registerService(reg); err != nil {
+	if err := nodesvc.RegisterTypes(reg); err != nil {
 		_ = h.Close()
 		return nil, err
 	}
@@ -234,15 +242,15 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, host: h, sys: sys, port: port, router: r, reg: reg, groups: gt, holePunches: hp,
-		cm: cm, closed: make(chan struct{}), names: newNameCache(nameCacheSize),
-		lookupSlots: make(chan struct{}, lookupsAtOnce), relaySvc: startRelayService(h, cfg), relays: relays}
+		cm: cm, closed: make(chan struct{}), relaySvc: startRelayService(h, cfg), relays: relays}
+	n.names = lookup.New(lookup.Config{DHT: n.nameDHT, Connect: h.Connect, Ask: n.Lookup})
 	if n.redial, err = startRedialer(n); err != nil {
-		n.relaySvc.close()
+		n.relaySvc.Close()
 		return undo(err)
 	}
 	n.guard = startGuard(n)
-	n.latency = startLatencyProber(h, livenessTimes(cfg.liveness), n.life, n.silent)
-	n.global = newGlobal(n)
+	n.latency = latency.Start(h, cfg.liveness, n.life, n.silent)
+	n.global = global.New(global.Config{Sys: sys, Self: h.ID(), Lost: globalLost})
 	if punches(cfg) {
 		if n.punch, err = startPuncher(h, hp); err != nil {
 			_ = n.Close(ctx)
@@ -253,7 +261,8 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		_ = n.Close(ctx)
 		return nil, err
 	}
-	if _, err := sys.Spawn(NodeActor, n.nodeActor, transport.SystemName()); err != nil {
+	n.svc = nodesvc.New(nodesvc.Config{Sys: sys, Reg: reg, Policy: cfg.spawnPolicy, Quota: cfg.spawnQuota, Total: cfg.spawnTotal, Names: cfg.spawnNames})
+	if _, err := sys.Spawn(NodeActor, n.svc.Actor, transport.SystemName()); err != nil {
 		_ = n.Close(ctx)
 		return nil, err
 	}
@@ -261,13 +270,13 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		n.dir, err = discovery.StartAds(h, gt.PubSub(), func() ([]string, []string) { return sys.Names(), group.Names(sys) },
 			discovery.WithMesh(cfg.mesh), discovery.WithIncarnation(r.Incarnation()), discovery.WithAdTick(cfg.adTick),
 			discovery.WithAdTTL(cfg.adTTL), discovery.WithLogger(cfg.logger), discovery.WithRelayAd(cfg.relayService),
-			discovery.WithDeparture(departure(h, &dir, cfg.conns.High)), discovery.WithClaims(n.global.source))
+			discovery.WithDeparture(departure(h, &dir, cfg.conns.High)), discovery.WithClaims(n.global.Source))
 		if err != nil {
 			_ = n.Close(ctx)
 			return nil, err
 		}
 		dir.Store(n.dir)
-		n.global.start()
+		n.global.Start(n.dir)
 		relays.dir.Store(n.dir)
 	}
 	if cfg.dht {
@@ -292,47 +301,6 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 	}
 	return n, nil
 }
-
-// ID returns the node's peer ID.
-func (n *Node) ID() libp2ppeer.ID { return n.host.ID() }
-
-// Addrs returns the node's listen addresses, each with its /p2p/ suffix.
-func (n *Node) Addrs() []ma.Multiaddr {
-	addrs, err := libp2ppeer.AddrInfoToP2pAddrs(n.AddrInfo())
-	if err != nil {
-		return nil
-	}
-	return addrs
-}
-
-// AddrInfo returns the node's ID and listen addresses, for Connect.
-func (n *Node) AddrInfo() *libp2ppeer.AddrInfo {
-	return &libp2ppeer.AddrInfo{ID: n.host.ID(), Addrs: n.host.Addrs()}
-}
-
-// Host returns the libp2p host. The node owns it: closing it, or setting
-// a handler for a /troupe/ protocol on it, breaks the node.
-func (n *Node) Host() host.Host { return n.host }
-
-// System returns the node's actor system.
-func (n *Node) System() *actor.System { return n.sys }
-
-// Router returns the node's router, for its statistics and links. The
-// node owns it: Close and the Deliver methods are the node's to
-// call (messages go through System or SendCtx).
-func (n *Node) Router() *routing.Router { return n.router }
-
-// Stats returns the router's counters: messages sent and received, dead
-// letters of full links, streams reset for bad input, and so on.
-func (n *Node) Stats() routing.Stats { return n.router.Stats() }
-
-// PeerStats returns, per connected peer exchanged with, the messages
-// written to and read from it since it connected, what waits to be
-// written and the bytes of its messages this node's actors hold.
-func (n *Node) PeerStats() []routing.PeerStats { return n.router.PeerStats() }
-
-// Ref returns the Ref of the actor called name on peer id.
-func Ref(id libp2ppeer.ID, name string) (actor.Ref, error) { return actor.NewRef(id.String(), name) }
 
 // Close stops the actors, drains the outbound links until each peer has
 // read what was queued for it (or until ctx ends) and closes the host. It
@@ -372,12 +340,12 @@ func (n *Node) Close(ctx context.Context) error {
 		if n.dht != nil {
 			discErr = errors.Join(discErr, n.dht.Close(ctx))
 		}
-		n.global.close()
+		n.global.Close()
 		if n.dir != nil {
 			discErr = errors.Join(discErr, n.dir.Close(ctx))
 		}
-		n.latency.close()
-		n.redial.close()
+		n.latency.Close()
+		n.redial.Close()
 		n.guard.close()
 		n.punch.close()
 		shutErr := n.sys.Shutdown(ctx)
@@ -386,7 +354,7 @@ func (n *Node) Close(ctx context.Context) error {
 			groupsErr = n.groups.Close(ctx)
 		}
 		routerErr := n.router.Close(ctx)
-		n.relaySvc.close()
+		n.relaySvc.Close()
 		n.closeErr = errors.Join(
 			discErr,
 			shutErr,

@@ -63,10 +63,10 @@ type config struct {
 	dedupeConns  bool        // the guard closes duplicate connections (dedupe.go; tests only)
 	listenSet    bool        // listen came from WithListenAddrs
 
-	liveness    time.Duration // liveness.go; DefaultLiveness unless livenessSet
+	liveness    time.Duration // probe.go; DefaultLiveness unless livenessSet
 	livenessSet bool
 
-	relayMembers  []libp2ppeer.ID     // relaylimits.go
+	relayMembers  []libp2ppeer.ID     // relaymembers.go
 	strangerLimit *relayv2.RelayLimit // nil: libp2p's default
 	natService    bool                // relay.go
 }

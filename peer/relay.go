@@ -23,7 +23,7 @@ import (
 // with its default resources: 128 reservations (one per peer), 16
 // circuits per peer; a circuit between two members of the mesh has no
 // limit, any other at most 2 minutes and 128 KiB each way
-// (relaylimits.go).
+// (relaymembers.go, internal/relay).
 func WithRelayService(on bool) Option {
 	return func(c *config) error { c.relayService = on; return nil }
 }
@@ -49,7 +49,7 @@ func WithRelays(relays ...libp2ppeer.AddrInfo) Option {
 func relayOptions(cfg config, src *relaySource) []libp2p.Option {
 	var o []libp2p.Option
 	if cfg.relayService {
-		// The relay itself starts with the host (relaylimits.go).
+		// The relay itself starts with the host (relaymembers.go).
 		o = append(o, libp2p.EnableNATService())
 	} else if cfg.natService {
 		o = append(o, libp2p.EnableNATService())

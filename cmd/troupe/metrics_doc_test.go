@@ -11,7 +11,7 @@ import (
 // defines (so it is served), and each is named in docs/cli.md, which
 // lists them for users.
 func TestEveryMetricIsDocumented(t *testing.T) {
-	src, err := os.ReadFile("../../peer/metrics.go")
+	src, err := os.ReadFile("../../peer/internal/metrics/metrics.go")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func TestEveryMetricIsDocumented(t *testing.T) {
 		defined[m[1]] = true
 	}
 	if len(defined) < 10 {
-		t.Fatalf("found %d metric definitions in peer/metrics.go", len(defined))
+		t.Fatalf("found %d metric definitions in peer/internal/metrics/metrics.go", len(defined))
 	}
 	for _, m := range regexp.MustCompile(`"(troupe_[a-z_]+)":`).FindAllStringSubmatch(string(src), -1) {
 		if !defined[m[1]] {

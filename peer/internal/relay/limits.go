@@ -1,4 +1,4 @@
-package peer
+package relay
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	pbv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/pb"
 	"github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/proto"
 	relayv2 "github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/relay"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Relay limits per mesh membership. go-libp2p's relay applies one limit
@@ -21,11 +22,11 @@ import (
 // pair of the mesh's own peers that cannot punch through their NATs would
 // see a declared loss at every cut. Troupe runs go-libp2p's relay without
 // a limit, on a host whose hop handler and stop streams it wraps
-// (relaystream.go): a circuit between two members of the mesh (same PSK,
+// (stream.go): a circuit between two members of the mesh (same PSK,
 // in the allowlist, or named by WithRelayMembers) is relayed without
 // limits on time or data; any other circuit (a stranger at either end)
 // keeps the stranger limit, libp2p's defaults unless
-// WithRelayStrangerLimit says otherwise, enforced by the wrappers as
+// Config.Stranger (peer.WithRelayStrangerLimit) says otherwise, enforced by the wrappers as
 // libp2p does (a deadline for the circuit, then a reset; the data cap as
 // an end of stream each way). Both ends are told their circuit's limit in
 // the relay's messages, as libp2p tells them: a member's circuit carries
@@ -33,82 +34,71 @@ import (
 // routing moves its links off it when a direct connection comes
 // (routing/relaymove.go). Reservations and circuits stay bounded by
 // libp2p's resources (128 reservations, 8 per IP; 16 circuits per peer)
-// and are counted (Node.RelayStats, troupe_relay_*).
+// and are counted (Service.Stats: peer.Node.RelayStats, troupe_relay_*).
 
-// WithRelayMembers names peers a relay (WithRelayService) treats as
-// members of its mesh: circuits between two members have no time or data
-// limit. With a private network (WithPrivateNetwork) or an allowlist
-// (WithAllowlist), every peer that can connect is a member already.
-func WithRelayMembers(ids ...libp2ppeer.ID) Option {
-	return func(c *config) error { c.relayMembers = append(c.relayMembers, ids...); return nil }
+// Config is what a relay needs of its node.
+type Config struct {
+	// All: every peer that can connect is a member (a private network
+	// or an allowlist).
+	All bool
+	// Members are the peers the relay treats as members of its mesh
+	// (peer.WithRelayMembers).
+	Members []libp2ppeer.ID
+	// Stranger is the limit of a circuit with a stranger at either end;
+	// nil: libp2p's default.
+	Stranger *relayv2.RelayLimit
+	// Prom, if not nil, gets libp2p's relay metrics too, as
+	// libp2p.EnableRelayService gives them.
+	Prom prometheus.Registerer
 }
 
-// WithRelayStrangerLimit sets the limit of a relay's circuits with a
-// stranger (a peer that is not a member) at either end: at most d long
-// and data bytes each way (default libp2p's: 2 minutes, 128 KiB). Both
-// must be positive.
-func WithRelayStrangerLimit(d time.Duration, data int64) Option {
-	return func(c *config) error {
-		if d <= 0 || data <= 0 {
-			return invalid("relay stranger limit %v, %d bytes: both must be positive", d, data)
-		}
-		c.strangerLimit = &relayv2.RelayLimit{Duration: d, Data: data}
-		return nil
+// Service is a node's relay: go-libp2p's relay manager (which runs the
+// relay while the node is publicly reachable) on a relayHost.
+type Service struct {
+	mgr     *relaysvc.RelayManager
+	metrics *relayMetrics
+}
+
+// Start starts a relay service on h with cfg's limits.
+func Start(h host.Host, cfg Config) *Service {
+	stranger := cfg.Stranger
+	if stranger == nil {
+		stranger = relayv2.DefaultLimit()
+	}
+	m := new(relayMetrics)
+	if cfg.Prom != nil { // libp2p's relay metrics too, as libp2p.EnableRelayService gave them
+		m.next = relayv2.NewMetricsTracer(relayv2.WithRegisterer(cfg.Prom))
+	}
+	rh := &relayHost{Host: h, pol: relayPolicy{all: cfg.All, members: memberSet(cfg.Members), stranger: *stranger}, metrics: m}
+	res := relayv2.DefaultResources()
+	res.Limit = nil // the wrappers limit strangers' circuits
+	return &Service{mgr: relaysvc.NewRelayManager(rh, relayv2.WithResources(res), relayv2.WithMetricsTracer(m)), metrics: m}
+}
+
+// Close stops the relay (its circuits end with the host). A nil Service
+// is none: Close does nothing.
+func (s *Service) Close() {
+	if s != nil {
+		s.mgr.Close()
 	}
 }
 
-// RelayStats counts what a relay (WithRelayService) serves.
-type RelayStats struct {
+// Stats counts what a relay serves.
+type Stats struct {
 	Reservations   int64  // reservations held now
 	Circuits       int64  // circuits open now
 	MemberCircuits uint64 // circuits opened between two members (no limits), in total
 	Cut            uint64 // stranger circuit ends cut at their limit (time or data), in total
 }
 
-// RelayStats returns what the node's relay service serves; zero without
-// WithRelayService.
-func (n *Node) RelayStats() RelayStats {
-	if n.relaySvc == nil {
-		return RelayStats{}
+// Stats returns what the relay serves now; zero for a nil Service.
+func (s *Service) Stats() Stats {
+	if s == nil {
+		return Stats{}
 	}
-	m := n.relaySvc.metrics
-	return RelayStats{Reservations: m.reservations.Load(), Circuits: m.circuits.Load(),
+	m := s.metrics
+	return Stats{Reservations: m.reservations.Load(), Circuits: m.circuits.Load(),
 		MemberCircuits: m.members.Load(), Cut: m.cut.Load()}
-}
-
-// relayService is a node's relay: go-libp2p's relay manager (which runs
-// the relay while the node is publicly reachable) on a relayHost.
-type relayService struct {
-	mgr     *relaysvc.RelayManager
-	metrics *relayMetrics
-}
-
-// startRelayService starts cfg's relay service on h, nil without
-// WithRelayService.
-func startRelayService(h host.Host, cfg config) *relayService {
-	if !cfg.relayService {
-		return nil
-	}
-	stranger := cfg.strangerLimit
-	if stranger == nil {
-		stranger = relayv2.DefaultLimit()
-	}
-	m := new(relayMetrics)
-	if cfg.prom != nil { // libp2p's relay metrics too, as libp2p.EnableRelayService gave them
-		m.next = relayv2.NewMetricsTracer(relayv2.WithRegisterer(cfg.prom))
-	}
-	all := cfg.psk != nil || len(cfg.allow) > 0
-	rh := &relayHost{Host: h, pol: relayPolicy{all: all, members: memberSet(cfg.relayMembers), stranger: *stranger}, metrics: m}
-	res := relayv2.DefaultResources()
-	res.Limit = nil // the wrappers limit strangers' circuits
-	return &relayService{mgr: relaysvc.NewRelayManager(rh, relayv2.WithResources(res), relayv2.WithMetricsTracer(m)), metrics: m}
-}
-
-// close stops the relay (its circuits end with the host).
-func (s *relayService) close() {
-	if s != nil {
-		s.mgr.Close()
-	}
 }
 
 func memberSet(ids []libp2ppeer.ID) map[libp2ppeer.ID]bool {
@@ -154,7 +144,7 @@ func limitMsg(l *relayv2.RelayLimit) *pbv2.Limit {
 }
 
 // relayHost is the host go-libp2p's relay runs on: the node's, with the
-// relay's hop streams and its stop streams wrapped (relaystream.go).
+// relay's hop streams and its stop streams wrapped (stream.go).
 type relayHost struct {
 	host.Host
 	pol     relayPolicy

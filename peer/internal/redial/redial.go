@@ -1,4 +1,4 @@
-package peer
+package redial
 
 import (
 	"context"
@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/event"
+	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/net/swarm"
 )
 
 // Redialing. A peer the node depends on that disconnects — one the
-// application connected to (pinTag), a bootstrap peer, or one the
+// application connected to (Config.Pinned), a bootstrap peer, or one the
 // liveness prober declared gone (it was silent, not trimmed) — is dialed
 // again with backoff until it is back: redialDelay(0), redialDelay(1) ...
 // apart, each dial bounded by redialDialTimeout, at most redialFast
@@ -75,10 +76,26 @@ func redialDelay(n int, j float64) time.Duration {
 	return d - time.Duration(float64(d/2)*j)
 }
 
-// redialer redials the peers of a node that must come back. Its mutex
-// guards active (a leaf lock).
-type redialer struct {
-	n      *Node
+// Config is what the redialer needs of its node.
+type Config struct {
+	Host      host.Host
+	Bootstrap []libp2ppeer.AddrInfo // redialed whatever the tries, below the budget
+	// Pinned reports whether the application connected to p (redialed
+	// for good, whatever the budget).
+	Pinned func(p libp2ppeer.ID) bool
+	// BudgetFull reports whether the node holds Connections.Low peers.
+	BudgetFull func() bool
+	// Connect dials a peer as the node does.
+	Connect func(context.Context, libp2ppeer.AddrInfo) error
+	// Closing reports whether the node's Close began.
+	Closing func() bool
+}
+
+// Redialer redials the peers of a node that must come back. Its mutex
+// guards active and lost; it is held over Config's Pinned and Closing,
+// so it is taken before the connection manager's lock (doc.go).
+type Redialer struct {
+	cfg    Config
 	ctx    context.Context
 	stop   context.CancelFunc
 	wg     sync.WaitGroup
@@ -87,14 +104,14 @@ type redialer struct {
 	lost   map[libp2ppeer.ID]bool // declared gone by the prober, not yet redialed
 }
 
-// startRedialer watches n's disconnections until close.
-func startRedialer(n *Node) (*redialer, error) {
-	sub, err := n.host.EventBus().Subscribe(new(event.EvtPeerConnectednessChanged))
+// Start watches the disconnections of cfg.Host's peers until Close.
+func Start(cfg Config) (*Redialer, error) {
+	sub, err := cfg.Host.EventBus().Subscribe(new(event.EvtPeerConnectednessChanged))
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &redialer{n: n, ctx: ctx, stop: cancel, active: map[libp2ppeer.ID]bool{}, lost: map[libp2ppeer.ID]bool{}}
+	r := &Redialer{cfg: cfg, ctx: ctx, stop: cancel, active: map[libp2ppeer.ID]bool{}, lost: map[libp2ppeer.ID]bool{}}
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
@@ -114,9 +131,9 @@ func startRedialer(n *Node) (*redialer, error) {
 	return r, nil
 }
 
-// declared records that the prober declared p gone: its disconnection
+// Declared records that the prober declared p gone: its disconnection
 // is then a reason to redial it.
-func (r *redialer) declared(p libp2ppeer.ID) {
+func (r *Redialer) Declared(p libp2ppeer.ID) {
 	r.mu.Lock()
 	r.lost[p] = true
 	r.mu.Unlock()
@@ -134,23 +151,22 @@ type redialPlan struct {
 // how. A bootstrap peer is not pinned: the connection manager (ours or
 // the other side's) may trim it, and a redial whatever the budget would
 // undo every trim.
-func (r *redialer) wanted(p libp2ppeer.ID, lost bool) (plan redialPlan, redial bool) {
-	n := r.n
-	plan = redialPlan{ai: libp2ppeer.AddrInfo{ID: p}, pinned: n.cm.IsProtected(p, pinTag)}
-	if i := slices.IndexFunc(n.cfg.bootstrap, func(b libp2ppeer.AddrInfo) bool { return b.ID == p }); i >= 0 {
-		plan.ai, plan.forGood = n.cfg.bootstrap[i], true
+func (r *Redialer) wanted(p libp2ppeer.ID, lost bool) (plan redialPlan, redial bool) {
+	plan = redialPlan{ai: libp2ppeer.AddrInfo{ID: p}, pinned: r.cfg.Pinned(p)}
+	if i := slices.IndexFunc(r.cfg.Bootstrap, func(b libp2ppeer.AddrInfo) bool { return b.ID == p }); i >= 0 {
+		plan.ai, plan.forGood = r.cfg.Bootstrap[i], true
 	}
 	plan.forGood = plan.forGood || plan.pinned
 	return plan, plan.forGood || lost
 }
 
-func (r *redialer) disconnected(p libp2ppeer.ID) {
+func (r *Redialer) disconnected(p libp2ppeer.ID) {
 	r.mu.Lock()
 	lost := r.lost[p]
 	delete(r.lost, p)
 	plan, redial := r.wanted(p, lost)
-	plan.deferBy = redialDeferral(r.n.host.ID(), p, lost)
-	if !redial || r.active[p] || r.n.closing.Load() {
+	plan.deferBy = redialDeferral(r.cfg.Host.ID(), p, lost)
+	if !redial || r.active[p] || r.cfg.Closing() {
 		r.mu.Unlock()
 		return
 	}
@@ -166,8 +182,8 @@ func (r *redialer) disconnected(p libp2ppeer.ID) {
 
 // redial dials plan's peer until it is connected, r stops, its tries
 // run out, or (unless pinned) the node holds Connections.Low peers.
-func (r *redialer) redial(plan redialPlan) {
-	h, p := r.n.host, plan.ai.ID
+func (r *Redialer) redial(plan redialPlan) {
+	h, p := r.cfg.Host, plan.ai.ID
 	for try := 0; ; try++ {
 		if try >= redialFast && !plan.forGood {
 			return
@@ -186,14 +202,14 @@ func (r *redialer) redial(plan redialPlan) {
 		if h.Network().Connectedness(p) == network.Connected {
 			return
 		}
-		if !plan.pinned && r.n.dialBudgetFull() {
+		if !plan.pinned && r.cfg.BudgetFull() {
 			return
 		}
 		if sw, ok := h.Network().(*swarm.Swarm); ok {
 			sw.Backoff().Clear(p)
 		}
 		ctx, cancel := context.WithTimeout(r.ctx, redialDialTimeout)
-		err := r.n.connect(ctx, plan.ai)
+		err := r.cfg.Connect(ctx, plan.ai)
 		cancel()
 		if err == nil {
 			return
@@ -201,20 +217,20 @@ func (r *redialer) redial(plan redialPlan) {
 	}
 }
 
-// goClose closes p's connections on a goroutine close waits for (a
-// close may wait on a stuck connection's writes). Not after close.
-func (r *redialer) goClose(p libp2ppeer.ID) {
+// GoClose closes p's connections on a goroutine Close waits for (a
+// close may wait on a stuck connection's writes). Not after Close.
+func (r *Redialer) GoClose(p libp2ppeer.ID) {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		for _, c := range r.n.host.Network().ConnsToPeer(p) {
+		for _, c := range r.cfg.Host.Network().ConnsToPeer(p) {
 			_ = c.Close()
 		}
 	}()
 }
 
-// close stops the redials and waits for them.
-func (r *redialer) close() {
+// Close stops the redials and waits for them.
+func (r *Redialer) Close() {
 	r.stop()
 	r.wg.Wait()
 }

@@ -1,4 +1,4 @@
-package peer
+package relay
 
 import (
 	"encoding/binary"
@@ -15,7 +15,7 @@ import (
 )
 
 // A relayStream is one end of a relay's circuit as go-libp2p's relay
-// sees it (relaylimits.go): the hop stream from the circuit's source, or
+// sees it (limits.go): the hop stream from the circuit's source, or
 // the stop stream to its destination. It reads the first message of the
 // hop stream as the relay does (the relay reads it unbuffered, so the
 // bytes it reads are the message), to learn the circuit's destination;

@@ -1,10 +1,9 @@
-package peer
+package nodesvc
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"sync"
 
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
@@ -13,21 +12,33 @@ import (
 	"github.com/troupe-mesh/troupe/routing"
 )
 
-// NodeActor is the name of the actor every node runs to answer name lookups
-// and remote spawns.
-const NodeActor = "$node"
+// Name is the name of the actor every node runs to answer name lookups
+// and remote spawns (peer.NodeActor).
+const Name = "$node"
 
-// ErrUnknownBehavior reports that a remote spawn named a behavior the peer has not
-// registered.
-var ErrUnknownBehavior = errors.New("peer: unknown behavior")
+// Config is what the service needs of its node.
+type Config struct {
+	Sys *actor.System
+	Reg *codec.Registry
+	// Policy, if not nil, decides whether a peer may spawn a behavior
+	// (peer.WithSpawnPolicy); it runs on the node actor's event loop.
+	Policy func(from libp2ppeer.ID, behavior string) error
+	Quota  int    // live actors each other peer may have spawned here
+	Total  int    // live actors all other peers together may have spawned here
+	Names  string // the prefix of the names another peer's spawn may ask for
+}
 
-// ErrSpawnArgs reports a remote spawn whose arguments are not of the type
-// the behavior takes (see RegisterBehaviorOf).
-var ErrSpawnArgs = errors.New("peer: spawn arguments of the wrong type")
+// Service is a node's $node: the behaviors other peers may spawn, the
+// node actor that answers them, and the asking side of lookups and
+// spawns. Safe for concurrent use.
+type Service struct {
+	cfg       Config
+	behaviors behaviors
+}
 
-// ErrBehaviorTaken reports a RegisterBehavior under a name registered
-// already.
-var ErrBehaviorTaken = errors.New("peer: behavior name taken")
+// New returns the service of the node whose system and registry cfg
+// holds; the node actor runs once the node spawns Actor under Name.
+func New(cfg Config) *Service { return &Service{cfg: cfg} }
 
 // Requests and replies of the node actor.
 type (
@@ -92,7 +103,8 @@ func (spawnReply) TroupeControl()   {}
 
 var _ routing.Control = whereisReq{}
 
-func registerService(reg *codec.Registry) error {
+// RegisterTypes registers the node actor's requests and replies in reg.
+func RegisterTypes(reg *codec.Registry) error {
 	return errors.Join(
 		codec.RegisterOnce[whereisReq](reg, "troupe.whereis"),
 		codec.RegisterOnce[whereisReply](reg, "troupe.whereisReply"),
@@ -101,9 +113,9 @@ func registerService(reg *codec.Registry) error {
 	)
 }
 
-// BehaviorFactory builds a behavior from the arguments of a remote spawn
-// (a value of a registered type, or codec.Raw).
-type BehaviorFactory func(args any) (actor.Behavior, error)
+// Factory builds a behavior from the arguments of a remote spawn (a
+// value of a registered type, or codec.Raw): peer.BehaviorFactory.
+type Factory = func(args any) (actor.Behavior, error)
 
 // behaviors is the table of behaviors this node lets peers spawn.
 type behaviors struct {
@@ -113,8 +125,8 @@ type behaviors struct {
 
 // behavior is a registered behavior's factory and options.
 type behavior struct {
-	f BehaviorFactory
-	behaviorConfig
+	f        Factory
+	outlives bool // its actors live on when their spawner is gone (peer.OutlivesSpawner)
 }
 
 func (b *behaviors) get(name string) (behavior, bool) {
@@ -124,64 +136,38 @@ func (b *behaviors) get(name string) (behavior, bool) {
 	return bh, ok
 }
 
-// RegisterBehavior lets peers spawn actors running the behavior f builds,
-// under name (closures cannot travel; names can). An actor another peer
-// spawned stops when that peer is gone (see OutlivesSpawner).
-func (n *Node) RegisterBehavior(name string, f BehaviorFactory, opts ...BehaviorOption) error {
-	switch {
-	case name == "":
-		return fmt.Errorf("peer: RegisterBehavior: an empty name: %w", actor.ErrInvalidName)
-	case f == nil:
-		return fmt.Errorf("peer: RegisterBehavior %q: a nil factory: %w", name, actor.ErrNilBehavior)
+// Register lets peers spawn actors running the behavior f builds, under
+// name; outlives: they live on when their spawner is gone. A name
+// registered already fails with ErrBehaviorTaken.
+func (s *Service) Register(name string, f Factory, outlives bool) error {
+	b := &s.behaviors
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.m == nil {
+		b.m = make(map[string]behavior)
 	}
-	n.behaviors.mu.Lock()
-	defer n.behaviors.mu.Unlock()
-	if n.behaviors.m == nil {
-		n.behaviors.m = make(map[string]behavior)
-	}
-	if _, ok := n.behaviors.m[name]; ok {
+	if _, ok := b.m[name]; ok {
 		return fmt.Errorf("%w: %q", ErrBehaviorTaken, name)
 	}
-	bh := behavior{f: f}
-	for _, o := range opts {
-		o(&bh.behaviorConfig)
-	}
-	n.behaviors.m[name] = bh
+	b.m[name] = behavior{f: f, outlives: outlives}
 	return nil
-}
-
-// RegisterBehaviorOf is Node.RegisterBehavior for a factory of arguments
-// of type A: a spawn whose arguments are of another type fails with an
-// error wrapping ErrSpawnArgs that names both types; a spawn with no
-// arguments gets the zero A.
-func RegisterBehaviorOf[A any](n *Node, name string, f func(args A) (actor.Behavior, error), opts ...BehaviorOption) error {
-	if f == nil {
-		return n.RegisterBehavior(name, nil, opts...)
-	}
-	return n.RegisterBehavior(name, func(args any) (actor.Behavior, error) {
-		a, ok := args.(A)
-		if !ok && args != nil {
-			return nil, fmt.Errorf("%w: got %T, want %v", ErrSpawnArgs, args, reflect.TypeFor[A]())
-		}
-		return f(a)
-	}, opts...)
 }
 
 // Lookup asks peer id whether it hosts an actor called name, and returns
 // its Ref, or an error wrapping actor.ErrNoSuchActor.
-func (n *Node) Lookup(ctx context.Context, id libp2ppeer.ID, name string) (actor.Ref, error) {
-	ref, err := Ref(id, name)
+func (s *Service) Lookup(ctx context.Context, id libp2ppeer.ID, name string) (actor.Ref, error) {
+	ref, err := actor.NewRef(id.String(), name)
 	if err != nil {
 		return actor.Ref{}, err
 	}
-	if id == n.ID() {
-		if _, ok := n.sys.Whereis(name); ok {
+	if id.String() == s.cfg.Sys.Peer() {
+		if _, ok := s.cfg.Sys.Whereis(name); ok {
 			return ref, nil
 		}
 		return actor.Ref{}, fmt.Errorf("%w: %v", actor.ErrNoSuchActor, ref)
 	}
-	svc, _ := Ref(id, NodeActor)
-	v, err := n.sys.Ask(ctx, svc, whereisReq{Name: name})
+	svc, _ := actor.NewRef(id.String(), Name)
+	v, err := s.cfg.Sys.Ask(ctx, svc, whereisReq{Name: name})
 	if err != nil {
 		return actor.Ref{}, fmt.Errorf("peer: lookup %v: %w", ref, err)
 	}
@@ -192,34 +178,24 @@ func (n *Node) Lookup(ctx context.Context, id libp2ppeer.ID, name string) (actor
 }
 
 // SpawnRemote asks peer id to spawn the behavior it registered as behavior,
-// built from args (a value of a type registered on both peers), under name
-// ("" for a generated one), and returns the new actor's Ref. Its errors
-// match with errors.Is: ErrUnknownBehavior, actor.ErrNameTaken,
-// actor.ErrInvalidName, actor.ErrClosed, codec.ErrUnregistered or
-// codec.ErrMalformed (arguments of a type the peer does not know or
-// cannot decode), ErrSpawnArgs (arguments of a type the behavior does not
-// take), ErrSpawnRefused (the peer's WithSpawnPolicy said no, or name
-// does not begin with its WithRemoteSpawnNames prefix, "remote." by
-// default), actor.ErrSystemLimit (this node's quota of live actors
-// spawned there, WithRemoteSpawnQuota, or that peer's total for all,
-// WithRemoteSpawnTotal, is used up), an error of the Ask (context.DeadlineExceeded,
-// actor.ErrNoSuchActor, routing.ErrUnreachable, ...); a factory's own
-// error comes back as text.
-func (n *Node) SpawnRemote(ctx context.Context, id libp2ppeer.ID, behavior, name string, args any) (actor.Ref, error) {
-	typ, body, err := n.reg.Encode(args)
+// built from args, under name ("" for a generated one), and returns the
+// new actor's Ref; peer.Node.SpawnRemote lists its errors. A spawn on
+// this node itself is done here, within no quota.
+func (s *Service) SpawnRemote(ctx context.Context, id libp2ppeer.ID, behavior, name string, args any) (actor.Ref, error) {
+	typ, body, err := s.cfg.Reg.Encode(args)
 	if err != nil {
 		return actor.Ref{}, fmt.Errorf("peer: spawn arguments: %w", err)
 	}
 	req := spawnReq{Behavior: behavior, Name: name, Args: codec.Raw{Type: typ, Body: body}}
-	if id == n.ID() {
-		ref, err := n.spawnLocal(req, nil)
+	if id.String() == s.cfg.Sys.Peer() {
+		ref, err := s.spawnLocal(req, nil)
 		if err != nil {
 			return actor.Ref{}, fmt.Errorf("peer: spawn on %v: %w", id, err)
 		}
 		return ref, nil
 	}
-	svc, _ := Ref(id, NodeActor)
-	v, err := n.sys.Ask(ctx, svc, req)
+	svc, _ := actor.NewRef(id.String(), Name)
+	v, err := s.cfg.Sys.Ask(ctx, svc, req)
 	if err != nil {
 		return actor.Ref{}, fmt.Errorf("peer: spawn on %v: %w", id, err)
 	}
@@ -230,5 +206,5 @@ func (n *Node) SpawnRemote(ctx context.Context, id libp2ppeer.ID, behavior, name
 	case rep.Err != "":
 		return actor.Ref{}, fmt.Errorf("peer: spawn on %v: %w", id, rep.err())
 	}
-	return Ref(id, rep.Name)
+	return actor.NewRef(id.String(), rep.Name)
 }

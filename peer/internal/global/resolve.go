@@ -1,4 +1,4 @@
-package peer
+package global
 
 import (
 	"bytes"
@@ -22,9 +22,9 @@ import (
 // to grind: a few leading zero bits) would win all names; the distance
 // differs from name to name, so grinding an ID wins one name at a cost
 // that doubles with each bit of closeness. Claims are stable in practice
-// because an honest peer does not claim a name it sees held
-// (ClaimGlobal fails with ErrNameTaken): the distance decides only
-// between claims made without knowledge of each other.
+// because an honest peer does not claim a name it sees held (Claim
+// fails with ErrNameTaken): the distance decides only between claims
+// made without knowledge of each other.
 
 // globalClaim is a claim as the resolution sees it: the name, the peer
 // that signed it and its actor there.

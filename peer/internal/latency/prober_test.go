@@ -1,4 +1,4 @@
-package peer
+package latency
 
 import (
 	"context"
@@ -47,30 +47,25 @@ func TestDuePeers(t *testing.T) {
 	}
 }
 
-// TestRoundTripKnownWithoutAPing: a node knows the round trip to a peer
-// soon after it connects, with no ping asked for; a probe never dials a
-// peer that left.
-func TestRoundTripKnownWithoutAPing(t *testing.T) {
+// TestPingNeverDials: a probe of a peer that left fails at once with a
+// refusal to dial, and dials nothing.
+func TestPingNeverDials(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	a, b := newTestNode(t), newTestNode(t)
-	if err := a.Connect(ctx, *b.AddrInfo()); err != nil {
+	a, b := testhost.NewHost(t), testhost.NewHost(t)
+	if err := a.Connect(ctx, libp2ppeer.AddrInfo{ID: b.ID(), Addrs: b.Addrs()}); err != nil {
 		t.Fatal(err)
 	}
-	for a.Host().Peerstore().LatencyEWMA(b.ID()) == 0 || b.Host().Peerstore().LatencyEWMA(a.ID()) == 0 {
-		select {
-		case <-ctx.Done(): // the peerstore tells of no update
-			t.Fatal("no round trip recorded within 10 s of connecting")
-		case <-time.After(20 * time.Millisecond):
-		}
+	if err := newPingStreams().ping(ctx, a, b.ID(), latencyTimeout); err != nil {
+		t.Fatalf("a probe of a connected peer: %v", err)
 	}
-	if err := a.Host().Network().ClosePeer(b.ID()); err != nil {
+	if err := a.Network().ClosePeer(b.ID()); err != nil {
 		t.Fatal(err)
 	}
-	if err := newPingStreams().ping(ctx, a.Host(), b.ID(), latencyTimeout); err == nil || errors.Is(err, context.DeadlineExceeded) {
+	if err := newPingStreams().ping(ctx, a, b.ID(), latencyTimeout); err == nil || errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("a probe of a peer that left: %v; want a refusal to dial", err)
 	}
-	if len(a.Host().Network().ConnsToPeer(b.ID())) != 0 {
+	if len(a.Network().ConnsToPeer(b.ID())) != 0 {
 		t.Fatal("the probe dialed the peer again")
 	}
 }

@@ -1,4 +1,4 @@
-package peer
+package lookup
 
 import (
 	"context"
@@ -9,11 +9,10 @@ import (
 
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
-	"github.com/troupe-mesh/troupe/discovery"
 )
 
-// Names found by DHT lookup, above the lookup threshold (WithLookupAbove):
-// Whereis asks the DHT for the providers of the name's key and confirms
+// Names found by DHT lookup, above the lookup threshold (peer.WithLookupAbove):
+// peer.Node.Whereis asks the DHT for the providers of the name's key and confirms
 // each with the provider itself, whose $node answers over the connection
 // that authenticates it; a provider that does not host the name (a stale
 // record, or a peer that provides names it does not host) is passed
@@ -33,13 +32,36 @@ const (
 	lookupsAtOnce = 4
 )
 
-// lookupAboveOption passes the node's threshold to the DHT (nil: its
-// default).
-func lookupAboveOption(n int) discovery.Option {
-	if n <= 0 {
-		return nil
-	}
-	return discovery.WithLookupAbove(n)
+// DHT is what a lookup asks of the node's DHT.
+type DHT interface {
+	// Large reports whether the mesh is above the lookup threshold.
+	Large() bool
+	// FindName returns the providers of name's key.
+	FindName(ctx context.Context, name string) ([]libp2ppeer.AddrInfo, error)
+}
+
+// Config is what the lookups need of their node.
+type Config struct {
+	// DHT returns the node's DHT, or nil when it runs none (yet).
+	DHT func() DHT
+	// Connect connects to a provider (the host's Connect).
+	Connect func(context.Context, libp2ppeer.AddrInfo) error
+	// Ask asks peer id's $node whether it hosts name (peer.Node.Lookup).
+	Ask func(ctx context.Context, id libp2ppeer.ID, name string) (actor.Ref, error)
+}
+
+// Finder finds names through the DHT, and caches its answers. Safe for
+// concurrent use.
+type Finder struct {
+	cfg   Config
+	names *nameCache
+	// slots bounds the lookups in flight.
+	slots chan struct{}
+}
+
+// New returns a Finder that uses what cfg gives.
+func New(cfg Config) *Finder {
+	return &Finder{cfg: cfg, names: newNameCache(nameCacheSize), slots: make(chan struct{}, lookupsAtOnce)}
 }
 
 // nameCache holds the answers of DHT lookups, positive and negative, each
@@ -110,79 +132,64 @@ func (c *nameCache) drop(name string) {
 	delete(c.entries, name)
 }
 
-// errNotLarge says the mesh is below the lookup threshold: its directory
-// is replicated, and the DHT has no name records.
-var errNotLarge = errors.New("peer: mesh below the lookup threshold")
+// ErrNotLarge says the node runs no DHT or the mesh is below the lookup
+// threshold: its directory is replicated, and the DHT has no name
+// records.
+var ErrNotLarge = errors.New("lookup: mesh below the lookup threshold")
 
-// lookupDHT finds name through the DHT: from the cache, or by asking the
+// Find finds name through the DHT: from the cache, or by asking the
 // DHT for its providers and confirming them one at a time, within
-// lookupTimeout (confirmTime each), at most lookupsAtOnce at a time. It fails with errNotLarge below the
-// threshold, or an error wrapping actor.ErrNoSuchActor.
-func (n *Node) lookupDHT(ctx context.Context, name string) (actor.Ref, error) {
-	if n.dht == nil || !n.dht.Large() {
-		return actor.Ref{}, errNotLarge
+// lookupTimeout (confirmTime each), at most lookupsAtOnce at a time. It
+// fails with ErrNotLarge without a DHT or below the threshold, or an
+// error wrapping actor.ErrNoSuchActor.
+func (f *Finder) Find(ctx context.Context, name string) (actor.Ref, error) {
+	dht := f.cfg.DHT()
+	if dht == nil || !dht.Large() {
+		return actor.Ref{}, ErrNotLarge
 	}
-	if ref, ok := n.names.get(name); ok {
+	if ref, ok := f.names.get(name); ok {
 		if ref.IsZero() {
 			return actor.Ref{}, fmt.Errorf("%w: %q (looked up lately)", actor.ErrNoSuchActor, name)
 		}
 		return ref, nil
 	}
 	select {
-	case n.lookupSlots <- struct{}{}:
-		defer func() { <-n.lookupSlots }()
+	case f.slots <- struct{}{}:
+		defer func() { <-f.slots }()
 	case <-ctx.Done():
 		return actor.Ref{}, ctx.Err()
 	}
-	if ref, ok := n.names.get(name); ok && !ref.IsZero() { // found while this one waited
+	if ref, ok := f.names.get(name); ok && !ref.IsZero() { // found while this one waited
 		return ref, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
 	defer cancel()
-	providers, err := n.dht.FindName(ctx, name)
+	providers, err := dht.FindName(ctx, name)
 	if err != nil {
 		return actor.Ref{}, err
 	}
 	for _, ai := range providers {
-		if ref, err := n.confirm(ctx, ai, name); err == nil {
-			n.names.put(name, ref)
+		if ref, err := f.confirm(ctx, ai, name); err == nil {
+			f.names.put(name, ref)
 			return ref, nil
 		}
 		if ctx.Err() != nil {
 			return actor.Ref{}, ctx.Err()
 		}
 	}
-	n.names.put(name, actor.Ref{})
+	f.names.put(name, actor.Ref{})
 	return actor.Ref{}, fmt.Errorf("%w: %q on none of %d providers", actor.ErrNoSuchActor, name, len(providers))
 }
 
 // confirm asks the provider ai whether it hosts name: the answer comes
 // from ai's own $node, and the Ref is ai's.
-func (n *Node) confirm(ctx context.Context, ai libp2ppeer.AddrInfo, name string) (actor.Ref, error) {
+func (f *Finder) confirm(ctx context.Context, ai libp2ppeer.AddrInfo, name string) (actor.Ref, error) {
 	ctx, cancel := context.WithTimeout(ctx, confirmTime)
 	defer cancel()
 	if len(ai.Addrs) > 0 {
-		if err := n.host.Connect(ctx, ai); err != nil {
+		if err := f.cfg.Connect(ctx, ai); err != nil {
 			return actor.Ref{}, err
 		}
 	}
-	return n.Lookup(ctx, ai.ID, name)
-}
-
-// NameLookups returns how many name lookups this node sent to the DHT
-// (zero without WithDHT).
-func (n *Node) NameLookups() uint64 {
-	if n.dht == nil {
-		return 0
-	}
-	return n.dht.NameLookups()
-}
-
-// NamesProvided returns how many name records this node provided in the
-// DHT (zero without WithDHT, or below the lookup threshold).
-func (n *Node) NamesProvided() uint64 {
-	if n.dht == nil {
-		return 0
-	}
-	return n.dht.NamesProvided()
+	return f.cfg.Ask(ctx, ai.ID, name)
 }

@@ -1,41 +1,38 @@
-package peer
+package metrics
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/troupe-mesh/troupe/routing"
 )
 
-// WithPrometheus registers the node's metrics with reg: Troupe's own
-// (troupe_*: messages, dead letters, losses, the trust boundary's
-// refusals, peers, actors; listed in docs/cli.md) and libp2p's (swarm,
-// identify, and the other services that report to Prometheus), which
-// are off otherwise. One node per registerer: a second registers the
-// same names and New fails. Close unregisters Troupe's (libp2p's stay).
-func WithPrometheus(reg prometheus.Registerer) Option {
-	return func(c *config) error { c.prom = reg; return nil }
+// Sample is what a node counts, read when its metrics are scraped.
+type Sample struct {
+	Router            routing.Stats
+	DeadLetters       uint64            // the system's
+	DeadLettersByKind map[string]uint64 // the system's, by actor.DeadLetterKind
+	MailboxOverflows  uint64
+	Replacements      uint64 // event loops handed to a fresh carrier
+	Actors            int
+	RemoteWatches     int
+	Peers             int    // connected
+	GroupIn           uint64 // group messages received
+	Rejected          uint64 // group messages and advertisements rejected
+	GroupExpired      uint64 // group members expired
+	HolePunches       uint64 // tried
+	HolePunched       uint64 // succeeded
+	RelayReservations int64
+	RelayCircuits     int64
+	RelayMembers      uint64 // member circuits opened, in total
+	RelayCuts         uint64 // stranger circuit ends cut, in total
 }
 
-// registerMetrics registers n's collector with the registerer of
-// WithPrometheus, if any.
-func (n *Node) registerMetrics() error {
-	if n.cfg.prom == nil {
-		return nil
-	}
-	c := newNodeCollector(n)
-	if err := n.cfg.prom.Register(c); err != nil {
-		return fmt.Errorf("peer: registering metrics: %w", err)
-	}
-	n.metrics = c
-	return nil
-}
-
-// nodeCollector exports a node's counters as Prometheus metrics, read when
+// Collector exports a node's counters as Prometheus metrics, read when
 // scraped (the counters are atomics already; nothing is double-counted).
-type nodeCollector struct {
-	node  *Node
-	descs map[string]*prometheus.Desc
+type Collector struct {
+	sample func() Sample
+	descs  map[string]*prometheus.Desc
 }
 
 // metricDefs lists the exported metrics: name, help, and whether it is a
@@ -87,12 +84,10 @@ var labeledMetricDefs = []struct{ name, help, label string }{
 	{"troupe_dead_letters_by_reason_total", "Messages that reached no actor, per reason (actor.DeadLetterKind, as a label: no_such_actor, mailbox_full, ...; at most 25 values).", "reason"},
 }
 
-// RemoteWatches returns the monitors and links between this node's
-// actors and other peers' (what troupe_remote_watches exports).
-func (n *Node) RemoteWatches() int { return n.port.RemoteWatches() }
-
-func newNodeCollector(n *Node) *nodeCollector {
-	c := &nodeCollector{node: n, descs: map[string]*prometheus.Desc{}}
+// New returns a collector of what sample reads at each scrape. sample
+// must be safe for concurrent use.
+func New(sample func() Sample) *Collector {
+	c := &Collector{sample: sample, descs: map[string]*prometheus.Desc{}}
 	for _, m := range metricDefs {
 		c.descs[m.name] = prometheus.NewDesc(m.name, m.help, nil, nil)
 	}
@@ -120,28 +115,20 @@ func reasonLabel(kind string) string {
 }
 
 // Describe implements prometheus.Collector.
-func (c *nodeCollector) Describe(ch chan<- *prometheus.Desc) {
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range c.descs {
 		ch <- d
 	}
 }
 
 // Collect implements prometheus.Collector.
-func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
-	rs := c.node.Router().Stats()
-	sys := c.node.System()
-	var groupIn, rejected, expired uint64
-	if g := c.node.Groups(); g != nil {
-		gs := g.Stats()
-		groupIn, rejected, expired = gs.Received, gs.Rejected, gs.Expired
-	}
-	rejected += c.node.DirectoryRejected()
-	tried, punched := c.node.HolePunches()
-	relay := c.node.RelayStats()
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	sm := c.sample()
+	rs := sm.Router
 	values := map[string]float64{
 		"troupe_messages_out_total":           float64(rs.Sent),
 		"troupe_messages_in_total":            float64(rs.Received),
-		"troupe_dead_letters_total":           float64(sys.DeadLetters()),
+		"troupe_dead_letters_total":           float64(sm.DeadLetters),
 		"troupe_link_full_total":              float64(rs.LinkFull),
 		"troupe_too_large_total":              float64(rs.TooLarge),
 		"troupe_too_large_in_total":           float64(rs.TooLargeIn),
@@ -151,25 +138,25 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		"troupe_losses_declared_total":        float64(rs.LossesDeclared),
 		"troupe_losses_heard_total":           float64(rs.LossesHeard),
 		"troupe_unknown_type_total":           float64(rs.UnknownTypes),
-		"troupe_mailbox_full_total":           float64(sys.MailboxOverflows()),
+		"troupe_mailbox_full_total":           float64(sm.MailboxOverflows),
 		"troupe_signals_refused_total":        float64(rs.Refused),
 		"troupe_reader_panics_total":          float64(rs.ReaderPanics),
 		"troupe_peer_pauses_total":            float64(rs.Paused),
 		"troupe_peer_sheds_total":             float64(rs.Shed),
-		"troupe_watchdog_replacements_total":  float64(c.node.port.Loops().Replacements()),
-		"troupe_group_messages_in_total":      float64(groupIn),
-		"troupe_group_rejected_total":         float64(rejected),
-		"troupe_group_members_expired_total":  float64(expired),
-		"troupe_hole_punches_total":           float64(tried),
-		"troupe_hole_punches_succeeded_total": float64(punched),
-		"troupe_relay_member_circuits_total":  float64(relay.MemberCircuits),
-		"troupe_relay_cuts_total":             float64(relay.Cut),
-		"troupe_relay_reservations":           float64(relay.Reservations),
-		"troupe_relay_circuits":               float64(relay.Circuits),
+		"troupe_watchdog_replacements_total":  float64(sm.Replacements),
+		"troupe_group_messages_in_total":      float64(sm.GroupIn),
+		"troupe_group_rejected_total":         float64(sm.Rejected),
+		"troupe_group_members_expired_total":  float64(sm.GroupExpired),
+		"troupe_hole_punches_total":           float64(sm.HolePunches),
+		"troupe_hole_punches_succeeded_total": float64(sm.HolePunched),
+		"troupe_relay_member_circuits_total":  float64(sm.RelayMembers),
+		"troupe_relay_cuts_total":             float64(sm.RelayCuts),
+		"troupe_relay_reservations":           float64(sm.RelayReservations),
+		"troupe_relay_circuits":               float64(sm.RelayCircuits),
 		"troupe_link_queue_depth":             float64(rs.QueuedUser + rs.QueuedCtl),
-		"troupe_peers":                        float64(len(c.node.Peers())),
-		"troupe_actors":                       float64(sys.Actors()),
-		"troupe_remote_watches":               float64(c.node.port.RemoteWatches()),
+		"troupe_peers":                        float64(sm.Peers),
+		"troupe_actors":                       float64(sm.Actors),
+		"troupe_remote_watches":               float64(sm.RemoteWatches),
 		"troupe_reader_bytes":                 float64(rs.ReaderBytes),
 		"troupe_reader_streams":               float64(rs.ReaderStreams),
 		"troupe_reader_addresses":             float64(rs.ReaderAddrs),
@@ -183,7 +170,7 @@ func (c *nodeCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.descs[m.name], kind, values[m.name])
 	}
 	byReason := map[string]uint64{}
-	for k, v := range sys.DeadLettersByKind() {
+	for k, v := range sm.DeadLettersByKind {
 		l := reasonLabel(k)
 		if l == "" {
 			l = "other"

@@ -1,9 +1,8 @@
-package peer
+package latency
 
 import (
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 )
 
@@ -11,14 +10,14 @@ import (
 // partition whose packets vanish, a crashed peer on QUIC) would be
 // noticed only by yamux's keepalive (~40 s after the last traffic) or
 // QUIC's idle timeout (~34 s). Like Erlang's net_ticktime, the node
-// ticks the peers it has something pending with: those the connection
-// guard's protection (protect.go) keeps for livenessReasons — monitors
-// or links either way, Asks in flight, messages queued for the peer or
-// of the peer's not handled yet. The latency prober (latency.go) pings
+// ticks the peers it has something pending with: those its Life says
+// need the timeout (in peer: those the connection guard keeps for
+// monitors or links either way, Asks in flight, messages queued for the
+// peer or of the peer's not handled yet). The prober (prober.go) pings
 // each of them every liveness/4 (±10 %), each ping answered within
 // liveness/4, and one with no sign of life in the last liveness is
-// declared gone: its connections are closed, and the disconnection
-// fires the routing's PeerDown (monitors, links, Asks across see
+// declared gone: the node's gone func closes its connections, and the
+// disconnection fires the routing's PeerDown (monitors, links, Asks across see
 // actor.ErrNodeDown) through the existing path. A sign of life is an
 // answered ping (as of when it went out) or, as in Erlang, a message
 // from the peer: a peer whose messages arrive over a link too full for
@@ -38,34 +37,6 @@ import (
 // (measured 54–136: docs/reliability.md). An idle peer costs a ping on a new stream each
 // way every 30 s, ≈ 61 B/s for the pair, as before the liveness timeout.
 // A probe never dials.
-
-// livenessReasons are the reasons to keep a connection (protect.go)
-// that make the liveness timeout apply to the peer.
-const livenessReasons = protEdges | protBusy | protHeld
-
-// DefaultLiveness is the liveness timeout of a node without WithLiveness.
-const DefaultLiveness = 15 * time.Second
-
-// MinLiveness is the shortest liveness timeout WithLiveness takes.
-const MinLiveness = 500 * time.Millisecond
-
-// WithLiveness sets the liveness timeout (default DefaultLiveness): a
-// connected peer something here waits on (a monitor or link either way,
-// an Ask, messages queued) that answers no ping and sends no message for
-// that long is declared gone, within timeout + 1 s of going silent, as
-// if it had disconnected. Zero turns it off (a silent peer is then
-// noticed by the transports' keepalives, some 35–40 s). Either way the
-// prober pings every peer every 30 s for its round trip. A timeout below
-// MinLiveness, or negative, is an error wrapping ErrInvalidOption.
-func WithLiveness(timeout time.Duration) Option {
-	return func(cfg *config) error {
-		if timeout != 0 && timeout < MinLiveness {
-			return invalid("liveness %v: at least %v, or 0 for none", timeout, MinLiveness)
-		}
-		cfg.liveness, cfg.livenessSet = timeout, true
-		return nil
-	}
-}
 
 // probeTimes are the prober's periods.
 type probeTimes struct {
@@ -128,26 +99,4 @@ func silentPeers(state map[libp2ppeer.ID]*probeState, now time.Time, liveness ti
 		}
 	}
 	return out
-}
-
-// life is the prober's peerLife: the liveness timeout applies to p if the
-// guard's protection keeps it for livenessReasons. Safe for concurrent
-// use.
-func (n *Node) life(p libp2ppeer.ID) (need bool, received uint64) {
-	f := n.guard.workFacts(p)
-	r, _ := protection(peerMark{}, f, time.Now(), 0) // no grace: recent traffic alone is no reason
-	return r&livenessReasons != 0, f.activity.Received
-}
-
-// silent declares connected peer p gone: the prober found it silent for
-// the liveness timeout. Its connections are closed (off the prober's
-// goroutine: a close may wait for a stuck connection's writes), which
-// the routing turns into PeerDown, and the redialer dials it again.
-func (n *Node) silent(p libp2ppeer.ID) {
-	if n.closing.Load() || n.host.Network().Connectedness(p) != network.Connected {
-		return
-	}
-	n.cfg.logger.Info("peer: a silent peer is declared gone", "peer", p, "liveness", n.cfg.liveness)
-	n.redial.declared(p)
-	n.redial.goClose(p)
 }

@@ -1,4 +1,4 @@
-package peer
+package latency
 
 import (
 	"context"
@@ -27,9 +27,9 @@ const (
 	latencyParallel = 8                // pings at once
 )
 
-// latencyProber pings peers to keep their round trips known. Its
-// goroutine owns the probe state of every peer.
-type latencyProber struct {
+// Prober pings peers to keep their round trips known, and tells of the
+// silent ones. Its goroutine owns the probe state of every peer.
+type Prober struct {
 	stop context.CancelFunc
 	done chan struct{}
 }
@@ -50,18 +50,22 @@ type probeResult struct {
 	err error
 }
 
-// peerLife is what the prober asks of a connected peer at each tick
-// (with a liveness timeout): whether the timeout applies to it, and how
-// many messages came from it. Safe for concurrent use.
-type peerLife func(libp2ppeer.ID) (need bool, received uint64)
+// Life is what the prober asks of a connected peer at each tick (with a
+// liveness timeout): whether the timeout applies to it, and how many
+// messages came from it. It must be safe for concurrent use and quick.
+type Life func(libp2ppeer.ID) (need bool, received uint64)
 
-// startLatencyProber starts pinging h's peers until close; with a
-// liveness timeout (liveness.go) it pings the peers life says need it
-// as often as that needs, and calls gone for each of them silent for
-// that long.
-func startLatencyProber(h host.Host, pt probeTimes, life peerLife, gone func(libp2ppeer.ID)) *latencyProber {
+// Start starts pinging h's peers until Close. With a liveness timeout
+// (liveness > 0; liveness.go) it pings the peers life says need it as
+// often as that needs, and calls gone, on the prober's goroutine, for
+// each of them silent for that long: gone must not block.
+func Start(h host.Host, liveness time.Duration, life Life, gone func(libp2ppeer.ID)) *Prober {
+	return start(h, livenessTimes(liveness), life, gone)
+}
+
+func start(h host.Host, pt probeTimes, life Life, gone func(libp2ppeer.ID)) *Prober {
 	ctx, cancel := context.WithCancel(context.Background())
-	p := &latencyProber{stop: cancel, done: make(chan struct{})}
+	p := &Prober{stop: cancel, done: make(chan struct{})}
 	streams := newPingStreams()
 	go func() {
 		defer close(p.done)
@@ -109,8 +113,8 @@ func startLatencyProber(h host.Host, pt probeTimes, life peerLife, gone func(lib
 	return p
 }
 
-// close stops the prober and waits for it and its pings.
-func (p *latencyProber) close() {
+// Close stops the prober and waits for it and its pings.
+func (p *Prober) Close() {
 	p.stop()
 	<-p.done
 }
@@ -178,7 +182,7 @@ func settleWith(state map[libp2ppeer.ID]*probeState, r probeResult, now time.Tim
 }
 
 // errNoPong is a ping that ended without an answer.
-var errNoPong = errors.New("peer: no answer to the ping")
+var errNoPong = errors.New("latency: no answer to the ping")
 
 // errBadPong is a ping answered with other bytes than were sent.
-var errBadPong = errors.New("peer: the ping's echo differs")
+var errBadPong = errors.New("latency: the ping's echo differs")

@@ -1,7 +1,6 @@
-package peer
+package nodesvc
 
 import (
-	"errors"
 	"fmt"
 
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
@@ -11,15 +10,11 @@ import (
 // What ties the actors another peer spawned here to that peer: a guard
 // actor per spawning peer monitors that peer's node actor; the spawned
 // actors link themselves to it as they start (unless their behavior
-// OutlivesSpawner). When the peer is gone (it disconnects or restarts:
+// outlives its spawner: peer.OutlivesSpawner). When the peer is gone (it disconnects or restarts:
 // the monitor's Down comes with actor.ErrNodeDown; or its node actor
 // stops) the guard exits with ErrSpawnerGone and the links stop its
 // actors. The guard traps exits, so one of them stopping stops no other;
 // it retires once its peer has no live actor here.
-
-// ErrSpawnerGone is the exit reason of the actors another peer spawned
-// when that peer is gone (see OutlivesSpawner).
-var ErrSpawnerGone = errors.New("peer: the peer that spawned this actor is gone")
 
 // guards are the node actor's guards, by spawning peer: owned by the
 // node actor.
@@ -73,7 +68,7 @@ func (g *guards) down(d actor.Down) {
 func guardOf(p libp2ppeer.ID) actor.Behavior {
 	return func(c *actor.Context) {
 		c.TrapExit(true)
-		node, err := Ref(p, NodeActor)
+		node, err := actor.NewRef(p.String(), Name)
 		if err != nil {
 			c.Exit(fmt.Errorf("%w: %v", ErrSpawnerGone, err))
 			return

@@ -1,4 +1,4 @@
-package peer
+package latency
 
 import (
 	"context"
