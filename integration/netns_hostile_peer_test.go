@@ -1,19 +1,11 @@
 package integration
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
-	"encoding/hex"
-	"encoding/json"
-	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"testing"
 	"time"
 
 	"github.com/fxamacker/cbor/v2"
@@ -131,6 +123,17 @@ func (id *hostileIdentity) open(ctx context.Context, p protocol.ID) (network.Str
 	return s, fw, fw.Flush()
 }
 
+// openRaw opens stream i of a step without a hello, alternately a user
+// and a control one (each peer may hold up to 4 of each kind that way: a
+// stream with a hello ends its peer's older ones).
+func (id *hostileIdentity) openRaw(ctx context.Context, i int) (network.Stream, error) {
+	s, err := id.h.NewStream(ctx, id.target.ID, []protocol.ID{routing.ProtoMsg, routing.ProtoCtl}[i%2])
+	if err == nil {
+		id.hold(s)
+	}
+	return s, err
+}
+
 // hostileStep is one kind of attack run by one identity until ctx ends.
 type hostileStep func(ctx context.Context, id *hostileIdentity, n int, st *hostileStats) error
 
@@ -164,32 +167,30 @@ func stepGarbage(ctx context.Context, id *hostileIdentity, n int, st *hostileSta
 	return nil
 }
 
-// stepFrames opens n streams, each a hello and then a frame of 4 MiB
-// announced and sent but for its last byte, held until ctx ends.
+// stepFrames opens n streams, alternately user and control ones, each
+// a frame of 4 MiB announced and sent but for its last byte, held until
+// ctx ends (openRaw).
 func stepFrames(ctx context.Context, id *hostileIdentity, n int, st *hostileStats) error {
 	const size = codec.DefaultMaxFrame - 64
 	data := make([]byte, 64<<10)
 	var wg sync.WaitGroup
-	for range n {
+	for i := range n {
 		wg.Go(func() {
-			s, _, err := id.open(ctx, routing.ProtoMsg)
+			s, err := id.openRaw(ctx, i)
 			atomic.AddInt64(&st.Streams, 1)
+			if err == nil {
+				_, err = s.Write(binary.AppendUvarint(nil, size))
+			}
+			for left := size - 1; left > 0 && err == nil && ctx.Err() == nil; {
+				k := min(left, len(data))
+				if _, err = s.Write(data[:k]); err == nil {
+					left -= k
+					atomic.AddInt64(&st.Bytes, int64(k))
+				}
+			}
 			if err != nil {
 				atomic.AddInt64(&st.Refused, 1)
 				return
-			}
-			if _, err := s.Write(binary.AppendUvarint(nil, size)); err != nil {
-				atomic.AddInt64(&st.Refused, 1)
-				return
-			}
-			for left := size - 1; left > 0 && ctx.Err() == nil; {
-				k := min(left, len(data))
-				if _, err := s.Write(data[:k]); err != nil {
-					atomic.AddInt64(&st.Refused, 1)
-					return
-				}
-				left -= k
-				atomic.AddInt64(&st.Bytes, int64(k))
 			}
 			atomic.AddInt64(&st.Frames, 1)
 		})
@@ -240,36 +241,30 @@ func stepFragments(ctx context.Context, id *hostileIdentity, n int, st *hostileS
 	return nil
 }
 
-// stepTrickle opens n streams, each a hello and then a 1 MiB frame sent
-// one byte per 2 s; a stream the daemon resets counts as refused.
+// stepTrickle opens n streams (openRaw), each a 1 MiB frame sent one
+// byte per 2 s; a stream the daemon resets counts as refused.
 func stepTrickle(ctx context.Context, id *hostileIdentity, n int, st *hostileStats) error {
 	var wg sync.WaitGroup
-	for range n {
+	for i := range n {
 		wg.Go(func() {
-			s, _, err := id.open(ctx, routing.ProtoMsg)
+			s, err := id.openRaw(ctx, i)
 			atomic.AddInt64(&st.Streams, 1)
-			if err != nil {
-				atomic.AddInt64(&st.Refused, 1)
-				return
-			}
-			if _, err := s.Write(binary.AppendUvarint(nil, 1<<20)); err != nil {
-				atomic.AddInt64(&st.Refused, 1)
-				return
+			if err == nil {
+				_, err = s.Write(binary.AppendUvarint(nil, 1<<20))
 			}
 			tick := time.NewTicker(2 * time.Second)
 			defer tick.Stop()
-			for {
+			for err == nil {
 				select {
 				case <-ctx.Done():
 					return
 				case <-tick.C:
 				}
-				if _, err := s.Write([]byte{0}); err != nil {
-					atomic.AddInt64(&st.Refused, 1)
-					return
+				if _, err = s.Write([]byte{0}); err == nil {
+					atomic.AddInt64(&st.Bytes, 1)
 				}
-				atomic.AddInt64(&st.Bytes, 1)
 			}
+			atomic.AddInt64(&st.Refused, 1)
 		})
 	}
 	wg.Wait()
@@ -321,88 +316,4 @@ func stepUnread(ctx context.Context, id *hostileIdentity, n int, st *hostileStat
 		atomic.AddInt64(&st.Frames, 1)
 	}
 	return nil
-}
-
-// TestHostileAttacker is the attacker of TestHostileLoadInNamespaces; it
-// does nothing unless started by it. It reads lines "STEP SECONDS COUNT IDENTITIES"
-// and answers each with "hostile done STEP {stats}" once every identity
-// ended the step and closed its connection.
-func TestHostileAttacker(t *testing.T) {
-	target := os.Getenv("TROUPE_HOSTILE_TARGET")
-	if target == "" {
-		t.Skip("the attacker of TestHostileLoadInNamespaces, started by it")
-	}
-	ai, err := libp2ppeer.AddrInfoFromString(target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var psk pnet.PSK
-	if k := os.Getenv("TROUPE_HOSTILE_PSK"); k != "" {
-		if psk, err = hex.DecodeString(k); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ids, err := strconv.Atoi(os.Getenv("TROUPE_HOSTILE_IDS"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var all []*hostileIdentity
-	for range ids {
-		id, err := newHostileIdentity(psk, *ai)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer id.h.Close()
-		all = append(all, id)
-	}
-	in := bufio.NewScanner(os.Stdin)
-	for in.Scan() {
-		f := strings.Fields(in.Text())
-		if len(f) != 4 {
-			t.Fatalf("bad command %q", in.Text())
-		}
-		secs, _ := strconv.ParseFloat(f[1], 64)
-		count, _ := strconv.Atoi(f[2])
-		width, _ := strconv.Atoi(f[3])
-		st := runHostileStep(all[:min(width, len(all))], f[0], time.Duration(secs*float64(time.Second)), count)
-		out, _ := json.Marshal(st)
-		fmt.Printf("hostile done %s %s\n", f[0], out)
-	}
-}
-
-// hostileLeaves are the steps that end by closing the connection.
-var hostileLeaves = map[string]bool{"connect": true, "monitors": true, "unread": true}
-
-// runHostileStep connects every identity not connected (a failed
-// connection is left out: the PSK step counts them) and runs step on
-// each for d.
-func runHostileStep(all []*hostileIdentity, step string, d time.Duration, count int) hostileStats {
-	var st hostileStats
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	defer cancel()
-	var wg sync.WaitGroup
-	var connected atomic.Int32
-	for _, id := range all {
-		wg.Go(func() {
-			cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
-			defer ccancel()
-			if id.h.Network().Connectedness(id.target.ID) == network.Connected {
-				// kept from the last step
-			} else if err := id.h.Connect(cctx, id.target); err != nil {
-				fmt.Fprintf(os.Stderr, "hostile: connect: %v\n", err)
-				return
-			}
-			connected.Add(1)
-			if f := hostileSteps[step]; f != nil {
-				_ = f(ctx, id, count, &st)
-			}
-			<-ctx.Done() // hold what the step left until the step ends
-		})
-	}
-	wg.Wait()
-	for _, id := range all {
-		id.release(hostileLeaves[step])
-	}
-	st.Connected = int(connected.Load())
-	return st
 }

@@ -17,14 +17,101 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+	"github.com/libp2p/go-libp2p/core/pnet"
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/internal/testutil"
 	"github.com/troupe-mesh/troupe/peer"
 )
 
-// The honest side of TestHostileLoadInNamespaces and what the test reads
-// of the daemon: its RSS (from /proc) and its log lines.
+// The helper processes of TestHostileLoadInNamespaces (the attacker's
+// and the honest peer's main loops) and what the test reads of the
+// daemon: its RSS (from /proc) and its log lines.
+
+// TestHostileAttacker is the attacker of TestHostileLoadInNamespaces; it
+// does nothing unless started by it. It reads lines "STEP SECONDS COUNT IDENTITIES"
+// and answers each with "hostile done STEP {stats}" once every identity
+// ended the step and closed its connection.
+func TestHostileAttacker(t *testing.T) {
+	target := os.Getenv("TROUPE_HOSTILE_TARGET")
+	if target == "" {
+		t.Skip("the attacker of TestHostileLoadInNamespaces, started by it")
+	}
+	ai, err := libp2ppeer.AddrInfoFromString(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var psk pnet.PSK
+	if k := os.Getenv("TROUPE_HOSTILE_PSK"); k != "" {
+		if psk, err = hex.DecodeString(k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids, err := strconv.Atoi(os.Getenv("TROUPE_HOSTILE_IDS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []*hostileIdentity
+	for range ids {
+		id, err := newHostileIdentity(psk, *ai)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer id.h.Close()
+		all = append(all, id)
+	}
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		f := strings.Fields(in.Text())
+		if len(f) != 4 {
+			t.Fatalf("bad command %q", in.Text())
+		}
+		secs, _ := strconv.ParseFloat(f[1], 64)
+		count, _ := strconv.Atoi(f[2])
+		width, _ := strconv.Atoi(f[3])
+		st := runHostileStep(all[:min(width, len(all))], f[0], time.Duration(secs*float64(time.Second)), count)
+		out, _ := json.Marshal(st)
+		fmt.Printf("hostile done %s %s\n", f[0], out)
+	}
+}
+
+// hostileLeaves are the steps that end by closing the connection.
+var hostileLeaves = map[string]bool{"connect": true, "monitors": true, "unread": true}
+
+// runHostileStep connects every identity not connected (a failed
+// connection is left out: the PSK step counts them) and runs step on
+// each for d.
+func runHostileStep(all []*hostileIdentity, step string, d time.Duration, count int) hostileStats {
+	var st hostileStats
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var wg sync.WaitGroup
+	var connected atomic.Int32
+	for _, id := range all {
+		wg.Go(func() {
+			cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
+			defer ccancel()
+			if id.h.Network().Connectedness(id.target.ID) == network.Connected {
+				// kept from the last step
+			} else if err := id.h.Connect(cctx, id.target); err != nil {
+				fmt.Fprintf(os.Stderr, "hostile: connect: %v\n", err)
+				return
+			}
+			connected.Add(1)
+			if f := hostileSteps[step]; f != nil {
+				_ = f(ctx, id, count, &st)
+			}
+			<-ctx.Done() // hold what the step left until the step ends
+		})
+	}
+	wg.Wait()
+	for _, id := range all {
+		id.release(hostileLeaves[step])
+	}
+	st.Connected = int(connected.Load())
+	return st
+}
 
 // honestAsks is what a batch of the honest peer's asks of echo gave.
 type honestAsks struct {

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +33,9 @@ import (
 func TestHostileLoadInNamespaces(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: builds the binary and creates network namespaces")
+	}
+	if raceEnabled {
+		t.Skip("-race: a race-built daemon's memory and latency are not the ones bounded (CI runs this without -race)")
 	}
 	plan := hostilePlanned()
 	hosts := newNetns(t).lan(2 + plan.addrs)
@@ -58,10 +62,8 @@ type hostilePlan struct {
 	addrs, ids int // attacker addresses, identities per address
 	asks, gap  int // honest asks per step, ms apart
 	// settle is how long the test waits after a step for the RSS to be
-	// back within 32 MiB of baseline; after is what it asserts then,
-	// over baseline (see hostilePlanned).
+	// back within 32 MiB of baseline (see hostilePlanned).
 	settle time.Duration
-	after  float64
 	runs   []hostileRun
 }
 
@@ -74,8 +76,9 @@ type hostilePlan struct {
 // after it. The daemon's budgets are back to zero at once (checked in
 // its metrics), but the Go runtime returns freed heap to the system only
 // after its next collection, which an idle daemon runs when forced (every
-// 2 min): so the short plan asserts only that nothing is kept beyond the
-// peak bound, and the full plan waits up to 150 s for the 32 MiB.
+// 2 min): so each step asserts only that nothing is kept beyond the peak
+// bound (waiting 3 s, or the target's 30 s in the full plan), and the
+// full plan then waits up to 150 s for the 32 MiB.
 //
 // The honest p99 target is 20 ms for every step; the bounds above it
 // are what holds with margin today (numbers in docs/trust.md), on a
@@ -83,26 +86,26 @@ type hostilePlan struct {
 func hostilePlanned() hostilePlan {
 	if os.Getenv("TROUPE_LONG_TESTS") != "1" {
 		s := 1500 * time.Millisecond
-		return hostilePlan{addrs: 2, ids: 4, asks: 40, gap: 15, settle: 3 * time.Second, after: 128, runs: []hostileRun{
+		return hostilePlan{addrs: 2, ids: 4, asks: 40, gap: 15, runs: []hostileRun{
 			{"garbage", 4, 200, s, 250, 0, 128},
-			{"frames", 4, 4, s, 1000, 0, 128},    // target 20 ms
-			{"fragments", 4, 4, s, 1000, 0, 128}, // target 20 ms
+			{"frames", 4, 4, s, 1000, 0, 224},    // targets 20 ms, 128 MiB
+			{"fragments", 4, 4, s, 1000, 0, 224}, // targets 20 ms, 128 MiB
 			{"trickle", 4, 4, s, 250, 0, 128},
 			{"monitors", 4, 20000, s, 2000, 0, 128}, // target 20 ms
 			{"unread", 4, 50000, s, 2500, 4, 192},   // targets 20 ms, 128 MiB
 		}}
 	}
 	s := 10 * time.Second
-	return hostilePlan{addrs: 4, ids: 8, asks: 200, gap: 20, settle: 150 * time.Second, after: 32, runs: []hostileRun{
+	return hostilePlan{addrs: 4, ids: 8, asks: 200, gap: 20, settle: 30 * time.Second, runs: []hostileRun{
 		{"garbage", 2, 5000, s, 250, 0, 128},
-		{"frames", 2, 12, s, 1000, 0, 128},
-		{"fragments", 2, 5, s, 1000, 0, 128},
+		{"frames", 2, 12, s, 1000, 0, 384},   // targets 20 ms, 128 MiB
+		{"fragments", 2, 5, s, 1000, 0, 384}, // targets 20 ms, 128 MiB
 		{"trickle", 2, 12, 40 * time.Second, 250, 0, 128},
-		{"monitors", 2, 100000, s, 2000, 0, 128},
+		{"monitors", 2, 100000, s, 2000, 0, 128},  // target 20 ms
 		{"unread", 2, 10 << 20, s, 2500, 50, 256}, // targets 20 ms, 128 MiB
-		{"frames", 8, 12, s, 1000, 0, 256},
-		{"fragments", 8, 5, s, 1000, 0, 256},
-		{"monitors", 8, 100000, s, 2000, 0, 256},
+		{"frames", 8, 12, s, 1000, 0, 384},        // targets 20 ms, 256 MiB
+		{"fragments", 8, 5, s, 1000, 0, 384},      // targets 20 ms, 256 MiB
+		{"monitors", 8, 100000, s, 2000, 0, 256},  // target 20 ms
 	}}
 }
 
@@ -178,6 +181,7 @@ func runHostile(t *testing.T, hosts []string, plan hostilePlan, psk []byte) {
 		runs = runs[1:2] // the insiders' hoarding; the full steps run long
 	}
 	var rows []hostileRow
+	var slowBefore float64
 	for _, run := range runs {
 		row := hostileRow{Step: run.step, Identities: run.ids * plan.addrs, Before: daemonRSS(t, pid)}
 		lines := log.count()
@@ -196,8 +200,7 @@ func runHostile(t *testing.T, hosts []string, plan hostilePlan, psk []byte) {
 		row.Lines = log.count() - lines
 		row.P50, row.P99, row.Fails = res.P50, res.P99, res.Fails
 		row.After, row.Recovered = awaitRSS(t, pid, base+32, plan.settle)
-		honest.send(t, "metrics "+d.metrics)
-		honest.expectJSON(t, 10*time.Second, "metrics ", &row.Metrics)
+		row.Metrics = awaitReleased(t, honest, d.metrics)
 		rows = append(rows, row)
 		out, _ := json.Marshal(row)
 		t.Logf("step %s (base %.0f MiB): %s", run.step, base, out)
@@ -214,11 +217,19 @@ func runHostile(t *testing.T, hosts []string, plan hostilePlan, psk []byte) {
 		if row.Peak > base+run.peak {
 			t.Errorf("%s: daemon RSS peaked at %.0f MiB, baseline %.0f + %.0f", run.step, row.Peak, base, run.peak)
 		}
-		if row.After > base+plan.after {
-			t.Errorf("%s: daemon RSS %.0f MiB %v after the attack, baseline %.0f + %.0f", run.step, row.After, row.Recovered, base, plan.after)
+		if row.After > base+run.peak {
+			t.Errorf("%s: daemon RSS %.0f MiB %v after the attack, baseline %.0f + %.0f", run.step, row.After, row.Recovered, base, run.peak)
 		}
+		if run.step == "trickle" && run.d > 20*time.Second {
+			// Each identity's streams outlive the trickle deadline (10 s
+			// + 1 MiB at 128 KiB/s): the daemon resets them as slow.
+			if slow := row.Metrics["troupe_streams_slow_total"] - slowBefore; slow < float64(row.Identities) {
+				t.Errorf("trickle: %v streams reset as slow, want at least one per identity (%d)", slow, row.Identities)
+			}
+		}
+		slowBefore = row.Metrics["troupe_streams_slow_total"]
 		// What the attack made the daemon hold is given back at once.
-		for _, m := range []string{"troupe_reader_bytes", "troupe_remote_watches"} {
+		for _, m := range hostileHeld {
 			if v, ok := row.Metrics[m]; !ok || v != 0 {
 				t.Errorf("%s: %s is %v after the attack (present %v)", run.step, m, v, ok)
 			}
@@ -229,6 +240,33 @@ func runHostile(t *testing.T, hosts []string, plan hostilePlan, psk []byte) {
 		}
 	}
 	writeHostileTable(os.Stderr, base, rows)
+	if os.Getenv("TROUPE_LONG_TESTS") == "1" {
+		after, took := awaitRSS(t, pid, base+32, 150*time.Second)
+		t.Logf("RSS %.0f MiB %v after the last step (baseline %.0f)", after, took, base)
+		if after > base+32 {
+			t.Errorf("daemon RSS %.0f MiB %v after the last step, baseline %.0f + 32", after, took, base)
+		}
+	}
+}
+
+// hostileHeld are the metrics of what an attack makes the daemon hold.
+var hostileHeld = []string{"troupe_reader_bytes", "troupe_reader_streams", "troupe_remote_watches"}
+
+// awaitReleased returns the daemon's metrics once every hostileHeld one
+// is 0 (the attackers' streams reset, the leavers gone), or after 10 s.
+func awaitReleased(t *testing.T, honest *chaosPeer, url string) map[string]float64 {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var m map[string]float64
+		honest.send(t, "metrics "+url)
+		honest.expectJSON(t, 10*time.Second, "metrics ", &m)
+		held := slices.ContainsFunc(hostileHeld, func(k string) bool { v, ok := m[k]; return !ok || v != 0 })
+		if !held || time.Now().After(deadline) {
+			return m
+		}
+		time.Sleep(100 * time.Millisecond) // a count with no event to wait for
+	}
 }
 
 // awaitRSS waits up to d for the process's RSS to be at most limit MiB,
