@@ -37,8 +37,8 @@ import (
 type hostileIdentity struct {
 	h      host.Host
 	inc    uint64
-	target libp2ppeer.AddrInfo
-	mu     sync.Mutex // guards held
+	target libp2ppeer.AddrInfo // the daemon of the current step
+	mu     sync.Mutex          // guards held
 	held   []network.Stream
 }
 
@@ -54,7 +54,7 @@ type hostileStats struct {
 // newHostileIdentity starts a raw host: TCP only, no listen address (it
 // dials from its namespace's address), unlimited by its own resource
 // manager, announcing a Troupe agent with a fresh incarnation.
-func newHostileIdentity(psk pnet.PSK, target libp2ppeer.AddrInfo) (*hostileIdentity, error) {
+func newHostileIdentity(psk pnet.PSK) (*hostileIdentity, error) {
 	priv, _, err := crypto.GenerateEd25519Key(rand.Reader)
 	if err != nil {
 		return nil, err
@@ -75,7 +75,7 @@ func newHostileIdentity(psk pnet.PSK, target libp2ppeer.AddrInfo) (*hostileIdent
 	if err != nil {
 		return nil, err
 	}
-	id := &hostileIdentity{h: h, inc: inc, target: target}
+	id := &hostileIdentity{h: h, inc: inc}
 	// Streams the daemon opens to us (replies, its control stream) are
 	// accepted and never read: the "replies never read" step.
 	for _, p := range []protocol.ID{routing.ProtoMsg, routing.ProtoCtl} {

@@ -30,18 +30,14 @@ import (
 // daemon: its RSS (from /proc) and its log lines.
 
 // TestHostileAttacker is the attacker of TestHostileLoadInNamespaces; it
-// does nothing unless started by it. It reads lines "STEP SECONDS COUNT IDENTITIES"
+// does nothing unless started by it. It reads lines "STEP SECONDS COUNT IDENTITIES TARGET"
 // and answers each with "hostile done STEP {stats}" once every identity
 // ended the step and closed its connection.
 func TestHostileAttacker(t *testing.T) {
-	target := os.Getenv("TROUPE_HOSTILE_TARGET")
-	if target == "" {
+	if os.Getenv("TROUPE_HOSTILE_IDS") == "" {
 		t.Skip("the attacker of TestHostileLoadInNamespaces, started by it")
 	}
-	ai, err := libp2ppeer.AddrInfoFromString(target)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var err error
 	var psk pnet.PSK
 	if k := os.Getenv("TROUPE_HOSTILE_PSK"); k != "" {
 		if psk, err = hex.DecodeString(k); err != nil {
@@ -54,7 +50,7 @@ func TestHostileAttacker(t *testing.T) {
 	}
 	var all []*hostileIdentity
 	for range ids {
-		id, err := newHostileIdentity(psk, *ai)
+		id, err := newHostileIdentity(psk)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,13 +60,17 @@ func TestHostileAttacker(t *testing.T) {
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		f := strings.Fields(in.Text())
-		if len(f) != 4 {
+		if len(f) != 5 {
 			t.Fatalf("bad command %q", in.Text())
+		}
+		ai, err := libp2ppeer.AddrInfoFromString(f[4])
+		if err != nil {
+			t.Fatal(err)
 		}
 		secs, _ := strconv.ParseFloat(f[1], 64)
 		count, _ := strconv.Atoi(f[2])
 		width, _ := strconv.Atoi(f[3])
-		st := runHostileStep(all[:min(width, len(all))], f[0], time.Duration(secs*float64(time.Second)), count)
+		st := runHostileStep(all[:min(width, len(all))], *ai, f[0], time.Duration(secs*float64(time.Second)), count)
 		out, _ := json.Marshal(st)
 		fmt.Printf("hostile done %s %s\n", f[0], out)
 	}
@@ -82,13 +82,14 @@ var hostileLeaves = map[string]bool{"connect": true, "monitors": true, "unread":
 // runHostileStep connects every identity not connected (a failed
 // connection is left out: the PSK step counts them) and runs step on
 // each for d.
-func runHostileStep(all []*hostileIdentity, step string, d time.Duration, count int) hostileStats {
+func runHostileStep(all []*hostileIdentity, target libp2ppeer.AddrInfo, step string, d time.Duration, count int) hostileStats {
 	var st hostileStats
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	var wg sync.WaitGroup
 	var connected atomic.Int32
 	for _, id := range all {
+		id.target = target
 		wg.Go(func() {
 			cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
 			defer ccancel()
@@ -121,18 +122,13 @@ type honestAsks struct {
 }
 
 // TestHostileHonest is the honest peer of TestHostileLoadInNamespaces;
-// it does nothing unless started by it. It connects to the daemon
-// (TROUPE_HOSTILE_HONEST) and reads lines "ask N GAP_MS", answered with
+// it does nothing unless started by it. It reads lines "ask N GAP_MS
+// TARGET" (connecting to the daemon TARGET first), answered with
 // "honest asks {honestAsks}", and "metrics URL", answered with "honest
 // metrics {name: value}" of the daemon's troupe_ metrics.
 func TestHostileHonest(t *testing.T) {
-	target := os.Getenv("TROUPE_HOSTILE_HONEST")
-	if target == "" {
+	if _, ok := os.LookupEnv("TROUPE_HOSTILE_PSK"); !ok || os.Getenv("TROUPE_HOSTILE_IDS") != "" {
 		t.Skip("the honest peer of TestHostileLoadInNamespaces, started by it")
-	}
-	ai, err := libp2ppeer.AddrInfoFromString(target)
-	if err != nil {
-		t.Fatal(err)
 	}
 	opts := []peer.Option{peer.WithListenAddrs("/ip4/0.0.0.0/tcp/0"), peer.WithLogger(testutil.QuietLogger())}
 	if k := os.Getenv("TROUPE_HOSTILE_PSK"); k != "" {
@@ -142,23 +138,39 @@ func TestHostileHonest(t *testing.T) {
 		}
 		opts = append(opts, peer.WithPrivateNetwork(psk))
 	}
-	n := newNode(t, opts...)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := n.Connect(ctx, *ai); err != nil {
-		t.Fatal(err)
-	}
-	echoRef, err := peer.Ref(ai.ID, "echo")
-	if err != nil {
-		t.Fatal(err)
-	}
+	// A node of its own for each daemon: a node redials the peers it
+	// knew, and libp2p limits the rate of connections to one address
+	// (both ways), so one node would soon be refused.
+	var n *peer.Node
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		f := strings.Fields(in.Text())
 		switch {
-		case len(f) == 3 && f[0] == "ask":
+		case len(f) == 4 && f[0] == "ask":
 			count, _ := strconv.Atoi(f[1])
 			gap, _ := strconv.Atoi(f[2])
+			ai, err := libp2ppeer.AddrInfoFromString(f[3])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n == nil || !slices.Contains(n.Peers(), ai.ID) {
+				if n != nil {
+					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+					_ = n.Close(ctx)
+					cancel()
+				}
+				n = newNode(t, opts...)
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				err = n.Connect(ctx, *ai)
+				cancel()
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			echoRef, err := peer.Ref(ai.ID, "echo")
+			if err != nil {
+				t.Fatal(err)
+			}
 			out, _ := json.Marshal(askEcho(n, echoRef, count, time.Duration(gap)*time.Millisecond))
 			fmt.Printf("honest asks %s\n", out)
 		case len(f) == 2 && f[0] == "metrics":
