@@ -26,11 +26,11 @@ import (
 // identify agent and hello a Troupe node sends, then frames written with
 // codec's FrameWriter or byte by byte. Each step runs on every identity
 // at once, bounded in count and in time (the duration the test gives),
-// and ends with the identity's streams reset, which is when the daemon
-// must give everything back. Connections are kept from step to step:
-// libp2p's resource manager admits a burst of 16 connections per IPv4
-// address, then one per 5 s. The steps whose state lives as long as the
-// connection (monitors, unread replies) end by closing it (leaving).
+// and ends with the identity's streams reset and its connection closed,
+// which is when the daemon must give everything back. Each step is
+// against a daemon of its own (the test's): libp2p's resource manager
+// admits a burst of 16 connections per IPv4 address, then one per 5 s,
+// so a daemon could not take many steps' fresh connections.
 
 // hostileIdentity is one attacking peer: a host, its incarnation, and the
 // streams it holds open in the current step.
@@ -90,9 +90,8 @@ func (id *hostileIdentity) hold(s network.Stream) {
 	id.held = append(id.held, s)
 }
 
-// release resets every stream held and, when leave, closes the
-// connection.
-func (id *hostileIdentity) release(leave bool) {
+// release resets every stream held and closes the connection.
+func (id *hostileIdentity) release() {
 	id.mu.Lock()
 	held := id.held
 	id.held = nil
@@ -100,9 +99,7 @@ func (id *hostileIdentity) release(leave bool) {
 	for _, s := range held {
 		_ = s.Reset()
 	}
-	if leave {
-		_ = id.h.Network().ClosePeer(id.target.ID)
-	}
+	_ = id.h.Network().ClosePeer(id.target.ID)
 }
 
 // open opens a stream of protocol p with its hello written and flushed.

@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/core/pnet"
 	"github.com/troupe-mesh/troupe/actor"
@@ -76,10 +75,7 @@ func TestHostileAttacker(t *testing.T) {
 	}
 }
 
-// hostileLeaves are the steps that end by closing the connection.
-var hostileLeaves = map[string]bool{"connect": true, "monitors": true, "unread": true}
-
-// runHostileStep connects every identity not connected (a failed
+// runHostileStep connects every identity to target (a failed
 // connection is left out: the PSK step counts them) and runs step on
 // each for d.
 func runHostileStep(all []*hostileIdentity, target libp2ppeer.AddrInfo, step string, d time.Duration, count int) hostileStats {
@@ -93,9 +89,7 @@ func runHostileStep(all []*hostileIdentity, target libp2ppeer.AddrInfo, step str
 		wg.Go(func() {
 			cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
 			defer ccancel()
-			if id.h.Network().Connectedness(id.target.ID) == network.Connected {
-				// kept from the last step
-			} else if err := id.h.Connect(cctx, id.target); err != nil {
+			if err := id.h.Connect(cctx, id.target); err != nil {
 				fmt.Fprintf(os.Stderr, "hostile: connect: %v\n", err)
 				return
 			}
@@ -108,7 +102,7 @@ func runHostileStep(all []*hostileIdentity, target libp2ppeer.AddrInfo, step str
 	}
 	wg.Wait()
 	for _, id := range all {
-		id.release(hostileLeaves[step])
+		id.release()
 	}
 	st.Connected = int(connected.Load())
 	return st
