@@ -13,6 +13,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/troupe-mesh/troupe/actor/transport"
+	"github.com/troupe-mesh/troupe/routing"
 )
 
 // TestHostileLoadInNamespaces (issue 34 item 5): a real `troupe daemon`
@@ -22,9 +25,10 @@ import (
 // identities per source address. Each step is bounded in count and time
 // and runs against a daemon of its own; after each the test asserts the
 // daemon's RSS at the step's peak and after it, the honest asks (failures
-// and p99), the daemon's log lines (≤ 100 per attacking peer per minute)
-// and that what the daemon held for the attack (reader bytes and
-// streams, remote watches) is back to zero. The same against a daemon
+// and p99), the daemon's log lines (≤ 100 per attacking peer per minute),
+// that what the daemon held while the attack held was within its caps
+// (reader bytes, remote watches) and that it (reader bytes and streams,
+// remote watches) is back to zero. The same against a daemon
 // with a private network key: an attacker without the key cannot
 // connect, and one with it is bounded as in the open mesh.
 //
@@ -91,10 +95,10 @@ func hostilePlanned() hostilePlan {
 		s := 1500 * time.Millisecond
 		return hostilePlan{addrs: 2, ids: 4, asks: 40, gap: 15, runs: []hostileRun{
 			{"garbage", 4, 200, s, 250, 0, 128},
-			{"frames", 4, 4, s, 1000, 0, 288},    // targets 20 ms, 128 MiB
-			{"fragments", 4, 4, s, 1000, 0, 224}, // targets 20 ms, 128 MiB
-			{"trickle", 4, 4, s, 250, 0, 128},
-			{"monitors", 4, 20000, s, 2000, 0, 128}, // target 20 ms
+			{"frames", 4, 4, s, 1000, 0, 288},       // targets 20 ms, 128 MiB
+			{"fragments", 4, 4, s, 1000, 0, 224},    // targets 20 ms, 128 MiB
+			{"trickle", 4, 4, s, 250, 0, 128},       // 1.5 s: no byte past the prefix (routing tests trickles)
+			{"monitors", 4, 40000, s, 2000, 0, 160}, // targets 20 ms, 128 MiB; past the node-wide cap
 			{"unread", 4, 50000, s, 2500, 4, 192},   // targets 20 ms, 128 MiB
 		}}
 	}
@@ -255,6 +259,15 @@ func runHostileStepIn(t *testing.T, ns string, psk []byte, plan hostilePlan, run
 		if slow := row.Metrics["troupe_streams_slow_total"]; slow < float64(row.Identities) {
 			t.Errorf("%v streams reset as slow, want at least one per identity (%d)", slow, row.Identities)
 		}
+	}
+	// What the daemon held while the attack held is within its caps: the
+	// readers' bytes within each source address's share, the remote
+	// watches within the node-wide total and each peer's floor.
+	if v, limit := row.During["troupe_reader_bytes"], float64(plan.addrs*routing.DefaultReaderPerAddress); v > limit {
+		t.Errorf("readers held %.0f bytes in the attack, over %d addresses' share (%.0f)", v, plan.addrs, limit)
+	}
+	if v, limit := row.During["troupe_remote_watches"], float64(transport.DefaultRemoteWatchTotal+row.Identities*transport.RemoteWatchFloor); v > limit {
+		t.Errorf("%.0f remote watches in the attack, over the node-wide cap (%.0f)", v, limit)
 	}
 	// What the attack made the daemon hold is given back at once.
 	for _, m := range hostileHeld {
