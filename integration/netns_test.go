@@ -34,8 +34,10 @@ func newNetns(t *testing.T) *netns {
 		skipNetns(t, "the ip command (iproute2) is missing")
 	}
 	// A second set in the same process (parallel subtests) gets its own
-	// names: trp<pid>_1, …
-	prefix := fmt.Sprintf("trp%d", os.Getpid()%100000)
+	// names: trp<pid>_1_, … The whole pid: no other live process here
+	// has ours, so a namespace of these names is a dead run's (add
+	// removes it).
+	prefix := fmt.Sprintf("trp%d", os.Getpid())
 	if seq := netnsSets.Add(1) - 1; seq > 0 {
 		prefix += fmt.Sprintf("_%d_", seq)
 	}
@@ -69,6 +71,9 @@ func (n *netns) ip(args ...string) {
 func (n *netns) add(name string) string {
 	n.t.Helper()
 	full := n.prefix + name
+	// One of this name is a dead run's, of a process that had our pid and
+	// was killed before its cleanup (go test -timeout ends without one).
+	_ = exec.Command("ip", "netns", "del", full).Run()
 	n.ip("netns", "add", full)
 	n.names = append(n.names, full)
 	n.ip("-n", full, "link", "set", "lo", "up")
