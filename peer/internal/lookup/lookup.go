@@ -125,13 +125,6 @@ func (c *nameCache) put(name string, ref actor.Ref) {
 	c.entries[name] = nameEntry{ref: ref, expires: now.Add(ttl)}
 }
 
-// drop forgets name (its Ref turned out to be stale).
-func (c *nameCache) drop(name string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.entries, name)
-}
-
 // ErrNotLarge says the node runs no DHT or the mesh is below the lookup
 // threshold: its directory is replicated, and the DHT has no name
 // records.
