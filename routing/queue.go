@@ -39,6 +39,7 @@ type outQueue struct {
 	chunks  [][]outMsg // queued from head on, oldest first
 	head    int
 	n       int        // envelopes queued
+	kinds   kinds      // of them, by kind: what the rooms need (rooms.go)
 	spare   [][]outMsg // emptied full-size chunks, kept while a burst lasts
 	first   []outMsg   // an emptied smaller chunk, kept for the next message
 	max     int
@@ -69,13 +70,15 @@ func (q *outQueue) sleeping(s network.Stream) {
 	q.mu.Unlock()
 }
 
-// push appends e unless the queue is full.
+// push appends e unless the queue is full for its kind (see admits).
 func (q *outQueue) push(e *transport.Envelope) bool {
 	return q.pushBelow(e.To.Name(), e.From.Name(), e.Msg, e.Corr, e.Reply, q.max)
 }
 
 // pushBelow appends a message (the fields of an outMsg) unless limit or
-// more envelopes wait, and wakes the writer if it sleeps.
+// more envelopes wait or, with a limit up to the queue's bound, the room
+// of its kind is full (admits), and wakes the writer if it sleeps. (A
+// limit above the bound is the router's own loss messages': no rooms.)
 func (q *outQueue) pushBelow(to, from string, msg any, corr uint64, reply bool, limit int) bool {
 	q.mu.Lock()
 	if !q.appendLocked(to, from, msg, corr, reply, limit) {
@@ -99,7 +102,9 @@ func (q *outQueue) pushLost(body lostBody, n uint64) bool {
 		if c := q.chunks[len(q.chunks)-1]; len(c) > 0 && c[len(c)-1].to == lossTo {
 			m := &c[len(c)-1]
 			if _, ok := m.msg.(lostBody); ok {
+				q.kinds.add(m.corr, false, -1)
 				m.msg, m.corr = body, n
+				q.kinds.add(n, false, 1)
 				q.mu.Unlock()
 				return true
 			}
@@ -110,10 +115,11 @@ func (q *outQueue) pushLost(body lostBody, n uint64) bool {
 	return ok
 }
 
-// pushClaim appends a message as pushBelow does, up to the queue's bound,
-// but does not wake the writer: claimed says that the writer sleeps and
-// the caller took over waking it, with writer.writeThrough (which writes
-// the message itself, or wakes the writer).
+// pushClaim appends a message as pushBelow does, up to the queue's bound
+// and the room of its kind, but does not wake the writer: claimed says
+// that the writer sleeps and the caller took over waking it, with
+// writer.writeThrough (which writes the message itself, or wakes the
+// writer).
 func (q *outQueue) pushClaim(to, from string, msg any, corr uint64, reply bool) (ok, claimed bool) {
 	q.mu.Lock()
 	ok = q.appendLocked(to, from, msg, corr, reply, q.max)
@@ -138,11 +144,12 @@ func (q *outQueue) wakeIfQueued(force bool) {
 	q.unlockWaking(wake)
 }
 
-// appendLocked appends a message unless limit or more envelopes wait,
-// writing the fields straight into the queue's slot: no outMsg is built
-// and copied.
+// appendLocked appends a message unless limit or more envelopes wait or,
+// with a limit up to the queue's bound, the room of its kind is full
+// (admits), writing the fields straight into the queue's slot: no outMsg
+// is built and copied.
 func (q *outQueue) appendLocked(to, from string, msg any, corr uint64, reply bool, limit int) bool {
-	if q.n >= limit || q.retired {
+	if q.n >= limit || q.retired || limit <= q.max && !admits(q.max, q.n, q.kinds, corr, reply) {
 		return false
 	}
 	last := len(q.chunks) - 1
@@ -155,6 +162,7 @@ func (q *outQueue) appendLocked(to, from string, msg any, corr uint64, reply boo
 	m := &c[len(c)-1]
 	m.to, m.from, m.msg, m.corr, m.reply = to, from, msg, corr, reply
 	q.n++
+	q.kinds.add(corr, reply, 1)
 	return true
 }
 
@@ -175,27 +183,39 @@ func (q *outQueue) unlockWaking(appended bool) {
 }
 
 // pushRun appends the messages of run, all from the actor named from,
-// while the queue has room, taking the lock once, and returns how many it
-// appended.
+// while the queue has room for each one's kind (admits), taking the lock
+// once, and returns how many it appended: it stops at the first message
+// refused, so that none of the rest overtakes it.
 func (q *outQueue) pushRun(from string, run []transport.Outbound) int {
 	q.mu.Lock()
 	pushed := 0
-	for pushed < len(run) && q.n < q.max && !q.retired {
+	for pushed < len(run) && !q.retired {
+		if o := &run[pushed]; !admits(q.max, q.n, q.kinds, o.Corr, o.Reply) {
+			break // before growing: no empty chunk is left for takeBatch
+		}
 		last := len(q.chunks) - 1
 		if last < 0 || len(q.chunks[last]) == cap(q.chunks[last]) {
 			last = q.growLocked()
 		}
 		c := q.chunks[last]
-		k := min(cap(c)-len(c), len(run)-pushed, q.max-q.n)
-		start := len(c)
+		start, k := len(c), min(cap(c)-len(c), len(run)-pushed)
 		c = c[:start+k]
-		q.chunks[last] = c
-		for i := range k {
-			o, m := &run[pushed+i], &c[start+i]
+		i := 0
+		for ; i < k; i++ {
+			o := &run[pushed+i]
+			if !admits(q.max, q.n, q.kinds, o.Corr, o.Reply) {
+				break
+			}
+			m := &c[start+i]
 			m.to, m.from, m.msg, m.corr, m.reply = o.To.Name(), from, o.Msg, o.Corr, o.Reply
+			q.n++
+			q.kinds.add(o.Corr, o.Reply, 1)
 		}
-		q.n += k
-		pushed += k
+		q.chunks[last] = c[:start+i]
+		pushed += i
+		if i < k {
+			break // refused: none of the rest may overtake it
+		}
 	}
 	q.unlockWaking(pushed > 0)
 	return pushed
@@ -210,7 +230,7 @@ func (q *outQueue) pushRun(from string, run []transport.Outbound) int {
 const waitLimit = 8 * chunkSize
 
 // pushCtx appends e, waiting until fewer than min(waitLimit, the queue's
-// bound) envelopes wait, or ctx or stop ends. It reports ctx's error, or
+// bound) envelopes wait and the room of its kind has space (admits), or ctx or stop ends. It reports ctx's error, or
 // ErrClosed when stop closed first; or, without waiting,
 // actor.ErrBlockingCall when it would wait and mustNotWait (if not nil)
 // says that the caller must not, or errRetired when the queue's link is
@@ -230,7 +250,7 @@ func (q *outQueue) pushCtx(ctx context.Context, e *transport.Envelope, stop <-ch
 			q.mu.Unlock()
 			return actor.ErrBlockingCall
 		}
-		if q.n < limit { // room appeared meanwhile
+		if q.n < limit && admits(q.max, q.n, q.kinds, e.Corr, e.Reply) { // room appeared meanwhile
 			q.mu.Unlock()
 			continue
 		}
@@ -308,6 +328,7 @@ func (q *outQueue) takeBatch(done []outMsg) []outMsg {
 			q.chunks, q.head = q.chunks[:n], 0
 		}
 		q.n -= len(out)
+		q.kinds.took(out)
 		q.idle, q.idleOn = false, nil
 	} else {
 		q.asleep = true

@@ -1,0 +1,63 @@
+package routing
+
+// The rooms of a link queue (issue 34): what share of a queue's bound
+// each kind of message may fill, so that a flood of one-way sends cannot
+// refuse the asks and replies between two peers. The queue stays one
+// FIFO (nothing overtakes what was queued before it); the rooms decide
+// only what it refuses. Pure: the queue keeps the counts under its lock.
+
+// kinds counts the envelopes waiting in a queue by kind: one-way
+// messages (no correlation ID) and requests (an Ask's: a correlation ID,
+// not a reply). Replies are the rest of the queue's count. The router's
+// loss messages count by the same fields (a lostBody's number is a
+// correlation ID here), so the counts add and take back alike.
+type kinds struct {
+	oneWay, requests int
+}
+
+// add counts one more envelope (d = 1) or one less (d = -1) of the kind
+// corr and reply say.
+func (k *kinds) add(corr uint64, reply bool, d int) {
+	switch {
+	case reply:
+	case corr == 0:
+		k.oneWay += d
+	default:
+		k.requests += d
+	}
+}
+
+// took counts out the envelopes of a batch taken from the queue.
+func (k *kinds) took(batch []outMsg) {
+	for i := range batch {
+		if m := &batch[i]; !m.reply {
+			if m.corr == 0 {
+				k.oneWay--
+			} else {
+				k.requests--
+			}
+		}
+	}
+}
+
+// admits reports whether a queue of bound max, in which n envelopes wait
+// (k of them counted by kind), takes one more of the kind corr and reply
+// say. A reply may fill the queue. A request may not when one-way
+// messages and requests together fill max − max/8 of it: an eighth is
+// kept for replies. A one-way message may not either, nor when one-way
+// messages alone fill max − max/4: another eighth is kept for requests
+// (which replies may take too). So however one kind floods the queue,
+// replies have max/8 of it at least, and requests max/8 that one-way
+// messages cannot take. (The rooms are rounded down: a queue of fewer
+// than 8 keeps none for requests, one of fewer than 4 none at all.)
+func admits(max, n int, k kinds, corr uint64, reply bool) bool {
+	switch {
+	case n >= max:
+		return false
+	case reply:
+		return true
+	case k.oneWay+k.requests >= max-max/8:
+		return false
+	}
+	return corr != 0 || k.oneWay < max-max/4
+}

@@ -1,0 +1,178 @@
+package routing
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/troupe-mesh/troupe/actor/transport"
+)
+
+// The rooms of a link queue (rooms.go), as data: what each kind may fill
+// of a queue, however the others fill it; and the queue that keeps them,
+// one FIFO whose counts come back to zero.
+
+// A message of each kind, as the envelope's fields say it.
+type kindOf struct {
+	name  string
+	corr  uint64
+	reply bool
+}
+
+var (
+	oneWay  = kindOf{"one-way", 0, false}
+	request = kindOf{"request", 7, false}
+	reply   = kindOf{"reply", 7, true}
+)
+
+// fill pushes messages of kind k into q until it refuses one, and
+// returns how many it took.
+func fill(q *outQueue, k kindOf) int {
+	n := 0
+	for q.pushBelow("sink", "source", n, k.corr, k.reply, q.max) {
+		n++
+	}
+	return n
+}
+
+// TestRoomsAdmit: the rooms as a table of queue states. Replies may fill
+// the queue; requests all but an eighth; one-way messages all but a
+// quarter, and none past what requests leave of the seven eighths.
+func TestRoomsAdmit(t *testing.T) {
+	const max = 64 // rooms of 8: one-way 48, requests and one-way 56
+	for _, c := range []struct {
+		n                 int
+		oneWay, requests  int
+		wantO, wantQ, wan bool
+	}{
+		{0, 0, 0, true, true, true},
+		{47, 47, 0, true, true, true},
+		{48, 48, 0, false, true, true},  // one-way at its room
+		{55, 48, 7, false, true, true},  // requests in their eighth
+		{56, 48, 8, false, false, true}, // the replies' eighth is left
+		{63, 48, 8, false, false, true},
+		{64, 48, 8, false, false, false}, // full
+		{56, 0, 56, false, false, true},  // requests took the seven eighths
+		{50, 10, 40, true, true, true},
+		{64, 0, 0, false, false, false}, // replies fill the queue
+		{40, 0, 0, true, true, true},    // replies do not count against the others' rooms
+		{63, 0, 0, true, true, true},
+	} {
+		k := kinds{oneWay: c.oneWay, requests: c.requests}
+		got := [3]bool{admits(max, c.n, k, oneWay.corr, oneWay.reply), admits(max, c.n, k, request.corr, request.reply), admits(max, c.n, k, reply.corr, reply.reply)}
+		if want := [3]bool{c.wantO, c.wantQ, c.wan}; got != want {
+			t.Errorf("n %d (one-way %d, requests %d): admits one-way, request, reply = %v, want %v", c.n, c.oneWay, c.requests, got, want)
+		}
+	}
+	// A queue of fewer than 4 keeps no room: any kind may fill it.
+	for _, k := range []kindOf{oneWay, request, reply} {
+		if !admits(3, 2, kinds{oneWay: 2}, k.corr, k.reply) || admits(3, 3, kinds{oneWay: 3}, k.corr, k.reply) {
+			t.Errorf("a queue of 3: %s not admitted up to its bound", k.name)
+		}
+	}
+}
+
+// TestRoomsHoldWhateverFloods: whichever kind floods a queue first, each
+// other kind still finds its room, in a real outQueue; the queue keeps
+// one FIFO across kinds; and taking everything brings the counts back
+// to zero.
+func TestRoomsHoldWhateverFloods(t *testing.T) {
+	const max = 1000
+	for _, c := range []struct {
+		flood         kindOf
+		floodN        int
+		then          kindOf
+		thenN         int
+		lastN, lastOf int // the replies that fit after both
+	}{
+		{oneWay, max - max/4, request, max / 8, max / 8, 0},
+		{oneWay, max - max/4, reply, max / 4, 0, 0},
+		{request, max - max/8, oneWay, 0, max / 8, 0},
+		{request, max - max/8, reply, max / 8, 0, 0},
+		{reply, max, oneWay, 0, 0, 0},
+	} {
+		t.Run(fmt.Sprintf("%s then %s", c.flood.name, c.then.name), func(t *testing.T) {
+			q := newOutQueue(max)
+			if got := fill(q, c.flood); got != c.floodN {
+				t.Fatalf("%d %s messages queued, want %d", got, c.flood.name, c.floodN)
+			}
+			if got := fill(q, c.then); got != c.thenN {
+				t.Fatalf("then %d %s messages, want %d", got, c.then.name, c.thenN)
+			}
+			if got := fill(q, reply); got != c.lastN {
+				t.Fatalf("then %d replies, want %d", got, c.lastN)
+			}
+			// One FIFO: the flood first, in order, then the rest.
+			var got []outMsg
+			for b := q.takeBatch(nil); len(b) > 0; b = q.takeBatch(nil) {
+				got = append(got, b...)
+			}
+			if len(got) != c.floodN+c.thenN+c.lastN {
+				t.Fatalf("took %d, want %d", len(got), c.floodN+c.thenN+c.lastN)
+			}
+			for i, m := range got {
+				want, seq := c.flood, i
+				switch {
+				case i >= c.floodN+c.thenN:
+					want, seq = reply, i-c.floodN-c.thenN
+				case i >= c.floodN:
+					want, seq = c.then, i-c.floodN
+				}
+				if m.corr != want.corr || m.reply != want.reply || m.msg != seq {
+					t.Fatalf("message %d: %+v, want %s number %d", i, m, want.name, seq)
+				}
+			}
+			if q.n != 0 || q.kinds != (kinds{}) {
+				t.Fatalf("after taking everything: n %d, kinds %+v", q.n, q.kinds)
+			}
+		})
+	}
+}
+
+// TestPushRunStopsAtItsRoom: an actor's run of sends is queued while each
+// message's room has space and stops at the first refused (none of the
+// rest overtakes it), though a reply after it would fit; the counts match
+// what was queued. An empty room grows no chunk.
+func TestPushRunStopsAtItsRoom(t *testing.T) {
+	const max = 64
+	q := newOutQueue(max)
+	for i := range 46 {
+		q.push(&transport.Envelope{Msg: i})
+	}
+	run := make([]transport.Outbound, 5)
+	run[0].Corr, run[0].Reply = 1, true // a reply
+	// run[1], run[2]: one-way, the last two of the room (46, 47 → 48)
+	// run[3]: one-way, refused; run[4]: a reply, which must not pass it
+	run[4].Corr, run[4].Reply = 2, true
+	if got := q.pushRun("source", run); got != 3 {
+		t.Fatalf("pushRun queued %d, want 3", got)
+	}
+	if q.n != 49 || q.kinds != (kinds{oneWay: 48}) {
+		t.Fatalf("n %d, kinds %+v; want 49, 48 one-way", q.n, q.kinds)
+	}
+	// A queue whose one-way room ends with a full chunk (1365 − 341 =
+	// 1024 = chunkSize): a run refused there grows no empty chunk, which
+	// takeBatch would hand the writer as no batch at all.
+	q2 := newOutQueue(1365)
+	for range chunkSize {
+		q2.push(&transport.Envelope{})
+	}
+	if got := q2.pushRun("source", make([]transport.Outbound, 3)); got != 0 || len(q2.chunks) != 1 {
+		t.Fatalf("pushRun at the room: queued %d, %d chunks; want 0, 1", got, len(q2.chunks))
+	}
+}
+
+// TestCoalescedDeclarationKeepsCounts: a loss declaration that takes a
+// newer number in place (pushLost) leaves the counts as they were, and
+// taking it brings them back to zero.
+func TestCoalescedDeclarationKeepsCounts(t *testing.T) {
+	q := newOutQueue(8)
+	q.pushLost(lostBody{Session: 3}, 3)
+	q.pushLost(lostBody{Session: 5}, 5)
+	if q.n != 1 || q.kinds != (kinds{requests: 1}) {
+		t.Fatalf("n %d, kinds %+v", q.n, q.kinds)
+	}
+	q.takeBatch(nil)
+	if q.n != 0 || q.kinds != (kinds{}) {
+		t.Fatalf("after the batch: n %d, kinds %+v", q.n, q.kinds)
+	}
+}
