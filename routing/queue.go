@@ -327,8 +327,8 @@ func (q *outQueue) takeBatch(done []outMsg) []outMsg {
 			clear(q.chunks[n:])
 			q.chunks, q.head = q.chunks[:n], 0
 		}
+		q.kinds.took(out, q.n)
 		q.n -= len(out)
-		q.kinds.took(out)
 		q.idle, q.idleOn = false, nil
 	} else {
 		q.asleep = true

@@ -27,8 +27,20 @@ func (k *kinds) add(corr uint64, reply bool, d int) {
 	}
 }
 
-// took counts out the envelopes of a batch taken from the queue.
-func (k *kinds) took(batch []outMsg) {
+// took counts out the envelopes of a batch taken from a queue in which
+// n envelopes waited. When they were all of one kind (a flood's usual
+// case) it needs no look at them.
+func (k *kinds) took(batch []outMsg, n int) {
+	switch {
+	case k.oneWay == n:
+		k.oneWay -= len(batch)
+		return
+	case k.requests == n:
+		k.requests -= len(batch)
+		return
+	case k.oneWay == 0 && k.requests == 0: // replies
+		return
+	}
 	for i := range batch {
 		if m := &batch[i]; !m.reply {
 			if m.corr == 0 {

@@ -176,3 +176,28 @@ func TestCoalescedDeclarationKeepsCounts(t *testing.T) {
 		t.Fatalf("after the batch: n %d, kinds %+v", q.n, q.kinds)
 	}
 }
+
+// TestKindsTook: a batch taken counts out by kind, whether the queue held
+// one kind only (no look at the batch) or several (each one counted).
+func TestKindsTook(t *testing.T) {
+	o, q, r := outMsg{}, outMsg{corr: 3}, outMsg{corr: 3, reply: true}
+	for _, c := range []struct {
+		name   string
+		before kinds
+		n      int
+		batch  []outMsg
+		want   kinds
+	}{
+		{"one-way only", kinds{oneWay: 5}, 5, []outMsg{o, o, o}, kinds{oneWay: 2}},
+		{"requests only", kinds{requests: 4}, 4, []outMsg{q, q}, kinds{requests: 2}},
+		{"replies only", kinds{}, 6, []outMsg{r, r, r}, kinds{}},
+		{"mixed", kinds{oneWay: 2, requests: 2}, 6, []outMsg{o, r, q, r}, kinds{oneWay: 1, requests: 1}},
+		{"mixed, all taken", kinds{oneWay: 1, requests: 1}, 3, []outMsg{q, o, r}, kinds{}},
+	} {
+		k := c.before
+		k.took(c.batch, c.n)
+		if k != c.want {
+			t.Errorf("%s: %+v after the batch, want %+v", c.name, k, c.want)
+		}
+	}
+}
