@@ -48,7 +48,7 @@ func newBatchSender(t *testing.T, queueLen int) (*Router, *link, *actor.System, 
 // TestActorSendsReachQueueInOrder: what an actor sends to another peer in
 // one activation (more than one outbox run) is queued in order, and a
 // message beyond the room the link's queue has for one-way messages (see
-// admits) is a dead letter with ErrLinkFull, counted once, as with
+// rooms.admits) is a dead letter with ErrLinkFull, counted once, as with
 // Deliver.
 func TestActorSendsReachQueueInOrder(t *testing.T) {
 	const queueLen0, total = 150, 200

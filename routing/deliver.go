@@ -17,7 +17,7 @@ import (
 // code's DeliverCtx, and the link each message is queued on.
 
 // Deliver queues msg for the actor to on its peer. It never blocks: a full
-// queue (for msg's kind: see admits) returns ErrLinkFull, and a reply
+// queue (for msg's kind: see rooms.admits) returns ErrLinkFull, and a reply
 // refused so is reported to its asker (refusedReply). from is an actor
 // of this peer or the zero Ref: only its name is kept (the receiver takes
 // the stream's remote peer as the sender's). Implements transport.Remote.

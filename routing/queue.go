@@ -40,6 +40,7 @@ type outQueue struct {
 	head    int
 	n       int        // envelopes queued
 	kinds   kinds      // of them, by kind: what the rooms need (rooms.go)
+	rooms   rooms      // bounds by kind, of max
 	spare   [][]outMsg // emptied full-size chunks, kept while a burst lasts
 	first   []outMsg   // an emptied smaller chunk, kept for the next message
 	max     int
@@ -59,7 +60,7 @@ type outQueue struct {
 }
 
 func newOutQueue(max int) *outQueue {
-	return &outQueue{max: max, ready: make(chan struct{}, 1), idle: true} // a new writer has nothing
+	return &outQueue{max: max, rooms: roomsOf(max), ready: make(chan struct{}, 1), idle: true} // a new writer has nothing
 }
 
 // sleeping says that the writer, which found the queue empty, sleeps
@@ -70,14 +71,14 @@ func (q *outQueue) sleeping(s network.Stream) {
 	q.mu.Unlock()
 }
 
-// push appends e unless the queue is full for its kind (see admits).
+// push appends e unless the queue is full for its kind (see rooms.admits).
 func (q *outQueue) push(e *transport.Envelope) bool {
 	return q.pushBelow(e.To.Name(), e.From.Name(), e.Msg, e.Corr, e.Reply, q.max)
 }
 
 // pushBelow appends a message (the fields of an outMsg) unless limit or
 // more envelopes wait or, with a limit up to the queue's bound, the room
-// of its kind is full (admits), and wakes the writer if it sleeps. (A
+// of its kind is full (rooms.admits), and wakes the writer if it sleeps. (A
 // limit above the bound is the router's own loss messages': no rooms.)
 func (q *outQueue) pushBelow(to, from string, msg any, corr uint64, reply bool, limit int) bool {
 	q.mu.Lock()
@@ -146,10 +147,10 @@ func (q *outQueue) wakeIfQueued(force bool) {
 
 // appendLocked appends a message unless limit or more envelopes wait or,
 // with a limit up to the queue's bound, the room of its kind is full
-// (admits), writing the fields straight into the queue's slot: no outMsg
+// (rooms.admits), writing the fields straight into the queue's slot: no outMsg
 // is built and copied.
 func (q *outQueue) appendLocked(to, from string, msg any, corr uint64, reply bool, limit int) bool {
-	if q.n >= limit || q.retired || limit <= q.max && !admits(q.max, q.n, q.kinds, corr, reply) {
+	if q.n >= limit || q.retired || limit <= q.max && !q.rooms.admits(q.n, q.kinds, corr, reply) {
 		return false
 	}
 	last := len(q.chunks) - 1
@@ -183,14 +184,14 @@ func (q *outQueue) unlockWaking(appended bool) {
 }
 
 // pushRun appends the messages of run, all from the actor named from,
-// while the queue has room for each one's kind (admits), taking the lock
+// while the queue has room for each one's kind (rooms.admits), taking the lock
 // once, and returns how many it appended: it stops at the first message
 // refused, so that none of the rest overtakes it.
 func (q *outQueue) pushRun(from string, run []transport.Outbound) int {
 	q.mu.Lock()
 	pushed := 0
 	for pushed < len(run) && !q.retired {
-		if o := &run[pushed]; !admits(q.max, q.n, q.kinds, o.Corr, o.Reply) {
+		if o := &run[pushed]; !q.rooms.admits(q.n, q.kinds, o.Corr, o.Reply) {
 			break // before growing: no empty chunk is left for takeBatch
 		}
 		last := len(q.chunks) - 1
@@ -203,7 +204,7 @@ func (q *outQueue) pushRun(from string, run []transport.Outbound) int {
 		i := 0
 		for ; i < k; i++ {
 			o := &run[pushed+i]
-			if !admits(q.max, q.n, q.kinds, o.Corr, o.Reply) {
+			if !q.rooms.admits(q.n, q.kinds, o.Corr, o.Reply) {
 				break
 			}
 			m := &c[start+i]
@@ -230,7 +231,7 @@ func (q *outQueue) pushRun(from string, run []transport.Outbound) int {
 const waitLimit = 8 * chunkSize
 
 // pushCtx appends e, waiting until fewer than min(waitLimit, the queue's
-// bound) envelopes wait and the room of its kind has space (admits), or ctx or stop ends. It reports ctx's error, or
+// bound) envelopes wait and the room of its kind has space (rooms.admits), or ctx or stop ends. It reports ctx's error, or
 // ErrClosed when stop closed first; or, without waiting,
 // actor.ErrBlockingCall when it would wait and mustNotWait (if not nil)
 // says that the caller must not, or errRetired when the queue's link is
@@ -250,7 +251,7 @@ func (q *outQueue) pushCtx(ctx context.Context, e *transport.Envelope, stop <-ch
 			q.mu.Unlock()
 			return actor.ErrBlockingCall
 		}
-		if q.n < limit && admits(q.max, q.n, q.kinds, e.Corr, e.Reply) { // room appeared meanwhile
+		if q.n < limit && q.rooms.admits(q.n, q.kinds, e.Corr, e.Reply) { // room appeared meanwhile
 			q.mu.Unlock()
 			continue
 		}

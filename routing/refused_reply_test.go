@@ -3,12 +3,15 @@ package routing
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/actor/transport"
+	"github.com/troupe-mesh/troupe/internal/testutil"
 )
 
 // A reply that will not be sent is reported to its asker (refusedReply):
@@ -101,4 +104,71 @@ func TestWriterRefusedReplyFailsTheAskFast(t *testing.T) {
 	if st := rb.Stats(); st.RepliesRefused != 1 || st.TooLarge != 1 {
 		t.Fatalf("replier's stats %+v: want 1 reply refused, 1 too large", st)
 	}
+}
+
+// TestRefusedReplyFailsTheAskFast: the asker's peer reads its control
+// stream but not its user stream, so the replier's user link to it fills
+// with replies; the replies refused there fail their Asks at once with
+// ErrLinkFull, told on the control stream (as many as its own queue of 8
+// took: the refusals come in a burst), while the replies stuck in the
+// queue, and those whose Undeliverable found the control queue full,
+// leave theirs to their timeout.
+func TestRefusedReplyFailsTheAskFast(t *testing.T) {
+	const asks, timeout = 40, 2 * time.Second
+	ha, _, sysA := testRouter(t, 0)
+	hb, rb, sysB := testPeerTuned(t, config{LinkQueue: 8, Logger: testutil.QuietLogger()}, nil, false)
+	release := make(chan struct{})
+	ha.SetStreamHandler(ProtoMsg, func(s network.Stream) { // never read
+		<-release
+		_ = s.Reset()
+	})
+	t.Cleanup(func() { close(release) }) // before the routers close
+	if _, err := sysB.Spawn("echo", func(c *actor.Context) {
+		var h actor.Case
+		h = actor.On(func(int) { c.Reply(make([]byte, 32<<10)); c.Receive(h) })
+		c.Receive(h)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := ha.Connect(ctx, libp2ppeer.AddrInfo{ID: hb.ID(), Addrs: hb.Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	to, err := actor.NewRef(hb.ID().String(), "echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu        sync.Mutex
+		fast, all int // failed with ErrLinkFull within a second; asks done
+		others    []error
+		wg        sync.WaitGroup
+	)
+	for i := range asks {
+		wg.Go(func() {
+			actx, acancel := context.WithTimeout(ctx, timeout)
+			defer acancel()
+			t0 := time.Now()
+			_, err := sysA.Ask(actx, to, i)
+			mu.Lock()
+			defer mu.Unlock()
+			all++
+			switch {
+			case errors.Is(err, ErrLinkFull) && time.Since(t0) < time.Second:
+				fast++
+			case err != nil && !errors.Is(err, context.DeadlineExceeded):
+				others = append(others, err)
+			}
+		})
+	}
+	wg.Wait()
+	st := rb.Stats()
+	if fast == 0 || st.RepliesRefused == 0 || uint64(fast) != st.RepliesRefused {
+		t.Fatalf("%d of %d asks failed at once with ErrLinkFull; the replier refused %d replies (stats %+v)", fast, all, st.RepliesRefused, st)
+	}
+	if len(others) > 0 {
+		t.Fatalf("asks failed otherwise: %v", others)
+	}
+	t.Logf("%d of %d asks failed at once with ErrLinkFull, the rest timed out", fast, all)
 }

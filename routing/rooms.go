@@ -52,24 +52,36 @@ func (k *kinds) took(batch []outMsg, n int) {
 	}
 }
 
-// admits reports whether a queue of bound max, in which n envelopes wait
+// rooms are the bounds of a queue by kind, computed once (roomsOf).
+type rooms struct {
+	all      int // the queue's bound
+	nonReply int // one-way messages and requests together
+	oneWay   int // one-way messages alone
+}
+
+// roomsOf returns the rooms of a queue of bound max: an eighth of it is
+// kept for replies, another eighth for requests (see admits).
+func roomsOf(max int) rooms { return rooms{all: max, nonReply: max - max/8, oneWay: max - max/4} }
+
+// admits reports whether a queue with rooms r, in which n envelopes wait
 // (k of them counted by kind), takes one more of the kind corr and reply
 // say. A reply may fill the queue. A request may not when one-way
-// messages and requests together fill max − max/8 of it: an eighth is
-// kept for replies. A one-way message may not either, nor when one-way
-// messages alone fill max − max/4: another eighth is kept for requests
-// (which replies may take too). So however one kind floods the queue,
-// replies have max/8 of it at least, and requests max/8 that one-way
-// messages cannot take. (The rooms are rounded down: a queue of fewer
-// than 8 keeps none for requests, one of fewer than 4 none at all.)
-func admits(max, n int, k kinds, corr uint64, reply bool) bool {
+// messages and requests together fill all but an eighth of it: that
+// eighth is kept for replies. A one-way message may not either, nor when
+// one-way messages alone fill all but a quarter: another eighth is kept
+// for requests (which replies may take too). So however one kind floods
+// the queue, replies have an eighth of it at least, and requests an
+// eighth that one-way messages cannot take. (The rooms are rounded down:
+// a queue of fewer than 8 keeps none for requests, one of fewer than 4
+// none at all.)
+func (r rooms) admits(n int, k kinds, corr uint64, reply bool) bool {
 	switch {
-	case n >= max:
+	case n >= r.all:
 		return false
 	case reply:
 		return true
-	case k.oneWay+k.requests >= max-max/8:
+	case k.oneWay+k.requests >= r.nonReply:
 		return false
 	}
-	return corr != 0 || k.oneWay < max-max/4
+	return corr != 0 || k.oneWay < r.oneWay
 }

@@ -58,14 +58,15 @@ func TestRoomsAdmit(t *testing.T) {
 		{63, 0, 0, true, true, true},
 	} {
 		k := kinds{oneWay: c.oneWay, requests: c.requests}
-		got := [3]bool{admits(max, c.n, k, oneWay.corr, oneWay.reply), admits(max, c.n, k, request.corr, request.reply), admits(max, c.n, k, reply.corr, reply.reply)}
+		r := roomsOf(max)
+		got := [3]bool{r.admits(c.n, k, oneWay.corr, oneWay.reply), r.admits(c.n, k, request.corr, request.reply), r.admits(c.n, k, reply.corr, reply.reply)}
 		if want := [3]bool{c.wantO, c.wantQ, c.wan}; got != want {
 			t.Errorf("n %d (one-way %d, requests %d): admits one-way, request, reply = %v, want %v", c.n, c.oneWay, c.requests, got, want)
 		}
 	}
 	// A queue of fewer than 4 keeps no room: any kind may fill it.
 	for _, k := range []kindOf{oneWay, request, reply} {
-		if !admits(3, 2, kinds{oneWay: 2}, k.corr, k.reply) || admits(3, 3, kinds{oneWay: 3}, k.corr, k.reply) {
+		if r := roomsOf(3); !r.admits(2, kinds{oneWay: 2}, k.corr, k.reply) || r.admits(3, kinds{oneWay: 3}, k.corr, k.reply) {
 			t.Errorf("a queue of 3: %s not admitted up to its bound", k.name)
 		}
 	}
