@@ -2,6 +2,7 @@ package routing
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/troupe-mesh/troupe/actor/transport"
@@ -199,6 +200,67 @@ func TestKindsTook(t *testing.T) {
 		k.took(c.batch, c.n)
 		if k != c.want {
 			t.Errorf("%s: %+v after the batch, want %+v", c.name, k, c.want)
+		}
+	}
+}
+
+// TestRoomsModel: random pushes of every kind (one by one, in runs, loss
+// declarations) and batches taken, against a recount of what the queue
+// holds: the counts by kind always match it, the queue never holds more
+// than its bound, and one-way messages and requests never more than
+// their rooms (loss declarations, which skip the rooms, aside).
+func TestRoomsModel(t *testing.T) {
+	const max, ops = 100, 20000
+	rng := rand.New(rand.NewPCG(1, 2))
+	q := newOutQueue(max)
+	r := roomsOf(max)
+	kindsOf := []kindOf{oneWay, request, reply}
+	var batch []outMsg
+	losses := 0 // loss declarations queued (recounted after each op): requests by their fields, outside the rooms
+	for op := range ops {
+		// Each stretch of ops floods with one kind mostly, so that every
+		// room is met.
+		flood := kindsOf[op/500%3]
+		pick := func() kindOf {
+			if rng.IntN(5) == 0 {
+				return kindsOf[rng.IntN(3)]
+			}
+			return flood
+		}
+		switch x := rng.IntN(10); {
+		case x < 5:
+			k := pick()
+			q.push(&transport.Envelope{Msg: op, Corr: k.corr, Reply: k.reply})
+		case x < 7:
+			run := make([]transport.Outbound, rng.IntN(2*chunkSize))
+			for i := range run {
+				k := pick()
+				run[i].Msg, run[i].Corr, run[i].Reply = op, k.corr, k.reply
+			}
+			q.pushRun("source", run)
+		case x < 8 && losses < 3:
+			q.pushLost(lostBody{Session: uint64(op + 1)}, uint64(op+1))
+		default:
+			batch = q.takeBatch(batch[:0])
+			clear(batch)
+		}
+		var want kinds
+		n := 0
+		losses = 0
+		for _, c := range q.chunks[q.head:] {
+			for i := range c {
+				want.add(c[i].corr, c[i].reply, 1)
+				if _, ok := c[i].msg.(lostBody); ok {
+					losses++
+				}
+				n++
+			}
+		}
+		if q.kinds != want || q.n != n {
+			t.Fatalf("op %d: n %d, kinds %+v; the queue holds %d, %+v", op, q.n, q.kinds, n, want)
+		}
+		if q.n > max+losses || want.oneWay > r.oneWay || want.oneWay+want.requests > r.nonReply+losses {
+			t.Fatalf("op %d: %d queued (%+v, %d loss declarations): past a room %+v", op, q.n, want, losses, r)
 		}
 	}
 }
