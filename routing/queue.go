@@ -39,8 +39,6 @@ type outQueue struct {
 	chunks  [][]outMsg // queued from head on, oldest first
 	head    int
 	n       int        // envelopes queued
-	kinds   kinds      // of them, by kind: what the rooms need (rooms.go)
-	rooms   rooms      // bounds by kind, of max
 	spare   [][]outMsg // emptied full-size chunks, kept while a burst lasts
 	first   []outMsg   // an emptied smaller chunk, kept for the next message
 	max     int
@@ -57,6 +55,9 @@ type outQueue struct {
 	idleOn network.Stream
 
 	ready chan struct{} // capacity 1: wakes the writer
+
+	kinds kinds // of the n queued, by kind: what the rooms need (rooms.go)
+	rooms rooms // bounds by kind, of max
 }
 
 func newOutQueue(max int) *outQueue {
@@ -201,17 +202,19 @@ func (q *outQueue) pushRun(from string, run []transport.Outbound) int {
 		c := q.chunks[last]
 		start, k := len(c), min(cap(c)-len(c), len(run)-pushed)
 		c = c[:start+k]
+		n, ks := q.n, q.kinds // in registers: the slots' stores cannot alias them
 		i := 0
 		for ; i < k; i++ {
 			o := &run[pushed+i]
-			if !q.rooms.admits(q.n, q.kinds, o.Corr, o.Reply) {
+			if !q.rooms.admits(n, ks, o.Corr, o.Reply) {
 				break
 			}
 			m := &c[start+i]
 			m.to, m.from, m.msg, m.corr, m.reply = o.To.Name(), from, o.Msg, o.Corr, o.Reply
-			q.n++
-			q.kinds.add(o.Corr, o.Reply, 1)
+			n++
+			ks.add(o.Corr, o.Reply, 1)
 		}
+		q.n, q.kinds = n, ks
 		q.chunks[last] = c[:start+i]
 		pushed += i
 		if i < k {
