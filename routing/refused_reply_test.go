@@ -140,10 +140,10 @@ func TestRefusedReplyFailsTheAskFast(t *testing.T) {
 		t.Fatal(err)
 	}
 	var (
-		mu        sync.Mutex
-		fast, all int // failed with ErrLinkFull within a second; asks done
-		others    []error
-		wg        sync.WaitGroup
+		mu              sync.Mutex
+		told, fast, all int // failed with ErrLinkFull; of them within a second; asks done
+		others          []error
+		wg              sync.WaitGroup
 	)
 	for i := range asks {
 		wg.Go(func() {
@@ -155,8 +155,11 @@ func TestRefusedReplyFailsTheAskFast(t *testing.T) {
 			defer mu.Unlock()
 			all++
 			switch {
-			case errors.Is(err, ErrLinkFull) && time.Since(t0) < time.Second:
-				fast++
+			case errors.Is(err, ErrLinkFull):
+				told++
+				if time.Since(t0) < time.Second {
+					fast++
+				}
 			case err != nil && !errors.Is(err, context.DeadlineExceeded):
 				others = append(others, err)
 			}
@@ -164,11 +167,14 @@ func TestRefusedReplyFailsTheAskFast(t *testing.T) {
 	}
 	wg.Wait()
 	st := rb.Stats()
-	if fast == 0 || st.RepliesRefused == 0 || uint64(fast) != st.RepliesRefused {
-		t.Fatalf("%d of %d asks failed at once with ErrLinkFull; the replier refused %d replies (stats %+v)", fast, all, st.RepliesRefused, st)
+	// Each ErrLinkFull is a reply refused and told (one told too late
+	// for its Ask, on a loaded machine, would time out instead).
+	if fast == 0 || uint64(told) > st.RepliesRefused {
+		t.Fatalf("%d of %d asks failed with ErrLinkFull, %d of them at once; the replier told %d refused replies (stats %+v)",
+			told, all, fast, st.RepliesRefused, st)
 	}
 	if len(others) > 0 {
 		t.Fatalf("asks failed otherwise: %v", others)
 	}
-	t.Logf("%d of %d asks failed at once with ErrLinkFull, the rest timed out", fast, all)
+	t.Logf("%d of %d asks failed with ErrLinkFull (%d at once), the rest timed out", told, all, fast)
 }
