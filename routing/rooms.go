@@ -59,9 +59,17 @@ type rooms struct {
 	oneWay   int // one-way messages alone
 }
 
-// roomsOf returns the rooms of a queue of bound max: an eighth of it is
-// kept for replies, another eighth for requests (see admits).
-func roomsOf(max int) rooms { return rooms{all: max, nonReply: max - max/8, oneWay: max - max/4} }
+// roomsOf returns the rooms of a queue of bound n: an eighth of it is
+// kept for replies, another eighth for requests (see admits), and at
+// least one slot each in a small queue: one of 3 to 7 keeps one for
+// replies and one for requests, one of 2 one for replies (one-way
+// messages and requests share the other), one of 1 none. (Rounded down
+// alone, a queue of fewer than 8 would keep nothing for replies, and
+// asks flooding it would refuse every reply.) One-way messages always
+// have a slot.
+func roomsOf(n int) rooms {
+	return rooms{all: n, nonReply: max(n-max(n/8, 1), 1), oneWay: max(n-max(n/4, 2), 1)}
+}
 
 // admits reports whether a queue with rooms r, in which n envelopes wait
 // (k of them counted by kind), takes one more of the kind corr and reply
@@ -71,9 +79,8 @@ func roomsOf(max int) rooms { return rooms{all: max, nonReply: max - max/8, oneW
 // one-way messages alone fill all but a quarter: another eighth is kept
 // for requests (which replies may take too). So however one kind floods
 // the queue, replies have an eighth of it at least, and requests an
-// eighth that one-way messages cannot take. (The rooms are rounded down:
-// a queue of fewer than 8 keeps none for requests, one of fewer than 4
-// none at all.)
+// eighth that one-way messages cannot take; a queue of fewer than 8
+// keeps a slot for each (see roomsOf).
 func (r rooms) admits(n int, k kinds, corr uint64, reply bool) bool {
 	switch {
 	case n >= r.all:

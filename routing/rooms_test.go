@@ -65,10 +65,38 @@ func TestRoomsAdmit(t *testing.T) {
 			t.Errorf("n %d (one-way %d, requests %d): admits one-way, request, reply = %v, want %v", c.n, c.oneWay, c.requests, got, want)
 		}
 	}
-	// A queue of fewer than 4 keeps no room: any kind may fill it.
-	for _, k := range []kindOf{oneWay, request, reply} {
-		if r := roomsOf(3); !r.admits(2, kinds{oneWay: 2}, k.corr, k.reply) || r.admits(3, kinds{oneWay: 3}, k.corr, k.reply) {
-			t.Errorf("a queue of 3: %s not admitted up to its bound", k.name)
+}
+
+// TestRoomsOfSmallQueues: in a real queue of every small bound, what each
+// kind still finds after the others flooded it: one-way messages always
+// a slot; replies one at least from a bound of 2 (however requests and
+// one-way messages fill the rest), requests one at least from 3 that
+// one-way messages cannot take; from 8 on, the eighths of roomsOf.
+func TestRoomsOfSmallQueues(t *testing.T) {
+	for n := 1; n <= 17; n++ {
+		q := newOutQueue(n)
+		o := fill(q, oneWay)
+		rq := fill(q, request)
+		rp := fill(q, reply)
+		q2 := newOutQueue(n)
+		rq2 := fill(q2, request)
+		rp2 := fill(q2, reply)
+		if o+rq+rp != n || rq2+rp2 != n {
+			t.Errorf("n %d: one-way %d, requests %d, replies %d; requests alone %d, replies %d: the queue not filled", n, o, rq, rp, rq2, rp2)
+		}
+		keptRp, keptRq := min(n-1, 1), min(n-2, 1) // at least
+		if n >= 8 {
+			keptRp, keptRq = n/8, n/4-n/8
+		}
+		switch {
+		case o < 1:
+			t.Errorf("n %d: no slot for one-way messages", n)
+		case rp < keptRp || rp2 < keptRp:
+			t.Errorf("n %d: %d replies after one-way messages and requests, %d after requests alone, want %d", n, rp, rp2, keptRp)
+		case rq < keptRq:
+			t.Errorf("n %d: %d requests after one-way messages, want %d", n, rq, keptRq)
+		case n >= 8 && (o != n-n/4 || rq2 != n-n/8):
+			t.Errorf("n %d: one-way %d, requests alone %d, want %d and %d", n, o, rq2, n-n/4, n-n/8)
 		}
 	}
 }
