@@ -233,18 +233,51 @@ func TestKindsTook(t *testing.T) {
 }
 
 // TestRoomsModel: random pushes of every kind (one by one, in runs, loss
-// declarations) and batches taken, against a recount of what the queue
-// holds: the counts by kind always match it, the queue never holds more
-// than its bound, and one-way messages and requests never more than
-// their rooms (loss declarations, which skip the rooms, aside).
+// declarations) and batches taken, in queues of small and large bounds,
+// against a model, a FIFO of what was queued: each push is taken exactly
+// when the model says its kind has room (refused early, a kind starves;
+// taken late, a room overflows), a run stops at its first refusal, a loss
+// declaration is always taken (in place of one queued last), a batch is
+// the model's oldest messages in order, and the queue's counts by kind
+// always match the model's. The rooms' figures themselves are
+// TestRoomsAdmit's and TestRoomsOfSmallQueues'.
 func TestRoomsModel(t *testing.T) {
-	const max, ops = 100, 20000
-	rng := rand.New(rand.NewPCG(1, 2))
+	for _, max := range []int{1, 2, 3, 5, 8, 9, 100, 2*chunkSize + 7} {
+		t.Run(fmt.Sprint(max), func(t *testing.T) { roomsModel(t, max, 20000) })
+	}
+}
+
+// modelMsg is a message of the model of TestRoomsModel.
+type modelMsg struct {
+	msg   any
+	corr  uint64
+	reply bool
+}
+
+func roomsModel(t *testing.T, max, ops int) {
+	rng := rand.New(rand.NewPCG(uint64(max), 2))
 	q := newOutQueue(max)
 	r := roomsOf(max)
 	kindsOf := []kindOf{oneWay, request, reply}
-	var batch []outMsg
-	losses := 0 // loss declarations queued (recounted after each op): requests by their fields, outside the rooms
+	var (
+		model  []modelMsg
+		n      int   // len(model)
+		k      kinds // of model, by kind
+		losses int   // loss declarations in model
+		next   int   // the next message's number
+		batch  []outMsg
+	)
+	room := func(n int, k kinds, m kindOf) bool { // the rooms, as the docs state them
+		switch {
+		case n >= max:
+			return false
+		case m.reply:
+			return true
+		case k.oneWay+k.requests >= r.nonReply:
+			return false
+		}
+		return m.corr != 0 || k.oneWay < r.oneWay
+	}
 	for op := range ops {
 		// Each stretch of ops floods with one kind mostly, so that every
 		// room is met.
@@ -257,38 +290,73 @@ func TestRoomsModel(t *testing.T) {
 		}
 		switch x := rng.IntN(10); {
 		case x < 5:
-			k := pick()
-			q.push(&transport.Envelope{Msg: op, Corr: k.corr, Reply: k.reply})
-		case x < 7:
-			run := make([]transport.Outbound, rng.IntN(2*chunkSize))
-			for i := range run {
-				k := pick()
-				run[i].Msg, run[i].Corr, run[i].Reply = op, k.corr, k.reply
+			m := pick()
+			want := room(n, k, m)
+			if got := q.push(&transport.Envelope{Msg: next, Corr: m.corr, Reply: m.reply}); got != want {
+				t.Fatalf("op %d: push of a %s with %d queued (%+v): %v, want %v", op, m.name, n, k, got, want)
 			}
-			q.pushRun("source", run)
+			if want {
+				model = append(model, modelMsg{next, m.corr, m.reply})
+				n++
+				k.add(m.corr, m.reply, 1)
+			}
+			next++
+		case x < 7:
+			run := make([]transport.Outbound, rng.IntN(min(2*chunkSize, 3*max)+1))
+			want, wn, wk := 0, n, k
+			for i := range run {
+				m := pick()
+				run[i].Msg, run[i].Corr, run[i].Reply = next+i, m.corr, m.reply
+				if want == i && room(wn, wk, m) {
+					want++
+					wn++
+					wk.add(m.corr, m.reply, 1)
+				}
+			}
+			if got := q.pushRun("source", run); got != want {
+				t.Fatalf("op %d: pushRun of %d with %d queued (%+v) took %d, want %d", op, len(run), n, k, got, want)
+			}
+			for _, o := range run[:want] {
+				model = append(model, modelMsg{o.Msg, o.Corr, o.Reply})
+			}
+			n, k = wn, wk
+			next += len(run)
 		case x < 8 && losses < 3:
-			q.pushLost(lostBody{Session: uint64(op + 1)}, uint64(op+1))
+			s := uint64(op + 1)
+			if !q.pushLost(lostBody{Session: s}, s) {
+				t.Fatalf("op %d: a loss declaration refused with %d queued (%+v)", op, n, k)
+			}
+			if last := len(model) - 1; last >= 0 && isLoss(model[last].msg) {
+				model[last] = modelMsg{lostBody{Session: s}, s, false} // renumbered in place
+			} else {
+				model = append(model, modelMsg{lostBody{Session: s}, s, false})
+				n++
+				k.add(s, false, 1)
+				losses++
+			}
 		default:
 			batch = q.takeBatch(batch[:0])
+			if len(batch) == 0 && n > 0 || len(batch) > n {
+				t.Fatalf("op %d: a batch of %d with %d queued", op, len(batch), n)
+			}
+			for i, m := range batch {
+				if w := model[i]; m.msg != w.msg || m.corr != w.corr || m.reply != w.reply {
+					t.Fatalf("op %d: message %d of the batch is %+v, want %+v: not the queue's order", op, i, m, w)
+				}
+				k.add(m.corr, m.reply, -1)
+				if isLoss(m.msg) {
+					losses--
+				}
+			}
+			model = model[len(batch):]
+			n -= len(batch)
 			clear(batch)
 		}
-		var want kinds
-		n := 0
-		losses = 0
-		for _, c := range q.chunks[q.head:] {
-			for i := range c {
-				want.add(c[i].corr, c[i].reply, 1)
-				if _, ok := c[i].msg.(lostBody); ok {
-					losses++
-				}
-				n++
-			}
+		if q.kinds != k || q.n != n {
+			t.Fatalf("op %d: n %d, kinds %+v; the model holds %d, %+v", op, q.n, q.kinds, n, k)
 		}
-		if q.kinds != want || q.n != n {
-			t.Fatalf("op %d: n %d, kinds %+v; the queue holds %d, %+v", op, q.n, q.kinds, n, want)
-		}
-		if q.n > max+losses || want.oneWay > r.oneWay || want.oneWay+want.requests > r.nonReply+losses {
-			t.Fatalf("op %d: %d queued (%+v, %d loss declarations): past a room %+v", op, q.n, want, losses, r)
+		if n > max+losses || k.oneWay > r.oneWay || k.oneWay+k.requests > r.nonReply+losses {
+			t.Fatalf("op %d: %d queued (%+v, %d loss declarations): past a room %+v", op, n, k, losses, r)
 		}
 	}
 }
