@@ -44,6 +44,7 @@
 //	deliver.go           the actor system's Remote: messages going out
 //	link.go              a peer's link: two queues and their writers
 //	queue.go             a link's bounded queue
+//	rooms.go             what share of a queue each kind may fill (pure)
 //	writer.go            a writer goroutine: streams, dials, backoff
 //	effects.go           what a writer does after letting go of its lock
 //	send.go              a writer's batch on its stream: deadlines, write-through

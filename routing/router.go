@@ -116,7 +116,7 @@ type config struct {
 // Stats are the router's counters.
 type Stats struct {
 	Sent, Received   uint64 // messages sent; received and handed on: to their actors, or a stream's hello to the router (a large message in fragments counts once)
-	LinkFull         uint64 // messages dropped because a link queue was full
+	LinkFull         uint64 // messages dropped because a link queue was full (for their kind: rooms.go)
 	RepliesRefused   uint64 // replies not sent (a full queue, or refused by the writer) whose asker was sent an Undeliverable instead
 	TooLarge         uint64 // messages refused at the sender
 	TooLargeIn       uint64 // messages refused at the receiver: over its maximum frame, from a sender whose maximum is larger
