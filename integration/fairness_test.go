@@ -20,14 +20,17 @@ import (
 // the floods stop each peer's ask is answered. This is the case a pause
 // of a peer that does not read its replies must never turn into a
 // deadlock (docs/trust.md, "starve other peers at a shared actor"). It
-// checks that the links were full both ways (else it proves nothing), and
-// that an ask whose request met a full link failed at once with
-// ErrLinkFull rather than waiting for its timeout. The asks answered
-// during the floods are a figure, not a bound: today they starve (issue
-// 34 item 3).
+// checks that the links were full both ways (the floods' one-way sends
+// were refused with link full: else it proves nothing), and that the
+// asks were not starved by them (issue 34): a link queue keeps room for
+// requests and replies (routing/rooms.go), so at least minAnswered of
+// each side's asks are answered within their timeout, and an ask that
+// fails with ErrLinkFull fails at once rather than waiting for its
+// timeout.
 func TestTwoHonestFloodsDoNotDeadlock(t *testing.T) {
+	const minAnswered = 0.9
 	const askers, window, windows = 8, 300 * time.Millisecond, 4
-	const askTimeout = 500 * time.Millisecond
+	const askTimeout = time.Second // the slowest answer seen under -race on a loaded machine: 411 ms
 	a, b := newNode(t, peer.WithLinkQueue(64)), newNode(t, peer.WithLinkQueue(64))
 	ctx, cancel := askCtx()
 	defer cancel()
@@ -44,7 +47,8 @@ func TestTwoHonestFloodsDoNotDeadlock(t *testing.T) {
 	}
 	refs := map[*peer.Node]actor.Ref{a: spawn(t, a, "echo", countingEcho(&handled[0])), b: spawn(t, b, "echo", countingEcho(&handled[1]))}
 	other := map[*peer.Node]*peer.Node{a: b, b: a}
-	var answered, linkFull, slowLinkFull [2]atomic.Int64
+	var asked, answered, linkFull, slowLinkFull, slowest [2]atomic.Int64 // slowest: ns, of the asks answered
+	var firstErr [2]atomic.Value
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for i, n := range []*peer.Node{a, b} {
@@ -71,9 +75,18 @@ func TestTwoHonestFloodsDoNotDeadlock(t *testing.T) {
 					actx, acancel := context.WithTimeout(context.Background(), askTimeout)
 					t0 := time.Now()
 					_, err := n.System().Ask(actx, refs[other[n]], Ping{k})
+					asked[i].Add(1)
+					if err != nil {
+						firstErr[i].CompareAndSwap(nil, err.Error())
+					}
 					switch {
 					case err == nil:
 						answered[i].Add(1)
+						for d := int64(time.Since(t0)); ; {
+							if old := slowest[i].Load(); d <= old || slowest[i].CompareAndSwap(old, d) {
+								break
+							}
+						}
 					case errors.Is(err, routing.ErrLinkFull):
 						linkFull[i].Add(1)
 						if time.Since(t0) > askTimeout/2 {
@@ -104,9 +117,13 @@ func TestTwoHonestFloodsDoNotDeadlock(t *testing.T) {
 		if st := n.Router().Stats(); st.LinkFull == 0 {
 			t.Errorf("node %d's link never filled (%+v): the floods did not load it", i, st)
 		}
-		if linkFull[i].Load() == 0 || slowLinkFull[i].Load() != 0 {
-			t.Errorf("node %d: %d asks failed with ErrLinkFull, %d of them after half their timeout: want some, all at once",
+		if slowLinkFull[i].Load() != 0 {
+			t.Errorf("node %d: %d asks failed with ErrLinkFull, %d of them after half their timeout: want all at once",
 				i, linkFull[i].Load(), slowLinkFull[i].Load())
+		}
+		if n, ok := asked[i].Load(), answered[i].Load(); n < askers || float64(ok) < minAnswered*float64(n) {
+			t.Errorf("node %d: %d of %d asks answered during the floods, want %.0f %% at least (first error: %v): the floods starve them",
+				i, ok, n, 100*minAnswered, firstErr[i].Load())
 		}
 	}
 	for _, n := range []*peer.Node{a, b} {
@@ -116,6 +133,7 @@ func TestTwoHonestFloodsDoNotDeadlock(t *testing.T) {
 		}
 		acancel()
 	}
-	t.Logf("in %v the echoes handled %d and %d messages; asks during the floods answered %d and %d, failed with link full %d and %d",
-		window*windows, last[0], last[1], answered[0].Load(), answered[1].Load(), linkFull[0].Load(), linkFull[1].Load())
+	t.Logf("in %v the echoes handled %d and %d messages; asks during the floods answered %d of %d and %d of %d (slowest %v and %v), failed with link full %d and %d",
+		window*windows, last[0], last[1], answered[0].Load(), asked[0].Load(), answered[1].Load(), asked[1].Load(),
+		time.Duration(slowest[0].Load()).Round(time.Millisecond), time.Duration(slowest[1].Load()).Round(time.Millisecond), linkFull[0].Load(), linkFull[1].Load())
 }

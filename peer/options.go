@@ -307,7 +307,9 @@ func WithLookupAbove(n int) Option {
 }
 
 // WithLinkQueue sets how many messages may wait for one remote peer before
-// further ones become dead letters with routing.ErrLinkFull (default 65536).
+// further ones become dead letters with routing.ErrLinkFull (default 65536):
+// replies up to that bound, Ask requests up to seven eighths of it, other
+// sends up to three quarters (routing.WithLinkQueue).
 func WithLinkQueue(n int) Option { return func(c *config) error { c.linkQueue = n; return nil } }
 
 // WithPeerBudget sets the bytes of messages one peer may have delivered to

@@ -47,11 +47,13 @@ func newBatchSender(t *testing.T, queueLen int) (*Router, *link, *actor.System, 
 
 // TestActorSendsReachQueueInOrder: what an actor sends to another peer in
 // one activation (more than one outbox run) is queued in order, and a
-// message beyond the link's queue is a dead letter with ErrLinkFull,
-// counted once, as with Deliver.
+// message beyond the room the link's queue has for one-way messages (see
+// rooms.admits) is a dead letter with ErrLinkFull, counted once, as with
+// Deliver.
 func TestActorSendsReachQueueInOrder(t *testing.T) {
-	const queueLen, total = 150, 200 // more than two outbox runs fit
-	r, l, sys, to, dead := newBatchSender(t, queueLen)
+	const queueLen0, total = 150, 200
+	queueLen := fill(newOutQueue(queueLen0), oneWay) // the one-way room: more than two outbox runs fit
+	r, l, sys, to, dead := newBatchSender(t, queueLen0)
 	if _, err := sys.Spawn("source", func(c *actor.Context) {
 		for i := range total {
 			c.Send(to, benchBlob{Data: []byte{byte(i)}})
@@ -70,7 +72,7 @@ func TestActorSendsReachQueueInOrder(t *testing.T) {
 			t.Fatalf("%d of %d dead letters", i-queueLen, total-queueLen)
 		}
 	}
-	if st := r.Stats(); st.LinkFull != total-queueLen || st.QueuedUser != queueLen {
+	if st := r.Stats(); st.LinkFull != uint64(total-queueLen) || st.QueuedUser != queueLen {
 		t.Fatalf("stats %+v", st)
 	}
 	next := 0

@@ -17,9 +17,10 @@ import (
 // code's DeliverCtx, and the link each message is queued on.
 
 // Deliver queues msg for the actor to on its peer. It never blocks: a full
-// queue returns ErrLinkFull. from is an actor of this peer or the zero
-// Ref: only its name is kept (the receiver takes the stream's remote peer
-// as the sender's). Implements transport.Remote.
+// queue (for msg's kind: see rooms.admits) returns ErrLinkFull, and a reply
+// refused so is reported to its asker (refusedReply). from is an actor
+// of this peer or the zero Ref: only its name is kept (the receiver takes
+// the stream's remote peer as the sender's). Implements transport.Remote.
 func (r *Router) Deliver(to, from actor.Ref, msg any, corr uint64, reply bool) error {
 	for {
 		l, err := r.link(to.Peer())
@@ -32,9 +33,33 @@ func (r *Router) Deliver(to, from actor.Ref, msg any, corr uint64, reply bool) e
 		}
 		if !l.retired.Load() {
 			r.linkFull.Add(1)
-			return fmt.Errorf("%w: %v", ErrLinkFull, l.peer)
+			err := fmt.Errorf("%w: %v", ErrLinkFull, l.peer)
+			if reply {
+				l.refusedReply(to.Name(), from.Name(), msg, corr, err)
+			}
+			return err
 		}
 	}
+}
+
+// refusedReply tells the asker of a reply that will not be sent, for
+// reason (its queue refused it, or its writer did: too large,
+// unencodable, unreachable), that it will not come: an Undeliverable
+// with reason, on the control queue and in its room for replies, so that
+// the asker's Ask fails at once rather than at its timeout. It reports
+// whether it was queued: not when msg is itself an Undeliverable (which
+// nothing answers), nor when the control queue is full too (the Ask
+// then times out). to is the asker, from the replying actor.
+func (l *link) refusedReply(to, from string, msg any, corr uint64, reason error) bool {
+	if _, ok := msg.(transport.Undeliverable); ok || corr == 0 || to == "" {
+		return false
+	}
+	u := transport.Undeliverable{Reason: reason}
+	if !l.ctl.q.pushBelow(to, from, u, corr, true, l.ctl.q.max) {
+		return false
+	}
+	l.r.repliesRefused.Add(1)
+	return true
 }
 
 // DeliverDirect queues msg as Deliver does and, when the link's writer
@@ -103,8 +128,9 @@ const maxWriteThrough = time.Second
 // DeliverBatch queues msgs, all from the actor from, in order, taking
 // each link queue's lock once per run of messages to the same peer and
 // queue. It stops at the first message that cannot be queued (a full
-// queue: ErrLinkFull, counted as Deliver counts it) and returns how many
-// it queued. It never blocks. Implements transport.BatchRemote.
+// queue: ErrLinkFull, counted and reported, if a reply, as Deliver does)
+// and returns how many it queued. It never blocks. Implements
+// transport.BatchRemote.
 func (r *Router) DeliverBatch(from actor.Ref, msgs []transport.Outbound) (int, error) {
 	fromName := from.Name()
 	done := 0
@@ -126,7 +152,11 @@ func (r *Router) DeliverBatch(from actor.Ref, msgs []transport.Outbound) (int, e
 		done += q.pushRun(fromName, msgs[done:end])
 		if done < end && !l.retired.Load() {
 			r.linkFull.Add(1)
-			return done, fmt.Errorf("%w: %v", ErrLinkFull, l.peer)
+			err := fmt.Errorf("%w: %v", ErrLinkFull, l.peer)
+			if m := &msgs[done]; m.Reply {
+				l.refusedReply(m.To.Name(), fromName, m.Msg, m.Corr, err)
+			}
+			return done, err
 		}
 		// A retired link: the rest goes to the peer's new link.
 	}

@@ -72,6 +72,7 @@
 //	loglimit.go          what a hostile peer's protocol errors cost in logs
 //	link.go              a peer's link: two queues and their writers
 //	queue.go             a link's bounded queue
+//	rooms.go             what share of a queue each kind may fill (pure)
 //	peertable.go         the state per peer and its streams: events in, actions out (pure)
 //	peertable_retire.go  the links to retire, and when (pure)
 //

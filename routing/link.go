@@ -246,7 +246,8 @@ func (l *link) enqueueCtx(ctx context.Context, e *transport.Envelope) error {
 // bounce hands m, which will not be sent or may not have arrived, back
 // to the actor system (transport.Port.Bounce): an Ask request is answered
 // with Undeliverable so the asker fails fast, a monitor or link request
-// fires as Down or exit, another message becomes a dead letter. No
+// fires as Down or exit, another message becomes a dead letter; a reply
+// that was not sent is reported to its asker (refusedReply). No
 // writer's lock may be held (see effects.fail, which collects them).
 func (l *link) bounce(m *outMsg, reason error) {
 	// The names came from valid Refs, so NewRef does not fail.
@@ -258,6 +259,11 @@ func (l *link) bounce(m *outMsg, reason error) {
 		from, _ = actor.NewRef(l.r.sys.Peer(), m.from)
 	}
 	l.r.sys.Bounce(transport.Envelope{To: to, From: from, Msg: m.msg, Corr: m.corr, Reply: m.reply}, reason)
+	if m.reply && !errors.Is(reason, ErrStreamBroken) {
+		// Not sent: its asker is told. (One a broken stream had in hand
+		// may have arrived; the loss protocol covers it.)
+		l.refusedReply(m.to, m.from, m.msg, m.corr, reason)
+	}
 }
 
 // open opens a stream to the peer, offering the protocols in order of

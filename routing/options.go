@@ -30,7 +30,9 @@ func WithLogger(l *slog.Logger) Option { return func(c *config) error { c.Logger
 func WithMaxFrame(n int) Option { return func(c *config) error { c.MaxFrame = n; return nil } }
 
 // WithLinkQueue is how many messages may wait per peer and protocol
-// (default 65,536) (New).
+// (default 65,536) (New). One-way messages may fill three quarters of
+// it, Ask requests seven eighths, replies all of it (see
+// docs/routing.md, "Room for replies and asks").
 func WithLinkQueue(n int) Option { return func(c *config) error { c.LinkQueue = n; return nil } }
 
 // WithProtected names actors that other peers may not link to or send

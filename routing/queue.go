@@ -55,10 +55,13 @@ type outQueue struct {
 	idleOn network.Stream
 
 	ready chan struct{} // capacity 1: wakes the writer
+
+	kinds kinds // of the n queued, by kind: what the rooms need (rooms.go)
+	rooms rooms // bounds by kind, of max
 }
 
 func newOutQueue(max int) *outQueue {
-	return &outQueue{max: max, ready: make(chan struct{}, 1), idle: true} // a new writer has nothing
+	return &outQueue{max: max, rooms: roomsOf(max), ready: make(chan struct{}, 1), idle: true} // a new writer has nothing
 }
 
 // sleeping says that the writer, which found the queue empty, sleeps
@@ -69,13 +72,15 @@ func (q *outQueue) sleeping(s network.Stream) {
 	q.mu.Unlock()
 }
 
-// push appends e unless the queue is full.
+// push appends e unless the queue is full for its kind (see rooms.admits).
 func (q *outQueue) push(e *transport.Envelope) bool {
 	return q.pushBelow(e.To.Name(), e.From.Name(), e.Msg, e.Corr, e.Reply, q.max)
 }
 
 // pushBelow appends a message (the fields of an outMsg) unless limit or
-// more envelopes wait, and wakes the writer if it sleeps.
+// more envelopes wait or, with a limit up to the queue's bound, the room
+// of its kind is full (rooms.admits), and wakes the writer if it sleeps. (A
+// limit above the bound is the router's own loss messages': no rooms.)
 func (q *outQueue) pushBelow(to, from string, msg any, corr uint64, reply bool, limit int) bool {
 	q.mu.Lock()
 	if !q.appendLocked(to, from, msg, corr, reply, limit) {
@@ -99,7 +104,9 @@ func (q *outQueue) pushLost(body lostBody, n uint64) bool {
 		if c := q.chunks[len(q.chunks)-1]; len(c) > 0 && c[len(c)-1].to == lossTo {
 			m := &c[len(c)-1]
 			if _, ok := m.msg.(lostBody); ok {
+				q.kinds.add(m.corr, false, -1)
 				m.msg, m.corr = body, n
+				q.kinds.add(n, false, 1)
 				q.mu.Unlock()
 				return true
 			}
@@ -110,10 +117,11 @@ func (q *outQueue) pushLost(body lostBody, n uint64) bool {
 	return ok
 }
 
-// pushClaim appends a message as pushBelow does, up to the queue's bound,
-// but does not wake the writer: claimed says that the writer sleeps and
-// the caller took over waking it, with writer.writeThrough (which writes
-// the message itself, or wakes the writer).
+// pushClaim appends a message as pushBelow does, up to the queue's bound
+// and the room of its kind, but does not wake the writer: claimed says
+// that the writer sleeps and the caller took over waking it, with
+// writer.writeThrough (which writes the message itself, or wakes the
+// writer).
 func (q *outQueue) pushClaim(to, from string, msg any, corr uint64, reply bool) (ok, claimed bool) {
 	q.mu.Lock()
 	ok = q.appendLocked(to, from, msg, corr, reply, q.max)
@@ -138,11 +146,12 @@ func (q *outQueue) wakeIfQueued(force bool) {
 	q.unlockWaking(wake)
 }
 
-// appendLocked appends a message unless limit or more envelopes wait,
-// writing the fields straight into the queue's slot: no outMsg is built
-// and copied.
+// appendLocked appends a message unless limit or more envelopes wait or,
+// with a limit up to the queue's bound, the room of its kind is full
+// (rooms.admits), writing the fields straight into the queue's slot: no outMsg
+// is built and copied.
 func (q *outQueue) appendLocked(to, from string, msg any, corr uint64, reply bool, limit int) bool {
-	if q.n >= limit || q.retired {
+	if q.n >= limit || q.retired || limit <= q.max && !q.rooms.admits(q.n, q.kinds, corr, reply) {
 		return false
 	}
 	last := len(q.chunks) - 1
@@ -155,6 +164,7 @@ func (q *outQueue) appendLocked(to, from string, msg any, corr uint64, reply boo
 	m := &c[len(c)-1]
 	m.to, m.from, m.msg, m.corr, m.reply = to, from, msg, corr, reply
 	q.n++
+	q.kinds.add(corr, reply, 1)
 	return true
 }
 
@@ -175,27 +185,41 @@ func (q *outQueue) unlockWaking(appended bool) {
 }
 
 // pushRun appends the messages of run, all from the actor named from,
-// while the queue has room, taking the lock once, and returns how many it
-// appended.
+// while the queue has room for each one's kind (rooms.admits), taking the lock
+// once, and returns how many it appended: it stops at the first message
+// refused, so that none of the rest overtakes it.
 func (q *outQueue) pushRun(from string, run []transport.Outbound) int {
 	q.mu.Lock()
 	pushed := 0
-	for pushed < len(run) && q.n < q.max && !q.retired {
+	for pushed < len(run) && !q.retired {
+		if o := &run[pushed]; !q.rooms.admits(q.n, q.kinds, o.Corr, o.Reply) {
+			break // before growing: no empty chunk is left for takeBatch
+		}
 		last := len(q.chunks) - 1
 		if last < 0 || len(q.chunks[last]) == cap(q.chunks[last]) {
 			last = q.growLocked()
 		}
 		c := q.chunks[last]
-		k := min(cap(c)-len(c), len(run)-pushed, q.max-q.n)
-		start := len(c)
+		start, k := len(c), min(cap(c)-len(c), len(run)-pushed)
 		c = c[:start+k]
-		q.chunks[last] = c
-		for i := range k {
-			o, m := &run[pushed+i], &c[start+i]
+		n, ks := q.n, q.kinds // in registers: the slots' stores cannot alias them
+		i := 0
+		for ; i < k; i++ {
+			o := &run[pushed+i]
+			if !q.rooms.admits(n, ks, o.Corr, o.Reply) {
+				break
+			}
+			m := &c[start+i]
 			m.to, m.from, m.msg, m.corr, m.reply = o.To.Name(), from, o.Msg, o.Corr, o.Reply
+			n++
+			ks.add(o.Corr, o.Reply, 1)
 		}
-		q.n += k
-		pushed += k
+		q.n, q.kinds = n, ks
+		q.chunks[last] = c[:start+i]
+		pushed += i
+		if i < k {
+			break // refused: none of the rest may overtake it
+		}
 	}
 	q.unlockWaking(pushed > 0)
 	return pushed
@@ -210,7 +234,7 @@ func (q *outQueue) pushRun(from string, run []transport.Outbound) int {
 const waitLimit = 8 * chunkSize
 
 // pushCtx appends e, waiting until fewer than min(waitLimit, the queue's
-// bound) envelopes wait, or ctx or stop ends. It reports ctx's error, or
+// bound) envelopes wait and the room of its kind has space (rooms.admits), or ctx or stop ends. It reports ctx's error, or
 // ErrClosed when stop closed first; or, without waiting,
 // actor.ErrBlockingCall when it would wait and mustNotWait (if not nil)
 // says that the caller must not, or errRetired when the queue's link is
@@ -230,7 +254,7 @@ func (q *outQueue) pushCtx(ctx context.Context, e *transport.Envelope, stop <-ch
 			q.mu.Unlock()
 			return actor.ErrBlockingCall
 		}
-		if q.n < limit { // room appeared meanwhile
+		if q.n < limit && q.rooms.admits(q.n, q.kinds, e.Corr, e.Reply) { // room appeared meanwhile
 			q.mu.Unlock()
 			continue
 		}
@@ -307,6 +331,7 @@ func (q *outQueue) takeBatch(done []outMsg) []outMsg {
 			clear(q.chunks[n:])
 			q.chunks, q.head = q.chunks[:n], 0
 		}
+		q.kinds.took(out, q.n)
 		q.n -= len(out)
 		q.idle, q.idleOn = false, nil
 	} else {

@@ -112,7 +112,8 @@ type config struct {
 // Stats are the router's counters.
 type Stats struct {
 	Sent, Received   uint64 // messages sent; received and handed on: to their actors, or a stream's hello to the router (a large message in fragments counts once)
-	LinkFull         uint64 // messages dropped because a link queue was full
+	LinkFull         uint64 // messages dropped because a link queue was full (for their kind: rooms.go)
+	RepliesRefused   uint64 // replies not sent (a full queue, or refused by the writer) whose asker was sent an Undeliverable instead
 	TooLarge         uint64 // messages refused at the sender
 	TooLargeIn       uint64 // messages refused at the receiver: over its maximum frame, from a sender whose maximum is larger
 	DecodeErrors     uint64 // frames that could not be decoded
@@ -190,6 +191,8 @@ type Router struct {
 	undeliverable, peersDown, encodeErrors, hellos, writtenThrough                          atomic.Uint64
 	streams                                                                                 atomic.Uint64 // streams opened: numbers them in hellos
 	counts                                                                                  sync.Map      // libp2ppeer.ID → *peerCounts (traffic.go)
+
+	repliesRefused atomic.Uint64 // Stats.RepliesRefused (deliver.go)
 
 	hooks hooks // tests only: all nil outside tests
 }
@@ -303,6 +306,7 @@ func (r *Router) Stats() Stats {
 		Paused:           r.paused.Load(),
 		Shed:             r.shed.Load(),
 		MovedOffRelay:    r.movedOffRelay.Load(),
+		RepliesRefused:   r.repliesRefused.Load(),
 		RemoteIncarnated: r.hellos.Load(), WrittenThrough: r.writtenThrough.Load(),
 	}
 	r.mu.Lock()
