@@ -99,7 +99,15 @@ func StartDHT(h host.Host, connect func(context.Context, libp2ppeer.AddrInfo) er
 	if err != nil {
 		return nil, fmt.Errorf("discovery: DHT: %w", err)
 	}
-	kopts := []dht.Option{dht.Mode(mode), dht.ProtocolPrefix(DHTProtocolPrefix), dht.DisableValues(), dht.ProviderDatastore(providers)}
+	// kad-dht's own refresh is off (DisableAutoRefresh): it walks every
+	// bucket when it starts, again when its bootstrap ends, on each change
+	// of this host's addresses and whenever the table runs low. In a mesh
+	// of 100 peers forming on two cores those walks were most of the dials
+	// a minute after the start, and asks waited behind them
+	// (docs/scale.md). The routing table is refreshed when the DHT joins
+	// (keepJoined) and then every refreshEvery or so (refreshTable).
+	kopts := []dht.Option{dht.Mode(mode), dht.ProtocolPrefix(DHTProtocolPrefix), dht.DisableValues(), dht.ProviderDatastore(providers),
+		dht.DisableAutoRefresh()}
 	if len(cfg.Bootstrap) > 0 {
 		kopts = append(kopts, dht.BootstrapPeers(cfg.Bootstrap...))
 	}
@@ -109,13 +117,36 @@ func StartDHT(h host.Host, connect func(context.Context, libp2ppeer.AddrInfo) er
 	}
 	d := &DHT{cfg: cfg, h: h, kad: kad, rd: drouting.NewRoutingDiscovery(kad), joinedNow: make(chan struct{}, 1)}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
-	d.wg.Add(5)
+	d.wg.Add(6)
+	go d.refreshTable()
 	go d.provideRelay()
 	go d.provideNames()
 	go d.keepJoined()
 	go d.advertise()
 	go d.find()
 	return d, nil
+}
+
+// refreshEvery is how often, on average, the DHT refreshes its routing
+// table after it joined: kad-dht's own period.
+const refreshEvery = 10 * time.Minute
+
+// refreshTable refreshes the routing table every refreshEvery, jittered
+// by half of it so that peers started together do not walk together. A
+// refresh walks only the buckets not walked within kad-dht's refresh
+// interval (a lookup counts).
+func (d *DHT) refreshTable() {
+	defer d.wg.Done()
+	for d.sleep(refreshEvery/2 + rand.N(refreshEvery)) {
+		select {
+		case err := <-d.kad.RefreshRoutingTable():
+			if err != nil {
+				d.cfg.Logger.Debug("discovery: refreshing the routing table", "err", err)
+			}
+		case <-d.ctx.Done():
+			return
+		}
+	}
 }
 
 // Rendezvous is the DHT key the mesh's peers advertise under.
