@@ -224,7 +224,8 @@ func stepFragments(ctx context.Context, id *hostileIdentity, n int, st *hostileS
 					return
 				}
 				env := &codec.Envelope{Kind: codec.KindSystem, Type: "troupe.fragment", To: "echo", FromName: "x", Corr: 1, Body: body}
-				if err := fw.WriteEnvelope(env); err == nil {
+				err = fw.WriteEnvelope(env)
+				if err == nil {
 					err = fw.Flush()
 				}
 				if err != nil {
