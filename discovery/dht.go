@@ -12,6 +12,7 @@ import (
 	"time"
 
 	dht "github.com/libp2p/go-libp2p-kad-dht"
+	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/host"
 	"github.com/libp2p/go-libp2p/core/network"
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
@@ -100,12 +101,12 @@ func StartDHT(h host.Host, connect func(context.Context, libp2ppeer.AddrInfo) er
 		return nil, fmt.Errorf("discovery: DHT: %w", err)
 	}
 	// kad-dht's own refresh is off (DisableAutoRefresh): it walks every
-	// bucket when it starts, again when its bootstrap ends, on each change
-	// of this host's addresses and whenever the table runs low. In a mesh
-	// of 100 peers forming on two cores those walks were most of the dials
-	// a minute after the start, and asks waited behind them
-	// (docs/scale.md). The routing table is refreshed when the DHT joins
-	// (keepJoined) and then every refreshEvery or so (refreshTable).
+	// bucket when it starts, on each change of this host's addresses and
+	// whenever its table gets peers after running low (its one refresh
+	// when its bootstrap phase ends stays). In a mesh of 100 peers
+	// forming on two cores those walks were most of the dials a minute
+	// after the start, and asks waited behind them (docs/benchmarks.md).
+	// refreshTable refreshes instead, and keepJoined at each join.
 	kopts := []dht.Option{dht.Mode(mode), dht.ProtocolPrefix(DHTProtocolPrefix), dht.DisableValues(), dht.ProviderDatastore(providers),
 		dht.DisableAutoRefresh()}
 	if len(cfg.Bootstrap) > 0 {
@@ -127,26 +128,76 @@ func StartDHT(h host.Host, connect func(context.Context, libp2ppeer.AddrInfo) er
 	return d, nil
 }
 
-// refreshEvery is how often, on average, the DHT refreshes its routing
-// table after it joined: kad-dht's own period.
+// refreshEvery is how often, at the least, the DHT refreshes its routing
+// table: kad-dht's own period, which is also how old a bucket must be for
+// a refresh to walk it.
 const refreshEvery = 10 * time.Minute
 
-// refreshTable refreshes the routing table every refreshEvery, jittered
-// by half of it so that peers started together do not walk together. A
-// refresh walks only the buckets not walked within kad-dht's refresh
-// interval (a lookup counts).
+// refreshOnMove is the least time after a refresh before a change of this
+// host's addresses makes another (at start they change every few
+// seconds: observed addresses, AutoNAT, relays).
+const refreshOnMove = 5 * time.Minute
+
+// refreshTable refreshes the routing table once it holds a peer (a join,
+// or mDNS, fills it), then every refreshEvery plus up to half of it
+// (jittered so that peers started together do not walk together), and
+// after a change of this host's addresses once refreshOnMove has passed,
+// so that the peers nearest this one hear of its new addresses: what
+// kad-dht's own refresh did, without its walks at every start, end of
+// bootstrap and address change.
 func (d *DHT) refreshTable() {
 	defer d.wg.Done()
-	for d.sleep(refreshEvery/2 + rand.N(refreshEvery)) {
+	// The subscription is read at all times: libp2p's event bus blocks
+	// the emitter while a subscriber's buffer is full.
+	moved, err := d.h.EventBus().Subscribe(new(event.EvtLocalAddressesUpdated))
+	if err != nil {
+		d.cfg.Logger.Warn("discovery: no address events: the DHT refreshes on its timer only", "err", err)
+	} else {
+		defer moved.Close()
+	}
+	var (
+		pending <-chan error // the refresh in flight
+		last    time.Time    // when it started
+		ready   bool         // the table has held a peer
+	)
+	start := func() {
+		if pending == nil {
+			pending, last = d.kad.RefreshRoutingTable(), time.Now()
+		}
+	}
+	next := time.NewTimer(joinedCheck)
+	defer next.Stop()
+	for {
 		select {
-		case err := <-d.kad.RefreshRoutingTable():
+		case <-d.ctx.Done():
+			return
+		case <-chanOf(moved):
+			if ready && time.Since(last) >= refreshOnMove {
+				start()
+			}
+		case err := <-pending:
+			pending = nil
 			if err != nil {
 				d.cfg.Logger.Debug("discovery: refreshing the routing table", "err", err)
 			}
-		case <-d.ctx.Done():
-			return
+		case <-next.C:
+			if !ready && d.kad.RoutingTable().Size() == 0 {
+				next.Reset(joinedCheck)
+				continue
+			}
+			ready = true
+			start()
+			next.Reset(refreshEvery + rand.N(refreshEvery/2))
 		}
 	}
+}
+
+// chanOf is s's channel, or nil (never ready) without a subscription.
+func chanOf(s event.Subscription) <-chan any {
+	if s == nil {
+		return nil
+	}
+	return s.Out()
 }
 
 // Rendezvous is the DHT key the mesh's peers advertise under.
