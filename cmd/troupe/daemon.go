@@ -21,7 +21,6 @@ import (
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
-	"github.com/troupe-mesh/troupe/cmd/troupe/internal/memrelease"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/meshview"
 	"github.com/troupe-mesh/troupe/codec"
 	"github.com/troupe-mesh/troupe/peer"
@@ -226,11 +225,7 @@ func startDaemon(ctx context.Context, h cli.Home, cfg config.Config, stderr, out
 	if err == nil {
 		d.stopEvents, err = reportPeers(node, out)
 	}
-	// Heap freed after an attack or a burst goes back to the system once
-	// the process is quiet, not up to 2 minutes later (memrelease).
-	d.stopMemory = memrelease.Start(memrelease.New(), memoryEvery, func(est uint64) {
-		logger.Debug("memory: freed heap returned to the system", "reclaimable_mib", est>>20)
-	})
+	d.stopMemory = startMemoryRelease(logger, prom)
 	d.view = meshview.NewHub(d.sampleView)
 	d.stopView = d.view.Start()
 	view := meshview.NewHandler(d.view, d.deadLetters)
@@ -319,9 +314,6 @@ func reportPeers(n *peer.Node, out io.Writer) (stop func(), err error) {
 	}()
 	return func() { _ = sub.Close(); wg.Wait() }, nil
 }
-
-// memoryEvery is how often the daemon samples its heap for memrelease.
-const memoryEvery = 5 * time.Second
 
 // eventTimeFormat is the time of a daemon's output lines with
 // -timestamps: slog's, to the millisecond.

@@ -6,11 +6,13 @@
 // 2 minutes). A daemon that held hundreds of MiB for other peers (their
 // unfinished frames, queued replies, monitors) and then let go of them
 // allocates little afterwards, so the garbage and its RSS stay for up
-// to two minutes. Rule (pure) decides from samples of runtime/metrics
-// when to collect and call debug.FreeOSMemory: the process allocated little since
-// the last sample, and the heap holds at least Threshold bytes that a
-// collection would free or has freed but not returned; at most once per
-// MinGap. Start samples and applies it; it owns one goroutine.
+// to two minutes. Rule (pure) decides from runtime/metrics samples when
+// to collect and return the free heap (debug.FreeOSMemory): the process
+// allocated little since the last sample and keeps Threshold bytes more
+// than right after the last release, with a gap between releases that
+// grows while releases give back little. Start samples and applies it;
+// it owns one goroutine. Off says when the process's GOGC or GOMEMLIMIT
+// leaves memory to the runtime.
 //
 // It imports only the standard library.
 package memrelease

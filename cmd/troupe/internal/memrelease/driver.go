@@ -1,6 +1,7 @@
 package memrelease
 
 import (
+	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -8,10 +9,9 @@ import (
 	"time"
 )
 
-// names are the runtime/metrics Sample reads, in its fields' order.
+// names are the runtime/metrics Read takes, in Sample's fields' order.
 var names = []string{
 	"/memory/classes/heap/objects:bytes",
-	"/gc/heap/live:bytes",
 	"/memory/classes/heap/free:bytes",
 	"/gc/heap/allocs:bytes",
 }
@@ -29,21 +29,34 @@ func Read() Sample {
 		}
 		return ms[i].Value.Uint64()
 	}
-	return Sample{At: time.Now(), Objects: v(0), Live: v(1), Free: v(2), Allocs: v(3)}
+	return Sample{At: time.Now(), Objects: v(0), Free: v(1), Allocs: v(2)}
+}
+
+// Off says why the process's own settings leave memory to the runtime
+// (GOGC or GOMEMLIMIT set, as for the actor system's GC heap floor), or
+// "" when Start may run.
+func Off() string {
+	for _, k := range []string{"GOGC", "GOMEMLIMIT"} {
+		if _, ok := os.LookupEnv(k); ok {
+			return k + " set"
+		}
+	}
+	return ""
 }
 
 // release collects twice, since a collection only moves what sync.Pools
 // hold (libp2p's buffer pool among them) to their victim caches and the
-// next one frees it, then returns the free heap to the system.
+// next frees it (FreeOSMemory's own collection is the second), then
+// returns the free heap to the system.
 func release() {
 	runtime.GC()
 	debug.FreeOSMemory()
 }
 
 // Start samples the runtime every period and releases the heap when r
-// says so, calling released (if not nil) with what Reclaimable estimated
-// before each release. The returned func stops it and waits.
-func Start(r *Rule, period time.Duration, released func(estimate uint64)) (stop func()) {
+// says so, calling released (if not nil) with the samples before and
+// after each release. The returned func stops it and waits.
+func Start(r *Rule, period time.Duration, released func(before, after Sample)) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -57,10 +70,12 @@ func Start(r *Rule, period time.Duration, released func(estimate uint64)) (stop 
 			case <-done:
 				return
 			case <-t.C:
-				if s := Read(); r.Step(s) {
+				if before := Read(); r.Step(before) {
 					release()
+					after := Read()
+					r.Released(before, after)
 					if released != nil {
-						released(Reclaimable(s))
+						released(before, after)
 					}
 				}
 			}

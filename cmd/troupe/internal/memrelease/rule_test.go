@@ -1,6 +1,8 @@
 package memrelease
 
 import (
+	"runtime/metrics"
+	"slices"
 	"testing"
 	"time"
 
@@ -12,33 +14,56 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 const mib = 1 << 20
 
-func TestRuleReleasesOnceQuietWithEnoughToGive(t *testing.T) {
+func TestRuleReleasesWhatIsKeptBeyondTheBaseline(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	steps := []struct {
-		name string
-		s    Sample
-		want bool
-	}{
-		{"the first sample sets the baseline", Sample{At: at(0), Objects: 400 * mib, Live: 10 * mib, Allocs: 1000 * mib}, false},
-		{"busy: 100 MiB allocated since", Sample{At: at(5), Objects: 500 * mib, Live: 10 * mib, Allocs: 1100 * mib}, false},
-		{"quiet, 490 MiB of garbage", Sample{At: at(10), Objects: 500 * mib, Live: 10 * mib, Allocs: 1101 * mib}, true},
-		{"quiet again, but within MinGap", Sample{At: at(15), Objects: 500 * mib, Live: 10 * mib, Allocs: 1101 * mib}, false},
-		{"after MinGap, too little to give", Sample{At: at(50), Objects: 30 * mib, Live: 10 * mib, Free: 3 * mib, Allocs: 1102 * mib}, false},
-		{"after MinGap, free heap not returned counts", Sample{At: at(55), Objects: 20 * mib, Live: 10 * mib, Free: 60 * mib, Allocs: 1102 * mib}, true},
-		{"a counter that went back is no quiet", Sample{At: at(100), Objects: 500 * mib, Live: 10 * mib, Allocs: 5 * mib}, false},
-	}
 	r := New()
-	for _, st := range steps {
-		if got := r.Step(st.s); got != st.want {
-			t.Fatalf("%s: Step = %v, want %v", st.name, got, st.want)
+	step := func(what string, s Sample, want bool) {
+		t.Helper()
+		if got := r.Step(s); got != want {
+			t.Fatalf("%s: Step = %v, want %v", what, got, want)
 		}
 	}
+	step("the first sample sets the baseline", Sample{At: at(0), Objects: 10 * mib, Allocs: 100 * mib}, false)
+	step("busy: 100 MiB allocated since", Sample{At: at(5), Objects: 400 * mib, Allocs: 200 * mib}, false)
+	step("quiet, but within the threshold", Sample{At: at(10), Objects: 30 * mib, Free: 11 * mib, Allocs: 200*mib + DefaultQuiet}, false)
+	// An attack's buffers, marked live by the collection before they
+	// were let go: only the baseline tells they are kept.
+	step("quiet, 390 MiB kept beyond it", Sample{At: at(15), Objects: 400 * mib, Allocs: 201*mib + DefaultQuiet}, true)
+	r.Released(Sample{At: at(15), Objects: 400 * mib}, Sample{At: at(16), Objects: 12 * mib, Allocs: 202*mib + DefaultQuiet})
+	step("within MinGap of the release", Sample{At: at(20), Objects: 400 * mib, Allocs: 202*mib + DefaultQuiet}, false)
+	step("after MinGap, free heap counts", Sample{At: at(26), Objects: 12 * mib, Free: 40 * mib, Allocs: 202*mib + DefaultQuiet}, true)
+
+	// A hoarder that keeps what it holds: releases give back little, so
+	// the gap doubles up to MaxGap, and the baseline rises with it.
+	r.Released(Sample{At: at(26), Objects: 300 * mib}, Sample{At: at(26), Objects: 290 * mib, Allocs: 203 * mib})
+	if r.gap != 2*DefaultMinGap || r.baseline != 290*mib {
+		t.Fatalf("after a release of 10 MiB: gap %v, baseline %d MiB; want %v, 290", r.gap, r.baseline/mib, 2*DefaultMinGap)
+	}
+	step("the hoard is the baseline now", Sample{At: at(60), Objects: 300 * mib, Allocs: 203 * mib}, false)
+	for range 10 {
+		r.Released(Sample{Objects: 400 * mib}, Sample{Objects: 399 * mib})
+	}
+	if r.gap != DefaultMaxGap {
+		t.Fatalf("gap %v after releases that gave back little, want MaxGap %v", r.gap, DefaultMaxGap)
+	}
+	r.Released(Sample{Objects: 400 * mib}, Sample{At: at(100), Objects: 20 * mib, Allocs: 300 * mib})
+	if r.gap != DefaultMinGap {
+		t.Fatalf("gap %v after a release that gave back 380 MiB, want MinGap", r.gap)
+	}
+	step("a counter that went back is no quiet", Sample{At: at(200), Objects: 500 * mib, Allocs: 5 * mib}, false)
 }
 
-func TestReclaimableNeverUnderflows(t *testing.T) {
-	if got := Reclaimable(Sample{Objects: 5 * mib, Live: 8 * mib, Free: mib}); got != mib {
-		t.Fatalf("Reclaimable = %d, want %d (objects below live count as none)", got, mib)
+func TestReadsMetricsTheRuntimeHas(t *testing.T) {
+	all := metrics.All()
+	for _, n := range names {
+		i := slices.IndexFunc(all, func(d metrics.Description) bool { return d.Name == n })
+		if i < 0 || all[i].Kind != metrics.KindUint64 {
+			t.Errorf("runtime/metrics has no uint64 %s", n)
+		}
+	}
+	if s := Read(); s.Objects == 0 || s.Allocs == 0 {
+		t.Fatalf("Read = %+v: heap objects and allocations are never 0", s)
 	}
 }
 
@@ -46,17 +71,20 @@ func TestStartReleases(t *testing.T) {
 	// Any quiet sample qualifies (the rule's arithmetic is tested
 	// above): the driver must release and report it, and the release
 	// must leave no free heap unreturned.
-	released := make(chan uint64, 1)
-	r := &Rule{Threshold: 0, Quiet: 1 << 40, MinGap: time.Hour}
-	stop := Start(r, 10*time.Millisecond, func(est uint64) { released <- est })
+	released := make(chan [2]Sample, 1)
+	r := &Rule{Threshold: 0, Quiet: 1 << 40, MinGap: time.Hour, MaxGap: time.Hour}
+	stop := Start(r, 10*time.Millisecond, func(before, after Sample) { released <- [2]Sample{before, after} })
 	defer stop()
 	select {
-	case <-released:
+	case s := <-released:
+		if s[1].Free > 4*mib {
+			t.Fatalf("after the release %d bytes of free heap are not returned", s[1].Free)
+		}
+		if r.baseline != s[1].Objects {
+			t.Fatalf("baseline %d after a release, want the objects after it, %d", r.baseline, s[1].Objects)
+		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no release within 10 s")
-	}
-	if s := Read(); s.Free > 4*mib {
-		t.Fatalf("after the release %d bytes of free heap are not returned", s.Free)
 	}
 	select {
 	case <-released:
