@@ -121,7 +121,7 @@ type honestAsks struct {
 // it does nothing unless started by it. It reads lines "ask N GAP_MS
 // TARGET" (connecting to the daemon TARGET first), answered with
 // "honest asks {honestAsks}", and "metrics URL", answered with "honest
-// metrics {name: value}" of the daemon's troupe_ metrics.
+// metrics {name: value}" of the daemon's metrics (scrapeMetrics).
 func TestHostileHonest(t *testing.T) {
 	if _, ok := os.LookupEnv("TROUPE_HOSTILE_PSK"); !ok || os.Getenv("TROUPE_HOSTILE_IDS") != "" {
 		t.Skip("the honest peer of TestHostileLoadInNamespaces, started by it")
@@ -211,8 +211,8 @@ func askEcho(n *peer.Node, echoRef actor.Ref, count int, gap time.Duration) hone
 	return res
 }
 
-// scrapeMetrics returns the troupe_ samples of a metrics page (none if
-// it cannot be read).
+// scrapeMetrics returns the troupe_ samples of a metrics page and the Go
+// heap's and goroutines' (none if it cannot be read).
 func scrapeMetrics(url string) map[string]float64 {
 	out := map[string]float64{}
 	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
@@ -224,7 +224,7 @@ func scrapeMetrics(url string) map[string]float64 {
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
-		if len(f) == 2 && strings.HasPrefix(f[0], "troupe_") {
+		if len(f) == 2 && (strings.HasPrefix(f[0], "troupe_") || strings.HasPrefix(f[0], "go_memstats_heap_") || f[0] == "go_goroutines") {
 			if v, err := strconv.ParseFloat(f[1], 64); err == nil {
 				out[f[0]] = v
 			}

@@ -127,7 +127,8 @@ type hostileRow struct {
 	P50, P99            float64 // ms
 	Fails, Lines        int
 	Attack              hostileStats
-	During, Metrics     map[string]float64 // the daemon's, in the attack and once settled
+	During, Metrics     map[string]float64 // the daemon's, in the attack and once released
+	Settled             map[string]float64 // the daemon's after the settle time (full plan)
 }
 
 func runHostile(t *testing.T, hosts []string, plan hostilePlan, psk []byte) {
@@ -237,6 +238,10 @@ func runHostileStepIn(t *testing.T, ns string, psk []byte, plan hostilePlan, run
 	row.P50, row.P99, row.Fails = res.P50, res.P99, res.Fails
 	row.Metrics = awaitReleased(t, honest, d.metrics)
 	row.After, row.Recovered = awaitRSS(t, pid, base+32, plan.settle)
+	if plan.settle > 0 { // what the RSS left is made of
+		honest.send(t, "metrics "+d.metrics)
+		honest.expectJSON(t, 10*time.Second, "metrics ", &row.Settled)
+	}
 	out, _ := json.Marshal(row)
 	t.Logf("%s: %s", run.step, out)
 
