@@ -167,7 +167,7 @@ func TestGlobalNameHelper(t *testing.T) {
 				last = ref
 				out <- "winner " + ref.String()
 			}
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond) // no event tells of a new resolution of the name
 		}
 	}()
 	sc := bufio.NewScanner(os.Stdin)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/troupe-mesh/troupe/actor/transport"
+	"github.com/troupe-mesh/troupe/internal/testutil"
 	"github.com/troupe-mesh/troupe/routing"
 )
 
@@ -296,17 +297,14 @@ var hostileHeld = []string{"troupe_reader_bytes", "troupe_reader_streams", "trou
 // is 0 (the attackers' streams reset, the leavers gone), or after 10 s.
 func awaitReleased(t *testing.T, honest *chaosPeer, url string) map[string]float64 {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var m map[string]float64
+	var m map[string]float64
+	testutil.Within(10*time.Second, func() bool { // a count with no event to wait for
+		m = nil
 		honest.send(t, "metrics "+url)
 		honest.expectJSON(t, 10*time.Second, "metrics ", &m)
-		held := slices.ContainsFunc(hostileHeld, func(k string) bool { v, ok := m[k]; return !ok || v != 0 })
-		if !held || time.Now().After(deadline) {
-			return m
-		}
-		time.Sleep(100 * time.Millisecond) // a count with no event to wait for
-	}
+		return !slices.ContainsFunc(hostileHeld, func(k string) bool { v, ok := m[k]; return !ok || v != 0 })
+	})
+	return m
 }
 
 // awaitRSS waits up to d for the process's RSS to be at most limit MiB,
@@ -314,13 +312,12 @@ func awaitReleased(t *testing.T, honest *chaosPeer, url string) map[string]float
 func awaitRSS(t *testing.T, pid int, limit float64, d time.Duration) (float64, time.Duration) {
 	t.Helper()
 	start := time.Now()
-	for {
-		r := daemonRSS(t, pid)
-		if r <= limit || time.Since(start) > d {
-			return r, time.Since(start).Round(100 * time.Millisecond)
-		}
-		time.Sleep(200 * time.Millisecond) // RSS changes with no event to wait for
-	}
+	var r float64
+	testutil.Within(d, func() bool { // RSS changes with no event to wait for
+		r = daemonRSS(t, pid)
+		return r <= limit
+	})
+	return r, time.Since(start).Round(100 * time.Millisecond)
 }
 
 func (s *hostileStats) add(o hostileStats) {

@@ -250,7 +250,7 @@ func natMatrixRun(t *testing.T, v6 bool, relayedFor time.Duration) {
 		if time.Now().After(deadline.Add(30*time.Second)) && !slices.ContainsFunc(pairs, natHeldWaits) {
 			break // a pair the NATs allow that is not direct: failed below
 		}
-		time.Sleep(time.Until(round))
+		time.Sleep(time.Until(round)) // a round's pace: one ask per pair every natAskPace
 	}
 	t.Logf("%-10s | %-16s | %-22s | %s", "pair", "relayed at start", "direct after", "asks, each answered in turn")
 	for _, p := range pairs {

@@ -137,7 +137,7 @@ func askable(nodes []*peer.Node, n int, start time.Time, deadline time.Duration)
 						mu.Unlock()
 						return
 					}
-					time.Sleep(500 * time.Millisecond)
+					time.Sleep(500 * time.Millisecond) // the pace of the retries, not a wait for an event
 				}
 			})
 		}

@@ -3,11 +3,13 @@ package peer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"testing"
 	"time"
 
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/internal/testutil"
 	"go.uber.org/goleak"
 )
 
@@ -26,16 +28,7 @@ func TestCloseDrainsAndLeavesNoGoroutine(t *testing.T) {
 	}
 	others := goleak.IgnoreCurrent()
 	defer func() { // libp2p's goroutines may take a moment to return after Close
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-			err := goleak.Find(others)
-			if err == nil {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Error(err)
-				return
-			}
-		}
+		testutil.EventuallyNil(t, 10*time.Second, func() error { return goleak.Find(others) })
 	}()
 
 	start := func() *Node {
@@ -105,11 +98,12 @@ func TestFailedNewLeavesNoGoroutine(t *testing.T) {
 		}
 	}
 	// Goroutines of libp2p's may take a moment to return after Close.
-	for deadline := time.Now().Add(10 * time.Second); runtime.NumGoroutine() > before+2; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d goroutines after three failed starts, %d before", runtime.NumGoroutine(), before)
+	testutil.EventuallyNil(t, 10*time.Second, func() error {
+		if n := runtime.NumGoroutine(); n > before+2 {
+			return fmt.Errorf("%d goroutines after three failed starts, %d before", n, before)
 		}
-	}
+		return nil
+	})
 }
 
 func TestCloseIsIdempotentAndStopsActors(t *testing.T) {
@@ -194,11 +188,10 @@ func TestCloseWithAnExpiredContextLeavesNoGoroutine(t *testing.T) {
 		t.Log("Close with a done context returned no error (everything was already idle)")
 	}
 	// Goroutines of libp2p's may take a moment to return after Close.
-	var leaked error
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if leaked = goleak.Find(others); leaked == nil {
-			return
+	testutil.EventuallyNil(t, 10*time.Second, func() error {
+		if err := goleak.Find(others); err != nil {
+			return fmt.Errorf("after Close with a done context: %w", err)
 		}
-	}
-	t.Fatalf("after Close with a done context: %v", leaked)
+		return nil
+	})
 }

@@ -3,6 +3,7 @@ package peer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/discovery"
+	"github.com/troupe-mesh/troupe/internal/testutil"
 )
 
 func TestConnectionsOptions(t *testing.T) {
@@ -120,13 +122,18 @@ func TestTrimKeepsWhatIsBusy(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-watching
-	// Trim until the traffic's grace has passed: then the idle spokes go.
-	for len(hub.Host().Network().Peers()) > low {
-		if err := hub.guard.sweepNow(ctx, true); err != nil {
-			t.Fatalf("still %d peers connected: %v", len(hub.Host().Network().Peers()), err)
+	// Trim until the traffic's grace has passed: then the idle spokes go
+	// (the grace period is the clock here: no event tells of its end).
+	testutil.EventuallyNil(t, 30*time.Second, func() error {
+		n := len(hub.Host().Network().Peers())
+		if n <= low {
+			return nil
 		}
-		time.Sleep(20 * time.Millisecond) // the grace period is the clock here
-	}
+		if err := hub.guard.sweepNow(ctx, true); err != nil {
+			t.Fatalf("still %d peers connected: %v", n, err)
+		}
+		return fmt.Errorf("still %d peers connected, want %d", n, low)
+	})
 	if n := len(hub.Host().Network().Peers()); n != low {
 		t.Fatalf("%d peers connected after trimming, want %d", n, low)
 	}
@@ -142,12 +149,9 @@ func TestTrimKeepsWhatIsBusy(t *testing.T) {
 		}
 	}
 	// The trimmed spoke sees the hub gone too (the hub closed it).
-	for trimmed.Host().Network().Connectedness(hub.ID()) == network.Connected {
-		if ctx.Err() != nil {
-			t.Fatal("the trimmed spoke still has its connection")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.Eventually(t, 30*time.Second, "the trimmed spoke's connection to the hub closed", func() bool {
+		return trimmed.Host().Network().Connectedness(hub.ID()) != network.Connected
+	})
 	// Messages to the trimmed spoke dial it again, in order.
 	for i := 1; i <= 100; i++ {
 		if err := hub.SendCtx(ctx, sinks[at], i); err != nil {
@@ -192,7 +196,9 @@ func TestNoTrimBelowLow(t *testing.T) {
 		}
 		ids = append(ids, s.ID())
 	}
-	time.Sleep(10 * time.Millisecond) // past the grace period
+	// Past the grace period: the trim compares the connections' age
+	// with it, so the passing of time is what there is to wait for.
+	time.Sleep(10 * time.Millisecond)
 	if err := hub.guard.sweepNow(ctx, true); err != nil {
 		t.Fatal(err)
 	}
@@ -244,12 +250,12 @@ func TestGuardTrimsAboveHigh(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for len(hub.Host().Network().Peers()) >= 4 {
-		if ctx.Err() != nil {
-			t.Fatalf("%d peers still connected", len(hub.Host().Network().Peers()))
+	testutil.EventuallyNil(t, 20*time.Second, func() error {
+		if n := len(hub.Host().Network().Peers()); n >= 4 {
+			return fmt.Errorf("%d peers still connected", n)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // TestDeparture: a disconnection is a departure in a mesh of at most
@@ -302,14 +308,13 @@ func TestTrimChecksAgainBeforeClosing(t *testing.T) {
 		}
 	}
 	hub.guard.beforeClose.Store(&hook)
-	for len(picked) == 0 {
+	// The grace period is the clock here: sweep until a trim picks one.
+	testutil.Eventually(t, 30*time.Second, "a trim that picked a peer", func() bool {
 		if err := hub.guard.sweepNow(ctx, true); err != nil {
 			t.Fatalf("no trim picked a peer: %v", err)
 		}
-		if len(picked) == 0 {
-			time.Sleep(20 * time.Millisecond) // the grace period is the clock here
-		}
-	}
+		return len(picked) > 0
+	})
 	id := picked[0]
 	if hub.Host().Network().Connectedness(id) != network.Connected {
 		t.Fatal("the trim closed the connection of a peer just sent a message")

@@ -2,6 +2,7 @@ package peer
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/libp2p/go-libp2p/core/event"
 	"github.com/libp2p/go-libp2p/core/network"
+	"github.com/troupe-mesh/troupe/internal/testutil"
 )
 
 func TestDupsToClose(t *testing.T) {
@@ -80,12 +82,12 @@ func TestDuplicateConnectionsClosed(t *testing.T) {
 		defer sub.Close()
 		subs = append(subs, sub)
 	}
-	for len(a.Host().Network().ConnsToPeer(b.ID())) > 1 || len(b.Host().Network().ConnsToPeer(a.ID())) > 1 {
-		if ctx.Err() != nil {
-			t.Fatalf("still %d and %d connections", len(a.Host().Network().ConnsToPeer(b.ID())), len(b.Host().Network().ConnsToPeer(a.ID())))
+	testutil.EventuallyNil(t, 30*time.Second, func() error {
+		if ab, ba := len(a.Host().Network().ConnsToPeer(b.ID())), len(b.Host().Network().ConnsToPeer(a.ID())); ab > 1 || ba > 1 {
+			return fmt.Errorf("still %d and %d connections", ab, ba)
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return nil
+	})
 	closer := a
 	if closesDups(b.ID(), a.ID()) {
 		closer = b

@@ -2,6 +2,7 @@ package peer
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/client"
 	ma "github.com/multiformats/go-multiaddr"
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/internal/testutil"
 )
 
 // withHostOptions adds libp2p options to a test node's host.
@@ -35,14 +37,13 @@ func relayedTrioAs(t *testing.T, ctx context.Context, hiddenOpts, callerOpts []O
 	t.Helper()
 	relay = newTestNode(t, append([]Option{WithRelayService(true), withHostOptions(libp2p.ForceReachabilityPublic())}, relayOpts...)...)
 	hidden = newTestNode(t, append([]Option{WithRelays(*relay.AddrInfo()), withHostOptions(libp2p.ForceReachabilityPrivate())}, hiddenOpts...)...)
-	for {
-		if _, err := client.Reserve(ctx, hidden.Host(), *relay.AddrInfo()); err == nil {
-			break
-		} else if ctx.Err() != nil {
-			t.Fatalf("no reservation on the relay: %v", err)
+	// The relay service starts once the relay saw itself public.
+	testutil.EventuallyNil(t, 30*time.Second, func() error {
+		if _, err := client.Reserve(ctx, hidden.Host(), *relay.AddrInfo()); err != nil {
+			return fmt.Errorf("no reservation on the relay: %w", err)
 		}
-		time.Sleep(50 * time.Millisecond) // the relay service starts once the relay saw itself public
-	}
+		return nil
+	})
 	circuit, err := ma.NewMultiaddr(relay.AddrInfo().Addrs[0].String() + "/p2p/" + relay.ID().String() + "/p2p-circuit")
 	if err != nil {
 		t.Fatal(err)
@@ -71,12 +72,12 @@ func TestAskThroughARelay(t *testing.T) {
 	if len(conns) != 1 || !conns[0].Stat().Limited || !caller.Relayed(hidden.ID()) || caller.Relayed(relay.ID()) {
 		t.Fatalf("connections %v: want one, relayed (and the relay's direct)", conns)
 	}
-	for relay.Reachability() != network.ReachabilityPublic || hidden.Reachability() != network.ReachabilityPrivate {
-		if ctx.Err() != nil { // no event tells of the host's own record
-			t.Fatalf("reachability: relay %v, hidden %v; want public and private", relay.Reachability(), hidden.Reachability())
+	testutil.EventuallyNil(t, 30*time.Second, func() error { // no event tells of the host's own record
+		if r, h := relay.Reachability(), hidden.Reachability(); r != network.ReachabilityPublic || h != network.ReachabilityPrivate {
+			return fmt.Errorf("reachability: relay %v, hidden %v; want public and private", r, h)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	ref, _ := Ref(hidden.ID(), "echo")
 	reply, err := actor.AskAs[string](ctx, caller.System(), ref, "through the relay")
 	if err != nil || reply != "through the relay" {

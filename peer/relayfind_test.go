@@ -2,10 +2,12 @@ package peer
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/troupe-mesh/troupe/internal/testutil"
 	"github.com/troupe-mesh/troupe/internal/testutil/testhost"
 
 	"github.com/libp2p/go-libp2p"
@@ -57,25 +59,27 @@ func TestRelayFoundInAdvertisements(t *testing.T) {
 	h := hidden.Host()
 	src.h.Store(&h)
 	src.dir.Store(hidden.dir)
-	for { // both advertisements held, identify done: only the relay is found
+	// Both advertisements held, identify done: only the relay is found
+	// (no event tells of a stored advertisement).
+	testutil.EventuallyNil(t, 30*time.Second, func() error {
 		found := src.found()
 		if len(found) == 1 && found[0].ID == relay.ID() && hidden.dir.Ad(claimer.ID()) != nil {
-			break
+			return nil
 		}
-		if len(found) > 1 || ctx.Err() != nil {
-			t.Fatalf("found %v; want the relay only (claimer advertised: %v)", found, hidden.dir.Ad(claimer.ID()) != nil)
+		err := fmt.Errorf("found %v; want the relay only (claimer advertised: %v)", found, hidden.dir.Ad(claimer.ID()) != nil)
+		if len(found) > 1 {
+			t.Fatal(err)
 		}
-		time.Sleep(20 * time.Millisecond) // no event tells of a stored advertisement
-	}
+		return err
+	})
 	// AutoRelay protects its connection to a relay it holds a
 	// reservation on; nothing else tells of it on loopback.
-	for !hidden.Host().ConnManager().IsProtected(relay.ID(), "autorelay") {
-		select {
-		case <-ctx.Done():
-			t.Fatalf("no reservation on the advertised relay; the relay's ad was seen: %v", len(hidden.Directory().Peers()) > 0)
-		case <-time.After(100 * time.Millisecond):
+	testutil.EventuallyNil(t, 30*time.Second, func() error {
+		if !hidden.Host().ConnManager().IsProtected(relay.ID(), "autorelay") {
+			return fmt.Errorf("no reservation on the advertised relay; the relay's ad was seen: %v", len(hidden.Directory().Peers()) > 0)
 		}
-	}
+		return nil
+	})
 }
 
 // TestRelayDiscoveryTurnsOnAutoNATv2: a node that looks for relays (the

@@ -15,6 +15,7 @@ import (
 	"github.com/libp2p/go-libp2p/p2p/protocol/circuitv2/client"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/internal/testutil"
 )
 
 // newKey returns a fresh identity and its peer ID.
@@ -138,12 +139,7 @@ func TestRelayStrangerIsCutInTime(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("no Down: the stranger's circuit outlived its limit")
 	}
-	for relay.RelayStats().Cut == 0 { // the cut is counted when the relay's copy sees its deadline
-		if ctx.Err() != nil {
-			t.Fatalf("relay stats %+v: the cut is not counted", relay.RelayStats())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	cutCounted(t, relay) // the cut is counted when the relay's copy sees its deadline
 	if st := relay.RelayStats(); st.MemberCircuits != 0 {
 		t.Fatalf("relay stats %+v: a stranger's circuit counted as a member's", st)
 	}
@@ -179,13 +175,20 @@ func TestRelayStrangerIsCutAtItsData(t *testing.T) {
 	if answered == 0 || sent >= 2*data {
 		t.Fatalf("%d asks answered, %d bytes asked: want some answered, then a cut before %d bytes", answered, sent, 2*data)
 	}
-	for relay.RelayStats().Cut == 0 {
-		if ctx.Err() != nil {
-			t.Fatalf("relay stats %+v: the cut is not counted", relay.RelayStats())
-		}
-		time.Sleep(10 * time.Millisecond) // the count follows the relay's copy ending
-	}
+	cutCounted(t, relay) // the count follows the relay's copy ending
 	t.Logf("cut after %d asks (%d bytes asked); relay %+v", answered, sent, relay.RelayStats())
+}
+
+// cutCounted waits for relay to count a circuit it cut: no event tells of
+// the count.
+func cutCounted(t *testing.T, relay *Node) {
+	t.Helper()
+	testutil.EventuallyNil(t, 30*time.Second, func() error {
+		if st := relay.RelayStats(); st.Cut == 0 {
+			return fmt.Errorf("relay stats %+v: the cut is not counted", st)
+		}
+		return nil
+	})
 }
 
 // TestRelayMetrics: a relay with WithPrometheus exports its counts as

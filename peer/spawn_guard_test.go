@@ -3,10 +3,12 @@ package peer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/internal/testutil"
 )
 
 // TestRemoteSpawnsAreChargedAndNamed: names a remote spawn may take begin
@@ -140,11 +142,10 @@ func TestFailedRemoteSpawnLeavesNoGuard(t *testing.T) {
 			t.Fatalf("a remote spawn of a taken name: %v, want ErrNameTaken", err)
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for host.System().Actors() != before {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d actors after the failed spawns, want %d: a guard was left", host.System().Actors(), before)
+	testutil.EventuallyNil(t, 5*time.Second, func() error { // a guard's stop has no event to await
+		if n := host.System().Actors(); n != before {
+			return fmt.Errorf("%d actors after the failed spawns, want %d: a guard was left", n, before)
 		}
-		time.Sleep(10 * time.Millisecond) // a guard's stop has no event to await
-	}
+		return nil
+	})
 }

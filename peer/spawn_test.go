@@ -10,6 +10,7 @@ import (
 
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
+	"github.com/troupe-mesh/troupe/internal/testutil"
 )
 
 // stopper is a behavior for remote spawns: it stops on any message.
@@ -78,17 +79,16 @@ func TestSpawnPolicyAndQuota(t *testing.T) {
 	// One of a's actors stops: room for one more, once the node actor
 	// saw its Down (no event tells a of that: retry within a bound).
 	a.System().Send(first, "stop")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testutil.EventuallyNil(t, 10*time.Second, func() error {
 		_, err := a.SpawnRemote(ctx, host.ID(), "stopper", "", "x")
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, actor.ErrSystemLimit) || time.Now().After(deadline) {
+		if err != nil && !errors.Is(err, actor.ErrSystemLimit) {
 			t.Fatalf("spawn after one of a's actors stopped: %v", err)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		if err != nil {
+			return fmt.Errorf("spawn after one of a's actors stopped: %w", err)
+		}
+		return nil
+	})
 	if _, err := a.SpawnRemote(ctx, host.ID(), "stopper", "", "x"); !errors.Is(err, actor.ErrSystemLimit) {
 		t.Fatalf("spawn beyond the quota again: %v, want ErrSystemLimit", err)
 	}

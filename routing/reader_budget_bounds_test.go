@@ -3,6 +3,7 @@ package routing
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -122,13 +123,12 @@ func TestReaderBudgetSharedAddress(t *testing.T) {
 	piece := func(i int) []byte { return body[i*fragmentData : min((i+1)*fragmentData, len(body))] }
 	first.fragment(fragmentBody{Type: "bytes", Total: total, Data: piece(0)})
 	first.fragment(fragmentBody{Data: piece(1)})
-	deadline := time.Now().Add(5 * time.Second)
-	for r.Stats().ReaderBytes < 2*fragmentData {
-		if time.Now().After(deadline) {
-			t.Fatalf("the first peer's reader holds %d bytes, want %d", r.Stats().ReaderBytes, 2*fragmentData)
+	testutil.EventuallyNil(t, 5*time.Second, func() error { // the reader's progress has no event
+		if n := r.Stats().ReaderBytes; n < 2*fragmentData {
+			return fmt.Errorf("the first peer's reader holds %d bytes, want %d", n, 2*fragmentData)
 		}
-		time.Sleep(5 * time.Millisecond) // the reader's progress has no event
-	}
+		return nil
+	})
 	if st := r.Stats(); st.ReaderAddrs != 1 || st.ReaderStreams != 1 {
 		t.Fatalf("stats %+v, want 1 address and 1 stream holding", st)
 	}

@@ -127,7 +127,7 @@ func (s *stallStream) Write([]byte) (int, error) {
 	s.mu.Lock()
 	d := s.deadline
 	s.mu.Unlock()
-	time.Sleep(time.Until(d))
+	time.Sleep(time.Until(d)) // the stall being modelled: a real write blocks until its deadline
 	return 0, os.ErrDeadlineExceeded
 }
 

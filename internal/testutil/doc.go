@@ -3,7 +3,8 @@
 // benchmarks' metrics, the check that an error line says nothing twice
 // (RepeatedPhrase), and the one polling helper for conditions no event
 // announces (Eventually, EventuallyNil: bounded, backing off, saying what
-// was awaited when the wait fails).
+// was awaited when the wait fails; Within, the same poll for a
+// measurement that reports rather than fails).
 //
 // # Imports
 //

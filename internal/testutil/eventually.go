@@ -43,6 +43,19 @@ func EventuallyNil(t testing.TB, d time.Duration, cond func() error) {
 	}
 }
 
+// Within polls cond as Eventually does and reports whether it held
+// within d, without failing the test: for a wait whose outcome the test
+// records and judges later, as a measurement that reports the last value
+// it saw and how long it waited. It is safe for concurrent use.
+func Within(d time.Duration, cond func() bool) bool {
+	return poll(d, func() error {
+		if cond() {
+			return nil
+		}
+		return errNotYet
+	}) == nil
+}
+
 // errNotYet is Eventually's reason for a condition that does not hold.
 var errNotYet = notYet{}
 

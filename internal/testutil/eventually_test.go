@@ -87,3 +87,24 @@ func TestPollCallsOnceMoreAfterTheDeadline(t *testing.T) {
 		}
 	})
 }
+
+// TestWithinReportsWithoutFailing: Within says whether the condition
+// held, once it does or once d has passed, and fails nothing.
+func TestWithinReportsWithoutFailing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		if !Within(10*time.Second, func() bool { return time.Since(start) >= 3*time.Second }) {
+			t.Fatal("a condition that came true within the bound reported false")
+		}
+		if late := time.Since(start) - 3*time.Second; late > pollMax {
+			t.Fatalf("seen %v after it held; want at most %v", late, pollMax)
+		}
+		start = time.Now()
+		if Within(2*time.Second, func() bool { return false }) {
+			t.Fatal("a condition that never held reported true")
+		}
+		if took := time.Since(start); took < 2*time.Second || took > 2*time.Second+pollMax {
+			t.Fatalf("gave up after %v, want 2s", took)
+		}
+	})
+}
