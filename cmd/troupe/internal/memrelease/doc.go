@@ -9,8 +9,8 @@
 // to two minutes. Rule (pure) decides from runtime/metrics samples when
 // to collect and return the free heap (debug.FreeOSMemory): the process
 // allocated little since the last sample and keeps Threshold bytes more
-// than right after the last release, with a gap between releases that
-// grows while releases give back little. Start samples and applies it;
+// than its idle heap (the least kept after a release), with a gap
+// between releases that grows while releases give back little. Start samples and applies it;
 // it owns one goroutine. Off says when the process's GOGC or GOMEMLIMIT
 // leaves memory to the runtime.
 //

@@ -22,14 +22,15 @@ const (
 	DefaultMaxGap    = 2 * time.Minute  // the most the gap grows to after releases that gave back little
 )
 
-// Rule decides when to release. Its baseline is the heap kept right
-// after the last release (at first, the first sample's): the live heap
-// then, as far as a sample can tell. A release is tried when the process
-// is quiet and keeps at least Threshold beyond the baseline; whether the
-// kept bytes are garbage (an attack's buffers, let go) or live (a peer
-// still hoarding) only a collection tells, so a release that gives back
-// less than Threshold doubles the gap to the next, up to MaxGap, and one
-// that gives back more resets it. The zero value is not usable: use New.
+// Rule decides when to release. Its baseline is the least heap seen
+// kept right after a release (at first, the first sample's objects): the
+// daemon's idle live heap, as far as samples can tell. A release is tried
+// when the process is quiet and keeps at least Threshold beyond it;
+// whether the kept bytes are garbage (an attack's buffers, let go) or
+// live (a peer still hoarding) only a collection tells, so a release that
+// gives back less than Threshold doubles the gap to the next, up to
+// MaxGap, and one that gives back more resets it to MinGap. The zero
+// value is not usable: use New.
 type Rule struct {
 	Threshold, Quiet uint64
 	MinGap, MaxGap   time.Duration
@@ -64,10 +65,10 @@ func (r *Rule) Step(s Sample) bool {
 }
 
 // Released tells the rule that a release, asked for with before, ended
-// with after: after's objects are the new baseline, and what it gave
-// back sets the gap to the next.
+// with after: after's objects lower the baseline if they are below it,
+// and what it gave back sets the gap to the next.
 func (r *Rule) Released(before, after Sample) {
-	r.released, r.baseline, r.last = after.At, after.Objects, after
+	r.released, r.baseline, r.last = after.At, min(r.baseline, after.Objects), after
 	if before.Kept() < after.Kept()+r.Threshold {
 		r.gap = min(2*r.gap, r.MaxGap)
 	} else {
