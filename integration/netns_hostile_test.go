@@ -84,11 +84,13 @@ type hostilePlan struct {
 //
 // Each step has a daemon of its own. The target for after a step is RSS
 // within 32 MiB of baseline 30 s after it. The daemon's budgets are back
-// to zero at once (checked in its metrics), but the Go runtime returns
-// freed heap to the system only after its next collection, which an idle
-// daemon runs when forced (every 2 min): so the plans assert only that
-// nothing is kept beyond the step's peak bound (the full plan after the
-// target's 30 s), and the table in docs/trust.md says what was kept.
+// to zero at once (checked in its metrics) and the daemon gives the
+// freed heap back once quiet (cmd/troupe/internal/memrelease), which the
+// full plan asserts for the steps whose memory is freed when the
+// attackers leave (freedSteps); after the others, the links to the
+// attackers, which still accept connections but never read, keep their
+// queues (docs/trust.md), and the plans assert only the step's peak
+// bound, as the short plan does for every step (it does not wait).
 //
 // The honest p99 target is 20 ms for every step; the bounds above it
 // are what holds with margin today (numbers in docs/trust.md), on a
@@ -118,6 +120,10 @@ func hostilePlanned() hostilePlan {
 		{"monitors", 8, 100000, s, 3000, 20, 896}, // targets 20 ms, 256 MiB
 	}}
 }
+
+// freedSteps are the steps after which nothing of the attack is left:
+// the daemon's RSS must come back within 32 MiB of its baseline.
+var freedSteps = []string{"garbage", "frames", "fragments", "trickle"}
 
 // hostileRow is a step's measurements (a row of docs/trust.md's table).
 type hostileRow struct {
@@ -260,6 +266,9 @@ func runHostileStepIn(t *testing.T, ns string, psk []byte, plan hostilePlan, run
 	}
 	if row.After > base+run.peak { // target: base + 32 MiB (see hostilePlanned)
 		t.Errorf("daemon RSS %.0f MiB %v after the attack, baseline %.0f + %.0f", row.After, row.Recovered, base, run.peak)
+	}
+	if plan.settle > 0 && slices.Contains(freedSteps, run.step) && row.After > base+32 {
+		t.Errorf("daemon RSS %.0f MiB %v after the attack, baseline %.0f + 32: the freed heap was not given back", row.After, row.Recovered, base)
 	}
 	if run.step == "trickle" && run.d > 20*time.Second {
 		// Each identity's streams outlive the trickle deadline (10 s
