@@ -183,6 +183,8 @@ type runningDaemon struct {
 	stopView   func()
 	stopEvents func()
 	stopMemory func() // memrelease's sampler
+	// memoryRelease is memrelease's state for 'troupe id --json'.
+	memoryRelease string
 	// embeddedChat: this is a chat's own peer, which refuses chat requests.
 	embeddedChat bool
 	stopped      chan struct{} // closed by 'troupe stop'
@@ -225,7 +227,7 @@ func startDaemon(ctx context.Context, h cli.Home, cfg config.Config, stderr, out
 	if err == nil {
 		d.stopEvents, err = reportPeers(node, out)
 	}
-	d.stopMemory = startMemoryRelease(logger, prom)
+	d.stopMemory, d.memoryRelease = startMemoryRelease(logger, prom)
 	d.view = meshview.NewHub(d.sampleView)
 	d.stopView = d.view.Start()
 	view := meshview.NewHandler(d.view, d.deadLetters)

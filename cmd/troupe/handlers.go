@@ -92,6 +92,7 @@ func (d *runningDaemon) id() control.IDResult {
 	r.HolePunches.Tried, r.HolePunches.Succeeded = d.node.HolePunches()
 	r.MovedOffRelay = d.node.Stats().MovedOffRelay
 	r.GCHeapFloor = d.node.System().GCHeapFloor()
+	r.MemoryRelease = d.memoryRelease
 	for _, a := range d.node.Addrs() {
 		r.Addrs = append(r.Addrs, a.String())
 	}

@@ -16,11 +16,11 @@ const memoryEvery = 5 * time.Second
 // the system once the daemon is quiet, not up to 2 minutes later
 // (memrelease), unless GOGC or GOMEMLIMIT is set; with prom, it counts
 // the releases and the bytes they gave back. It returns the func that
-// stops it.
-func startMemoryRelease(log *slog.Logger, prom *prometheus.Registry) (stop func()) {
+// stops it, and what 'troupe id --json' says of it (memory_release).
+func startMemoryRelease(log *slog.Logger, prom *prometheus.Registry) (stop func(), state string) {
 	if why := memrelease.Off(); why != "" {
 		log.Debug("memory: releases off", "why", why)
-		return func() {}
+		return func() {}, "off: " + why
 	}
 	releases := prometheus.NewCounter(prometheus.CounterOpts{Name: "troupe_memory_releases_total",
 		Help: "Times the daemon collected and returned its free heap to the system once quiet."})
@@ -37,5 +37,5 @@ func startMemoryRelease(log *slog.Logger, prom *prometheus.Registry) (stop func(
 		releases.Inc()
 		bytes.Add(float64(gave))
 		log.Debug("memory: heap returned to the system", "gave_mib", gave>>20, "kept_mib", after.Kept()>>20)
-	})
+	}), "on"
 }

@@ -28,6 +28,9 @@ type IDResult struct {
 	// GCHeapFloor is the actor system's GC heap floor in force (bytes 0
 	// and a reason when none is; actor.WithGCHeapFloor).
 	GCHeapFloor actor.GCHeapFloor `json:"gc_heap_floor"`
+	// MemoryRelease says whether the daemon gives freed heap back to the
+	// system once quiet: "on", or "off: " and why (GOGC or GOMEMLIMIT set).
+	MemoryRelease string `json:"memory_release"`
 }
 
 // HolePunchCount counts the hole punches tried and succeeded.
