@@ -87,10 +87,10 @@ type hostilePlan struct {
 // to zero at once (checked in its metrics) and the daemon gives the
 // freed heap back once quiet (cmd/troupe/internal/memrelease), which the
 // full plan asserts for the steps whose memory is freed when the
-// attackers leave (freedSteps); after the others, the links to the
-// attackers, which still accept connections but never read, keep their
-// queues (docs/trust.md), and the plans assert only the step's peak
-// bound, as the short plan does for every step (it does not wait).
+// attackers leave (freedSteps); after the others, the daemon is still
+// working through the attackers' queued messages, or their links hold
+// on to memory (docs/trust.md), and the plans assert only the step's
+// peak bound, as the short plan does for every step (it does not wait).
 //
 // The honest p99 target is 20 ms for every step; the bounds above it
 // are what holds with margin today (numbers in docs/trust.md), on a
