@@ -122,8 +122,18 @@ func TestGCHeapFloorCutsCollectionsAndShutdownRestores(t *testing.T) {
 	// Without the floor the goal is what the test binary's live heap makes
 	// it (4 MiB at least, more with earlier tests' leftovers): the floor
 	// must at least halve the collections while it is 4 or more times
-	// that goal's distance, and cut them whenever it is above it.
+	// that goal's distance, and cut them whenever it is above it. On a
+	// busy machine a cycle's marking may not get a core while the loop
+	// allocates on, so cycles stretch and fewer run than the goal makes:
+	// then the counts measure the scheduler, not the goal, and only the
+	// heap goals checked above are the floor's effect (a CI run counted
+	// 7 cycles where a 4 MiB goal makes about 64).
+	if expected := uint64(256<<20) / max(goalOff, 1); uint64(gcsOff)*4 < expected {
+		t.Logf("%d collections without the floor where its %d MiB goal makes about %d: the machine is too busy to count them; the heap goals were checked", gcsOff, goalOff>>20, expected)
+		gcsOn, gcsOff = 0, 0
+	}
 	switch {
+	case gcsOff == 0:
 	case goalOff*4 <= DefaultGCHeapFloor && gcsOn*2 > gcsOff:
 		t.Fatalf("%d collections with the floor, %d without (goal %d MiB): want half or fewer", gcsOn, gcsOff, goalOff>>20)
 	case goalOff < DefaultGCHeapFloor && gcsOn >= gcsOff:
