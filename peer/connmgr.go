@@ -112,9 +112,26 @@ const neverTrim = 100 * 365 * 24 * time.Hour
 var ErrDialBudget = discovery.ErrDialBudget
 
 // dialBudgetFull reports whether discovery should dial no more peers:
-// the node is connected to Low peers or more.
+// the node is connected to dialTarget peers or more.
 func (n *Node) dialBudgetFull() bool {
-	return len(n.host.Network().Peers()) >= n.cfg.conns.Low
+	d := n.dhtNow.Load()
+	return len(n.host.Network().Peers()) >= dialTarget(n.cfg.conns.Low, d != nil && d.Large())
+}
+
+// dialTarget is how many connected peers discovery dials up to: low,
+// or half of it in a large mesh (the DHT's judgement, names.go). A dial
+// makes a connection at both ends: in a mesh larger than the budget,
+// peers that each dial low others hold about 2·low on average, beyond
+// High (48 against 32 by default), and the trims then close a third of
+// what was dialed, to be dialed again. In BenchmarkScale100 those
+// rendezvous dials were some 2,400 of the 4,900 outbound connections
+// opened after the start (docs/scale.md). Below the threshold nothing
+// changes: a small mesh stays fully connected.
+func dialTarget(low int, large bool) int {
+	if large {
+		return max(1, low/2)
+	}
+	return low
 }
 
 // departure returns the node's answer to "did a peer that disconnected
