@@ -115,6 +115,9 @@ func askable(nodes []*peer.Node, n int, start time.Time, deadline time.Duration)
 					slots <- struct{}{}
 					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 					t := try{at: time.Since(start)}
+					if p[1] < len(nodes) {
+						t.target = nodes[p[1]]
+					}
 					err := askTimed(ctx, nodes[p[0]], p[1], &t)
 					cancel()
 					<-slots
@@ -292,6 +295,11 @@ func reportCurve(b *testing.B, n int, ready askableResult, first []time.Duration
 	fmt.Fprintf(os.Stderr, "%s: askable: %d tries for %d samples, %d never; first error: %v; failed tries by kind: %v\n",
 		b.Name(), ready.tries, askSamples, ready.failed, ready.lastErr, ready.errKinds)
 	timeline(b.Name(), ready.log)
+	for _, t := range ready.log {
+		if t.trace != "" {
+			fmt.Fprintf(os.Stderr, "%s: failed ask at %v (connected before %v, %v): %s\n", b.Name(), t.at.Round(time.Millisecond), t.connected, t.kind, t.trace)
+		}
+	}
 	if len(firstErrs) > 0 {
 		fmt.Fprintf(os.Stderr, "%s: %d first asks failed, first: %v\n", b.Name(), len(firstErrs), firstErrs[0])
 	}

@@ -21,6 +21,30 @@ type try struct {
 	at, whereis, ask time.Duration
 	connected        bool
 	kind             string
+	// trace, for an ask that failed over a connection, what the two ends'
+	// routers counted meanwhile (traceAsk); "" otherwise.
+	trace string
+	// target, when set, is the target's node (in this process): the
+	// trace reads its router's counters too.
+	target *peer.Node
+}
+
+// pairCounts is what one end's router counted of the other.
+type pairCounts struct {
+	sent, received uint64
+	queued         int
+	conns          int
+}
+
+func countsFor(nd *peer.Node, id libp2ppeer.ID) pairCounts {
+	var c pairCounts
+	for _, s := range nd.PeerStats() {
+		if s.Peer == id {
+			c = pairCounts{sent: s.Sent, received: s.Received, queued: s.Queued}
+		}
+	}
+	c.conns = len(nd.Host().Network().ConnsToPeer(id))
+	return c
 }
 
 // askTimed has from find svcName(to) and ask it a Ping, its stages
@@ -34,11 +58,23 @@ func askTimed(ctx context.Context, from *peer.Node, to int, t *try) error {
 	}
 	pid, _ := libp2ppeer.Decode(ref.Peer())
 	t.connected = from.Host().Network().Connectedness(pid) == network.Connected
+	var a0, b0 pairCounts
+	if t.target != nil {
+		a0, b0 = countsFor(from, pid), countsFor(t.target, from.ID())
+	}
 	t1 := time.Now()
 	v, err := from.System().Ask(ctx, ref, Ping{to})
 	t.ask = time.Since(t1)
+	if err != nil && t.target != nil {
+		a1, b1 := countsFor(from, pid), countsFor(t.target, from.ID())
+		t.trace = fmt.Sprintf("asker %+v -> %+v; target %+v -> %+v", a0, a1, b0, b1)
+	}
 	if err != nil {
-		return fmt.Errorf("ask %s: %w (connected=%v)", svcName(to), err, from.Host().Network().Connectedness(pid) == network.Connected)
+		// Both: "connected" after the failure alone counted as asks over
+		// a live connection the many whose connection came up during
+		// the ask (docs/benchmarks.md).
+		return fmt.Errorf("ask %s: %w (connected before=%v, after=%v)", svcName(to), err, t.connected,
+			from.Host().Network().Connectedness(pid) == network.Connected)
 	}
 	if v != (Pong{to}) {
 		return fmt.Errorf("ask %s: got %v", svcName(to), v)
@@ -48,7 +84,7 @@ func askTimed(ctx context.Context, from *peer.Node, to int, t *try) error {
 
 // timeline writes the tries per 5 s of the askable phase: how many,
 // how many succeeded, the median stage times, and the failures by kind
-// (with how many of those asks started connected): where the askable
+// (an ask's failure says whether it started connected): where the askable
 // figure's time goes.
 func timeline(name string, tries []try) {
 	const step = 5 * time.Second
@@ -80,11 +116,7 @@ func timeline(name string, tries []try) {
 				ask = append(ask, t.ask)
 				continue
 			}
-			k := t.kind
-			if t.connected {
-				k += " [connected before]"
-			}
-			kinds[k]++
+			kinds[t.kind]++
 		}
 		slices.Sort(wh)
 		slices.Sort(ask)

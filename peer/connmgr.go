@@ -16,8 +16,8 @@ import (
 // protect.go) and that are past their grace period, least valued first,
 // until Low peers are left, the protected ones included (more when more
 // are protected: trim.go); and discovery (mDNS, the DHT) stops dialing
-// the peers it finds once the node is connected to Low peers (it still
-// learns them). A zero field takes its default.
+// the peers it finds once the node is connected to Low peers, Low/2 in a
+// large mesh (dialTarget; it still learns them). A zero field takes its default.
 //
 // A mesh of at most Low+1 peers stays fully connected, as a LAN did
 // before the budget, and one of fewer than High peers is never trimmed.
@@ -25,7 +25,8 @@ import (
 // peer it is not connected to dials it (lazily, on the first send).
 type Connections struct {
 	// Low is how many peers a trim leaves, the protected ones included,
-	// and how many peers discovery dials (default DefaultConnsLow).
+	// and how many peers discovery dials, half as many in a large mesh
+	// (default DefaultConnsLow).
 	Low int
 	// High is how many connected peers start a trim (default
 	// DefaultConnsHigh; at least Low).
@@ -106,15 +107,32 @@ func newConnManager(c Connections) (*connmgr.BasicConnMgr, error) {
 const neverTrim = 100 * 365 * 24 * time.Hour
 
 // ErrDialBudget is what a node's dial of a peer discovery found returns
-// once it is connected to Connections.Low peers: discovery leaves the
-// peer undialed (and does not count it as a failure). It is
-// discovery.ErrDialBudget.
+// once it is connected to Connections.Low peers (Low/2 in a large mesh):
+// discovery leaves the peer undialed (and does not count it as a
+// failure). It is discovery.ErrDialBudget.
 var ErrDialBudget = discovery.ErrDialBudget
 
 // dialBudgetFull reports whether discovery should dial no more peers:
-// the node is connected to Low peers or more.
+// the node is connected to dialTarget peers or more.
 func (n *Node) dialBudgetFull() bool {
-	return len(n.host.Network().Peers()) >= n.cfg.conns.Low
+	d := n.dhtNow.Load()
+	return len(n.host.Network().Peers()) >= dialTarget(n.cfg.conns.Low, d != nil && d.Large())
+}
+
+// dialTarget is how many connected peers discovery dials up to: low,
+// or half of it in a large mesh (the DHT's judgement, names.go). A dial
+// makes a connection at both ends: in a mesh larger than the budget,
+// peers that each dial low others hold about 2·low on average, beyond
+// High (48 against 32 by default), and the trims then close a third of
+// what was dialed, to be dialed again. In BenchmarkScale100 those
+// rendezvous dials were some 2,400 of the 4,900 outbound connections
+// opened after the start (docs/scale.md). Below the threshold nothing
+// changes: a small mesh stays fully connected.
+func dialTarget(low int, large bool) int {
+	if large {
+		return max(1, low/2)
+	}
+	return low
 }
 
 // departure returns the node's answer to "did a peer that disconnected

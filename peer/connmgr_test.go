@@ -238,6 +238,27 @@ func TestDialBudget(t *testing.T) {
 	}
 }
 
+// TestDialBudgetInALargeMesh: once the DHT judges the mesh large (a
+// threshold of 1: at once), discovery dials half of Low, not Low.
+func TestDialBudgetInALargeMesh(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	n := newTestNode(t, WithConnections(Connections{Low: 4, High: 8}), WithDHT(), WithLookupAbove(1))
+	for i := range 3 {
+		other := newTestNode(t)
+		err := n.connectFound(ctx, *other.AddrInfo())
+		switch {
+		case i < 2 && err != nil:
+			t.Fatalf("dial %d: %v", i, err)
+		case i == 2 && !errors.Is(err, ErrDialBudget):
+			t.Fatalf("dial %d in a large mesh with Low 4: %v, want ErrDialBudget", i, err)
+		}
+	}
+	if got := dialTarget(24, false); got != 24 {
+		t.Fatalf("dialTarget(24, small) = %d, want 24", got)
+	}
+}
+
 // TestGuardTrimsAboveHigh: nobody asks for a trim; the guard trims once
 // High peers are connected and the grace period passed, until fewer are
 // (down to Low, or more when some were in their grace period then).

@@ -42,6 +42,9 @@ type Node struct {
 	reg    *codec.Registry
 	mdns   *discovery.MDNS
 	dht    *discovery.DHT
+	// dhtNow is dht for what its own goroutines call back (the dial
+	// budget), which may run before StartDHT returned and dht is set.
+	dhtNow atomic.Pointer[discovery.DHT]
 	groups *groups.Groups
 	dir    *discovery.Directory
 	names  *lookup.Finder // Whereis's DHT lookups and their cache (names.go)
@@ -289,6 +292,7 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 			return nil, err
 		}
 		relays.dht.Store(n.dht)
+		n.dhtNow.Store(n.dht)
 	}
 	if cfg.mdns {
 		// StartMDNS waits for a multicast interface when there is none yet;
