@@ -165,6 +165,20 @@ func TestChatThroughDaemonAndNickCollisions(t *testing.T) {
 	dave2.expectLine(t, 10*time.Second, "[dm from "+otherShown+"] over here")
 	dave.say(t, "/msg "+otherShown+" to you")
 	other.expectLine(t, 10*time.Second, "[dm from "+daveShown+"] to you")
+	// A chat's own peer says the binary's version too, as the daemon does.
+	var info struct {
+		Reply struct {
+			Version string `json:"version"`
+		} `json:"reply"`
+	}
+	cliJSON(t, d.home, &info, "ask", otherID+"/info", "{}")
+	var id struct {
+		Version string `json:"version"`
+	}
+	cliJSON(t, d.home, &id, "id")
+	if info.Reply.Version == "" || info.Reply.Version != id.Version {
+		t.Fatalf("the chat's peer says version %q, the daemon %q", info.Reply.Version, id.Version)
+	}
 	for _, c := range []*chatProc{dave, other} {
 		for _, l := range c.seen {
 			if strings.Contains(l, "you become") || strings.Contains(l, "is now dave") {

@@ -78,11 +78,23 @@ func TestCLIThroughControlSocket(t *testing.T) {
 		Addrs        []string `json:"addrs"`
 		Mesh         string   `json:"mesh"`
 		Reachability string   `json:"reachability"`
+		Version      string   `json:"version"`
 	}
 	cliJSON(t, a.home, &id, "id")
 	if id.ID != aID || id.Mesh != "default" || len(id.Addrs) == 0 || !strings.HasPrefix(id.Addrs[0], "/ip4/127.0.0.1/tcp/") ||
 		(id.Reachability != "unknown" && id.Reachability != "private" && id.Reachability != "public") {
 		t.Fatalf("id: %+v", id)
+	}
+	// The daemon says the binary's version, as 'troupe id' does with no
+	// daemon (both are the binary's buildVersion).
+	idle := t.TempDir()
+	cliOK(t, idle, "init")
+	var offline struct {
+		Version string `json:"version"`
+	}
+	cliJSON(t, idle, &offline, "id")
+	if offline.Version == "" || id.Version != offline.Version {
+		t.Fatalf("id: the daemon's version %q, the binary's %q", id.Version, offline.Version)
 	}
 	if out := cliOK(t, a.home, "id"); !strings.Contains(out, "peer "+aID) || !strings.Contains(out, "\nreachability ") {
 		t.Fatalf("id: %q", out)
@@ -115,12 +127,13 @@ func TestCLIThroughControlSocket(t *testing.T) {
 	var info struct {
 		Type  string `json:"type"`
 		Reply struct {
-			Peer   string   `json:"peer"`
-			Actors []string `json:"actors"`
+			Peer    string   `json:"peer"`
+			Version string   `json:"version"`
+			Actors  []string `json:"actors"`
 		} `json:"reply"`
 	}
 	cliJSON(t, a.home, &info, "ask", bID+"/info", "{}")
-	if info.Type != "troupe.Info" || info.Reply.Peer != bID {
+	if info.Type != "troupe.Info" || info.Reply.Peer != bID || info.Reply.Version != offline.Version {
 		t.Fatalf("ask info: %+v", info)
 	}
 	var typed struct {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"time"
 
@@ -17,19 +16,8 @@ import (
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/daemon"
 )
-
-// chat is the daemon side of 'troupe chat': the user's actor runs in the
-// daemon and the control connection carries the lines.
-func (d *runningDaemon) chat(ctx context.Context, req control.Request, conn net.Conn) (any, func(), error) {
-	if err := chat.CheckName("nick", req.Nick); err != nil {
-		return nil, nil, err
-	}
-	if err := chat.CheckName("room", req.Room); err != nil {
-		return nil, nil, err
-	}
-	return struct{}{}, func() { _ = chat.Run(ctx, d.node, req.Nick, req.Room, daemonStopNote, conn, conn) }, nil
-}
 
 // chatCmd runs 'troupe chat': through the daemon of the home when one
 // runs, else on a peer of its own (embedded) with the home's identity and
@@ -91,29 +79,29 @@ func chatCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			defer f.Close()
 			logs = f
 		}
-		d, err := startDaemon(ctx, h, cfg, logs, io.Discard, true)
+		d, err := daemon.Start(ctx, h, cfg, daemon.Options{Logs: logs, Out: io.Discard, EmbeddedChat: true, Version: buildVersion()})
 		if err != nil {
 			return cli.Fail(stderr, "chat", err)
 		}
 		defer func() {
 			closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			if err := d.close(closeCtx); err != nil {
+			if err := d.Close(closeCtx); err != nil {
 				fmt.Fprintln(stderr, "troupe chat:", err)
 			}
 		}()
 		session = func(in io.Reader, out io.Writer) error {
-			fmt.Fprintf(out, "* peer %s, mesh %s (no daemon on %s: running a peer of our own)\n", d.node.ID(), cfg.Mesh, h)
+			fmt.Fprintf(out, "* peer %s, mesh %s (no daemon on %s: running a peer of our own)\n", d.Node().ID(), cfg.Mesh, h)
 			for _, ai := range peers {
 				cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-				if err := d.node.Connect(cctx, ai); err != nil {
+				if err := d.Node().Connect(cctx, ai); err != nil {
 					fmt.Fprintf(out, "! connecting to %s: %v\n", ai.ID, err)
 				}
 				cancel()
 			}
 			in, release := cancelable(in)
 			defer release()
-			return chat.Run(ctx, d.node, *nick, *room, "", in, out)
+			return chat.Run(ctx, d.Node(), *nick, *room, "", in, out)
 		}
 	}
 	if tui {
@@ -157,7 +145,3 @@ func isTerminal(f any) bool {
 	file, ok := f.(*os.File)
 	return ok && term.IsTerminal(int(file.Fd()))
 }
-
-// daemonStopNote is the last line of a chat session that the daemon
-// ended because it is stopping.
-const daemonStopNote = "! the daemon is stopping"

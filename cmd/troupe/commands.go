@@ -13,9 +13,11 @@ import (
 	"time"
 
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/daemon"
 	"github.com/troupe-mesh/troupe/peer"
 )
 
@@ -80,7 +82,7 @@ func (f clientFlags) request(cmd string, req control.Request, out any, stdout, s
 	defer stop()
 	wait := max(req.Timeout, req.Wait) // as the daemon's handle
 	if wait <= 0 {
-		wait = defaultAskTimeout
+		wait = daemon.DefaultAskTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, wait+10*time.Second)
 	defer cancel()
@@ -198,7 +200,7 @@ func peersCmd(args []string, stdout, stderr io.Writer) int {
 func actorsCmd(args []string, stdout, stderr io.Writer) int {
 	fs := cli.NewFlags("actors", "[PEER]", "list the named actors of this peer, or of PEER (asked through its info actor)", stderr)
 	f := addClientFlags(fs, true)
-	timeout := fs.Duration("timeout", defaultAskTimeout, "how long to wait for PEER")
+	timeout := fs.Duration("timeout", daemon.DefaultAskTimeout, "how long to wait for PEER")
 	pos, ok, code := cli.ParseArgs(fs, args, 0, 1)
 	if !ok {
 		return code
@@ -223,10 +225,10 @@ func actorsCmd(args []string, stdout, stderr io.Writer) int {
 
 // messageRequest checks the address and JSON of send and ask.
 func messageRequest(cmd string, pos []string, typ string, timeout time.Duration) (control.Request, error) {
-	if _, _, err := parseTarget(pos[0]); err != nil {
+	if _, _, err := daemon.ParseTarget(pos[0]); err != nil {
 		return control.Request{}, err
 	}
-	if _, err := jsonToCBOR(pos[1]); err != nil {
+	if _, err := daemon.JSONToCBOR(pos[1]); err != nil {
 		return control.Request{}, fmt.Errorf("%w: %w", config.ErrUsage, err)
 	}
 	if timeout <= 0 {
@@ -251,7 +253,7 @@ func validTypeName(s string) bool {
 }
 
 func sendCmd(args []string, stdout, stderr io.Writer) int {
-	return messageCmd("send", "send a JSON message to an actor; to another peer's it waits up to -wait for a bounce (no such actor, unknown type, full mailbox: an error) or a reply, and otherwise says delivery is unconfirmed; without -type it arrives as a codec.Raw of type "+jsonType,
+	return messageCmd("send", "send a JSON message to an actor; to another peer's it waits up to -wait for a bounce (no such actor, unknown type, full mailbox: an error) or a reply, and otherwise says delivery is unconfirmed; without -type it arrives as a codec.Raw of type "+daemon.JSONType,
 		"how long a plain send (-wait 0, or to this peer) waits for room in the link; the request lasts at least -wait", args, stdout, stderr)
 }
 
@@ -264,10 +266,10 @@ func messageCmd(cmd, summary, timeoutUsage string, args []string, stdout, stderr
 	fs := cli.NewFlags(cmd, "[PEER/]NAME JSON", summary, stderr)
 	f := addClientFlags(fs, true)
 	typ := fs.String("type", "", "registered type name of the message (e.g. string, int, or an application type)")
-	timeout := fs.Duration("timeout", defaultAskTimeout, timeoutUsage)
+	timeout := fs.Duration("timeout", daemon.DefaultAskTimeout, timeoutUsage)
 	var wait *time.Duration
 	if cmd == "send" {
-		wait = fs.Duration("wait", defaultSendWait, "how long to wait for another peer to bounce the message (or its actor to reply); 0: do not wait")
+		wait = fs.Duration("wait", daemon.DefaultSendWait, "how long to wait for another peer to bounce the message (or its actor to reply); 0: do not wait")
 	}
 	pos, ok, code := cli.ParseArgs(fs, args, 2, 2)
 	if !ok {
@@ -278,8 +280,8 @@ func messageCmd(cmd, summary, timeoutUsage string, args []string, stdout, stderr
 		return cli.Fail(stderr, cmd, err)
 	}
 	if cmd == "send" {
-		if *wait < 0 || *wait > maxRequestTime {
-			return cli.Fail(stderr, cmd, fmt.Errorf("%w: -wait must be from 0 to %v", config.ErrUsage, maxRequestTime))
+		if *wait < 0 || *wait > daemon.MaxRequestTime {
+			return cli.Fail(stderr, cmd, fmt.Errorf("%w: -wait must be from 0 to %v", config.ErrUsage, daemon.MaxRequestTime))
 		}
 		req.Wait = *wait
 		var r control.SendResult
@@ -344,4 +346,18 @@ func connectCmd(args []string, stdout, stderr io.Writer) int {
 // signalContext ends on SIGINT or SIGTERM.
 func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+// sendLine is a send's result for people.
+func sendLine(r control.SendResult) string {
+	switch r.Status {
+	case "delivered":
+		return "delivered to " + r.To + " (its actor replied)"
+	case "sent":
+		return "sent to " + r.To + " (a live actor of this peer)"
+	}
+	if r.WaitMS > 0 {
+		return fmt.Sprintf("sent to %s; delivery unconfirmed (no bounce within %v)", r.To, time.Duration(r.WaitMS)*time.Millisecond)
+	}
+	return "sent to " + r.To + "; delivery unconfirmed"
 }

@@ -14,7 +14,7 @@ import (
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/zeroconf/v2"
 	ma "github.com/multiformats/go-multiaddr"
-	manet "github.com/multiformats/go-multiaddr/net"
+
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
@@ -28,17 +28,17 @@ import (
 
 // doctorReport is what 'troupe doctor' found (also its --json).
 type doctorReport struct {
-	Home       string        `json:"home"`
-	Mesh       string        `json:"mesh"`
-	PSK        bool          `json:"private_network"`
-	Allowlist  int           `json:"allowlist"`
-	MDNS       bool          `json:"mdns"`
-	DHT        string        `json:"dht"`
-	Bootstrap  int           `json:"bootstrap"`
-	Interfaces []ifaceReport `json:"multicast_interfaces"`
-	Daemon     *doctorDaemon `json:"daemon"`     // nil: none runs on the home
-	Probe      *mdnsProbe    `json:"mdns_probe"` // nil: not probed
-	Hints      []string      `json:"hints"`
+	Home       string                `json:"home"`
+	Mesh       string                `json:"mesh"`
+	PSK        bool                  `json:"private_network"`
+	Allowlist  int                   `json:"allowlist"`
+	MDNS       bool                  `json:"mdns"`
+	DHT        string                `json:"dht"`
+	Bootstrap  int                   `json:"bootstrap"`
+	Interfaces []ifaceReport         `json:"multicast_interfaces"`
+	Daemon     *control.DoctorResult `json:"daemon"`     // nil: none runs on the home
+	Probe      *mdnsProbe            `json:"mdns_probe"` // nil: not probed
+	Hints      []string              `json:"hints"`
 }
 
 type ifaceReport struct {
@@ -46,42 +46,11 @@ type ifaceReport struct {
 	Addrs []string `json:"addrs"`
 }
 
-// doctorDaemon is the daemon's answer to the "doctor" request.
-type doctorDaemon struct {
-	ID           string       `json:"id"`
-	Mesh         string       `json:"mesh"` // its own: -mesh may differ from config.json
-	Addrs        []string     `json:"addrs"`
-	Public       bool         `json:"public"`       // it listens on a public address
-	Reachability string       `json:"reachability"` // public, private or unknown (AutoNAT)
-	Peers        int          `json:"peers"`
-	DialFailures []dialReport `json:"dial_failures"`
-}
-
-type dialReport struct {
-	Peer  string   `json:"peer"`
-	Addrs []string `json:"addrs"`
-	Err   string   `json:"error"`
-	Ago   string   `json:"ago"`
-}
-
 // mdnsProbe is what an mDNS query for the mesh's service heard.
 type mdnsProbe struct {
 	HeardSelf bool     `json:"heard_self"` // the daemon's own announcement
 	Others    []string `json:"others"`     // other peers of the mesh
 	Err       string   `json:"error,omitempty"`
-}
-
-// doctorInfo answers the "doctor" control request.
-func (d *runningDaemon) doctorInfo() doctorDaemon {
-	r := doctorDaemon{ID: d.node.ID().String(), Mesh: d.cfg.Mesh, Reachability: strings.ToLower(d.node.Reachability().String()), Addrs: []string{}, Peers: len(d.node.Peers()), DialFailures: []dialReport{}}
-	for _, a := range d.node.Addrs() {
-		r.Addrs = append(r.Addrs, a.String())
-		r.Public = r.Public || manet.IsPublicAddr(a)
-	}
-	for _, f := range d.node.DialFailures() {
-		r.DialFailures = append(r.DialFailures, dialReport{Peer: f.Peer.String(), Addrs: f.Addrs, Err: cli.Clean(f.Err), Ago: time.Since(f.At).Round(time.Second).String()})
-	}
-	return r
 }
 
 func doctorCmd(args []string, stdout, stderr io.Writer) int {
@@ -103,7 +72,7 @@ func doctorCmd(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	r := doctorReport{Home: string(h), Mesh: cfg.Mesh, PSK: cfg.PSKFile != "", Allowlist: len(cfg.Allowlist),
 		MDNS: cfg.MDNS, DHT: cfg.DHT, Bootstrap: len(cfg.Bootstrap), Interfaces: multicastInterfaces()}
-	var dd doctorDaemon
+	var dd control.DoctorResult
 	callCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	_, err = control.Call(callCtx, h, control.Request{Cmd: "doctor"}, &dd, false)
 	cancel()
@@ -149,7 +118,7 @@ func multicastInterfaces() []ifaceReport {
 
 // probeMDNS queries the mesh's mDNS service for wait and reports whom it
 // heard: the daemon d (nil: none runs) and other peers.
-func probeMDNS(ctx context.Context, mesh string, wait time.Duration, d *doctorDaemon) *mdnsProbe {
+func probeMDNS(ctx context.Context, mesh string, wait time.Duration, d *control.DoctorResult) *mdnsProbe {
 	p := &mdnsProbe{Others: []string{}}
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()

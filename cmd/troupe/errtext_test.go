@@ -11,20 +11,22 @@ import (
 	"time"
 
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
+
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/daemon"
 	"github.com/troupe-mesh/troupe/internal/testutil"
 )
 
 // startTestDaemon runs a daemon in this process on a fresh home (loopback
 // only, no mDNS) until the test ends, with its log in logs.
-func startTestDaemon(t *testing.T, logs *cli.LockedWriter) (*runningDaemon, cli.Home) {
+func startTestDaemon(t *testing.T, logs *cli.LockedWriter) (*daemon.Daemon, cli.Home) {
 	d, h, _ := startStoppableDaemon(t, logs)
 	return d, h
 }
 
 // startStoppableDaemon is startTestDaemon with a func that stops the
 // daemon before the test ends (once; the test's end then does nothing).
-func startStoppableDaemon(t *testing.T, logs *cli.LockedWriter) (*runningDaemon, cli.Home, func()) {
+func startStoppableDaemon(t *testing.T, logs *cli.LockedWriter) (*daemon.Daemon, cli.Home, func()) {
 	t.Helper()
 	h := cli.Home(t.TempDir())
 	cfg, unlock, err := h.Open()
@@ -34,7 +36,7 @@ func startStoppableDaemon(t *testing.T, logs *cli.LockedWriter) (*runningDaemon,
 	cfg.Listen, cfg.MDNS, cfg.DHT = []string{"/ip4/127.0.0.1/tcp/0"}, false, "off"
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	d, err := startDaemon(ctx, h, cfg, logs, &cli.LockedWriter{W: new(bytes.Buffer)}, false)
+	d, err := daemon.Start(ctx, h, cfg, daemon.Options{Logs: logs, Out: &cli.LockedWriter{W: new(bytes.Buffer)}})
 	if err != nil {
 		unlock()
 		t.Fatal(err)
@@ -44,7 +46,7 @@ func startStoppableDaemon(t *testing.T, logs *cli.LockedWriter) (*runningDaemon,
 		once.Do(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			if err := d.close(ctx); err != nil {
+			if err := d.Close(ctx); err != nil {
 				t.Errorf("close: %v", err)
 			}
 			unlock()
@@ -59,7 +61,7 @@ func startStoppableDaemon(t *testing.T, logs *cli.LockedWriter) (*runningDaemon,
 // "usage:" prefix, and says no phrase (nor the peer's ID) twice.
 func TestErrorLinesSayItOnce(t *testing.T) {
 	d, h := startTestDaemon(t, &cli.LockedWriter{W: new(bytes.Buffer)})
-	self := d.node.ID().String()
+	self := d.Node().ID().String()
 	empty := t.TempDir()
 	for _, c := range []struct {
 		name string

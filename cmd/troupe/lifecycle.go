@@ -13,22 +13,6 @@ import (
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 )
 
-// stopResult is the daemon's answer to "stop".
-type stopResult struct {
-	Peer string `json:"peer"`
-}
-
-// requestStop answers a request to stop: the returned func, run once the
-// answer is written (the daemon then closes the control socket), stops
-// the daemon as SIGTERM does. A chat's own peer refuses (the chat ends it
-// with /quit).
-func (d *runningDaemon) requestStop() (any, func(), error) {
-	if d.embeddedChat {
-		return nil, nil, errors.New("this peer belongs to a 'troupe chat': end the chat with /quit")
-	}
-	return stopResult{Peer: d.node.ID().String()}, func() { d.stopOnce.Do(func() { close(d.stopped) }) }, nil
-}
-
 // stopWait is how long 'troupe stop' waits for the daemon to be gone.
 const stopWait = 20 * time.Second
 
@@ -38,7 +22,7 @@ func stopCmd(args []string, stdout, stderr io.Writer) int {
 	if _, ok, code := cli.ParseArgs(fs, args, 0, 0); !ok {
 		return code
 	}
-	var r stopResult
+	var r control.StopResult
 	plain := clientFlags{home: f.home} // prints nothing: the line comes once the daemon is gone
 	if code := plain.request("stop", control.Request{Cmd: "stop"}, &r, stdout, stderr, func() {}); code != 0 {
 		return code

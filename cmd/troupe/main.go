@@ -64,7 +64,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "init":
 		return initCmd(args[1:], stdout, stderr)
 	case "daemon":
-		return daemon(args[1:], stdout, stderr)
+		return daemonCmd(args[1:], stdout, stderr)
 	case "id":
 		return idCmd(args[1:], stdout, stderr)
 	case "peers":

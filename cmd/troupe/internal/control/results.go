@@ -116,3 +116,33 @@ type DeadLettersResult struct {
 	// bound its size (the daemon's answer limit).
 	Omitted int `json:"omitted,omitempty"`
 }
+
+// StopResult is the daemon's answer to "stop".
+type StopResult struct {
+	Peer string `json:"peer"`
+}
+
+// LogLevelResult answers a loglevel request.
+type LogLevelResult struct {
+	Level    string `json:"level"`
+	Previous string `json:"previous,omitempty"` // when it was changed
+}
+
+// DoctorResult is the daemon's answer to the "doctor" request.
+type DoctorResult struct {
+	ID           string       `json:"id"`
+	Mesh         string       `json:"mesh"` // its own: -mesh may differ from config.json
+	Addrs        []string     `json:"addrs"`
+	Public       bool         `json:"public"`       // it listens on a public address
+	Reachability string       `json:"reachability"` // public, private or unknown (AutoNAT)
+	Peers        int          `json:"peers"`
+	DialFailures []DialReport `json:"dial_failures"`
+}
+
+// DialReport is a dial that failed, as DoctorResult lists it.
+type DialReport struct {
+	Peer  string   `json:"peer"`
+	Addrs []string `json:"addrs"`
+	Err   string   `json:"error"`
+	Ago   string   `json:"ago"`
+}

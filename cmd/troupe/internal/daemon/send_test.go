@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"time"
 
 	ma "github.com/multiformats/go-multiaddr"
+
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
@@ -131,7 +132,7 @@ func TestAskByBareName(t *testing.T) {
 
 // connectedDaemons starts two test daemons, a connected to b, and a
 // context that bounds the test (20 s).
-func connectedDaemons(t *testing.T) (a, b *runningDaemon, ctx context.Context) {
+func connectedDaemons(t *testing.T) (a, b *Daemon, ctx context.Context) {
 	t.Helper()
 	a, _ = startTestDaemon(t, &cli.LockedWriter{W: new(bytes.Buffer)})
 	b, _ = startTestDaemon(t, &cli.LockedWriter{W: new(bytes.Buffer)})

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"encoding/json"
@@ -8,18 +8,19 @@ import (
 	"strings"
 
 	"github.com/fxamacker/cbor/v2"
+
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/control"
 	"github.com/troupe-mesh/troupe/codec"
 )
 
-// jsonType is the type name of a message given as JSON on the command line
+// JSONType is the type name of a message given as JSON on the command line
 // without --type: receivers see it as a codec.Raw of this type.
-const jsonType = "troupe.JSON"
+const JSONType = "troupe.JSON"
 
-// jsonToCBOR converts one JSON value to CBOR: integers stay integers,
+// JSONToCBOR converts one JSON value to CBOR: integers stay integers,
 // other numbers become floats, objects become maps with text keys.
-func jsonToCBOR(s string) ([]byte, error) {
+func JSONToCBOR(s string) ([]byte, error) {
 	if len(s) > control.MaxJSONMessage {
 		return nil, fmt.Errorf("message is %d bytes, more than %d", len(s), control.MaxJSONMessage)
 	}

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"fmt"
@@ -27,9 +27,9 @@ type Info struct {
 	Groups  []string `json:"groups"`
 }
 
-// newRegistry returns a codec registry with the types the daemon, the CLI
+// NewRegistry returns a codec registry with the types the daemon, the CLI
 // and the chat exchange with other peers.
-func newRegistry() (*codec.Registry, error) {
+func NewRegistry() (*codec.Registry, error) {
 	reg, err := codec.NewRegistry()
 	if err != nil {
 		return nil, err
@@ -43,7 +43,7 @@ func newRegistry() (*codec.Registry, error) {
 // startBuiltins spawns the daemon's built-in actors: echo replies with what
 // it got, of any type (it takes types unknown here); info replies with an Info; watcher monitors the actors it is told
 // to and prints their Down.
-func startBuiltins(n *peer.Node, mesh string, started time.Time, out io.Writer) error {
+func startBuiltins(n *peer.Node, mesh, version string, started time.Time, out io.Writer) error {
 	sys := n.System()
 	if _, err := sys.Spawn("echo", func(c *actor.Context) {
 		var h actor.Case
@@ -56,7 +56,7 @@ func startBuiltins(n *peer.Node, mesh string, started time.Time, out io.Writer) 
 		var h actor.Case
 		h = actor.Any(func(any) {
 			c.Reply(Info{
-				Peer: n.ID().String(), Version: buildVersion(), Mesh: mesh,
+				Peer: n.ID().String(), Version: version, Mesh: mesh,
 				Uptime: time.Since(started).Round(time.Millisecond).Seconds(), Actors: sys.Names(), Groups: group.Names(sys),
 			})
 			c.Receive(h)

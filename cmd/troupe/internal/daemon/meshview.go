@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"time"
@@ -8,7 +8,7 @@ import (
 )
 
 // sampleView takes a sample of the daemon's node, without rates.
-func (d *runningDaemon) sampleView(now time.Time) meshview.View {
+func (d *Daemon) sampleView(now time.Time) meshview.View {
 	st := d.node.Stats()
 	v := meshview.View{
 		Time: now, Self: d.id(),

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"bufio"
@@ -61,7 +61,7 @@ func toDeadLetters(rs []actor.DeadLetterRecord) []control.DeadLetter {
 
 // deadLetters answers a deadletters request: the latest count (all kept
 // when 0) above seq after.
-func (d *runningDaemon) deadLetters(count int, after uint64) control.DeadLettersResult {
+func (d *Daemon) deadLetters(count int, after uint64) control.DeadLettersResult {
 	sys := d.node.System()
 	rs, _ := sys.RecentDeadLetters(after)
 	if count > 0 && len(rs) > count {
@@ -95,7 +95,7 @@ func fitDeadLetters(es []control.DeadLetter, budget int) ([]control.DeadLetter, 
 // response (the ones kept now), each new record is one JSON line on conn
 // until the client goes away, ctx ends (the daemon stops) or a write
 // takes longer than meshview.WriteTimeout.
-func (d *runningDaemon) followDeadLetters(ctx context.Context, req control.Request, conn net.Conn) (any, func(), error) {
+func (d *Daemon) followDeadLetters(ctx context.Context, req control.Request, conn net.Conn) (any, func(), error) {
 	first := d.deadLetters(req.Count, 0)
 	after := uint64(0)
 	if n := len(first.Recent); n > 0 {

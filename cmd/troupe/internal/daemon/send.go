@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -25,14 +25,14 @@ import (
 // either way; one that replies after the wait leaves a late-reply dead
 // letter here. With -wait 0 the message goes as a plain send.
 
-// defaultSendWait is how long a send to another peer waits for a bounce.
-const defaultSendWait = 2 * time.Second
+// DefaultSendWait is how long a send to another peer waits for a bounce.
+const DefaultSendWait = 2 * time.Second
 
 // errBounced marks a send that another peer answered as undeliverable.
 var errBounced = errors.New("the other peer answered")
 
 // send sends msg to ref, local or remote (see above).
-func (d *runningDaemon) send(ctx context.Context, ref actor.Ref, msg any, wait time.Duration) (control.SendResult, error) {
+func (d *Daemon) send(ctx context.Context, ref actor.Ref, msg any, wait time.Duration) (control.SendResult, error) {
 	r := control.SendResult{To: ref.String()}
 	if ref.Peer() == d.node.System().Peer() || wait <= 0 {
 		if err := d.node.SendCtx(ctx, ref, msg); err != nil {
@@ -88,24 +88,10 @@ func askCause(err error, peer string) error {
 	return cli.SayOnce(err, peer)
 }
 
-// sendLine is a send's result for people.
-func sendLine(r control.SendResult) string {
-	switch r.Status {
-	case "delivered":
-		return "delivered to " + r.To + " (its actor replied)"
-	case "sent":
-		return "sent to " + r.To + " (a live actor of this peer)"
-	}
-	if r.WaitMS > 0 {
-		return fmt.Sprintf("sent to %s; delivery unconfirmed (no bounce within %v)", r.To, time.Duration(r.WaitMS)*time.Millisecond)
-	}
-	return "sent to " + r.To + "; delivery unconfirmed"
-}
-
-// parseTarget parses send's and ask's address: an actor address
+// ParseTarget parses send's and ask's address: an actor address
 // (parseActorAddr), or a bare actor name (bare set, ref zero), which the
 // daemon finds anywhere in the mesh with Node.Whereis.
-func parseTarget(s string) (ref actor.Ref, bare bool, err error) {
+func ParseTarget(s string) (ref actor.Ref, bare bool, err error) {
 	if strings.Contains(s, "/") {
 		ref, err = parseActorAddr(s)
 		return ref, false, err

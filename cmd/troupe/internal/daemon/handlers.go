@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/libp2p/go-libp2p/p2p/protocol/ping"
 	ma "github.com/multiformats/go-multiaddr"
+
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
 	"github.com/troupe-mesh/troupe/cmd/troupe/internal/config"
@@ -23,25 +24,26 @@ import (
 	"github.com/troupe-mesh/troupe/peer"
 )
 
-// Default and maximum waits of requests that talk to other peers.
+// DefaultAskTimeout and MaxRequestTime are the default and the maximum
+// wait of requests that talk to other peers.
 const (
-	defaultAskTimeout = 5 * time.Second
-	maxRequestTime    = 5 * time.Minute
+	DefaultAskTimeout = 5 * time.Second
+	MaxRequestTime    = 5 * time.Minute
 )
 
 // handle answers one control request. Safe for concurrent use.
-func (d *runningDaemon) handle(ctx context.Context, req control.Request, conn net.Conn) (any, func(), error) {
+func (d *Daemon) handle(ctx context.Context, req control.Request, conn net.Conn) (any, func(), error) {
 	timeout := req.Timeout
 	if timeout <= 0 {
-		timeout = defaultAskTimeout
+		timeout = DefaultAskTimeout
 	}
 	if req.Cmd == "send" {
 		// -wait is the send's own wait for a bounce, not bounded by
 		// -timeout (the wait for room in a link): see send.
 		timeout = max(timeout, req.Wait)
 	}
-	if timeout > maxRequestTime {
-		timeout = maxRequestTime
+	if timeout > MaxRequestTime {
+		timeout = MaxRequestTime
 	}
 	if req.Cmd == "chat" {
 		if d.embeddedChat {
@@ -87,8 +89,8 @@ func (d *runningDaemon) handle(ctx context.Context, req control.Request, conn ne
 	return nil, nil, fmt.Errorf("unknown request %q (is the daemon older than this troupe?)", req.Cmd)
 }
 
-func (d *runningDaemon) id() control.IDResult {
-	r := control.IDResult{ID: d.node.ID().String(), Reachability: strings.ToLower(d.node.Reachability().String()), Mesh: d.cfg.Mesh, Version: buildVersion(), Home: string(d.home), Addrs: []string{}}
+func (d *Daemon) id() control.IDResult {
+	r := control.IDResult{ID: d.node.ID().String(), Reachability: strings.ToLower(d.node.Reachability().String()), Mesh: d.cfg.Mesh, Version: d.version, Home: string(d.home), Addrs: []string{}}
 	r.HolePunches.Tried, r.HolePunches.Succeeded = d.node.HolePunches()
 	r.MovedOffRelay = d.node.Stats().MovedOffRelay
 	r.GCHeapFloor = d.node.System().GCHeapFloor()
@@ -128,7 +130,7 @@ func dialAddrs(id string, listen, conns []ma.Multiaddr) []string {
 	return out[:min(len(out), maxPeerAddrs)]
 }
 
-func (d *runningDaemon) peers() []control.PeerInfo {
+func (d *Daemon) peers() []control.PeerInfo {
 	ads := map[string]int{}
 	dir := d.node.Directory().Peers()
 	for i, ad := range dir {
@@ -166,7 +168,7 @@ func (d *runningDaemon) peers() []control.PeerInfo {
 }
 
 // actors lists the actors of this peer, or asks another peer's info actor.
-func (d *runningDaemon) actors(ctx context.Context, peerStr string) (control.ActorsResult, error) {
+func (d *Daemon) actors(ctx context.Context, peerStr string) (control.ActorsResult, error) {
 	if peerStr == "" || peerStr == d.node.ID().String() {
 		return control.ActorsResult{Peer: d.node.ID().String(), Actors: d.node.System().Names()}, nil
 	}
@@ -190,8 +192,8 @@ func (d *runningDaemon) actors(ctx context.Context, peerStr string) (control.Act
 // A type name the daemon has registered yields a value of that type (so a
 // local actor receives what a Go sender would send); any other name yields
 // a codec.Raw that peers knowing the type decode.
-func (d *runningDaemon) sendOrAsk(ctx context.Context, req control.Request) (any, error) {
-	ref, bare, err := parseTarget(req.Addr)
+func (d *Daemon) sendOrAsk(ctx context.Context, req control.Request) (any, error) {
+	ref, bare, err := ParseTarget(req.Addr)
 	if err != nil {
 		return nil, err
 	}
@@ -204,9 +206,9 @@ func (d *runningDaemon) sendOrAsk(ctx context.Context, req control.Request) (any
 	}
 	typ := req.Type
 	if typ == "" {
-		typ = jsonType
+		typ = JSONType
 	}
-	body, err := jsonToCBOR(string(req.Body))
+	body, err := JSONToCBOR(string(req.Body))
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +238,7 @@ func (d *runningDaemon) sendOrAsk(ctx context.Context, req control.Request) (any
 	return control.AskResult{Type: d.typeName(reply), Reply: out, RTTMS: ms(rtt)}, nil
 }
 
-func (d *runningDaemon) typeName(v any) string {
+func (d *Daemon) typeName(v any) string {
 	if raw, ok := v.(codec.Raw); ok {
 		return raw.Type
 	}
@@ -248,7 +250,7 @@ func (d *runningDaemon) typeName(v any) string {
 
 // ping connects to the peer when needed and measures count libp2p ping
 // round trips and one round trip to its echo actor.
-func (d *runningDaemon) ping(ctx context.Context, peerStr string, count int) (control.PingResult, error) {
+func (d *Daemon) ping(ctx context.Context, peerStr string, count int) (control.PingResult, error) {
 	id, err := libp2ppeer.Decode(peerStr)
 	if err != nil {
 		return control.PingResult{}, fmt.Errorf("%q is not a peer ID", peerStr)
@@ -306,7 +308,7 @@ func connectedElsewhere(conns []ma.Multiaddr, relayed bool, given []ma.Multiaddr
 }
 
 // connect connects to the peer at addr (with /p2p/).
-func (d *runningDaemon) connect(ctx context.Context, addr string) (control.ConnectResult, error) {
+func (d *Daemon) connect(ctx context.Context, addr string) (control.ConnectResult, error) {
 	ai, err := config.ParsePeerAddr(addr)
 	if err != nil {
 		return control.ConnectResult{}, err

@@ -1,0 +1,50 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/troupe-mesh/troupe/cmd/troupe/internal/cli"
+)
+
+// startTestDaemon runs a daemon in this process on a fresh home (loopback
+// only, no mDNS) until the test ends, with its log in logs.
+func startTestDaemon(t *testing.T, logs *cli.LockedWriter) (*Daemon, cli.Home) {
+	d, h, _ := startStoppableDaemon(t, logs)
+	return d, h
+}
+
+// startStoppableDaemon is startTestDaemon with a func that stops the
+// daemon before the test ends (once; the test's end then does nothing).
+func startStoppableDaemon(t *testing.T, logs *cli.LockedWriter) (*Daemon, cli.Home, func()) {
+	t.Helper()
+	h := cli.Home(t.TempDir())
+	cfg, unlock, err := h.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Listen, cfg.MDNS, cfg.DHT = []string{"/ip4/127.0.0.1/tcp/0"}, false, "off"
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	d, err := Start(ctx, h, cfg, Options{Logs: logs, Out: &cli.LockedWriter{W: new(bytes.Buffer)}})
+	if err != nil {
+		unlock()
+		t.Fatal(err)
+	}
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := d.Close(ctx); err != nil {
+				t.Errorf("close: %v", err)
+			}
+			unlock()
+		})
+	}
+	t.Cleanup(stop)
+	return d, h, stop
+}
