@@ -21,7 +21,7 @@ type effects struct {
 	unreachable bool // messages were given up as unreachable: retireLater
 }
 
-// declared is a loss a writer declared under its lock: numbered s
+// declared is a loss a writer declared as it wrote: numbered s
 // (link.drawLoss), for why; its lostBody is queued at the end of the
 // control queue (push) or is first among the control writer's
 // cancellations already.

@@ -243,7 +243,7 @@ func (l *link) enqueueCtx(ctx context.Context, e *transport.Envelope) error {
 // with Undeliverable so the asker fails fast, a monitor or link request
 // fires as Down or exit, another message becomes a dead letter; a reply
 // that was not sent is reported to its asker (refusedReply). No
-// writer's lock may be held (see effects.fail, which collects them).
+// lock may be held (see effects.fail, which collects them).
 func (l *link) bounce(m *outMsg, reason error) {
 	// The names came from valid Refs, so NewRef does not fail.
 	to, _ := actor.NewRef(l.peerStr, m.to)
