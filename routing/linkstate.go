@@ -111,3 +111,50 @@ func (r *writeRight) step(ev rightEvent, work bool) rightAction {
 // free reports whether nobody holds the right: the writer sleeps with
 // nothing in hand.
 func (r writeRight) free() bool { return r.holder == heldByNone }
+
+// A writer's rounds, as a pure decision: what it knows at the top of a
+// round or on waking (roundFacts) in, what it does next (roundMove) out.
+// The writer goroutine (link.write) gathers the facts and does the move.
+
+// roundFacts is what a writer knows at a decision point.
+type roundFacts struct {
+	closed   bool // the router closes
+	woken    bool // the writer just woke from sleep (and took its right back)
+	drained  bool // on waking: the link drains and nothing is queued
+	taken    int  // messages in the batch just taken (not on waking)
+	inHand   bool // a large message on its way, cancellations, frames left
+	stream   bool // a stream is open
+	connGone bool // its connection closed
+}
+
+// roundMove is what a writer does next.
+type roundMove uint8
+
+const (
+	moveReset  roundMove = iota // the router closes: drop the stream, what is in hand is lost; return
+	moveSleep                   // nothing to do: give the right up and wait
+	moveFinish                  // drained: end the stream cleanly (finish); return
+	moveAgain                   // woken for work: a new round
+	moveRenew                   // the stream's connection went away: drop it first, then dial
+	moveDial                    // no stream: open one, then write
+	moveWrite                   // write the batch and what is in hand
+)
+
+// next returns the writer's move for f.
+func (f roundFacts) next() roundMove {
+	switch {
+	case f.closed:
+		return moveReset
+	case f.woken && f.drained && !f.inHand:
+		return moveFinish
+	case f.woken:
+		return moveAgain
+	case f.taken == 0 && !f.inHand:
+		return moveSleep
+	case f.stream && f.connGone:
+		return moveRenew
+	case !f.stream:
+		return moveDial
+	}
+	return moveWrite
+}

@@ -127,3 +127,30 @@ func TestQueueDrivesTheRight(t *testing.T) {
 		t.Fatal("a stopped writer's right was claimed")
 	}
 }
+
+// A writer's next move, by what it knows.
+func TestWriterRounds(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		f    roundFacts
+		want roundMove
+	}{
+		{"the router closes: whatever is in hand", roundFacts{closed: true, taken: 3, inHand: true, stream: true}, moveReset},
+		{"the router closes while it slept", roundFacts{closed: true, woken: true, drained: true}, moveReset},
+		{"nothing queued, nothing in hand", roundFacts{stream: true}, moveSleep},
+		{"nothing queued, no stream", roundFacts{}, moveSleep},
+		{"nothing queued, its connection gone: sleeps (the next batch finds it)", roundFacts{stream: true, connGone: true}, moveSleep},
+		{"nothing queued, cancellations in hand, no stream", roundFacts{inHand: true}, moveDial},
+		{"nothing queued, a large message's fragments", roundFacts{inHand: true, stream: true}, moveWrite},
+		{"a batch, a stream", roundFacts{taken: 1, stream: true}, moveWrite},
+		{"a batch, no stream", roundFacts{taken: 1}, moveDial},
+		{"a batch, the stream's connection gone", roundFacts{taken: 1, stream: true, connGone: true}, moveRenew},
+		{"woken by a push", roundFacts{woken: true}, moveAgain},
+		{"woken by the drain, the queue empty", roundFacts{woken: true, drained: true}, moveFinish},
+		{"woken by the drain, a write-through's frames left", roundFacts{woken: true, drained: true, inHand: true}, moveAgain},
+	} {
+		if got := c.f.next(); got != c.want {
+			t.Errorf("%s: move %d, want %d", c.name, got, c.want)
+		}
+	}
+}

@@ -41,46 +41,44 @@ func (l *link) write(q *queue) {
 	}()
 	for {
 		w.release() // what the last round left for the router and the actor system
-		select {
-		case <-l.r.ctx.Done():
+		f := roundFacts{closed: l.r.ctx.Err() != nil, inHand: w.inHand()}
+		var batch []outMsg
+		if !f.closed {
+			// With nothing else in hand, an empty queue takes the right
+			// away: the next push wakes the writer, or writes itself
+			// (writeThrough).
+			done := w.batch[:0]
+			w.batch = nil                          // before the right may go: the next holder's
+			batch = q.q.take(done, !f.inHand, w.s) // idle: link.retire may take the link
+			f.taken, f.stream = len(batch), w.s != nil
+			f.connGone = f.stream && w.s.Conn().IsClosed()
+		}
+		switch f.next() {
+		case moveReset:
 			w.reset()
 			return
-		default:
-		}
-		// With nothing else in hand, an empty queue takes the right
-		// away: the next push wakes the writer, or writes itself
-		// (writeThrough).
-		idle := (w.lg == nil || !w.lg.active) && len(w.undo) == 0 && !w.buffered()
-		done := w.batch[:0]
-		w.batch = nil                      // before the right may go: the next holder's
-		batch := q.q.take(done, idle, w.s) // idle: link.retire may take the link
-		if len(batch) == 0 && idle {
+		case moveSleep:
 			// Asleep: the right is nobody's, and nothing of w may be
 			// touched until takeBack.
-			stop := false
+			woke := roundFacts{woken: true}
 			select {
 			case <-q.q.ready:
 			case <-l.closing:
-				stop = q.q.len() == 0 // everything queued was written
+				woke.drained = q.q.len() == 0 // everything queued was written
 			case <-l.r.ctx.Done():
-				stop = true
 			}
 			q.q.takeBack() // after a caller's write-through, if one holds the right
-			if stop && l.r.ctx.Err() == nil && w.buffered() {
-				stop = false // a write-through left frames to flush
-			}
-			if stop {
-				if l.r.ctx.Err() != nil {
-					w.reset()
-				} else {
-					_ = finish(w.s) // the peer may take writeTimeout to read the rest
-				}
+			woke.closed, woke.inHand = l.r.ctx.Err() != nil, w.inHand()
+			switch woke.next() {
+			case moveReset:
+				w.reset()
+				return
+			case moveFinish:
+				_ = finish(w.s) // the peer may take writeTimeout to read the rest
 				return
 			}
 			continue
-		}
-		w.batch = batch
-		if w.s != nil && w.s.Conn().IsClosed() {
+		case moveRenew:
 			// The connection went away while the writer had nothing to
 			// write (the peer disconnected, or restarted): a new stream,
 			// before the batch is lost on the old one. Only a large
@@ -89,6 +87,9 @@ func (l *link) write(q *queue) {
 			w.lg.abandon(func(m *outMsg) { w.later.fail(l, m, reason) })
 			w.dropDeclaring(nil)
 		}
+		// moveDial, moveWrite; moving off a relay may end the stream
+		// first (relaymove.go), and the writer dials then.
+		w.batch = batch
 		w.moveOffRelay()
 		w.release() // before dialing: what was given up goes back at once
 		if w.s == nil && !w.dial() {
@@ -148,6 +149,13 @@ func (w *writer) dial() bool {
 		w.lg = w.lgState
 	}
 	return true
+}
+
+// inHand reports whether the writer has work besides its queue: a large
+// message on its way, cancellations to send, frames a write-through's
+// deadline left.
+func (w *writer) inHand() bool {
+	return (w.lg != nil && w.lg.active) || len(w.undo) > 0 || w.buffered()
 }
 
 // finish ends stream s of a writer that wrote everything it has: it
