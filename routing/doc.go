@@ -54,7 +54,7 @@
 //	deliver.go           the actor system's Remote: messages going out
 //	send.go              a writer's batch on its stream: deadlines, write-through
 //	relaymove.go         moving a link off a relayed connection
-//	writer.go            a writer goroutine: streams, dials, backoff
+//	writer.go            a writer goroutine: its rounds, streams, dials, backoff
 //	effects.go           what a writer does between rounds
 //	plan.go              the batch planner: frames, fragments, refusals (pure)
 //
@@ -74,7 +74,7 @@
 //	loglimit.go          what a hostile peer's protocol errors cost in logs
 //	link.go              a peer's link: two queues and their writers
 //	queue.go             a link's bounded queue
-//	linkstate.go         a queue's writing right: writer, caller or nobody (pure)
+//	linkstate.go         a queue's writing right, a writer's next move (pure)
 //	rooms.go             what share of a queue each kind may fill (pure)
 //	peertable.go         the state per peer and its streams: events in, actions out (pure)
 //	peertable_retire.go  the links to retire, and when (pure)

@@ -8,10 +8,9 @@ package routing
 // changes hands only by the transitions below, made under the queue's
 // lock (outQueue.mu), which orders what the last holder wrote before what
 // the next one reads: the writer's fields need no lock of their own.
-// This replaces a writer mutex that callers tried (TryLock) and a busy
-// flag for the times the writer let go of it mid-round: the writer now
-// keeps the right through a dial or a stream's end, and a caller finds it
-// taken.
+// The writer keeps the right through a dial or a stream's end; a caller
+// then finds it taken and only queues (docs/routing.md, "The writer and
+// its writing right").
 
 // holder is who holds a queue's writing right.
 type holder uint8
