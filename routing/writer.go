@@ -47,11 +47,13 @@ func (l *link) write(q *queue) {
 			// With nothing else in hand, an empty queue takes the right
 			// away: the next push wakes the writer, or writes itself
 			// (writeThrough).
-			done := w.batch[:0]
-			w.batch = nil                          // before the right may go: the next holder's
-			batch = q.q.take(done, !f.inHand, w.s) // idle: link.retire may take the link
-			f.taken, f.stream = len(batch), w.s != nil
-			f.connGone = f.stream && w.s.Conn().IsClosed()
+			// Nothing of w is read once take returned none with nothing
+			// in hand: the right may be a caller's by then.
+			done, s := w.batch[:0], w.s
+			w.batch = nil                        // before the right may go: the next holder's
+			batch = q.q.take(done, !f.inHand, s) // idle: link.retire may take the link
+			f.taken, f.stream = len(batch), s != nil
+			f.connGone = f.stream && (f.taken > 0 || f.inHand) && s.Conn().IsClosed()
 		}
 		switch f.next() {
 		case moveReset:

@@ -203,7 +203,10 @@ func TestWriteThroughLeavesABusyWriterAlone(t *testing.T) {
 	}
 }
 
-// that the next push wakes it.
+// A caller writing through hands the right back to the writer, woken,
+// when work is left (the cancellations of a stream that broke under it)
+// and to nobody otherwise, the writer asleep, so that the next push
+// wakes it.
 func TestWriteThroughLeavesTheWriterAsNeeded(t *testing.T) {
 	r, l, _, _ := newSender(t)
 	if err := registerWire(r.cfg.Registry); err != nil {
@@ -317,5 +320,39 @@ func TestExpiredDeadlineBreaksNoBatch(t *testing.T) {
 	}
 	if u := rA.Stats().Undeliverable; u != 0 {
 		t.Fatalf("%d messages undeliverable", u)
+	}
+}
+
+// A caller that takes the writing right from the writer goroutine as it
+// falls asleep owns the writer's fields from then on: its write breaking
+// the stream (w.s dropped) races with nothing the sleeping writer does
+// (under -race), the writer stays asleep with nothing in hand, and the
+// link's drain still ends it.
+func TestWriteThroughBreaksUnderASleepingWriter(t *testing.T) {
+	r, l, _, _ := newSender(t)
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	defer r.cancel()
+	w, q := &l.user.w, l.user.q
+	w.use(&fakeStream{err: network.ErrReset})
+	l.wg.Add(1)
+	go l.write(&l.user)
+	claimRight(t, q)
+	if !q.pushBelow("sink", "source", "m", 0, false, q.max) {
+		t.Fatal("push refused")
+	}
+	w.writeThrough(time.Now().Add(5 * time.Second))
+	q.mu.Lock()
+	h, n := q.right.holder, q.n
+	q.mu.Unlock()
+	if h != heldByNone || n != 0 {
+		t.Fatalf("after the write broke: right held by %d, %d queued; want nobody, none", h, n)
+	}
+	l.drain()
+	done := make(chan struct{})
+	go func() { l.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the writer did not end on its link's drain")
 	}
 }
