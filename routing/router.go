@@ -35,13 +35,17 @@ import (
 //     dials (NewStream, up to 10 s, and the backoff) and a stream's end
 //     (finish, up to writeTimeout); taken from a sleeping writer by a
 //     caller writing through (pushClaim) and handed back (handBack),
-//     which a writer woken meanwhile waits for. Its holder takes no lock
-//     but the leaves, and calls the router and the actor system
-//     (writer.later, effects.go) only with none held. What may block
-//     while it is held: the stream's writes (writeTimeout without
-//     progress, or a caller's deadline), its Close and Reset (a yamux
-//     close or reset waits for room in the session's send queue) and
-//     hasDirect's ConnsToPeer.
+//     which a writer woken meanwhile waits for. Its holder writes
+//     taking no lock but the leaves; the calls into the router
+//     (Router.mu) and the actor system it collected (writer.later,
+//     effects.go) it makes holding no lock, the writer goroutine with
+//     its right, a caller once it handed it back. Nobody waits for the
+//     right holding a lock: only the writer does (takeBack), holding
+//     none, so the right is in no lock cycle. What may block while it
+//     is held: the stream's writes (writeTimeout without progress, or a
+//     caller's deadline), its Close and Reset (a yamux close or reset
+//     waits for room in the session's send queue), hasDirect's
+//     ConnsToPeer, and the writer's dials and its stream's end.
 //   - Router.mu: the fields of Router after it up to lossCh (links,
 //     budgets, the peer table: incarnations, connections, losses,
 //     inbound streams and links to retire per peer; closed). The peer
