@@ -97,7 +97,7 @@ func TestActorSendsFlushedWhenIdle(t *testing.T) {
 		_, l, sys, to, _ := newBatchSender(t, 1024)
 		q := l.user.q
 		q.mu.Lock()
-		q.asleep = true // as a writer that found the queue empty
+		q.right.holder = heldByNone // as a writer that found the queue empty
 		q.mu.Unlock()
 		if _, err := sys.Spawn("", func(c *actor.Context) {
 			for i := range 3 {

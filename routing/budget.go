@@ -77,7 +77,7 @@ func (r *Router) budgetFor(p libp2ppeer.ID) *peerBudget {
 	b := r.budgets[p]
 	if b == nil {
 		if len(r.budgets) >= r.sweepAt {
-			r.sweepBudgets()
+			r.sweepBudgetsLocked()
 		}
 		b = &peerBudget{credit: transport.NewCredit(r.cfg.PeerBudget / 2)}
 		r.budgets[p] = b
@@ -86,11 +86,11 @@ func (r *Router) budgetFor(p libp2ppeer.ID) *peerBudget {
 	return b
 }
 
-// sweepBudgets forgets the budgets of peers whose last stream ended while
+// sweepBudgetsLocked forgets the budgets of peers whose last stream ended while
 // their actors still held some, and which they no longer hold; it runs
 // each time the map doubled, so it costs a constant per new budget.
 // r.mu is held.
-func (r *Router) sweepBudgets() {
+func (r *Router) sweepBudgetsLocked() {
 	for p, b := range r.budgets {
 		if b.streams == 0 && b.credit.Held() == 0 {
 			delete(r.budgets, p)

@@ -12,6 +12,7 @@ import (
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/actor/transport"
 	"github.com/troupe-mesh/troupe/codec"
+	"github.com/troupe-mesh/troupe/internal/testutil"
 	"github.com/troupe-mesh/troupe/internal/testutil/testhost"
 )
 
@@ -96,29 +97,33 @@ func TestWriterReopensForCancellations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &l.ctl.w
-	w.mu.Lock()
+	w, q := &l.ctl.w, l.ctl.q
+	claimRight(t, q)
 	w.undo = append(w.undo, outMsg{to: "x", from: "y", msg: transport.DemonitorSignal{ID: 1}})
-	w.mu.Unlock()
-	l.ctl.q.wakeIfQueued(true) // as after a write-through whose stream broke
+	q.handBack(true, nil) // as after a write-through whose stream broke
 	select {
 	case <-dropped: // three dials, about 0.3 s
 	case <-time.After(10 * time.Second):
 		t.Fatal("the cancellations were neither sent nor dropped within 10 s")
 	}
-	// Whenever the writer lets go of mu next (to sleep, or mid-round:
-	// to run its effects, or to dial again, where the lock can be taken
-	// while NewStream runs), it keeps none: it does not redial for them.
-	locked := make(chan struct{})
-	go func() { w.mu.Lock(); close(locked) }()
-	select {
-	case <-locked:
-		left := len(w.undo)
-		w.mu.Unlock()
-		if left != 0 {
-			t.Fatalf("%d cancellations still kept", left)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the writer did not let go of its lock within 10 s of giving up")
+	// Once the writer sleeps again (it does not redial for them), it
+	// keeps none.
+	claimRight(t, q)
+	left := len(w.undo)
+	q.handBack(false, nil)
+	if left != 0 {
+		t.Fatalf("%d cancellations still kept", left)
 	}
+}
+
+// claimRight takes q's writing right from its sleeping writer, as a
+// write-through's push does, waiting up to 10 s for the writer to sleep.
+// The caller hands it back (outQueue.handBack).
+func claimRight(t *testing.T, q *outQueue) {
+	t.Helper()
+	testutil.Eventually(t, 10*time.Second, "the writer sleeps, its right free", func() bool {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		return q.right.step(evClaim, false) == rightClaimed
+	})
 }

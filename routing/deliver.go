@@ -86,7 +86,7 @@ func (r *Router) DeliverDirect(ctx context.Context, to, from actor.Ref, msg any,
 		}
 		q.w.writeThrough(deadline)
 	} else {
-		q.q.wakeIfQueued(true) // the writer's job, with its own deadline
+		q.q.handBack(true, nil) // the writer's job, with its own deadline
 	}
 	return nil
 }

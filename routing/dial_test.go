@@ -17,7 +17,9 @@ import (
 )
 
 // A writer's calls that may block on the network (a dial, a stream's
-// end) run with its lock let go.
+// end) hold no lock, and keep the writing right: no write-through takes
+// a batch's place meanwhile. The right's transitions themselves are
+// tested as data in linkstate_test.go.
 
 // slowOpenHost is a host whose NewStream signals on opening, then waits
 // until open is closed or its context ends.
@@ -40,17 +42,12 @@ func (h *slowOpenHost) NewStream(ctx context.Context, p libp2ppeer.ID, protos ..
 	return h.Host.NewStream(ctx, p, protos...)
 }
 
-// A writer whose stream takes long to open holds its lock meanwhile no
-// more (it used to for up to 10 s), and is marked busy. Then the writer's
-// round resumes as it should once it takes its lock back: the batch it
-// had in hand ("one") goes first on the stream it opened, and what was
-// queued meanwhile ("two", by Deliver) after it. That order held before
-// the lock was let go too, and no write-through is tried here: while it
-// dials a writer has no stream, so none could write ahead of its batch,
-// and the queue is not asleep, so Deliver never writes through. That
-// busy keeps a write-through out while the lock is let go is checked
-// where there is a stream to write on: TestMoveOffRelayLetsGoOfTheLock.
-func TestWriterDialsWithItsLockLetGo(t *testing.T) {
+// A writer whose stream takes long to open keeps its writing right
+// meanwhile: a push claims nothing, so no write-through could write
+// ahead of the batch in hand. Once the stream is open, the batch it had
+// in hand ("one") goes first, and what was queued meanwhile ("two")
+// after it.
+func TestWriterDialsHoldingItsRight(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	hB, _, sysB := testRouter(t, 0)
@@ -67,16 +64,14 @@ func TestWriterDialsWithItsLockLetGo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := &l.user.w
-	if !w.mu.TryLock() {
-		t.Fatal("the writer holds its lock while its stream opens")
+	q := l.user.q
+	ok, claimed := q.pushClaim("sink", "", "two", 0, false)
+	q.mu.Lock()
+	h := q.right.holder
+	q.mu.Unlock()
+	if !ok || claimed || h != heldByWriter {
+		t.Fatalf("push while dialing: queued %v, claimed %v, right held by %v; want queued, unclaimed, the writer's", ok, claimed, h)
 	}
-	busy := w.busy
-	w.mu.Unlock()
-	if !busy {
-		t.Fatal("a writer dialing is not busy: a write-through could take its batch's place")
-	}
-	sysA.Send(to, "two")
 	close(slow.open)
 	for _, want := range []string{"one", "two"} {
 		if m := recvWithin(t, ctx, got); m != want {
@@ -125,11 +120,11 @@ type directNet struct{ network.Network }
 
 func (directNet) ConnsToPeer(libp2ppeer.ID) []network.Conn { return []network.Conn{openConn{}} }
 
-// A writer moving off a relay lets go of its lock while the peer reads
-// the relayed stream to its end, which may take writeTimeout. A
-// write-through meanwhile finds it busy: it writes nothing on that
-// stream, leaves its message queued and wakes the writer for it.
-func TestMoveOffRelayLetsGoOfTheLock(t *testing.T) {
+// A writer moving off a relay keeps its writing right while the peer
+// reads the relayed stream to its end, which may take writeTimeout: a
+// push meanwhile claims nothing and writes nothing on that stream; its
+// message stays queued for the writer, which then opens a new stream.
+func TestMoveOffRelayHoldsTheRight(t *testing.T) {
 	r, l, _, _ := newSender(t)
 	r.h = directHost{}
 	r.ctx, r.cancel = context.WithCancel(context.Background())
@@ -138,48 +133,28 @@ func TestMoveOffRelayLetsGoOfTheLock(t *testing.T) {
 	var wire bytes.Buffer
 	s := &relayedStream{fakeStream: fakeStream{w: &wire}, reading: make(chan struct{}, 1), eof: make(chan struct{})}
 	w.use(s)
-	// The writer found its queue empty (it moves off the relay with
-	// cancellations in hand, say): a push then claims the wake-up.
-	if q.takeBatch(nil) != nil {
+	// The writer found its queue empty with work in hand (it moves off
+	// the relay with cancellations to send, say): it keeps the right.
+	if q.take(nil, false, s) != nil {
 		t.Fatal("a batch from an empty queue")
 	}
 	done := make(chan struct{})
-	go func() {
+	go func() { // the writer's round, as the right's holder
 		defer close(done)
-		w.mu.Lock()
-		defer w.mu.Unlock()
 		w.moveOffRelay()
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	recvWithin(t, ctx, s.reading)
-	if !w.mu.TryLock() {
-		close(s.eof)
-		t.Fatal("the writer holds its lock while the peer reads its relayed stream")
-	}
-	busy := w.busy
-	w.mu.Unlock()
 	ok, claimed := q.pushClaim("sink", "source", "m", 0, false)
-	if ok && claimed {
-		w.writeThrough(time.Now().Add(5 * time.Second))
-	}
-	var woken bool
-	select {
-	case <-q.ready:
-		woken = true
-	default:
-	}
 	written, queued := wire.Len(), q.len()
 	close(s.eof)
 	recvWithin(t, ctx, done)
-	if !busy {
-		t.Fatal("a writer ending its stream is not busy")
+	if !ok || claimed {
+		t.Fatalf("push: queued %v, claimed %v; want queued, not claimed", ok, claimed)
 	}
-	if !ok || !claimed {
-		t.Fatalf("push: queued %v, claimed %v; want both", ok, claimed)
-	}
-	if written != 0 || queued != 1 || !woken {
-		t.Fatalf("a write-through while the writer ended its stream: wrote %d bytes, left %d queued, woke the writer: %v; want 0, 1, true", written, queued, woken)
+	if written != 0 || queued != 1 {
+		t.Fatalf("a push while the writer ended its stream: wrote %d bytes, left %d queued; want 0, 1", written, queued)
 	}
 	if w.s != nil || r.movedOffRelay.Load() != 1 {
 		t.Fatalf("stream %v, moved off relay %d times; want none and once", w.s, r.movedOffRelay.Load())

@@ -26,15 +26,17 @@
 //
 // # Locks
 //
-// router.go has the lock hierarchy. In short: a writer's mu and
-// Router.mu are never held together, and code holding either calls into
-// neither the other nor the actor system (a writer collects what it has
-// for them and performs it after letting go: effects.go); the queues'
-// and links' own mutexes are leaves. A writer dials and waits for a
-// stream's end with its mu let go. What may still block under it: its
-// stream's writes (writeTimeout without progress), closing or resetting
-// its stream (a yamux close or reset waits for room in the session's
-// send queue) and hasDirect's ConnsToPeer.
+// router.go has the lock hierarchy. In short: Router.mu is the one root,
+// and code holding it calls neither into the actor system nor into a
+// writer's work; the queues' and links' own mutexes are leaves. A
+// writer's fields have no lock: they belong to the holder of its queue's
+// writing right (linkstate.go), a pure state that changes hands under the
+// queue's lock: the writer goroutine, or a caller writing through while
+// the writer sleeps. A writer collects what it has for the router and
+// the actor system and performs it between rounds (effects.go). What may
+// block a writer: its stream's writes (writeTimeout without progress),
+// closing or resetting its stream (a yamux close or reset waits for room
+// in the session's send queue), its dials and hasDirect's ConnsToPeer.
 //
 // # Files
 //
@@ -52,8 +54,8 @@
 //	deliver.go           the actor system's Remote: messages going out
 //	send.go              a writer's batch on its stream: deadlines, write-through
 //	relaymove.go         moving a link off a relayed connection
-//	writer.go            a writer goroutine: streams, dials, backoff
-//	effects.go           what a writer does after letting go of its lock
+//	writer.go            a writer goroutine: its rounds, streams, dials, backoff
+//	effects.go           what a writer does between rounds
 //	plan.go              the batch planner: frames, fragments, refusals (pure)
 //
 //	inbound.go           reading a stream, handing messages to actors
@@ -72,6 +74,7 @@
 //	loglimit.go          what a hostile peer's protocol errors cost in logs
 //	link.go              a peer's link: two queues and their writers
 //	queue.go             a link's bounded queue
+//	linkstate.go         a queue's writing right, a writer's next move (pure)
 //	rooms.go             what share of a queue each kind may fill (pure)
 //	peertable.go         the state per peer and its streams: events in, actions out (pure)
 //	peertable_retire.go  the links to retire, and when (pure)

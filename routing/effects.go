@@ -1,9 +1,10 @@
 package routing
 
-// What a writer leaves for after its lock (see the lock order in
-// router.go): messages to hand back to the actor system, losses it
-// declared, and its link to retire. It collects them under writer.mu and
-// runs them (link.perform) once it let go of it.
+// What a writer leaves for later (see the lock order in router.go):
+// messages to hand back to the actor system, losses it declared, and its
+// link to retire. It collects them as it writes, where the planner and
+// the queue's lock may be in use, and runs them (link.perform) between
+// rounds, or a write-through once it handed its writing right back.
 
 // failure is a message that will not be sent, or may not have arrived,
 // and why.
@@ -13,14 +14,14 @@ type failure struct {
 }
 
 // effects are a writer's calls into the router and the actor system,
-// held until its lock is released; perform runs them in this order.
+// held until it is between rounds; perform runs them in this order.
 type effects struct {
 	failed      []failure
 	losses      []declared
 	unreachable bool // messages were given up as unreachable: retireLater
 }
 
-// declared is a loss a writer declared under its lock: numbered s
+// declared is a loss a writer declared as it wrote: numbered s
 // (link.drawLoss), for why; its lostBody is queued at the end of the
 // control queue (push) or is first among the control writer's
 // cancellations already.
@@ -50,7 +51,7 @@ func (fx *effects) fail(l *link, m *outMsg, reason error) {
 	m.to = ""
 }
 
-// perform runs fx and empties it. No writer's lock may be held.
+// perform runs fx and empties it. No lock may be held.
 func (l *link) perform(fx *effects) {
 	for i := range fx.failed {
 		l.bounce(&fx.failed[i].m, fx.failed[i].reason)
@@ -66,19 +67,16 @@ func (l *link) perform(fx *effects) {
 	*fx = effects{failed: fx.failed[:0], losses: fx.losses[:0]}
 }
 
-// release runs what the writer collected (w.later) with its lock let go
-// (letGo), and takes the lock again. The effects are moved out under the
-// lock, so nothing else can touch them while they run; their emptied
-// slices come back for reuse. w.mu is held.
+// release runs what the writer collected (w.later). The writing right's
+// holder calls it, holding no lock; their emptied slices come back for
+// reuse.
 func (w *writer) release() {
 	if w.later.empty() {
 		return
 	}
 	fx := w.later
 	w.later = effects{}
-	w.letGo()
 	w.l.perform(&fx)
-	w.retake()
 	if w.later.empty() && cap(w.later.failed) == 0 && cap(w.later.losses) == 0 {
 		w.later = fx // emptied by perform: its slices are reused
 	}

@@ -26,19 +26,15 @@ type queue struct {
 }
 
 // writer is what the writer of a queue has in hand: its stream and the
-// batch being written. mu guards the fields below it; it is held while a
-// batch is written: by the writer goroutine, which lets go of it while it
-// sleeps on an empty queue, and mid-round (letGo, busy) while it dials
-// (dial), waits for the peer to read a stream to its end (finish) or
-// runs what it left for after the lock (later, see release); or by plain
-// code writing its own request through (writeThrough), which never
-// waits for it.
+// batch being written. No lock guards its fields: only the holder of the
+// queue's writing right touches them (outQueue.right, linkstate.go): the
+// writer goroutine, but while it sleeps with nothing in hand, or a caller
+// that took the right from the sleeping writer to write its own request
+// through (writeThrough) and hands it back.
 type writer struct {
 	l     *link
 	q     *queue
-	mu    sync.Mutex
-	later effects // calls into the router and the actor system, for after mu
-	busy  bool    // the writer goroutine let go of mu mid-round (letGo): no write-through
+	later effects // calls into the router and the actor system, for between rounds
 	s     network.Stream
 	fw    *codec.FrameWriter
 	pw    *progressWriter // under fw: s with its write deadline
@@ -53,7 +49,6 @@ type writer struct {
 	// them first, ahead of whatever was queued meanwhile.
 	undo     []outMsg
 	breaks   int       // streams broken in a row; at maxBreaks, undo is dropped
-	stopped  bool      // the writer goroutine returned
 	directAt time.Time // on a relayed stream: when to look for a direct connection next (relaymove.go)
 	// limitedOf is the stream limited was read for (onRelay).
 	limitedOf network.Stream
@@ -88,7 +83,7 @@ type link struct {
 	// of the peer (UnixNano).
 	unbackedAt atomic.Int64
 
-	mu      sync.Mutex // guards streams
+	mu      sync.Mutex // guards streams; a leaf (router.go has the lock order)
 	streams map[network.Stream]struct{}
 }
 
@@ -168,7 +163,7 @@ var errRetired = errors.New("routing: link retired")
 // the router's lock, so that the next lookup makes a new link; a sender
 // that still held this one finds it retired and looks again. It takes
 // only the queues' locks: what it needs of the writers they published
-// there as they went to sleep (outQueue.idle).
+// there as they gave up their writing right (outQueue.idle).
 func (l *link) retire() bool {
 	qs := [2]*outQueue{l.user.q, l.ctl.q}
 	for _, q := range qs {
@@ -248,7 +243,7 @@ func (l *link) enqueueCtx(ctx context.Context, e *transport.Envelope) error {
 // with Undeliverable so the asker fails fast, a monitor or link request
 // fires as Down or exit, another message becomes a dead letter; a reply
 // that was not sent is reported to its asker (refusedReply). No
-// writer's lock may be held (see effects.fail, which collects them).
+// lock may be held (see effects.fail, which collects them).
 func (l *link) bounce(m *outMsg, reason error) {
 	// The names came from valid Refs, so NewRef does not fail.
 	to, _ := actor.NewRef(l.peerStr, m.to)

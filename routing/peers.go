@@ -78,7 +78,7 @@ func (r *Router) peerGone(id libp2ppeer.ID) {
 // disconnection will): a link made after its peer left gets no
 // disconnection of its own. It does not wait for watchPeers, and none is
 // forgotten however many links give up at once: each would keep its
-// goroutines and buffers until Close. No writer's lock may be held.
+// goroutines and buffers until Close. No lock of the router's may be held.
 func (r *Router) retireLater(id libp2ppeer.ID) {
 	// r.h is nil in a bare test router (newSender), whose table is
 	// zero and which has no watchPeers: the retry is recorded, not run.

@@ -17,7 +17,7 @@ import (
 // planner.done, which the writer acts on (writer.took).
 
 // planner is a writer's batch planner. Not safe for concurrent use: its
-// writer's lock guards it.
+// only the holder of its writer's writing right uses it (linkstate.go).
 type planner struct {
 	reg      *codec.Registry
 	maxFrame int

@@ -45,12 +45,15 @@ type outQueue struct {
 	space   chan struct{} // closed and replaced when room appears and someone waits
 	waiting bool
 	small   int  // small batches in a row
-	asleep  bool // the writer found the queue empty: the next push wakes it
 	retired bool // its link is retired (see link.retire): it takes nothing
+	// right is who may write: the writer, a caller writing through, or
+	// nobody while the writer sleeps (linkstate.go). It changes hands
+	// here only, under mu.
+	right writeRight
 	// idle says that the writer sleeps with nothing in hand, its stream
-	// idleOn (nil: none): what link.retire needs of it, without the
-	// writer's lock. Set by sleeping, under the writer's lock; cleared by
-	// a batch taken and by wakeIfQueued's wake.
+	// idleOn (nil: none): what link.retire needs of it. Set as the right
+	// is given up (take, handBack); cleared by a batch taken and by a
+	// hand-back that wakes the writer.
 	idle   bool
 	idleOn network.Stream
 
@@ -62,14 +65,6 @@ type outQueue struct {
 
 func newOutQueue(max int) *outQueue {
 	return &outQueue{max: max, rooms: roomsOf(max), ready: make(chan struct{}, 1), idle: true} // a new writer has nothing
-}
-
-// sleeping says that the writer, which found the queue empty, sleeps
-// with nothing in hand, its stream s. The writer's lock is held.
-func (q *outQueue) sleeping(s network.Stream) {
-	q.mu.Lock()
-	q.idle, q.idleOn = true, s
-	q.mu.Unlock()
 }
 
 // push appends e unless the queue is full for its kind (see rooms.admits).
@@ -119,31 +114,67 @@ func (q *outQueue) pushLost(body lostBody, n uint64) bool {
 
 // pushClaim appends a message as pushBelow does, up to the queue's bound
 // and the room of its kind, but does not wake the writer: claimed says
-// that the writer sleeps and the caller took over waking it, with
-// writer.writeThrough (which writes the message itself, or wakes the
-// writer).
+// that the writer slept with nothing in hand and the caller took its
+// writing right (evClaim), which it must hand back (handBack), having
+// written the message itself (writer.writeThrough) or not.
 func (q *outQueue) pushClaim(to, from string, msg any, corr uint64, reply bool) (ok, claimed bool) {
 	q.mu.Lock()
 	ok = q.appendLocked(to, from, msg, corr, reply, q.max)
-	if ok && q.asleep {
-		q.asleep, claimed = false, true
+	if ok {
+		claimed = q.right.step(evClaim, false) == rightClaimed
 	}
 	q.mu.Unlock()
 	return ok, claimed
 }
 
-// wakeIfQueued wakes the writer if messages wait or force says so, and
-// otherwise marks it asleep (a spurious wake-up costs nothing; a missed
-// one would strand the next message): for a caller of pushClaim, done
-// writing through. A writer woken is not idle until it sleeps again.
-func (q *outQueue) wakeIfQueued(force bool) {
+// handBack returns the writing right a caller of pushClaim took: to the
+// writer, woken, if messages wait or work says that it has some (a
+// spurious wake-up costs nothing; a missed one would strand the next
+// message) or if it waits for the right; otherwise the right is free
+// again and the writer idle on stream s.
+func (q *outQueue) handBack(work bool, s network.Stream) {
 	q.mu.Lock()
-	q.asleep = true
-	wake := force || q.n > 0
+	wake := q.right.step(evHandBack, work || q.n > 0) == rightSignal
 	if wake {
 		q.idle, q.idleOn = false, nil
+	} else if q.right.free() {
+		q.idle, q.idleOn = true, s
 	}
-	q.unlockWaking(wake)
+	q.mu.Unlock()
+	if wake {
+		q.signal()
+	}
+}
+
+// takeBack gives the writer, woken, its writing right back: at once, or
+// once the caller holding it hands it back (a write-through's writes are
+// bounded by its deadline).
+func (q *outQueue) takeBack() {
+	for {
+		q.mu.Lock()
+		a := q.right.step(evTakeBack, false)
+		q.mu.Unlock()
+		if a == rightOwned {
+			return
+		}
+		<-q.ready // the hand-back signals, as want asks
+	}
+}
+
+// stop says that the writer returned: nobody claims the right any more.
+func (q *outQueue) stop() {
+	q.mu.Lock()
+	q.right.step(evStop, false)
+	q.mu.Unlock()
+}
+
+// signal wakes the writer (ready has room for one wake-up: a second one
+// adds nothing).
+func (q *outQueue) signal() {
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
 }
 
 // appendLocked appends a message unless limit or more envelopes wait or,
@@ -169,18 +200,12 @@ func (q *outQueue) appendLocked(to, from string, msg any, corr uint64, reply boo
 }
 
 // unlockWaking unlocks q and wakes its writer when it sleeps and appended
-// says that something was queued.
+// says that something was queued (evPushed: the right goes to it).
 func (q *outQueue) unlockWaking(appended bool) {
-	wake := appended && q.asleep
-	if wake {
-		q.asleep = false
-	}
+	wake := appended && q.right.step(evPushed, true) == rightSignal
 	q.mu.Unlock()
 	if wake {
-		select {
-		case q.ready <- struct{}{}:
-		default:
-		}
+		q.signal()
 	}
 }
 
@@ -312,11 +337,17 @@ const (
 	smallTakes = 64
 )
 
-// takeBatch returns the oldest chunk of queued envelopes. When the queue
-// is empty it returns none and marks the writer asleep: the next push
-// signals ready. done is the previous batch, whose envelopes the caller
-// cleared: the queue keeps it for reuse while a burst lasts.
-func (q *outQueue) takeBatch(done []outMsg) []outMsg {
+// takeBatch is take for a writer with nothing else in hand and no stream.
+func (q *outQueue) takeBatch(done []outMsg) []outMsg { return q.take(done, true, nil) }
+
+// take returns the oldest chunk of queued envelopes. When the queue is
+// empty it returns none and, if sleep says that the writer has nothing
+// else in hand, the writer gives up its writing right (evSleep) and is
+// idle on stream s: the next push wakes it, or a caller writes through.
+// done is the previous batch, whose envelopes the caller cleared: the
+// queue keeps it for reuse while a burst lasts. The right's holder calls
+// it.
+func (q *outQueue) take(done []outMsg, sleep bool, s network.Stream) []outMsg {
 	q.mu.Lock()
 	var out []outMsg
 	if q.head < len(q.chunks) {
@@ -334,8 +365,11 @@ func (q *outQueue) takeBatch(done []outMsg) []outMsg {
 		q.kinds.took(out, q.n)
 		q.n -= len(out)
 		q.idle, q.idleOn = false, nil
+	} else if sleep {
+		q.right.step(evSleep, false)
+		q.idle, q.idleOn = true, s
 	} else {
-		q.asleep = true
+		q.idle, q.idleOn = false, nil // work in hand
 	}
 	switch {
 	case len(out) == 0:

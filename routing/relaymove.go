@@ -21,8 +21,9 @@ const directEvery = time.Second
 // and a direct one to the peer exists, between batches; the next batch
 // then opens a new stream. A peer that does not confirm it read the old
 // stream to its end (a reset, or nothing within writeTimeout) may have
-// lost some of it: the loss is declared, as for a broken stream. w.mu is
-// held, and let go while the peer reads the stream to its end.
+// lost some of it: the loss is declared, as for a broken stream. The
+// writer calls it holding its writing right, which it keeps while the
+// peer reads the stream to its end: no write-through writes on it.
 func (w *writer) moveOffRelay() {
 	if !w.onRelay() || w.buffered() || w.lg != nil && (w.lg.active || len(w.lg.held) > 0) {
 		return
@@ -35,10 +36,7 @@ func (w *writer) moveOffRelay() {
 	if !w.l.hasDirect() {
 		return
 	}
-	s := w.s
-	w.letGo() // up to writeTimeout: no one else waits for it
-	err := finish(s)
-	w.retake()
+	err := finish(w.s) // up to writeTimeout: no one else waits for it
 	if err != nil {
 		w.l.r.log.Debug("routing: leaving a relayed stream: the peer did not read it to its end", "peer", w.l.peer, "err", err)
 		w.dropDeclaring(err)

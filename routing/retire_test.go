@@ -298,8 +298,8 @@ func TestBusyLinkOfADepartedPeerIsRetiredLater(t *testing.T) {
 		return ok
 	}
 	testutil.Eventually(t, 5*time.Second, "a retry pending for a link busy when its peer left", pending)
-	l.user.q.takeBatch(nil)
-	l.user.q.sleeping(nil) // idle now
+	l.user.q.takeBatch(nil) // the message, written
+	l.user.q.takeBatch(nil) // then none: the writer gives its right up, idle
 	testutil.Eventually(t, 5*time.Second, "the link, idle since, retired", func() bool {
 		r.mu.Lock()
 		defer r.mu.Unlock()

@@ -18,36 +18,42 @@ import (
 	"github.com/troupe-mesh/troupe/codec"
 )
 
-// Locks. These are all the mutexes of a Router and what each guards. Two
-// roots over the same leaves, never nested:
+// Locks. These are all the mutexes of a Router and what each guards.
+// One root over the leaves:
 //
-//	writer.mu → outQueue.mu, link.mu
 //	Router.mu → outQueue.mu, link.mu
 //
-// A writer's mu and Router.mu are never held together: code holding
-// either calls into neither the other nor the actor system.
+// Code holding Router.mu calls neither into the actor system nor into a
+// writer's work. A writer's fields have no mutex: they belong to the
+// holder of its queue's writing right (linkstate.go), a state under
+// outQueue.mu that changes hands there.
 //
-//   - writer.mu (link.go), one per queue of a link: the writer's fields
-//     below it (its stream, FrameWriter, planner, batch in hand, large
-//     message, cancellations). Held by the writer goroutine while it
-//     works and by plain code writing through, which only tries it
-//     (TryLock) and never waits. Under it: the leaves, the stream's
-//     writes (writeTimeout without progress, or a caller's deadline),
-//     its Close and Reset (a yamux close or reset waits for room in the
-//     session's send queue), hasDirect's ConnsToPeer and the router's
-//     atomics. The writer lets go of it mid-round (letGo; busy keeps
-//     write-throughs out) to dial (NewStream, up to 10 s, and the
-//     backoff), to wait for the peer to read a stream to its end
-//     (finish, up to writeTimeout), and to perform what it collected for
-//     the router and the actor system (writer.later, effects.go).
+//   - The writing right (outQueue.right), one per queue of a link: the
+//     writer's fields (its stream, FrameWriter, planner, batch in hand,
+//     large message, cancellations, effects). Held by the writer
+//     goroutine but while it sleeps with nothing in hand, through its
+//     dials (NewStream, up to 10 s, and the backoff) and a stream's end
+//     (finish, up to writeTimeout); taken from a sleeping writer by a
+//     caller writing through (pushClaim) and handed back (handBack),
+//     which a writer woken meanwhile waits for. Its holder writes
+//     taking no lock but the leaves; the calls into the router
+//     (Router.mu) and the actor system it collected (writer.later,
+//     effects.go) it makes holding no lock, the writer goroutine with
+//     its right, a caller once it handed it back. Nobody waits for the
+//     right holding a lock: only the writer does (takeBack), holding
+//     none, so the right is in no lock cycle. What may block while it
+//     is held: the stream's writes (writeTimeout without progress, or a
+//     caller's deadline), its Close and Reset (a yamux close or reset
+//     waits for room in the session's send queue), hasDirect's
+//     ConnsToPeer, and the writer's dials and its stream's end.
 //   - Router.mu: the fields of Router after it up to lossCh (links,
 //     budgets, the peer table: incarnations, connections, losses,
 //     inbound streams and links to retire per peer; closed). The peer
 //     table is pure: the router does the bookkeeping actions it returns
 //     under Router.mu, and the others after unlocking. Under it: the
 //     leaves and libp2p's IsClosed and resource scopes; never a writer's
-//     mu (link.retire reads what the writers published in their queues).
-//   - outQueue.mu (queue.go): a queue's messages, its sleeping flags and
+//     work (link.retire reads what the writers published in their queues).
+//   - outQueue.mu (queue.go): a queue's messages, its writing right and
 //     what its writer published for retire (idle, idleOn). link.mu: the
 //     link's open streams. Leaves: they take no other lock (under a
 //     queue's: libp2p's IsClosed and the actor system's lock-free
@@ -183,7 +189,7 @@ type Router struct {
 	closed    bool
 	lossCh    chan struct{} // closed and replaced when a peer's losses were acted on or forgotten (awaitLoss)
 
-	lossSeq atomic.Uint64 // numbers this node's declarations and requests: drawn under a writer's lock too (link.drawLoss)
+	lossSeq atomic.Uint64 // numbers this node's declarations and requests: drawn by writers too (link.drawLoss)
 
 	sent, received, linkFull, tooLarge, tooLargeIn, decodeErrors, streamsReset, slowStreams atomic.Uint64
 	lossesDeclared, lossesHeard                                                             atomic.Uint64

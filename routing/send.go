@@ -179,36 +179,31 @@ func (w *writer) took() {
 	*d = planned{failed: d.failed[:0]}
 }
 
-// writeThrough is called by plain code that queued a message and found
-// the writer asleep (see outQueue.pushClaim): it writes what is queued on
-// the calling goroutine, saving the hand-off to the writer goroutine, when
-// the writer sleeps with an open stream and nothing in hand, waiting until
-// deadline at most (if not zero); otherwise, and for what was queued
-// meanwhile, it wakes the writer. So does it when the writer has work left
-// after the write: the rest of a large message, or cancellations to send
-// after the stream broke. It leaves a stream over a relayed connection to
-// the writer, which looks for a direct one between batches (relaymove.go):
-// written through, a link that only asks use would stay on the relay until
-// its limits cut the stream. A panic on the way (a message's encoder)
-// leaves the writer unlocked and awake.
+// writeThrough is called by plain code that queued a message and took
+// the writer's writing right from a sleeping writer (outQueue.pushClaim):
+// it writes what is queued on the calling goroutine, saving the hand-off
+// to the writer goroutine, when the writer has an open stream, waiting
+// until deadline at most (if not zero). Then it hands the right back
+// (outQueue.handBack): to the writer, woken, for what was queued
+// meanwhile and for work left after the write (the rest of a large
+// message, cancellations to send after the stream broke, frames a
+// deadline cut short), and otherwise to nobody, the writer asleep. It
+// leaves a stream over a relayed connection to the writer, which looks
+// for a direct one between batches (relaymove.go): written through, a
+// link that only asks use would stay on the relay until its limits cut
+// the stream. A panic on the way (a message's encoder) hands the right
+// back to the writer, woken.
 func (w *writer) writeThrough(deadline time.Time) {
-	wake := true
-	defer func() { w.q.q.wakeIfQueued(wake) }()
-	if !w.mu.TryLock() {
-		return // the writer is at work and will see what was queued
-	}
-	if w.busy {
-		w.mu.Unlock()
-		return // the writer let go of its lock mid-round (letGo): to dial, end a stream, or run its effects
-	}
-	var fx effects
-	defer func() { // before the wake-up
-		fx, w.later = w.later, effects{}
-		w.mu.Unlock()
+	q := w.q.q
+	work := true
+	defer func() {
+		fx := w.later // moved out before the right goes: the next holder's
+		w.later = effects{}
+		q.handBack(work, w.s)
 		w.l.perform(&fx)
 	}()
-	if w.s != nil && !w.stopped && w.l.r.ctx.Err() == nil && !w.s.Conn().IsClosed() && !w.onRelay() && (w.lg == nil || !w.lg.active) {
-		w.batch = w.q.q.takeBatch(w.batch[:0])
+	if w.s != nil && w.l.r.ctx.Err() == nil && !w.s.Conn().IsClosed() && !w.onRelay() && (w.lg == nil || !w.lg.active) {
+		w.batch = q.take(w.batch[:0], false, nil)
 		if n := len(w.batch); n > 0 {
 			if w.send(deadline) == nil {
 				w.l.r.writtenThrough.Add(uint64(n))
@@ -216,10 +211,7 @@ func (w *writer) writeThrough(deadline time.Time) {
 			clear(w.batch)
 		}
 	}
-	wake = len(w.undo) > 0 || (w.lg != nil && w.lg.active) || w.buffered()
-	if !wake && !w.stopped {
-		w.q.q.sleeping(w.s) // idle again, under the writer's lock as the writer does it
-	}
+	work = len(w.undo) > 0 || (w.lg != nil && w.lg.active) || w.buffered()
 }
 
 // buffered reports whether frames wait in the stream's FrameWriter: those

@@ -19,64 +19,68 @@ import (
 // broken stream drops or declares what it held (loss.go).
 
 // write is the writer goroutine of one queue: it takes a batch of queued
-// envelopes at a time, encodes on this goroutine (never on an event loop), writes frames
-// through a batching FrameWriter and flushes when the queue is empty.
+// envelopes at a time, encodes on this goroutine (never on an event
+// loop), writes frames through a batching FrameWriter and flushes when
+// the queue is empty. It holds the queue's writing right (linkstate.go)
+// from start to end but while it sleeps with nothing in hand, dials and
+// waits for a stream's end included: no write-through can take a
+// batch's place meanwhile.
 func (l *link) write(q *queue) {
 	defer l.wg.Done()
 	w := &q.w
-	w.mu.Lock()
 	defer func() {
 		if w.s != nil {
 			_ = w.s.Close()
 			l.track(w.s, false)
 			w.s = nil
 		}
-		w.stopped = true
+		q.q.stop()
 		fx := w.later
 		w.later = effects{}
-		w.mu.Unlock()
 		l.perform(&fx)
 	}()
 	for {
-		w.release() // what the last round left for after the lock
-		select {
-		case <-l.r.ctx.Done():
+		w.release() // what the last round left for the router and the actor system
+		f := roundFacts{closed: l.r.ctx.Err() != nil, inHand: w.inHand()}
+		var batch []outMsg
+		if !f.closed {
+			// With nothing else in hand, an empty queue takes the right
+			// away: the next push wakes the writer, or writes itself
+			// (writeThrough).
+			// Nothing of w is read once take returned none with nothing
+			// in hand: the right may be a caller's by then.
+			done, s := w.batch[:0], w.s
+			w.batch = nil                        // before the right may go: the next holder's
+			batch = q.q.take(done, !f.inHand, s) // idle: link.retire may take the link
+			f.taken, f.stream = len(batch), s != nil
+			f.connGone = f.stream && (f.taken > 0 || f.inHand) && s.Conn().IsClosed()
+		}
+		switch f.next() {
+		case moveReset:
 			w.reset()
 			return
-		default:
-		}
-		// An empty queue marks the writer as sleeping: the next push
-		// wakes it through ready, or writes itself (writeThrough).
-		w.batch = q.q.takeBatch(w.batch[:0])
-		if len(w.batch) == 0 && (w.lg == nil || !w.lg.active) && len(w.undo) == 0 && !w.buffered() {
-			q.q.sleeping(w.s) // idle: link.retire may take the link
-			w.mu.Unlock()
-			stop := false
+		case moveSleep:
+			// Asleep: the right is nobody's, and nothing of w may be
+			// touched until takeBack.
+			woke := roundFacts{woken: true}
 			select {
 			case <-q.q.ready:
 			case <-l.closing:
-				stop = q.q.len() == 0 // everything queued was written
+				woke.drained = q.q.len() == 0 // everything queued was written
 			case <-l.r.ctx.Done():
-				stop = true
 			}
-			w.mu.Lock()
-			if stop && l.r.ctx.Err() == nil && w.buffered() {
-				stop = false // a write-through left frames to flush
-			}
-			if stop {
-				if l.r.ctx.Err() != nil {
-					w.reset()
-				} else {
-					s := w.s
-					w.letGo() // the peer may take writeTimeout to read the rest
-					_ = finish(s)
-					w.retake()
-				}
+			q.q.takeBack() // after a caller's write-through, if one holds the right
+			woke.closed, woke.inHand = l.r.ctx.Err() != nil, w.inHand()
+			switch woke.next() {
+			case moveReset:
+				w.reset()
+				return
+			case moveFinish:
+				_ = finish(w.s) // the peer may take writeTimeout to read the rest
 				return
 			}
 			continue
-		}
-		if w.s != nil && w.s.Conn().IsClosed() {
+		case moveRenew:
 			// The connection went away while the writer had nothing to
 			// write (the peer disconnected, or restarted): a new stream,
 			// before the batch is lost on the old one. Only a large
@@ -85,6 +89,9 @@ func (l *link) write(q *queue) {
 			w.lg.abandon(func(m *outMsg) { w.later.fail(l, m, reason) })
 			w.dropDeclaring(nil)
 		}
+		// moveDial, moveWrite; moving off a relay may end the stream
+		// first (relaymove.go), and the writer dials then.
+		w.batch = batch
 		w.moveOffRelay()
 		w.release() // before dialing: what was given up goes back at once
 		if w.s == nil && !w.dial() {
@@ -97,15 +104,14 @@ func (l *link) write(q *queue) {
 	}
 }
 
-// dial opens the writer's stream, with w.mu let go (letGo): a slow
-// NewStream or a backoff holds up nobody else. Up to three attempts, 100
-// and 200 ms apart; after the third it gives up what is in hand (an Ask
-// learns why at once) and its cancellations, and the writer redials for
-// what comes next. It reports false when the router closes meanwhile.
-// w.mu is held.
+// dial opens the writer's stream. It holds no lock (the writer keeps its
+// writing right): a slow NewStream or a backoff holds up nobody else. Up
+// to three attempts, 100 and 200 ms apart; after the third it gives up
+// what is in hand (an Ask learns why at once) and its cancellations, and
+// the writer redials for what comes next. It reports false when the
+// router closes meanwhile.
 func (w *writer) dial() bool {
 	l, q := w.l, w.q
-	w.letGo()
 	var (
 		s   network.Stream
 		pw  *progressWriter
@@ -123,12 +129,10 @@ func (w *writer) dial() bool {
 		select {
 		case <-time.After(l.r.backoff(attempts)):
 		case <-l.r.ctx.Done():
-			w.retake()
 			l.r.undeliverable.Add(uint64(len(w.batch))) // closing: lost, as in reset
 			return false
 		}
 	}
-	w.retake()
 	if err != nil {
 		// Cancellations are dropped: a peer this far away drops our
 		// monitors and links when the connection goes.
@@ -149,18 +153,11 @@ func (w *writer) dial() bool {
 	return true
 }
 
-// letGo lets go of w.mu mid-round, for a call that may block (a dial, a
-// stream's end) or for what the writer left for after its lock (release):
-// busy keeps a write-through out until retake. w.mu is held.
-func (w *writer) letGo() {
-	w.busy = true
-	w.mu.Unlock()
-}
-
-// retake takes w.mu again after letGo.
-func (w *writer) retake() {
-	w.mu.Lock()
-	w.busy = false
+// inHand reports whether the writer has work besides its queue: a large
+// message on its way, cancellations to send, frames a write-through's
+// deadline left.
+func (w *writer) inHand() bool {
+	return (w.lg != nil && w.lg.active) || len(w.undo) > 0 || w.buffered()
 }
 
 // finish ends stream s of a writer that wrote everything it has: it
@@ -169,7 +166,7 @@ func (w *writer) retake() {
 // until writeTimeout, or until the router's close gives up and resets
 // the stream). Closing the connection before that could lose what the
 // peer had not read yet. It returns nil once the peer closed its side.
-// The writer calls it with its lock let go (letGo): no one writes on s.
+// The writer calls it holding its writing right: no one writes on s.
 func finish(s network.Stream) error {
 	if s == nil {
 		return nil

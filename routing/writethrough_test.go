@@ -143,7 +143,7 @@ func TestCancelledAskLeavesAWriteThroughSoon(t *testing.T) {
 	w, q := &l.user.w, l.user.q
 	w.use(&stallStream{})
 	q.mu.Lock()
-	q.asleep = true // the writer sleeps with its stream open
+	q.right.holder = heldByNone // the writer sleeps with its stream open
 	q.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -167,9 +167,10 @@ func TestCancelledAskLeavesAWriteThroughSoon(t *testing.T) {
 	}
 }
 
-// A write-through that finds the writer between rounds, running what it
-// left for after its lock (release), writes nothing, leaves that alone,
-// and wakes the writer for what it queued.
+// A writer between rounds (running what it left for later, say) keeps
+// its writing right even with its queue empty: a push claims nothing,
+// writes nothing, and leaves the message queued for the writer, which is
+// at work and not idle.
 func TestWriteThroughLeavesABusyWriterAlone(t *testing.T) {
 	r, l, _, _ := newSender(t)
 	r.ctx, r.cancel = context.WithCancel(context.Background())
@@ -177,33 +178,35 @@ func TestWriteThroughLeavesABusyWriterAlone(t *testing.T) {
 	w, q := &l.user.w, l.user.q
 	var wire bytes.Buffer
 	w.use(&fakeStream{w: &wire})
-	pending := outMsg{to: "sink", from: "source", msg: "handed back"}
-	w.later.failed = append(w.later.failed, failure{pending, ErrStreamBroken})
-	w.busy = true
-	if q.takeBatch(nil) != nil { // the writer found the queue empty
+	if q.take(nil, false, w.s) != nil { // empty, with work in hand: the right stays
 		t.Fatal("a batch from an empty queue")
 	}
-	if ok, claimed := q.pushClaim("sink", "source", "m", 0, false); !ok || !claimed {
-		t.Fatalf("push: queued %v, claimed %v; want both", ok, claimed)
+	if ok, claimed := q.pushClaim("sink", "source", "m", 0, false); !ok || claimed {
+		t.Fatalf("push: queued %v, claimed %v; want queued, not claimed", ok, claimed)
 	}
-	w.writeThrough(time.Time{})
+	if !q.pushBelow("sink", "source", "n", 0, false, q.max) {
+		t.Fatal("second push refused")
+	}
 	select {
 	case <-q.ready:
+		t.Fatal("a writer at work was signalled")
 	default:
-		t.Fatal("the writer was not woken")
 	}
-	if wire.Len() != 0 || q.len() != 1 || len(w.later.failed) != 1 || w.later.failed[0].m != pending {
-		t.Fatalf("wrote %d bytes, %d queued, left for after the lock %+v", wire.Len(), q.len(), w.later)
+	if wire.Len() != 0 || q.len() != 2 {
+		t.Fatalf("wrote %d bytes, %d queued; want 0 and 2", wire.Len(), q.len())
 	}
-	if q.mu.Lock(); q.idle {
-		t.Error("a writer at work is marked idle")
-	}
+	q.mu.Lock()
+	idle, h := q.idle, q.right.holder
 	q.mu.Unlock()
+	if idle || h != heldByWriter {
+		t.Errorf("idle %v, right held by %v; want a writer at work holding it", idle, h)
+	}
 }
 
-// A caller writing through leaves the writer awake when work is left (the
-// cancellations of a stream that broke under it) and asleep otherwise, so
-// that the next push wakes it.
+// A caller writing through hands the right back to the writer, woken,
+// when work is left (the cancellations of a stream that broke under it)
+// and to nobody otherwise, the writer asleep, so that the next push
+// wakes it.
 func TestWriteThroughLeavesTheWriterAsNeeded(t *testing.T) {
 	r, l, _, _ := newSender(t)
 	if err := registerWire(r.cfg.Registry); err != nil {
@@ -317,5 +320,39 @@ func TestExpiredDeadlineBreaksNoBatch(t *testing.T) {
 	}
 	if u := rA.Stats().Undeliverable; u != 0 {
 		t.Fatalf("%d messages undeliverable", u)
+	}
+}
+
+// A caller that takes the writing right from the writer goroutine as it
+// falls asleep owns the writer's fields from then on: its write breaking
+// the stream (w.s dropped) races with nothing the sleeping writer does
+// (under -race), the writer stays asleep with nothing in hand, and the
+// link's drain still ends it.
+func TestWriteThroughBreaksUnderASleepingWriter(t *testing.T) {
+	r, l, _, _ := newSender(t)
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	defer r.cancel()
+	w, q := &l.user.w, l.user.q
+	w.use(&fakeStream{err: network.ErrReset})
+	l.wg.Add(1)
+	go l.write(&l.user)
+	claimRight(t, q)
+	if !q.pushBelow("sink", "source", "m", 0, false, q.max) {
+		t.Fatal("push refused")
+	}
+	w.writeThrough(time.Now().Add(5 * time.Second))
+	q.mu.Lock()
+	h, n := q.right.holder, q.n
+	q.mu.Unlock()
+	if h != heldByNone || n != 0 {
+		t.Fatalf("after the write broke: right held by %d, %d queued; want nobody, none", h, n)
+	}
+	l.drain()
+	done := make(chan struct{})
+	go func() { l.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the writer did not end on its link's drain")
 	}
 }
