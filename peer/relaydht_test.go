@@ -30,7 +30,10 @@ func TestRelayFoundInTheDHT(t *testing.T) {
 		}
 		return nil
 	})
-	hidden := newTestNode(t, WithGroups(true), WithRelayDiscovery(true), WithDHT(*boot.AddrInfo()),
+	// The hidden node is a DHT client too, as a private laptop is: else the
+	// relay's own walks (its refreshes) query it as a server and connect
+	// them, and it finds the relay among its connected peers.
+	hidden := newTestNode(t, WithGroups(true), WithRelayDiscovery(true), WithDHT(*boot.AddrInfo()), WithDHTClient(true),
 		WithConnections(Connections{Low: 1, High: 8}), withHostOptions(libp2p.ForceReachabilityPrivate()))
 	testutil.EventuallyNil(t, 30*time.Second, func() error {
 		if !hidden.Host().ConnManager().IsProtected(relay.ID(), "autorelay") {
