@@ -32,6 +32,7 @@ func (c *Context) join(group string, presence bool) error {
 	if group == "" {
 		return fmt.Errorf("%w: empty group name", errNoGroups)
 	}
+	c.flushRun() // what it sent goes before its Joined
 	t := &c.sys.groups
 	t.mu.Lock()
 	if t.members == nil {
@@ -91,6 +92,7 @@ func (c *Context) leave(group string) {
 	if c.ext != nil {
 		delete(c.ext.groups, group)
 	}
+	c.flushRun() // what it sent goes before its Left
 	t := &c.sys.groups
 	t.mu.Lock()
 	m := t.members[group]
