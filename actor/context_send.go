@@ -54,10 +54,10 @@ func (c *Context) send(to Ref, msg any, corr uint64, kind uint8) {
 	c.spare = n.next
 	n.msg, n.from, n.corr, n.kind = msg, Ref{s: c.ref}, corr, kind
 	if c.opts&oThread != 0 { // a thread may block after any send: at once
-		if hit && last.pushFrom(n, nil) {
+		if hit && last.pushFrom(n, c.loop.Load()) {
 			return
 		}
-		if target := s.names.load(to.Name()); target != nil && target.pushFrom(n, nil) {
+		if target := s.names.load(to.Name()); target != nil && target.pushFrom(n, c.loop.Load()) {
 			c.lastTo = target
 			return
 		}

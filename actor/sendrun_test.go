@@ -173,3 +173,24 @@ func TestSendRunIsVisibleAtTheEndOfTheActivation(t *testing.T) {
 		t.Fatalf("b got %v", got)
 	}
 }
+
+func TestThreadSendsAtOnce(t *testing.T) {
+	s := newSys(t, WithLoops(1), WithWatchdog(0))
+	hold, held := make(chan struct{}), make(chan struct{})
+	mustSpawn(t, s, "", func(c *Context) { close(held); <-hold }) // occupies the one loop
+	<-held
+	b := mustSpawn(t, s, "b", func(c *Context) { c.Receive(Any(func(any) {})) })
+	target := s.names.load(b.Name())
+	seen := make(chan bool, 1)
+	if _, err := s.SpawnThread("", func(th *Thread) {
+		th.Send(b, seqMsg{"thread", 0})
+		seen <- target.inbox.nonEmpty() // b cannot run: the loop is held
+	}); err != nil {
+		t.Fatal(err)
+	}
+	v := recv(t, seen)
+	close(hold)
+	if !v {
+		t.Fatal("a thread's send was not in the target's inbox when Send returned")
+	}
+}
