@@ -53,7 +53,7 @@ func inOrder(t *testing.T, got []any) int {
 
 func TestSendRunsKeepOrderAcrossPartners(t *testing.T) {
 	s := newSys(t)
-	const per = 300 // several runs of outRun to b, broken by sends to c
+	const per = 300 // runs to b broken by sends to c (TestPerSenderOrder has long runs)
 	toC := 0
 	for i := range per {
 		if i%7 == 0 || i%3 == 0 {
@@ -64,17 +64,19 @@ func TestSendRunsKeepOrderAcrossPartners(t *testing.T) {
 	b := mustSpawn(t, s, "b", collector(per, doneB))
 	cRef := mustSpawn(t, s, "c", collector(toC, doneC))
 	mustSpawn(t, s, "", func(c *Context) {
+		k := 0
 		for i := range per {
 			c.Send(b, seqMsg{"a", i})
 			if i%7 == 0 || i%3 == 0 {
-				c.Send(cRef, i)
+				c.Send(cRef, seqMsg{"a", k})
+				k++
 			}
 		}
 	})
 	if got := recv(t, doneB); inOrder(t, got) != per {
 		t.Fatalf("b got %d messages, want %d", len(got), per)
 	}
-	if got := recv(t, doneC); len(got) != toC {
+	if got := recv(t, doneC); inOrder(t, got) != toC {
 		t.Fatalf("c got %d messages, want %d", len(got), toC)
 	}
 }
