@@ -105,10 +105,11 @@ func (c *Context) queueRun(n *node) {
 }
 
 // flushRun pushes the run onto lastTo's inbox. It is called when the
-// actor sends to another partner, before it sends a signal or joins or
-// leaves a group, when the run is outRun long, when the activation ends
-// and when the actor terminates: so what the actor sends reaches each
-// partner in the order sent, and no message waits in an idle actor.
+// actor sends to another partner, before it sends a signal, joins or
+// leaves a group or broadcasts to one, when the run is outRun long, when
+// the activation ends and when the actor terminates: so what the actor
+// sends reaches each partner in the order sent, and no message waits in
+// an idle actor.
 func (c *Context) flushRun() {
 	oldest := c.sendRun
 	if oldest == nil {

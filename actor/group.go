@@ -244,6 +244,13 @@ func (p *port) RemoteMembers() map[string][]Ref {
 	return out
 }
 
+// broadcast is group.Broadcast: publish from c's actor, after what it
+// sent before (its run: a member it sent to gets those messages first).
+func (c *Context) broadcast(group string, msg any) error {
+	c.flushRun()
+	return c.sys.publish(group, c.Self(), msg)
+}
+
 // publish is group.Publish (and group.Broadcast, from c.Self()).
 func (s *System) publish(group string, from Ref, msg any) error {
 	if group == "" {

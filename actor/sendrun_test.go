@@ -7,7 +7,7 @@ import (
 
 // Sends in runs (context_send.go): an actor's messages to its last
 // partner are pushed at once, when it sends to another, sends a signal,
-// joins or leaves a group, terminates or ends its activation. These tests
+// joins, leaves or broadcasts to a group, terminates or ends its activation. These tests
 // pin the order that keeps, and when a send becomes visible.
 
 type seqMsg struct {
@@ -141,6 +141,38 @@ func TestSendRunGoesBeforeJoined(t *testing.T) {
 	}
 	if j, ok := got[per].(joinedMsg); !ok || j.Member == b {
 		t.Fatalf("last %v, want a's Joined", got[per])
+	}
+}
+
+// A broadcast reaching a partner with a run pending goes after the run:
+// it is a send of the same actor (group.Broadcast calls broadcast).
+func TestSendRunGoesBeforeABroadcast(t *testing.T) {
+	s := newSys(t)
+	const per = 50
+	done := make(chan []any, 1)
+	joined := make(chan struct{})
+	b := mustSpawn(t, s, "", func(c *Context) {
+		if err := c.join("g", false); err != nil {
+			t.Error(err)
+		}
+		close(joined)
+		collector(per+1, done)(c)
+	})
+	<-joined
+	mustSpawn(t, s, "", func(c *Context) {
+		for i := range per {
+			c.Send(b, seqMsg{"a", i})
+		}
+		if err := c.broadcast("g", "all"); err != nil {
+			t.Error(err)
+		}
+	})
+	got := recv(t, done)
+	if n := inOrder(t, got[:per]); n != per {
+		t.Fatalf("%d of a's messages before its broadcast, want %d: %v", n, per, got)
+	}
+	if got[per] != "all" {
+		t.Fatalf("last %v, want the broadcast", got[per])
 	}
 }
 
