@@ -37,9 +37,10 @@ func (c *Context) send(to Ref, msg any, corr uint64, kind uint8) {
 	hit := last != nil && sameString(to.s, last.ref)
 	if !hit && !to.on(s.peer) {
 		if s.batch != nil && !to.IsZero() {
-			c.sendOut(to, msg, corr, kind == kindReply)
+			c.sendOut(to, msg, corr, kind == kindReply) // its flush pushes the run first
 			return
 		}
+		c.flushRun() // the run goes before any other send of the actor
 		s.send(to, c.Self(), msg, corr, kind)
 		return
 	}
@@ -67,6 +68,9 @@ func (c *Context) send(to Ref, msg any, corr uint64, kind uint8) {
 	if !hit {
 		target := s.names.load(to.Name())
 		if target == nil {
+			// A reply to plain code's Ask, or a dead letter: after the
+			// run too, so that an asker sees what was sent before.
+			c.flushRun()
 			s.unregistered(to, n)
 			return
 		}
@@ -163,6 +167,7 @@ func (c *Context) sendOut(to Ref, msg any, corr uint64, reply bool) {
 	m := &o.msgs[i]
 	m.To, m.Msg, m.Corr, m.Reply = to, msg, corr, reply
 	if i+1 >= cap(o.msgs) { // outRun, or 1 for a thread
+		c.flushRun() // the run goes before any other send of the actor
 		c.flushOut()
 	}
 }

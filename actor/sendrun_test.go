@@ -1,8 +1,10 @@
 package actor
 
 import (
+	"context"
 	"errors"
 	"testing"
+	"time"
 )
 
 // Sends in runs (context_send.go): an actor's messages to its last
@@ -173,6 +175,34 @@ func TestSendRunGoesBeforeABroadcast(t *testing.T) {
 	}
 	if got[per] != "all" {
 		t.Fatalf("last %v, want the broadcast", got[per])
+	}
+}
+
+// A reply to plain code's Ask goes after the run pending to a partner,
+// as a send to any other actor would: once System.Ask returned, what the
+// replier sent before replying is in its targets' mailboxes, and a
+// message plain code then sends arrives after it.
+func TestSendRunGoesBeforeAReplyToPlainCode(t *testing.T) {
+	s := newSys(t, WithLoops(1), WithWatchdog(0)) // b cannot run before a's activation ends
+	done := make(chan []any, 1)
+	b := mustSpawn(t, s, "b", collector(2, done))
+	proceed := make(chan struct{})
+	a := mustSpawn(t, s, "a", func(c *Context) {
+		c.Receive(Any(func(any) {
+			c.Send(b, "before")
+			c.Reply("ok")
+			<-proceed // the activation, and so the run, goes on after the reply
+		}))
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := s.Ask(ctx, a, "go"); err != nil {
+		t.Fatal(err)
+	}
+	s.Send(b, "after")
+	close(proceed)
+	if got := recv(t, done); got[0] != "before" || got[1] != "after" {
+		t.Fatalf("b got %v, want [before after]", got)
 	}
 }
 
