@@ -23,7 +23,8 @@ const outRun = 64
 // runs too, in the order sent, at the latest when the activation ends. So
 // a message System.Send sends to the same actor meanwhile, without a
 // sender, may arrive before them (docs/architecture.md, "What is
-// ordered"). A thread-style actor's messages to this peer leave at once.
+// ordered"), and a handler that blocks after Send holds the message until
+// it returns. A thread-style actor's messages to this peer leave at once.
 func (c *Context) Send(to Ref, msg any) {
 	c.send(to, msg, 0, kindUser)
 }
