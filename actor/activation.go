@@ -33,7 +33,8 @@ func (c *Context) run() {
 		// activation): nothing here may touch c then. freed is this
 		// activation's own, and c.sys never changes.
 		if !yielded {
-			c.flushOut() // after a panic too: nothing waits in an outbox
+			c.flushRun() // after a panic too: nothing waits in a run
+			c.flushOut() // or an outbox
 			c.fresh = fresh
 			c.cur = nil
 			freed.keep(c.sys, c.spare)
@@ -136,7 +137,8 @@ func (c *Context) run() {
 		c.saved.append(c.sys.detach(n))
 	}
 	c.fresh = fresh
-	c.flushOut() // before the actor can go idle
+	c.flushRun() // before the actor can go idle
+	c.flushOut()
 	c.cur = nil
 	if c.spare != nil {
 		freed.keep(c.sys, c.spare)
@@ -235,7 +237,8 @@ func (c *Context) terminate(reason error) {
 		return
 	}
 	c.flags |= fDead
-	c.flushOut() // what the actor sent goes before its exit signals
+	c.flushRun() // what the actor sent goes before its exit signals
+	c.flushOut()
 	s := c.sys
 	s.names.remove(c)
 	if c.opts&oThread == 0 { // a thread is no loop's resident

@@ -48,7 +48,7 @@ type Context struct {
 	// The fields are laid out so that those senders write (inbox, state)
 	// and those the activation writes per message (cur to gen) are 64
 	// bytes apart, within the struct and from its neighbours in memory
-	// (168 bytes, in the 176-byte size class): no false sharing between
+	// (176 bytes, a size class): no false sharing between
 	// the senders' cores and the actor's.
 
 	inbox inbox                          // pushed by senders
@@ -77,7 +77,8 @@ type Context struct {
 	// A one-entry cache of the last local actor this one sent to, so that
 	// an actor talking to one partner skips the name lookup. A stale entry
 	// (the partner stopped) is detected by its closed inbox.
-	lastTo *Context
+	lastTo  *Context
+	sendRun *node // the oldest of the messages queued for lastTo (see queueRun)
 
 	// Messages to other peers sent during the activation, handed to the
 	// batchRemote in runs (see flushOut); nil until the actor sends one.
@@ -254,7 +255,10 @@ func (c *Context) fail(err error) {
 
 // pushRun is push for a run of nodes linked newest first, from first to
 // last: one atomic operation and at most one activation for all of them.
-func (c *Context) pushRun(first, last *node) bool {
+func (c *Context) pushRun(first, last *node) bool { return c.pushRunFrom(first, last, nil) }
+
+// pushRunFrom is pushRun by an actor that runs on loop from (see wake).
+func (c *Context) pushRunFrom(first, last *node, from *eventloop.Loop) bool {
 	if (first.size != 0 || c.acct.Load() != nil) && !c.admitRun(first, last) {
 		return false // one at a time, as the limits refuse some
 	}
@@ -268,7 +272,7 @@ func (c *Context) pushRun(first, last *node) bool {
 		return false
 	}
 	if c.state.Load() == idle && c.state.CompareAndSwap(idle, scheduled) {
-		c.wake(nil)
+		c.wake(from)
 	}
 	return true
 }

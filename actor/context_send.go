@@ -15,11 +15,16 @@ type outbox struct {
 const outRun = 64
 
 // Send sends msg to the actor to, with this actor as its sender. It never
-// blocks: a message that cannot be delivered becomes a dead letter. When
-// the system's transport is a transport.BatchRemote, messages to other peers are handed
-// to it in runs, in the order sent, at the latest when the current
-// activation ends (so a message System.Send sends to the same actor
-// meanwhile, without a sender, may arrive before them).
+// blocks: a message that cannot be delivered becomes a dead letter.
+// Messages to an actor of this peer are pushed in runs, per partner, at
+// the latest when the current activation ends (before the actor sends to
+// another, or sends a signal); when the system's transport is a
+// transport.BatchRemote, messages to other peers are handed to it in
+// runs too, in the order sent, at the latest when the activation ends. So
+// a message System.Send sends to the same actor meanwhile, without a
+// sender, may arrive before them (docs/architecture.md, "What is
+// ordered"), and a handler that blocks after Send holds the message until
+// it returns. A thread-style actor's messages to this peer leave at once.
 func (c *Context) Send(to Ref, msg any) {
 	c.send(to, msg, 0, kindUser)
 }
@@ -33,9 +38,10 @@ func (c *Context) send(to Ref, msg any, corr uint64, kind uint8) {
 	hit := last != nil && sameString(to.s, last.ref)
 	if !hit && !to.on(s.peer) {
 		if s.batch != nil && !to.IsZero() {
-			c.sendOut(to, msg, corr, kind == kindReply)
+			c.sendOut(to, msg, corr, kind == kindReply) // its flush pushes the run first
 			return
 		}
+		c.flushRun() // the run goes before any other send of the actor
 		s.send(to, c.Self(), msg, corr, kind)
 		return
 	}
@@ -49,14 +55,92 @@ func (c *Context) send(to Ref, msg any, corr uint64, kind uint8) {
 	// n.next stays stale: the push links it (or undeliverable frees n).
 	c.spare = n.next
 	n.msg, n.from, n.corr, n.kind = msg, Ref{s: c.ref}, corr, kind
-	if hit && last.pushFrom(n, c.loop.Load()) {
+	if c.opts&oThread != 0 { // a thread may block after any send: at once
+		if hit && last.pushFrom(n, c.loop.Load()) {
+			return
+		}
+		if target := s.names.load(to.Name()); target != nil && target.pushFrom(n, c.loop.Load()) {
+			c.lastTo = target
+			return
+		}
+		s.unregistered(to, n)
 		return
 	}
-	if target := s.names.load(to.Name()); target != nil && target.pushFrom(n, c.loop.Load()) {
+	if !hit {
+		target := s.names.load(to.Name())
+		if target == nil {
+			// A reply to plain code's Ask, or a dead letter: after the
+			// run too, so that an asker sees what was sent before.
+			c.flushRun()
+			s.unregistered(to, n)
+			return
+		}
+		c.flushRun() // the run is lastTo's
 		c.lastTo = target
+	}
+	c.queueRun(n)
+}
+
+// The run: an actor's messages to its last partner (lastTo), queued
+// during the activation and pushed onto the partner's inbox at once, with
+// one atomic operation and at most one wake-up (docs/architecture.md,
+// "What is ordered", 6.). It is kept as a circular list reached through its oldest node,
+// linked newest first as an inbox is, so that one word holds it; its
+// length is in the top bits of flags.
+
+const (
+	runShift = 24
+	runOne   = uint32(1) << runShift
+	runMask  = ^(runOne - 1)
+)
+
+// queueRun adds n, a message to c.lastTo, to the run.
+func (c *Context) queueRun(n *node) {
+	if o := c.sendRun; o == nil {
+		n.next = n
+		c.sendRun = n
+	} else {
+		n.next = o.next // the newest
+		o.next = n
+	}
+	c.flags += runOne
+	if c.flags>>runShift >= outRun {
+		c.flushRun()
+	}
+}
+
+// flushRun pushes the run onto lastTo's inbox. It is called when the
+// actor sends to another partner, before it sends a signal, joins or
+// leaves a group or broadcasts to one, when the run is outRun long, when
+// the activation ends and when the actor terminates: so what the actor
+// sends reaches each partner in the order sent, and no message waits in
+// an idle actor.
+func (c *Context) flushRun() {
+	oldest := c.sendRun
+	if oldest == nil {
 		return
 	}
-	s.unregistered(to, n)
+	c.sendRun = nil
+	c.flags &^= runMask
+	to, newest := c.lastTo, oldest.next
+	if newest == oldest {
+		if to.pushFrom(oldest, c.loop.Load()) {
+			return
+		}
+	} else if to.pushRunFrom(newest, oldest, c.loop.Load()) {
+		return
+	}
+	// Dead, or limits that count one message at a time: one by one, as
+	// each would have gone alone.
+	oldest.next = nil
+	c.lastTo = nil
+	ref := Ref{s: to.ref}
+	for n := reverseNodes(newest); n != nil; {
+		next := n.next
+		n.next = nil
+		c.sys.deliverLocal(ref, n)
+		n = next
+	}
 }
 
 // sendOut gathers a message to another peer in the actor's outbox. kind
@@ -84,6 +168,7 @@ func (c *Context) sendOut(to Ref, msg any, corr uint64, reply bool) {
 	m := &o.msgs[i]
 	m.To, m.Msg, m.Corr, m.Reply = to, msg, corr, reply
 	if i+1 >= cap(o.msgs) { // outRun, or 1 for a thread
+		c.flushRun() // the run goes before any other send of the actor
 		c.flushOut()
 	}
 }

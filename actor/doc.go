@@ -119,7 +119,10 @@
 // replies, and control signals (with Undeliverable); a signal may
 // overtake a user message sent before it to an actor of another peer
 // (docs/architecture.md, "What is ordered", states the guarantee).
-// Plain code counts as one sender per goroutine. Delivery is
+// Plain code counts as one sender per goroutine. An actor's sends to its
+// own peer are pushed in runs, per partner, by the end of its activation
+// at the latest: code outside the actor system that a handler tells about
+// a send may look before it is in the target's mailbox. Delivery is
 // at-most-once; sending never blocks. A message for an unknown or stopped
 // actor, or for another peer when the system has no transport, is a dead letter:
 // counted (System.DeadLetters), passed to the dead-letter hook, never a
@@ -184,7 +187,7 @@
 //	spawn.go       spawning and its options
 //	deliver.go     sending, nodes, dead letters; deadletters.go: their log
 //	context.go     Context: a behavior's view of its actor, Receive
-//	context_send.go  an actor's sends, outbox, Reply and Respond
+//	context_send.go  an actor's sends, their runs, outbox, Reply and Respond
 //	case.go        Receive's cases (On, OnWhen, Any, Timeout, Cases)
 //	gcfloor.go     the GC heap floor (WithGCHeapFloor)
 //	activation.go  the trampoline that runs an actor on its loop

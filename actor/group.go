@@ -32,6 +32,7 @@ func (c *Context) join(group string, presence bool) error {
 	if group == "" {
 		return fmt.Errorf("%w: empty group name", errNoGroups)
 	}
+	c.flushRun() // what it sent goes before its Joined
 	t := &c.sys.groups
 	t.mu.Lock()
 	if t.members == nil {
@@ -91,6 +92,7 @@ func (c *Context) leave(group string) {
 	if c.ext != nil {
 		delete(c.ext.groups, group)
 	}
+	c.flushRun() // what it sent goes before its Left
 	t := &c.sys.groups
 	t.mu.Lock()
 	m := t.members[group]
@@ -240,6 +242,13 @@ func (p *port) RemoteMembers() map[string][]Ref {
 		}
 	}
 	return out
+}
+
+// broadcast is group.Broadcast: publish from c's actor, after what it
+// sent before (its run: a member it sent to gets those messages first).
+func (c *Context) broadcast(group string, msg any) error {
+	c.flushRun()
+	return c.sys.publish(group, c.Self(), msg)
 }
 
 // publish is group.Publish (and group.Broadcast, from c.Self()).

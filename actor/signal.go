@@ -44,6 +44,7 @@ func (c *Context) Link(ref Ref) {
 	}
 	e.links[ref] = struct{}{}
 	c.trackRemote(edgeLink, ref, 0, true)
+	c.flushRun()
 	c.sys.send(ref, c.Self(), linkSignal{}, 0, kindSignal)
 }
 
@@ -53,6 +54,7 @@ func (c *Context) Unlink(ref Ref) {
 		delete(c.ext.links, ref)
 	}
 	c.trackRemote(edgeLink, ref, 0, false)
+	c.flushRun()
 	c.sys.send(ref, c.Self(), unlinkSignal{}, 0, kindSignal)
 }
 
@@ -66,6 +68,7 @@ func (c *Context) Monitor(ref Ref) MonitorID {
 	}
 	e.watching[id] = ref
 	c.trackRemote(edgeMonitor, ref, id, true)
+	c.flushRun()
 	c.sys.send(ref, c.Self(), monitorSignal{ID: id}, 0, kindSignal)
 	return id
 }
@@ -82,6 +85,7 @@ func (c *Context) Demonitor(id MonitorID) {
 	}
 	delete(c.ext.watching, id)
 	c.trackRemote(edgeMonitor, ref, id, false)
+	c.flushRun()
 	c.sys.send(ref, c.Self(), demonitorSignal{ID: id}, 0, kindSignal)
 }
 
@@ -116,10 +120,12 @@ func (c *Context) signal(n *node) bool {
 		c.shed(s.credit)
 	case linkSignal:
 		if c.isRemote(n.from) && c.opts&oAcceptRemoteLinks == 0 && !c.linkedTo(n.from) {
+			c.flushRun()
 			c.sys.send(n.from, c.Self(), exitSignal{Reason: ErrLinkRefused, Linked: true}, 0, kindSignal)
 			return false
 		}
 		if !c.admitRemote(edgeLink, n.from, 0) {
+			c.flushRun()
 			c.sys.send(n.from, c.Self(), exitSignal{Reason: ErrSystemLimit, Linked: true}, 0, kindSignal)
 			return false
 		}
@@ -135,6 +141,7 @@ func (c *Context) signal(n *node) bool {
 		c.trackRemote(edgeLink, n.from, 0, false)
 	case monitorSignal:
 		if !c.admitRemote(edgeWatcher, n.from, s.ID) {
+			c.flushRun()
 			c.sys.send(n.from, c.Self(), downSignal{ID: s.ID, Reason: ErrSystemLimit}, 0, kindSignal)
 			return false
 		}

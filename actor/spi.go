@@ -42,6 +42,7 @@ func init() {
 	spi.Group = &spi.GroupHooks[Context, System, Ref]{
 		Join:         (*Context).join,
 		Leave:        (*Context).leave,
+		Broadcast:    (*Context).broadcast,
 		Publish:      (*System).publish,
 		LocalMembers: (*System).localMembers,
 		Count:        (*System).groupMembers,

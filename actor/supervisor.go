@@ -205,6 +205,7 @@ func (s *supervisor) stopChildren(then func()) {
 	pending := 0
 	for i := len(s.refs) - 1; i >= 0; i-- {
 		if r := s.refs[i]; !r.IsZero() {
+			s.c.flushRun()
 			s.c.sys.send(r, s.c.Self(), exitSignal{Reason: ErrShutdown, Kill: true}, 0, kindSignal)
 			pending++
 		}

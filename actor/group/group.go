@@ -57,7 +57,7 @@ func Leave(c *actor.Context, group string) { hooks.Leave(c, group) }
 // peer, that actor included when it is a member, once each. It never
 // blocks; without a group transport only local members receive it.
 func Broadcast(c *actor.Context, group string, msg any) error {
-	return hooks.Publish(c.System(), group, c.Self(), msg)
+	return hooks.Broadcast(c, group, msg)
 }
 
 // Publish sends msg to every member of group, as Broadcast, from plain Go

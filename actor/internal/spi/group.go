@@ -25,6 +25,7 @@ type Left[R any] struct {
 type GroupHooks[C, S, R any] struct {
 	Join         func(c *C, group string, presence bool) error
 	Leave        func(c *C, group string)
+	Broadcast    func(c *C, group string, msg any) error
 	Publish      func(s *S, group string, from R, msg any) error
 	LocalMembers func(s *S, group string) []R
 	Count        func(s *S, group string) int
