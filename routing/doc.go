@@ -75,6 +75,7 @@
 //	link.go              a peer's link: two queues and their writers
 //	queue.go             a link's bounded queue
 //	linkstate.go         a queue's writing right, a writer's next move (pure)
+//	queue_handoff.go     the queue's side of the right's hand-off (handBack, takeBack)
 //	rooms.go             what share of a queue each kind may fill (pure)
 //	peertable.go         the state per peer and its streams: events in, actions out (pure)
 //	peertable_retire.go  the links to retire, and when (pure)
