@@ -72,8 +72,15 @@ func (c *Context) run() {
 		}
 		n := fresh
 		if n == nil { // the lanes first, then the inbox (lanes.go)
-			if n = c.nextLaned(); n == nil {
-				if n = c.takeInbox(); n == nil {
+			if c.ext != nil && c.ext.lanes != nil {
+				n = c.nextLaned()
+			}
+			if n == nil {
+				var charged bool
+				if n, charged = c.inbox.takeAllCharged(); charged {
+					n = c.lanedBatch(n)
+				}
+				if n == nil {
 					break
 				}
 			}

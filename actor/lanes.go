@@ -144,17 +144,11 @@ func (l *laneSet) takeAll() *node {
 	return head
 }
 
-// takeInbox returns what c's inbox holds, oldest first, as the next
-// messages to try: when none of them is charged to a Credit and c has no
-// lanes in use, the batch itself (c.fresh's fast path); else the next
-// node of c's lanes, the batch added to them.
-func (c *Context) takeInbox() *node {
-	h, charged := c.inbox.takeAllCharged()
-	if !charged {
-		if l := c.lanesIfUsed(); l == nil {
-			return h
-		}
-	}
+// lanedBatch adds a batch taken from c's inbox (oldest first), at least
+// one of whose nodes is charged to a Credit, to c's lanes, and returns
+// their next node. (A batch none of whose nodes is charged, while no lane
+// holds a node, is handled as it is: c.fresh's fast path.)
+func (c *Context) lanedBatch(h *node) *node {
 	l := c.lanesOrNew()
 	l.add(h)
 	return l.pop()
