@@ -1,0 +1,86 @@
+package actor
+
+import (
+	"fmt"
+	"testing"
+)
+
+// TestLaneSetRoundRobin: the lanes give one node of each sender peer (and
+// of this peer, the nil Credit) in turn, each lane in its own order, and a
+// lane that empties leaves the turn to the next.
+func TestLaneSetRoundRobin(t *testing.T) {
+	a, b := newCredit(0), newCredit(0)
+	mk := func(msg string, size uint32, own owner) *node { return &node{msg: msg, size: size, own: own} }
+	chain := func(ns ...*node) *node {
+		for i := range len(ns) - 1 {
+			ns[i].next = ns[i+1]
+		}
+		return ns[0]
+	}
+	var l laneSet
+	l.add(chain(mk("a1", 10, ownedByCredit(a)), mk("a2", 10, ownedByCredit(a)), mk("l1", 0, nil),
+		mk("a3", 10, ownedByCredit(a)), mk("b1", 10, ownedByCredit(b))))
+	var got []string
+	for range 3 {
+		got = append(got, l.pop().msg.(string))
+	}
+	l.add(chain(mk("b2", 10, ownedByCredit(b)), mk("l2", 0, nil)))
+	for n := l.pop(); n != nil; n = l.pop() {
+		if n.next != nil {
+			t.Fatalf("%v popped with a next", n.msg)
+		}
+		got = append(got, n.msg.(string))
+	}
+	want := "[a1 l1 b1 a2 b2 l2 a3]" // emptied lanes come back at the end, in their arrival order
+	if fmt.Sprint(got) != want {
+		t.Fatalf("order %v, want %s", got, want)
+	}
+	if !l.empty() || len(l.byCr) != 0 {
+		t.Fatalf("lanes left: ring %d, map %d", len(l.ring), len(l.byCr))
+	}
+}
+
+// TestSharedActorServesPeersInTurn: a peer whose backlog waits in an
+// actor's mailbox does not stand in front of another peer's messages, nor
+// of this peer's: the actor handles them in turn, each peer's in order.
+func TestSharedActorServesPeersInTurn(t *testing.T) {
+	s := newSys(t, WithPeer("me"))
+	hold := make(chan struct{})
+	got := make(chan string, 256)
+	ref := mustSpawn(t, s, "", func(c *Context) {
+		c.Receive(Loop(Any(func(m any) {
+			if m == "hold" {
+				<-hold
+				return
+			}
+			got <- m.(string)
+		})))
+	})
+	s.Send(ref, "hold")
+	flood, quiet := inboundFrom(s, newCredit(0)), inboundFrom(s, newCredit(0))
+	for i := range 100 {
+		flood.Add(&envelope{To: ref, From: mustRef(t, "them/x"), Msg: fmt.Sprint("f", i), Size: 100})
+	}
+	flood.Close()
+	quiet.Add(&envelope{To: ref, From: mustRef(t, "others/y"), Msg: "q0", Size: 100})
+	quiet.Add(&envelope{To: ref, From: mustRef(t, "others/y"), Msg: "q1", Size: 100})
+	quiet.Close()
+	s.Send(ref, "l0")
+	close(hold)
+	var order []string
+	for range 103 {
+		order = append(order, recv(t, got))
+	}
+	want := "[f0 q0 l0 f1 q1 f2 f3]"
+	if fmt.Sprint(order[:7]) != want {
+		t.Fatalf("first handled %v, want %s", order[:7], want)
+	}
+	for i, k := 0, 0; i < len(order); i++ {
+		if order[i][0] == 'f' {
+			if order[i] != fmt.Sprint("f", k) {
+				t.Fatalf("flood out of order at %d: %v", i, order[i])
+			}
+			k++
+		}
+	}
+}
