@@ -13,6 +13,10 @@ import "github.com/troupe-mesh/troupe/actor/internal/spi"
 // message from a quiet peer gets a lane at once. Each lane keeps its
 // messages' order, so what one sender sends to an actor is still handled
 // in the order sent; messages of different peers were never ordered.
+// A ShedSaved signal goes to its Credit's lane, after the messages it
+// sheds. Not in a peer's lane: what this node makes itself for a peer's
+// actors (a Down when the peer is lost), which goes to this peer's lane
+// and may so be handled before that peer's messages still in theirs.
 //
 // An actor that only hears from its own peer never has lanes: an inbox
 // batch goes to c.fresh as it always did, and the only cost is noticing
