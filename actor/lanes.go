@@ -169,6 +169,11 @@ func (c *Context) nextLaned() *node {
 		h, _ := c.inbox.takeAllCharged()
 		l.add(h)
 	}
+	if len(l.ring) > 1 {
+		// Another peer's turn: what the last one's messages sent (its
+		// replies) goes now, not after the activation's other messages.
+		c.flushOut()
+	}
 	return l.pop()
 }
 
