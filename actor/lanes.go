@@ -29,6 +29,8 @@ type laneSet struct {
 	byCr  map[*spi.Credit]*lane // the lanes of ring by Credit
 	last  *lane                 // the lane add filled last (consecutive nodes mostly share one)
 	spare *lane                 // an emptied lane, for the next one needed
+	// popped is the Credit of the lane pop took from last.
+	popped *spi.Credit
 }
 
 type lane struct {
@@ -101,6 +103,7 @@ func (l *laneSet) pop() *node {
 		l.turn = 0
 	}
 	ln := l.ring[l.turn]
+	l.popped = ln.cr
 	n := ln.head
 	ln.head = n.next
 	n.next = nil
@@ -124,6 +127,15 @@ func (l *laneSet) pop() *node {
 	ln.cr = nil
 	l.spare = ln
 	return n
+}
+
+// turnChanges reports whether the next pop takes from another lane
+// than the last one did.
+func (l *laneSet) turnChanges() bool {
+	if len(l.ring) == 0 {
+		return false
+	}
+	return l.ring[l.turn%len(l.ring)].cr != l.popped
 }
 
 // empty reports whether no lane holds a node.
@@ -169,7 +181,7 @@ func (c *Context) nextLaned() *node {
 		h, _ := c.inbox.takeAllCharged()
 		l.add(h)
 	}
-	if len(l.ring) > 1 {
+	if l.turnChanges() {
 		// Another peer's turn: what the last one's messages sent (its
 		// replies) goes now, not after the activation's other messages.
 		c.flushOut()

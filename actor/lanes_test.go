@@ -84,3 +84,41 @@ func TestSharedActorServesPeersInTurn(t *testing.T) {
 		}
 	}
 }
+
+// TestLaneTurnSendsTheReplies: when the turn passes to another peer's
+// lane, what the actor sent so far goes out: a quiet peer's reply does
+// not wait in the outbox while the actor handles a flood's backlog.
+func TestLaneTurnSendsTheReplies(t *testing.T) {
+	br := &batchRecorder{}
+	s := newSys(t, WithPeer("me"), withRemote(br))
+	hold := make(chan struct{})
+	seen := make(chan bool, 1) // whether q0's reply was out when f1 was handled
+	ref := mustSpawn(t, s, "", func(c *Context) {
+		c.Receive(Loop(Any(func(m any) {
+			switch m {
+			case "hold":
+				<-hold
+				return
+			case "f1":
+				out := false
+				for _, o := range br.sent() {
+					out = out || o.Corr == 1000
+				}
+				seen <- out
+			}
+			c.Reply(m)
+		})))
+	})
+	s.Send(ref, "hold")
+	flood, quiet := inboundFrom(s, newCredit(0)), inboundFrom(s, newCredit(0))
+	for i := range 100 {
+		flood.Add(&envelope{To: ref, From: mustRef(t, "them/x"), Msg: fmt.Sprint("f", i), Corr: uint64(i + 1), Size: 100})
+	}
+	flood.Close()
+	quiet.Add(&envelope{To: ref, From: mustRef(t, "others/y"), Msg: "q0", Corr: 1000, Size: 100})
+	quiet.Close()
+	close(hold)
+	if !recv(t, seen) {
+		t.Fatal("the quiet peer's reply still waited in the outbox when the flood's next message was handled")
+	}
+}
