@@ -14,9 +14,11 @@ import "github.com/troupe-mesh/troupe/actor/internal/spi"
 // messages' order, so what one sender sends to an actor is still handled
 // in the order sent; messages of different peers were never ordered.
 // A ShedSaved signal goes to its Credit's lane, after the messages it
-// sheds. Not in a peer's lane: what this node makes itself for a peer's
-// actors (a Down when the peer is lost), which goes to this peer's lane
-// and may so be handled before that peer's messages still in theirs.
+// sheds. A Down or exit signal this node makes itself for an actor of
+// another peer (when it loses the peer, or cannot reach it) goes to the
+// lane of that peer's messages if one holds some, after them, as
+// Erlang's DOWN with noconnection comes after what the node had already
+// received; else to this peer's lane.
 //
 // An actor that only hears from its own peer never has lanes: an inbox
 // batch goes to c.fresh as it always did, and the only cost is noticing
@@ -24,17 +26,22 @@ import "github.com/troupe-mesh/troupe/actor/internal/spi"
 
 // laneSet is an actor's lanes; owned by its activation, in its ext.
 type laneSet struct {
-	ring  []*lane               // the lanes holding messages, in turn order
-	turn  int                   // index in ring of the next lane to give one
-	byCr  map[*spi.Credit]*lane // the lanes of ring by Credit
-	last  *lane                 // the lane add filled last (consecutive nodes mostly share one)
-	spare *lane                 // an emptied lane, for the next one needed
+	ring []*lane               // the lanes holding messages, in turn order
+	turn int                   // index in ring of the next lane to give one
+	byCr map[*spi.Credit]*lane // the lanes of ring by Credit
+	// byPeer is the lanes of ring by the peer of their messages' senders
+	// (the latest lane of a peer that got a new Credit), for the signals
+	// this node makes for that peer's actors (lostPeer).
+	byPeer map[string]*lane
+	last   *lane // the lane add filled last (consecutive nodes mostly share one)
+	spare  *lane // an emptied lane, for the next one needed
 	// popped is the Credit of the lane pop took from last.
 	popped *spi.Credit
 }
 
 type lane struct {
 	cr         *spi.Credit
+	peer       string // the peer of the senders of a Credit's lane ("" for nil)
 	head, tail *node
 }
 
@@ -51,6 +58,20 @@ func laneCredit(n *node) *spi.Credit {
 	return n.charged()
 }
 
+// lostPeer returns the peer of the sender of n, a node charged to no
+// Credit, when n is a Down or exit signal that this node made for an
+// actor of another peer (PeerDown, undeliverable); else "".
+func lostPeer(n *node) string {
+	if n.kind != kindSignal {
+		return ""
+	}
+	switch n.msg.(type) {
+	case downSignal, exitSignal:
+		return n.from.Peer()
+	}
+	return ""
+}
+
 // add appends the nodes from h (oldest first, linked by next) to their
 // lanes.
 func (l *laneSet) add(h *node) {
@@ -59,8 +80,16 @@ func (l *laneSet) add(h *node) {
 		h.next = nil
 		cr := laneCredit(h)
 		ln := l.last
+		if cr == nil && len(l.byPeer) != 0 {
+			if p := lostPeer(h); p != "" && l.byPeer[p] != nil {
+				ln, cr = l.byPeer[p], l.byPeer[p].cr
+			}
+		}
 		if ln == nil || ln.cr != cr || ln.head == nil {
 			ln = l.laneOf(cr)
+			if cr != nil && ln.head == nil {
+				l.setPeer(ln, h.from.Peer())
+			}
 			l.last = ln
 		}
 		if ln.head == nil {
@@ -93,6 +122,18 @@ func (l *laneSet) laneOf(cr *spi.Credit) *lane {
 	return ln
 }
 
+// setPeer records p as the peer of ln, a Credit's new lane.
+func (l *laneSet) setPeer(ln *lane, p string) {
+	if p == "" {
+		return
+	}
+	if l.byPeer == nil {
+		l.byPeer = make(map[string]*lane)
+	}
+	ln.peer = p
+	l.byPeer[p] = ln
+}
+
 // pop takes the next lane's oldest node (its next nil), or returns nil
 // when no lane holds one.
 func (l *laneSet) pop() *node {
@@ -115,6 +156,9 @@ func (l *laneSet) pop() *node {
 	// at the same index.
 	ln.tail = nil
 	delete(l.byCr, ln.cr)
+	if ln.peer != "" && l.byPeer[ln.peer] == ln {
+		delete(l.byPeer, ln.peer)
+	}
 	copy(l.ring[l.turn:], l.ring[l.turn+1:])
 	l.ring[len(l.ring)-1] = nil
 	l.ring = l.ring[:len(l.ring)-1]
@@ -124,7 +168,7 @@ func (l *laneSet) pop() *node {
 	if l.last == ln {
 		l.last = nil
 	}
-	ln.cr = nil
+	ln.cr, ln.peer = nil, ""
 	l.spare = ln
 	return n
 }
@@ -152,11 +196,12 @@ func (l *laneSet) takeAll() *node {
 			tail.next = ln.head
 		}
 		tail = ln.tail
-		ln.head, ln.tail = nil, nil
+		ln.head, ln.tail, ln.peer = nil, nil, ""
 	}
 	clear(l.ring)
 	l.ring, l.turn, l.last = l.ring[:0], 0, nil
 	clear(l.byCr)
+	clear(l.byPeer)
 	return head
 }
 

@@ -122,3 +122,52 @@ func TestLaneTurnSendsTheReplies(t *testing.T) {
 		t.Fatal("the quiet peer's reply still waited in the outbox when the flood's next message was handled")
 	}
 }
+
+// TestLostPeerSignalsAfterItsMessages: the Down and the exit signal this
+// node makes itself when it loses a peer come after the messages of that
+// peer's actors that the actor had already received (as Erlang's DOWN
+// with noconnection does), not in this peer's lane ahead of them.
+func TestLostPeerSignalsAfterItsMessages(t *testing.T) {
+	s := newSys(t, WithPeer("me"), withRemote(&recordingRemote{}))
+	far := mustRef(t, "them/x")
+	hold := make(chan struct{})
+	ready := make(chan struct{})
+	got := make(chan string, 64)
+	ref := mustSpawn(t, s, "", func(c *Context) {
+		c.TrapExit(true)
+		c.Monitor(far)
+		c.Link(far)
+		close(ready)
+		forever(c, func() []Case {
+			return []Case{
+				On(func(d Down) { got <- "down" }),
+				On(func(e Exit) { got <- "exit" }),
+				On(func(m string) {
+					if m == "hold" {
+						<-hold
+						return
+					}
+					got <- m
+				}),
+			}
+		})
+	})
+	<-ready
+	s.Send(ref, "hold")
+	in := inboundFrom(s, newCredit(0))
+	for i := range 10 {
+		in.Add(&envelope{To: ref, From: far, Msg: fmt.Sprint("m", i), Size: 100})
+	}
+	in.Close()
+	s.port.PeerDown("them")
+	close(hold)
+	var order []string
+	for range 12 {
+		order = append(order, recv(t, got))
+	}
+	for i, m := range order[:10] {
+		if m != fmt.Sprint("m", i) {
+			t.Fatalf("handled %v: a signal of the lost peer came before its messages", order)
+		}
+	}
+}
