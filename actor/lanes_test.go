@@ -3,6 +3,7 @@ package actor
 import (
 	"fmt"
 	"testing"
+	"time"
 )
 
 // TestLaneSetRoundRobin: the lanes give one node of each sender peer (and
@@ -169,5 +170,53 @@ func TestLostPeerSignalsAfterItsMessages(t *testing.T) {
 		if m != fmt.Sprint("m", i) {
 			t.Fatalf("handled %v: a signal of the lost peer came before its messages", order)
 		}
+	}
+}
+
+// TestLanesSelectiveReceive: messages of a peer's lane that the current
+// receive skips are saved in their order, and a later receive finds them
+// before the rest of that lane.
+func TestLanesSelectiveReceive(t *testing.T) {
+	s := newSys(t, WithPeer("me"))
+	hold := make(chan struct{})
+	got := make(chan string, 64)
+	ref := mustSpawn(t, s, "", func(c *Context) {
+		c.Receive(On(func(string) {
+			<-hold
+			c.Receive(On(func(int) { // skips the strings of both lanes
+				c.Receive(Loop(Any(func(m any) { got <- fmt.Sprint(m) })))
+			}))
+		}))
+	})
+	s.Send(ref, "hold")
+	a, b := inboundFrom(s, newCredit(0)), inboundFrom(s, newCredit(0))
+	for i := range 6 {
+		a.Add(&envelope{To: ref, From: mustRef(t, "them/x"), Msg: fmt.Sprint("a", i), Size: 100})
+	}
+	a.Close()
+	b.Add(&envelope{To: ref, From: mustRef(t, "others/y"), Msg: "b0", Size: 100})
+	b.Add(&envelope{To: ref, From: mustRef(t, "others/y"), Msg: 7, Size: 100})
+	b.Add(&envelope{To: ref, From: mustRef(t, "others/y"), Msg: "b1", Size: 100})
+	b.Close()
+	close(hold)
+	var order []string
+	for range 8 {
+		select {
+		case m := <-got:
+			order = append(order, m)
+		case <-time.After(2 * time.Second):
+			t.Fatalf("got only %v", order)
+		}
+	}
+	var as, bs []string
+	for _, m := range order {
+		if m[0] == 'a' {
+			as = append(as, m)
+		} else {
+			bs = append(bs, m)
+		}
+	}
+	if fmt.Sprint(as) != "[a0 a1 a2 a3 a4 a5]" || fmt.Sprint(bs) != "[b0 b1]" {
+		t.Fatalf("handled %v: a lane's order was lost", order)
 	}
 }
