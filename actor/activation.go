@@ -72,9 +72,18 @@ func (c *Context) run() {
 			}
 		}
 		n := fresh
-		if n == nil {
-			if n = c.inbox.takeAll(); n == nil {
-				break
+		if n == nil { // the lanes first, then the inbox (lanes.go)
+			if c.ext != nil && c.ext.lanes != nil {
+				n = c.nextLaned()
+			}
+			if n == nil {
+				var charged bool
+				if n, charged = c.inbox.takeAllCharged(); charged {
+					n = c.lanedBatch(n)
+				}
+				if n == nil {
+					break
+				}
 			}
 		}
 		fresh = n.next // n.next is left stale: whatever keeps n sets it
@@ -152,7 +161,7 @@ func (c *Context) run() {
 // yield ends an activation: the actor goes idle, or stays scheduled and
 // queues itself again when work remains.
 func (c *Context) yield() {
-	if c.fresh != nil || c.flags&fRescan != 0 || c.inbox.nonEmpty() {
+	if c.fresh != nil || c.flags&fRescan != 0 || c.inbox.nonEmpty() || c.lanesIfUsed() != nil {
 		c.follow()
 		if c.loop.Load().Submit(&c.task) == nil {
 			return
@@ -253,7 +262,11 @@ func (c *Context) terminate(reason error) {
 	c.cont = nil
 	c.cur = nil
 	c.lastTo = nil
-	for _, list := range []*node{c.fresh, c.saved.takeAll(), c.inbox.close()} {
+	var laned *node
+	if c.ext != nil && c.ext.lanes != nil {
+		laned = c.ext.lanes.takeAll()
+	}
+	for _, list := range []*node{c.fresh, laned, c.saved.takeAll(), c.inbox.close()} {
 		for n := list; n != nil; {
 			next := n.next
 			n.next = nil

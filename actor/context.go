@@ -93,6 +93,7 @@ type ext struct {
 	groups   map[string]struct{}
 	reason   error    // exit reason once fStopping is set
 	ask      *askCase // the pending Ask of an actor on another peer
+	lanes    *laneSet // messages of other peers, one lane per sender peer (lanes.go)
 }
 
 func (c *Context) extra() *ext {

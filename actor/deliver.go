@@ -122,7 +122,8 @@ func (s *System) deliverLocal(to Ref, n *node) {
 // undeliverable disposes of a message that reached no actor: user messages
 // and replies become dead letters (an Ask request is answered with
 // Undeliverable), a monitor or link request is answered as if the target
-// had just died. It frees n.
+// had just died, a Down or exit signal refused on its way to another peer
+// becomes a dead letter (as a Down or an Exit). It frees n.
 func (s *System) undeliverable(to Ref, n *node, reason error) {
 	defer s.free(n)
 	switch n.kind {
@@ -133,6 +134,17 @@ func (s *System) undeliverable(to Ref, n *node, reason error) {
 			s.send(n.from, to, downSignal{ID: sig.ID, Reason: reason}, 0, kindSignal)
 		case linkSignal:
 			s.send(n.from, to, exitSignal{Reason: reason, Linked: true}, 0, kindSignal)
+		case downSignal:
+			// Refused on its way to another peer (a full link, say): a dead
+			// letter, as a message would be. One for an actor of this peer
+			// that is gone is dropped, as in Erlang.
+			if !to.on(s.peer) {
+				s.deadLetter(DeadLetter{To: to, From: n.from, Msg: Down{Ref: n.from, ID: sig.ID, Reason: sig.Reason}, Reason: reason})
+			}
+		case exitSignal:
+			if !to.on(s.peer) {
+				s.deadLetter(DeadLetter{To: to, From: n.from, Msg: Exit{From: n.from, Reason: sig.Reason}, Reason: reason})
+			}
 		}
 	default:
 		s.deadLetter(DeadLetter{To: to, From: n.from, Msg: n.msg, Reason: reason})

@@ -194,6 +194,7 @@
 //	thread.go      thread-style actors: SpawnThread, Thread, a blocking Receive
 //	placement.go   which loop an actor runs on, and when it moves
 //	mailbox.go     inbox and saved messages; nodeblock.go: remote nodes
+//	lanes.go       other peers' messages in turn, one lane per sender peer
 //	ask.go         Ask and replies; typed.go: AskAs, AskThen
 //	replies.go     the reply table where a System.Ask waits
 //	signal.go      links, monitors, exits, Down

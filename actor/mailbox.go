@@ -109,6 +109,24 @@ func (b *inbox) takeAll() *node {
 	return reverseNodes(b.head.Swap(nil))
 }
 
+// takeAllCharged is takeAll, and reports whether one of the nodes is
+// charged to a Credit (has a size): the reversal sees every node anyway.
+func (b *inbox) takeAllCharged() (*node, bool) {
+	if b.head.Load() == nil {
+		return nil, false
+	}
+	var prev *node
+	var sizes uint32
+	for h := b.head.Swap(nil); h != nil; {
+		next := h.next
+		h.next = prev
+		sizes |= h.size
+		prev = h
+		h = next
+	}
+	return prev, sizes != 0
+}
+
 // close stops the inbox and returns what it still held, oldest first.
 func (b *inbox) close() *node {
 	h := b.head.Swap(closedNode)

@@ -93,7 +93,8 @@ func (r *Router) DeliverDirect(ctx context.Context, to, from actor.Ref, msg any,
 
 // pushDirect queues msg for DeliverDirect (pushClaim), on a new link if
 // the peer's was retired meanwhile, and returns its queue and whether the
-// caller took over waking the writer.
+// caller took over waking the writer. A reply its full queue refuses is
+// reported to its asker, as Deliver does.
 func (r *Router) pushDirect(to, from actor.Ref, msg any, corr uint64, reply bool) (*queue, bool, error) {
 	for {
 		l, err := r.link(to.Peer())
@@ -106,7 +107,11 @@ func (r *Router) pushDirect(to, from actor.Ref, msg any, corr uint64, reply bool
 		}
 		if !l.retired.Load() {
 			r.linkFull.Add(1)
-			return nil, false, fmt.Errorf("%w: %v", ErrLinkFull, l.peer)
+			err := fmt.Errorf("%w: %v", ErrLinkFull, l.peer)
+			if reply {
+				l.refusedReply(to.Name(), from.Name(), msg, corr, err)
+			}
+			return nil, false, err
 		}
 	}
 }

@@ -18,7 +18,7 @@ import (
 // an Undeliverable on the control queue, so that the Ask fails at once.
 
 // TestRefusedReplyTellsTheAsker: a reply its full queue refuses, through
-// Deliver or DeliverBatch, is a dead letter here, and an Undeliverable
+// Deliver, DeliverBatch or DeliverDirect, is a dead letter here, and an Undeliverable
 // with ErrLinkFull for the same correlation ID waits on the control queue
 // for the asker; a one-way message refused so sends nothing.
 func TestRefusedReplyTellsTheAsker(t *testing.T) {
@@ -42,19 +42,24 @@ func TestRefusedReplyTellsTheAsker(t *testing.T) {
 	if n, err := r.DeliverBatch(from, []transport.Outbound{{To: asker, Msg: "later", Corr: 1001, Reply: true}}); n != 0 || !errors.Is(err, ErrLinkFull) {
 		t.Fatalf("DeliverBatch of a reply to a full queue: %d, %v", n, err)
 	}
-	got := l.ctl.q.takeBatch(nil)
-	if len(got) != 2 {
-		t.Fatalf("control queue holds %d messages, want the 2 Undeliverables: %+v", len(got), got)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := r.DeliverDirect(ctx, asker, from, "direct", 1002, true); !errors.Is(err, ErrLinkFull) {
+		t.Fatalf("DeliverDirect of a reply to a full queue: %v, want ErrLinkFull", err)
 	}
-	for i, corr := range []uint64{1000, 1001} {
+	got := l.ctl.q.takeBatch(nil)
+	if len(got) != 3 {
+		t.Fatalf("control queue holds %d messages, want the 3 Undeliverables: %+v", len(got), got)
+	}
+	for i, corr := range []uint64{1000, 1001, 1002} {
 		m := got[i]
 		u, ok := m.msg.(transport.Undeliverable)
 		if !ok || !errors.Is(u.Reason, ErrLinkFull) || m.corr != corr || !m.reply || m.to != "sink" || m.from != "echo" {
 			t.Fatalf("control message %d: %+v, want an Undeliverable reply with ErrLinkFull, corr %d, from echo to sink", i, m, corr)
 		}
 	}
-	if st := r.Stats(); st.RepliesRefused != 2 || st.LinkFull != 3 {
-		t.Fatalf("stats %+v: want 2 replies refused, 3 link full", st)
+	if st := r.Stats(); st.RepliesRefused != 3 || st.LinkFull != 4 {
+		t.Fatalf("stats %+v: want 3 replies refused, 4 link full", st)
 	}
 	// The DeliverBatch reply reached the actor system only through the
 	// caller (an actor's outbox makes it a dead letter); Deliver's caller
