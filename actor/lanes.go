@@ -16,9 +16,11 @@ import "github.com/troupe-mesh/troupe/actor/internal/spi"
 // A ShedSaved signal goes to its Credit's lane, after the messages it
 // sheds. A Down or exit signal this node makes itself for an actor of
 // another peer (when it loses the peer, or cannot reach it) goes to the
-// lane of that peer's messages if one holds some, after them, as
-// Erlang's DOWN with noconnection comes after what the node had already
-// received; else to this peer's lane.
+// lane of that peer's messages, after them, as Erlang's DOWN with
+// noconnection comes after what the node had already received; when the
+// peer has no lane, to a lane of its own that the peer's next messages
+// join, behind it (the loss protocol's Down before the first message
+// after a gap).
 //
 // An actor that only hears from its own peer never has lanes: an inbox
 // batch goes to c.fresh as it always did, and the only cost is noticing
@@ -78,20 +80,7 @@ func (l *laneSet) add(h *node) {
 	for h != nil {
 		next := h.next
 		h.next = nil
-		cr := laneCredit(h)
-		ln := l.last
-		if cr == nil && len(l.byPeer) != 0 {
-			if p := lostPeer(h); p != "" && l.byPeer[p] != nil {
-				ln, cr = l.byPeer[p], l.byPeer[p].cr
-			}
-		}
-		if ln == nil || ln.cr != cr || ln.head == nil {
-			ln = l.laneOf(cr)
-			if cr != nil && ln.head == nil {
-				l.setPeer(ln, h.from.Peer())
-			}
-			l.last = ln
-		}
+		ln := l.laneFor(h)
 		if ln.head == nil {
 			ln.head = h
 		} else {
@@ -100,6 +89,60 @@ func (l *laneSet) add(h *node) {
 		ln.tail = h
 		h = next
 	}
+}
+
+// laneFor returns the lane h goes to: a lost peer's signal to that
+// peer's lane (a lane of its own when the peer has none, which the
+// peer's next messages then join: the signal stays between what came
+// before it and what comes after), else its Credit's lane.
+func (l *laneSet) laneFor(h *node) *lane {
+	cr := laneCredit(h)
+	if cr == nil {
+		if p := lostPeer(h); p != "" {
+			ln := l.byPeer[p]
+			if ln == nil {
+				ln = l.peerLane(p)
+			}
+			l.last = ln
+			return ln
+		}
+	}
+	if ln := l.last; ln != nil && ln.head != nil && ln.cr == cr && (cr != nil || ln.peer == "") {
+		return ln
+	}
+	ln := l.byCr[cr]
+	if ln == nil && cr != nil {
+		p := h.from.Peer()
+		if pl := l.byPeer[p]; pl != nil && pl.cr == nil { // behind the peer's lost-peer signals
+			pl.cr = cr
+			l.byCr[cr] = pl
+			ln = pl
+		} else {
+			ln = l.laneOf(cr)
+			l.setPeer(ln, p)
+		}
+	} else if ln == nil {
+		ln = l.laneOf(nil)
+	}
+	l.last = ln
+	return ln
+}
+
+// peerLane adds an empty lane at the end of the ring for the signals
+// this node made for peer p's actors while p has no lane; no Credit yet.
+func (l *laneSet) peerLane(p string) *lane {
+	ln := l.spare
+	if ln != nil {
+		l.spare = nil
+	} else {
+		ln = &lane{}
+	}
+	if l.byCr == nil {
+		l.byCr = make(map[*spi.Credit]*lane)
+	}
+	l.ring = append(l.ring, ln)
+	l.setPeer(ln, p)
+	return ln
 }
 
 // laneOf returns cr's lane, adding an empty one at the end of the ring.
@@ -155,7 +198,9 @@ func (l *laneSet) pop() *node {
 	// The lane is empty: it leaves the ring, and the next lane's turn is
 	// at the same index.
 	ln.tail = nil
-	delete(l.byCr, ln.cr)
+	if l.byCr[ln.cr] == ln { // not a lost peer's lane, which has no Credit
+		delete(l.byCr, ln.cr)
+	}
 	if ln.peer != "" && l.byPeer[ln.peer] == ln {
 		delete(l.byPeer, ln.peer)
 	}

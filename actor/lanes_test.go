@@ -220,3 +220,61 @@ func TestLanesSelectiveReceive(t *testing.T) {
 		t.Fatalf("handled %v: a lane's order was lost", order)
 	}
 }
+
+// TestLostPeerSignalsBeforeItsLaterMessages: a Down and an exit this node
+// makes for a lost peer's actor while that peer has no messages waiting
+// come before the messages of that peer that arrive after them (the loss
+// protocol's Down before the first message after a gap), even though
+// they are charged to no Credit and the messages are.
+func TestLostPeerSignalsBeforeItsLaterMessages(t *testing.T) {
+	s := newSys(t, WithPeer("me"), withRemote(&recordingRemote{}))
+	far := mustRef(t, "them/x")
+	hold := make(chan struct{})
+	ready := make(chan struct{})
+	got := make(chan string, 64)
+	ref := mustSpawn(t, s, "", func(c *Context) {
+		c.TrapExit(true)
+		c.Monitor(far)
+		c.Link(far)
+		close(ready)
+		forever(c, func() []Case {
+			return []Case{
+				On(func(d Down) { got <- "down" }),
+				On(func(e Exit) { got <- "exit" }),
+				On(func(m string) {
+					if m == "hold" {
+						<-hold
+						return
+					}
+					got <- m
+				}),
+			}
+		})
+	})
+	<-ready
+	s.Send(ref, "hold")
+	s.port.PeerDown("them")
+	s.Send(ref, "local") // this peer's lane, beside theirs
+	in := inboundFrom(s, newCredit(0))
+	for i := range 10 {
+		in.Add(&envelope{To: ref, From: far, Msg: fmt.Sprint("m", i), Size: 100})
+	}
+	in.Close()
+	close(hold)
+	var order []string
+	for range 13 {
+		order = append(order, recv(t, got))
+	}
+	pos := map[string]int{}
+	for i, m := range order {
+		pos[m] = i
+	}
+	if pos["down"] > pos["m0"] || pos["exit"] > pos["m0"] {
+		t.Fatalf("handled %v: a message of the lost peer came before its signals", order)
+	}
+	for i := 1; i < 10; i++ {
+		if pos[fmt.Sprint("m", i)] < pos[fmt.Sprint("m", i-1)] {
+			t.Fatalf("handled %v: the peer's messages out of order", order)
+		}
+	}
+}
