@@ -39,6 +39,7 @@ type laneSet struct {
 	spare  *lane // an emptied lane, for the next one needed
 	// popped is the Credit of the lane pop took from last.
 	popped *spi.Credit
+	self   string // this peer: its actors' signals go to its lane (nil Credit)
 }
 
 type lane struct {
@@ -61,8 +62,9 @@ func laneCredit(n *node) *spi.Credit {
 }
 
 // lostPeer returns the peer of the sender of n, a node charged to no
-// Credit, when n is a Down or exit signal that this node made for an
-// actor of another peer (PeerDown, undeliverable); else "".
+// Credit, when n is a Down or exit signal (that this node made for an
+// actor of another peer: PeerDown, undeliverable; the caller tells this
+// peer's own actors' signals apart); else "".
 func lostPeer(n *node) string {
 	if n.kind != kindSignal {
 		return ""
@@ -98,7 +100,7 @@ func (l *laneSet) add(h *node) {
 func (l *laneSet) laneFor(h *node) *lane {
 	cr := laneCredit(h)
 	if cr == nil {
-		if p := lostPeer(h); p != "" {
+		if p := lostPeer(h); p != "" && p != l.self {
 			ln := l.byPeer[p]
 			if ln == nil {
 				ln = l.peerLane(p)
@@ -290,7 +292,7 @@ func (c *Context) lanesIfUsed() *laneSet {
 func (c *Context) lanesOrNew() *laneSet {
 	e := c.extra()
 	if e.lanes == nil {
-		e.lanes = &laneSet{}
+		e.lanes = &laneSet{self: c.sys.peer}
 	}
 	return e.lanes
 }

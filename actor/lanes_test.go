@@ -18,7 +18,7 @@ func TestLaneSetRoundRobin(t *testing.T) {
 		}
 		return ns[0]
 	}
-	var l laneSet
+	l := laneSet{self: "me"}
 	l.add(chain(mk("a1", 10, ownedByCredit(a)), mk("a2", 10, ownedByCredit(a)), mk("l1", 0, nil),
 		mk("a3", 10, ownedByCredit(a)), mk("b1", 10, ownedByCredit(b))))
 	var got []string
@@ -276,5 +276,42 @@ func TestLostPeerSignalsBeforeItsLaterMessages(t *testing.T) {
 		if pos[fmt.Sprint("m", i)] < pos[fmt.Sprint("m", i-1)] {
 			t.Fatalf("handled %v: the peer's messages out of order", order)
 		}
+	}
+}
+
+// TestLaneSetOwnPeerDownStaysInOwnLane: a Down or exit signal of an actor
+// of this peer (charged to no Credit, as this peer's messages are) goes to
+// this peer's lane behind that actor's messages, not to a lost peer's lane
+// of its own that the turn could reach first.
+func TestLaneSetOwnPeerDownStaysInOwnLane(t *testing.T) {
+	a := newCredit(0)
+	me, far := mustRef(t, "me/a"), mustRef(t, "them/x")
+	chain := func(ns ...*node) *node {
+		for i := range len(ns) - 1 {
+			ns[i].next = ns[i+1]
+		}
+		return ns[0]
+	}
+	l := laneSet{self: "me"}
+	l.add(chain(&node{msg: "q0", size: 10, own: ownedByCredit(a), from: far},
+		&node{msg: "l0", from: me}, &node{msg: "l1", from: me},
+		&node{msg: downSignal{}, from: me, kind: kindSignal},
+		&node{msg: exitSignal{}, from: me, kind: kindSignal}))
+	var got []string
+	for n := l.pop(); n != nil; n = l.pop() {
+		switch n.msg.(type) {
+		case downSignal:
+			got = append(got, "down")
+		case exitSignal:
+			got = append(got, "exit")
+		default:
+			got = append(got, n.msg.(string))
+		}
+	}
+	if want := "[q0 l0 l1 down exit]"; fmt.Sprint(got) != want {
+		t.Fatalf("order %v, want %s", got, want)
+	}
+	if !l.empty() || len(l.byCr) != 0 || len(l.byPeer) != 0 {
+		t.Fatalf("lanes left: ring %d, byCr %d, byPeer %d", len(l.ring), len(l.byCr), len(l.byPeer))
 	}
 }
