@@ -135,7 +135,11 @@ func StartDHT(h host.Host, connect func(context.Context, libp2ppeer.AddrInfo) er
 // 100-peer mesh the walks' dials were 70–79 % of the connections opened
 // after the start (docs/scale.md, "The connection budget"). With 3 a
 // walk asks fewer peers beyond those it needs, for a few more round
-// trips.
+// trips. kad-dht also derives from α how long a routing table peer may
+// go unqueried before a refresh pings it, and evicts it if it does not
+// answer: log(1/k)/log(1-α/k) refresh periods, 43 min at α = 10 and
+// 3 h 4 min at 3, so a peer that left stays in the table longer unless
+// a walk's failed dial removes it (docs/scale.md).
 const dhtAlpha = 3
 
 // refreshEvery is how often, at the least, the DHT refreshes its routing
