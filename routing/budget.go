@@ -67,6 +67,9 @@ type peerBudget struct {
 	reserved int64
 	// reservedNow is reserved, for a look without the lock.
 	reservedNow atomic.Int64
+	// pause is the peer's reply pause (replypause_driver.go): set once,
+	// as the budget is made; it has its own lock.
+	pause *peerPause
 }
 
 // budgetFor returns the budget of peer p for a stream being read; the
@@ -79,7 +82,7 @@ func (r *Router) budgetFor(p libp2ppeer.ID) *peerBudget {
 		if len(r.budgets) >= r.sweepAt {
 			r.sweepBudgetsLocked()
 		}
-		b = &peerBudget{credit: transport.NewCredit(r.cfg.PeerBudget / 2)}
+		b = &peerBudget{credit: transport.NewCredit(r.cfg.PeerBudget / 2), pause: r.newPeerPause(p)}
 		r.budgets[p] = b
 	}
 	b.streams++
