@@ -16,9 +16,11 @@ import "github.com/troupe-mesh/troupe/actor/internal/spi"
 // A ShedSaved signal goes to its Credit's lane, after the messages it
 // sheds. A Down or exit signal this node makes itself for an actor of
 // another peer (when it loses the peer, or cannot reach it) goes to the
-// lane of that peer's messages if one holds some, after them, as
-// Erlang's DOWN with noconnection comes after what the node had already
-// received; else to this peer's lane.
+// lane of that peer's messages, after them, as Erlang's DOWN with
+// noconnection comes after what the node had already received; when the
+// peer has no lane, to a lane of its own that the peer's next messages
+// join, behind it (the loss protocol's Down before the first message
+// after a gap).
 //
 // An actor that only hears from its own peer never has lanes: an inbox
 // batch goes to c.fresh as it always did, and the only cost is noticing
@@ -37,6 +39,7 @@ type laneSet struct {
 	spare  *lane // an emptied lane, for the next one needed
 	// popped is the Credit of the lane pop took from last.
 	popped *spi.Credit
+	self   string // this peer: its actors' signals go to its lane (nil Credit)
 }
 
 type lane struct {
@@ -59,8 +62,9 @@ func laneCredit(n *node) *spi.Credit {
 }
 
 // lostPeer returns the peer of the sender of n, a node charged to no
-// Credit, when n is a Down or exit signal that this node made for an
-// actor of another peer (PeerDown, undeliverable); else "".
+// Credit, when n is a Down or exit signal (that this node made for an
+// actor of another peer: PeerDown, undeliverable; the caller tells this
+// peer's own actors' signals apart); else "".
 func lostPeer(n *node) string {
 	if n.kind != kindSignal {
 		return ""
@@ -78,20 +82,7 @@ func (l *laneSet) add(h *node) {
 	for h != nil {
 		next := h.next
 		h.next = nil
-		cr := laneCredit(h)
-		ln := l.last
-		if cr == nil && len(l.byPeer) != 0 {
-			if p := lostPeer(h); p != "" && l.byPeer[p] != nil {
-				ln, cr = l.byPeer[p], l.byPeer[p].cr
-			}
-		}
-		if ln == nil || ln.cr != cr || ln.head == nil {
-			ln = l.laneOf(cr)
-			if cr != nil && ln.head == nil {
-				l.setPeer(ln, h.from.Peer())
-			}
-			l.last = ln
-		}
+		ln := l.laneFor(h)
 		if ln.head == nil {
 			ln.head = h
 		} else {
@@ -100,6 +91,60 @@ func (l *laneSet) add(h *node) {
 		ln.tail = h
 		h = next
 	}
+}
+
+// laneFor returns the lane h goes to: a lost peer's signal to that
+// peer's lane (a lane of its own when the peer has none, which the
+// peer's next messages then join: the signal stays between what came
+// before it and what comes after), else its Credit's lane.
+func (l *laneSet) laneFor(h *node) *lane {
+	cr := laneCredit(h)
+	if cr == nil {
+		if p := lostPeer(h); p != "" && p != l.self {
+			ln := l.byPeer[p]
+			if ln == nil {
+				ln = l.peerLane(p)
+			}
+			l.last = ln
+			return ln
+		}
+	}
+	if ln := l.last; ln != nil && ln.head != nil && ln.cr == cr && (cr != nil || ln.peer == "") {
+		return ln
+	}
+	ln := l.byCr[cr]
+	if ln == nil && cr != nil {
+		p := h.from.Peer()
+		if pl := l.byPeer[p]; pl != nil && pl.cr == nil { // behind the peer's lost-peer signals
+			pl.cr = cr
+			l.byCr[cr] = pl
+			ln = pl
+		} else {
+			ln = l.laneOf(cr)
+			l.setPeer(ln, p)
+		}
+	} else if ln == nil {
+		ln = l.laneOf(nil)
+	}
+	l.last = ln
+	return ln
+}
+
+// peerLane adds an empty lane at the end of the ring for the signals
+// this node made for peer p's actors while p has no lane; no Credit yet.
+func (l *laneSet) peerLane(p string) *lane {
+	ln := l.spare
+	if ln != nil {
+		l.spare = nil
+	} else {
+		ln = &lane{}
+	}
+	if l.byCr == nil {
+		l.byCr = make(map[*spi.Credit]*lane)
+	}
+	l.ring = append(l.ring, ln)
+	l.setPeer(ln, p)
+	return ln
 }
 
 // laneOf returns cr's lane, adding an empty one at the end of the ring.
@@ -155,7 +200,9 @@ func (l *laneSet) pop() *node {
 	// The lane is empty: it leaves the ring, and the next lane's turn is
 	// at the same index.
 	ln.tail = nil
-	delete(l.byCr, ln.cr)
+	if l.byCr[ln.cr] == ln { // not a lost peer's lane, which has no Credit
+		delete(l.byCr, ln.cr)
+	}
 	if ln.peer != "" && l.byPeer[ln.peer] == ln {
 		delete(l.byPeer, ln.peer)
 	}
@@ -245,7 +292,7 @@ func (c *Context) lanesIfUsed() *laneSet {
 func (c *Context) lanesOrNew() *laneSet {
 	e := c.extra()
 	if e.lanes == nil {
-		e.lanes = &laneSet{}
+		e.lanes = &laneSet{self: c.sys.peer}
 	}
 	return e.lanes
 }

@@ -18,7 +18,7 @@ func TestLaneSetRoundRobin(t *testing.T) {
 		}
 		return ns[0]
 	}
-	var l laneSet
+	l := laneSet{self: "me"}
 	l.add(chain(mk("a1", 10, ownedByCredit(a)), mk("a2", 10, ownedByCredit(a)), mk("l1", 0, nil),
 		mk("a3", 10, ownedByCredit(a)), mk("b1", 10, ownedByCredit(b))))
 	var got []string
@@ -218,5 +218,100 @@ func TestLanesSelectiveReceive(t *testing.T) {
 	}
 	if fmt.Sprint(as) != "[a0 a1 a2 a3 a4 a5]" || fmt.Sprint(bs) != "[b0 b1]" {
 		t.Fatalf("handled %v: a lane's order was lost", order)
+	}
+}
+
+// TestLostPeerSignalsBeforeItsLaterMessages: a Down and an exit this node
+// makes for a lost peer's actor while that peer has no messages waiting
+// come before the messages of that peer that arrive after them (the loss
+// protocol's Down before the first message after a gap), even though
+// they are charged to no Credit and the messages are.
+func TestLostPeerSignalsBeforeItsLaterMessages(t *testing.T) {
+	s := newSys(t, WithPeer("me"), withRemote(&recordingRemote{}))
+	far := mustRef(t, "them/x")
+	hold := make(chan struct{})
+	ready := make(chan struct{})
+	got := make(chan string, 64)
+	ref := mustSpawn(t, s, "", func(c *Context) {
+		c.TrapExit(true)
+		c.Monitor(far)
+		c.Link(far)
+		close(ready)
+		forever(c, func() []Case {
+			return []Case{
+				On(func(d Down) { got <- "down" }),
+				On(func(e Exit) { got <- "exit" }),
+				On(func(m string) {
+					if m == "hold" {
+						<-hold
+						return
+					}
+					got <- m
+				}),
+			}
+		})
+	})
+	<-ready
+	s.Send(ref, "hold")
+	s.port.PeerDown("them")
+	s.Send(ref, "local") // this peer's lane, beside theirs
+	in := inboundFrom(s, newCredit(0))
+	for i := range 10 {
+		in.Add(&envelope{To: ref, From: far, Msg: fmt.Sprint("m", i), Size: 100})
+	}
+	in.Close()
+	close(hold)
+	var order []string
+	for range 13 {
+		order = append(order, recv(t, got))
+	}
+	pos := map[string]int{}
+	for i, m := range order {
+		pos[m] = i
+	}
+	if pos["down"] > pos["m0"] || pos["exit"] > pos["m0"] {
+		t.Fatalf("handled %v: a message of the lost peer came before its signals", order)
+	}
+	for i := 1; i < 10; i++ {
+		if pos[fmt.Sprint("m", i)] < pos[fmt.Sprint("m", i-1)] {
+			t.Fatalf("handled %v: the peer's messages out of order", order)
+		}
+	}
+}
+
+// TestLaneSetOwnPeerDownStaysInOwnLane: a Down or exit signal of an actor
+// of this peer (charged to no Credit, as this peer's messages are) goes to
+// this peer's lane behind that actor's messages, not to a lost peer's lane
+// of its own that the turn could reach first.
+func TestLaneSetOwnPeerDownStaysInOwnLane(t *testing.T) {
+	a := newCredit(0)
+	me, far := mustRef(t, "me/a"), mustRef(t, "them/x")
+	chain := func(ns ...*node) *node {
+		for i := range len(ns) - 1 {
+			ns[i].next = ns[i+1]
+		}
+		return ns[0]
+	}
+	l := laneSet{self: "me"}
+	l.add(chain(&node{msg: "q0", size: 10, own: ownedByCredit(a), from: far},
+		&node{msg: "l0", from: me}, &node{msg: "l1", from: me},
+		&node{msg: downSignal{}, from: me, kind: kindSignal},
+		&node{msg: exitSignal{}, from: me, kind: kindSignal}))
+	var got []string
+	for n := l.pop(); n != nil; n = l.pop() {
+		switch n.msg.(type) {
+		case downSignal:
+			got = append(got, "down")
+		case exitSignal:
+			got = append(got, "exit")
+		default:
+			got = append(got, n.msg.(string))
+		}
+	}
+	if want := "[q0 l0 l1 down exit]"; fmt.Sprint(got) != want {
+		t.Fatalf("order %v, want %s", got, want)
+	}
+	if !l.empty() || len(l.byCr) != 0 || len(l.byPeer) != 0 {
+		t.Fatalf("lanes left: ring %d, byCr %d, byPeer %d", len(l.ring), len(l.byCr), len(l.byPeer))
 	}
 }

@@ -197,11 +197,14 @@ func TestHostileSystemSignalsCostNothing(t *testing.T) {
 		t.Fatalf("lookup on b after the hostile signals: %v, %v", ref, err)
 	}
 	// The stream's first hello (7) differs from the incarnation hostile
-	// announced in identify: one restart. Had the two hellos after it
-	// counted, 7 → 9 → 7 would make two more.
+	// announced in identify: one restart; and hostile's own router may open
+	// a stream of its own after it (its pings, its directory), whose hello
+	// says its real incarnation again: a second (a loaded machine showed
+	// it). Had the two hellos after the first counted, 7 → 9 → 7 would
+	// make two more than that.
 	st := b.Router().Stats()
-	if st.DecodeErrors != before.DecodeErrors+1 || st.PeersDown > 1 || st.StreamsReset != before.StreamsReset {
-		t.Fatalf("stats %+v, before %+v: want one more decode error (the monitor), at most one restart, no reset", st, before)
+	if st.DecodeErrors != before.DecodeErrors+1 || st.PeersDown > 2 || st.StreamsReset != before.StreamsReset {
+		t.Fatalf("stats %+v, before %+v: want one more decode error (the monitor), at most two restarts, no reset", st, before)
 	}
 }
 
