@@ -148,6 +148,16 @@ func (p *replyPause) untell(now time.Time) {
 	p.toldDebt += now.Sub(p.toldSince)
 }
 
+// spent reports whether nothing of the state is left to remember at
+// now: no pause of ours within its grace, no told pause, no debt. Until
+// then the peer's budget, which holds it, outlives the peer's streams
+// (budget.go): a peer that closed and reopened them would otherwise find
+// a fresh state, the debt of its claims forgotten.
+func (p *replyPause) spent(now time.Time) bool {
+	p.lapse(now)
+	return !(p.paused && now.Before(p.since.Add(p.grace))) && !p.told && p.forgive(now) == 0
+}
+
 // forgive decays the debt to now and returns it.
 func (p *replyPause) forgive(now time.Time) time.Duration {
 	if d := now.Sub(p.debtAt); d > 0 {

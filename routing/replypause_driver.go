@@ -22,7 +22,7 @@ const replyPollEvery = 50 * time.Millisecond
 
 // peerPause is a peer's reply pause, shared by its streams' readers.
 type peerPause struct {
-	mu     sync.Mutex // guards st; a leaf, taken under no other lock
+	mu     sync.Mutex // guards st; a leaf (under Router.mu in budgetDone and the sweep)
 	st     replyPause
 	paused atomic.Bool   // st.paused, for a look without the lock
 	wake   chan struct{} // capacity 1: a notice changed st
@@ -32,6 +32,17 @@ type peerPause struct {
 func (r *Router) newPeerPause(p libp2ppeer.ID) *peerPause {
 	higher := r.h != nil && r.h.ID() > p
 	return &peerPause{st: newReplyPause(r.cfg.timings.replyStall, r.cfg.PauseGrace, higher), wake: make(chan struct{}, 1)}
+}
+
+// spent is replyPause.spent under the lock; a budget made without a
+// pause (tests) has none to remember.
+func (pp *peerPause) spent(now time.Time) bool {
+	if pp == nil {
+		return true
+	}
+	pp.mu.Lock()
+	defer pp.mu.Unlock()
+	return pp.st.spent(now)
 }
 
 // replyPause steps the reply pause of in's peer after a batch of its

@@ -187,3 +187,36 @@ func TestReplyPauseBelievesAToldPauseForAGrace(t *testing.T) {
 		t.Fatalf("%d notices believed, want 1", st.ReplyPausesHeard)
 	}
 }
+
+// TestReplyPauseOutlivesThePeersStreams: a peer whose claims of pausing
+// us used up their belief does not get it back by closing its streams
+// and opening new ones: its budget, which holds its reply pause, is kept
+// until the debt is forgiven. A peer with nothing to remember has its
+// budget forgotten with its last stream, as before.
+func TestReplyPauseOutlivesThePeersStreams(t *testing.T) {
+	_, r, _ := testRouter(t, 0)
+	liar, other := testhost.NewPeerID(t), testhost.NewPeerID(t)
+	b := r.budgetFor(liar)
+	// A claim believed for the grace and a stall, lapsed just now.
+	b.pause.mu.Lock()
+	b.pause.st.heard(true, time.Now().Add(-(r.cfg.PauseGrace + r.cfg.timings.replyStall)))
+	b.pause.mu.Unlock()
+	r.budgetDone(liar, b)
+	again := r.budgetFor(liar)
+	defer r.budgetDone(liar, again)
+	if again != b {
+		t.Fatal("the liar's budget, with the debt of its claims, was forgotten with its streams")
+	}
+	r.pauseHeard(liar, again, pauseBody{On: true})
+	if n := r.Stats().ReplyPausesHeard; n != 0 {
+		t.Fatalf("%d claims believed on the new streams, want none (the debt is a grace and more)", n)
+	}
+
+	ob := r.budgetFor(other)
+	r.budgetDone(other, ob)
+	fresh := r.budgetFor(other)
+	defer r.budgetDone(other, fresh)
+	if fresh == ob {
+		t.Fatal("a peer with nothing to remember kept its budget after its last stream")
+	}
+}

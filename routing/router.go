@@ -59,7 +59,8 @@ import (
 //     queue's: libp2p's IsClosed and the actor system's lock-free
 //     InEventLoop).
 //   - readerBudget.mu (reader_budget.go): what all stream readers hold;
-//     logLimiter.mu (loglimit.go): the log lines per peer and kind.
+//     logLimiter.mu (loglimit.go): the log lines per peer and kind;
+//     peerPause.mu (replypause_driver.go): a peer's reply pause.
 //     Leaves too: they take no other lock, and may be taken under any
 //     of the above.
 //
