@@ -19,7 +19,9 @@
 // is lost only with a Down for its node, as in Erlang. Large messages go
 // in fragments between the others. Inbound, each stream has one reader;
 // bad input is counted and costs only its stream; each peer has a byte
-// budget (budget.go).
+// budget (budget.go), and a peer that asks and does not read the replies
+// has its user stream left unread while our link to it takes no bytes
+// (replypause.go).
 //
 // docs/routing.md has the whole design: streams and versions, large
 // messages, failures, the loss protocol as a table, and the locks.
@@ -64,6 +66,8 @@
 //	large.go             large messages in fragments, both ways
 //	budget.go            per-peer inbound byte budgets
 //	reader_budget.go     the bytes all stream readers together may hold
+//	replypause.go        pausing a peer that asks and does not read the replies (pure)
+//	replypause_driver.go the readers' side of it, and the peer's notices
 //
 //	peers.go             peers coming and going; links retired
 //	loss.go              the loss protocol: the router's side, the table's actions

@@ -23,6 +23,11 @@ type queue struct {
 	proto, proto10 protocol.ID // offered in this order
 	q              *outQueue
 	w              writer
+	// writing is when the write its writer's stream waits in began
+	// (UnixNano; 0: none): how the reply pause (replypause.go) tells
+	// that the peer takes no bytes. Set by the writing right's holder,
+	// read by the peer's stream readers.
+	writing atomic.Int64
 }
 
 // writer is what the writer of a queue has in hand: its stream and the

@@ -59,7 +59,8 @@ import (
 //     queue's: libp2p's IsClosed and the actor system's lock-free
 //     InEventLoop).
 //   - readerBudget.mu (reader_budget.go): what all stream readers hold;
-//     logLimiter.mu (loglimit.go): the log lines per peer and kind.
+//     logLimiter.mu (loglimit.go): the log lines per peer and kind;
+//     peerPause.mu (replypause_driver.go): a peer's reply pause.
 //     Leaves too: they take no other lock, and may be taken under any
 //     of the above.
 //
@@ -140,6 +141,8 @@ type Stats struct {
 	ReaderPanics     uint64 // inbound streams whose reader panicked (a bug): each was reset, the node lived on
 	Paused           uint64 // times a peer's stream reader paused, the peer at its budget (see WithPeerBudget)
 	Shed             uint64 // times a peer stayed paused for WithPauseGrace and its actors' saved messages were shed
+	ReplyPaused      uint64 // times a peer's user stream was left unread while it asked and our link to it took no bytes (replypause.go)
+	ReplyPausesHeard uint64 // notices of peers that they paused this node's user stream, believed
 	MovedOffRelay    uint64 // outbound streams ended cleanly on a relayed connection once a direct one came (relaymove.go)
 	ReaderBytes      int64  // bytes inbound stream readers now hold for unfinished frames and large messages, node-wide (at most DefaultReaderMemory beyond a maximum frame per peer)
 	ReaderPeers      int    // peers whose readers now hold some
@@ -194,6 +197,7 @@ type Router struct {
 	sent, received, linkFull, tooLarge, tooLargeIn, decodeErrors, streamsReset, slowStreams atomic.Uint64
 	lossesDeclared, lossesHeard                                                             atomic.Uint64
 	refused, unknownTypes, readerPanics, paused, shed, movedOffRelay                        atomic.Uint64
+	replyPaused, replyPausesHeard                                                           atomic.Uint64
 	undeliverable, peersDown, encodeErrors, hellos, writtenThrough                          atomic.Uint64
 	streams                                                                                 atomic.Uint64 // streams opened: numbers them in hellos
 	counts                                                                                  sync.Map      // libp2ppeer.ID → *peerCounts (traffic.go)
@@ -311,6 +315,8 @@ func (r *Router) Stats() Stats {
 		Refused: r.refused.Load(), UnknownTypes: r.unknownTypes.Load(), ReaderPanics: r.readerPanics.Load(),
 		Paused:           r.paused.Load(),
 		Shed:             r.shed.Load(),
+		ReplyPaused:      r.replyPaused.Load(),
+		ReplyPausesHeard: r.replyPausesHeard.Load(),
 		MovedOffRelay:    r.movedOffRelay.Load(),
 		RepliesRefused:   r.repliesRefused.Load(),
 		RemoteIncarnated: r.hellos.Load(), WrittenThrough: r.writtenThrough.Load(),

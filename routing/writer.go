@@ -143,6 +143,7 @@ func (w *writer) dial() bool {
 		w.later.unreachable = true
 		return true
 	}
+	pw.waiting = &q.writing
 	w.s, w.pw, w.fw, w.lg = s, pw, fw, nil
 	if s.Protocol() == ProtoMsg {
 		if w.lgState == nil {
