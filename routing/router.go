@@ -380,9 +380,3 @@ func (r *Router) Close(ctx context.Context) error {
 	}
 	return err
 }
-
-// backoff returns the wait after failed attempt n (1 or 2) of a writer to
-// open a stream: 100 ms, then 200 ms. Between batches, libp2p's own dial
-// backoff keeps an address that failed from being dialed again for a few
-// seconds.
-func (r *Router) backoff(n int) time.Duration { return r.cfg.timings.backoffUnit << n }
