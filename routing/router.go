@@ -55,7 +55,8 @@ import (
 //     work (link.retire reads what the writers published in their queues).
 //   - outQueue.mu (queue.go): a queue's messages, its writing right and
 //     what its writer published for retire (idle, idleOn). link.mu: the
-//     link's open streams. Leaves: they take no other lock (under a
+//     link's open streams, and when its writers last cleared libp2p's
+//     dial backoff of the peer. Leaves: they take no other lock (under a
 //     queue's: libp2p's IsClosed and the actor system's lock-free
 //     InEventLoop).
 //   - readerBudget.mu (reader_budget.go): what all stream readers hold;
