@@ -192,7 +192,8 @@ type largeIn struct {
 // fragStep is what a reader does with a fragment, as largeIn.next says.
 type fragStep struct {
 	began  bool // a new message began (inbound.larges counts them)
-	refuse bool // that message is over the node's maximum frame: refuse it (tooLarge); its data is dropped
+	refuse bool // that message is over the node's maximum frame: refuse it (tooLarge)
+	drop   bool // the data is a refused message's: count it (drop), after refusing
 	// keep says that the data is the reader's to keep (keep), after it
 	// reserved reserve bytes more for the buffer; whole that the
 	// message is complete then (whole).
@@ -204,10 +205,11 @@ type fragStep struct {
 // next applies fragment f, of envelope env, to lg, the message being
 // reassembled, under a maximum frame of maxFrame: it checks that f adds
 // up (an error wraps errFragments otherwise), starts a message on a
-// first fragment, counts the data of a refused one, and says what the
-// reader does with the data. A first fragment over the maximum is
-// refused even when its data does not add up. Pure: the data is kept
-// only by keep.
+// first fragment and says what the reader does with the data. A first
+// fragment over the maximum is refused even when its data does not add
+// up. Pure: the data is counted only by drop and kept only by keep (so
+// a refusal still sees the message when its first fragment is all of
+// it).
 func (lg *largeIn) next(env *codec.Envelope, f fragmentBody, maxFrame int) (fragStep, error) {
 	var st fragStep
 	first := f.Type != "" || f.Total != 0 || f.Reply
@@ -243,15 +245,21 @@ func (lg *largeIn) next(env *codec.Envelope, f fragmentBody, maxFrame int) (frag
 		return st, fmt.Errorf("%w: %d bytes more than the %d announced", errFragments, have+len(f.Data)-lg.total, lg.total)
 	}
 	if lg.skip {
-		if lg.skipped += len(f.Data); lg.skipped == lg.total {
-			*lg = largeIn{}
-		}
+		st.drop = true
 		return st, nil
 	}
 	st.keep = true
 	st.reserve = grownCap(lg.buf, len(f.Data), lg.total) - cap(lg.buf)
 	st.whole = len(lg.buf)+len(f.Data) == lg.total
 	return st, nil
+}
+
+// drop counts n bytes of a refused message, which next let through, and
+// starts afresh after its last.
+func (lg *largeIn) drop(n int) {
+	if lg.skipped += n; lg.skipped == lg.total {
+		*lg = largeIn{}
+	}
 }
 
 // keep appends data, which next let through, to the message.
@@ -278,6 +286,9 @@ func (in *inbound) fragment(env *codec.Envelope, f fragmentBody) error {
 	}
 	if st.refuse {
 		in.tooLarge(&lg.env, lg.total)
+	}
+	if st.drop {
+		lg.drop(len(f.Data))
 	}
 	if err != nil || !st.keep {
 		return err

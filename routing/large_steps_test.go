@@ -56,10 +56,13 @@ func TestReassemblyScenarios(t *testing.T) {
 			{to: "t", f: moreFrag(20), want: fragStep{keep: true, reserve: 20, whole: true}},
 		}, false, &codec.Envelope{Kind: codec.KindUser, To: "t", Type: "bytes"}},
 		{"over the maximum frame: refused, its data counted and dropped", []fragIn{
-			{to: "t", f: firstFrag(1500, 1000), want: fragStep{began: true, refuse: true}},
-			{to: "t", f: moreFrag(500)},
+			{to: "t", f: firstFrag(1500, 1000), want: fragStep{began: true, refuse: true, drop: true}},
+			{to: "t", f: moreFrag(500), want: fragStep{drop: true}},
 			{to: "t", f: firstFrag(10, 10), want: fragStep{began: true, keep: true, reserve: 10, whole: true}}, // the next one begins afresh
 		}, false, &codec.Envelope{Kind: codec.KindUser, To: "t", Type: "bytes"}},
+		{"over the maximum frame in one fragment", []fragIn{
+			{to: "t", f: firstFrag(1500, 1500), want: fragStep{began: true, refuse: true, drop: true}},
+		}, false, nil},
 		{"a message left unfinished", []fragIn{
 			{to: "t", f: firstFrag(10, 6), want: fragStep{began: true, keep: true, reserve: 6}},
 		}, true, nil},
@@ -106,6 +109,12 @@ func TestReassemblyScenarios(t *testing.T) {
 				}
 				if got.began {
 					kept = 0
+				}
+				if got.refuse && (lg.env.To != fr.to || lg.total != int(fr.f.Total)) {
+					t.Fatalf("fragment %d: refusing %+v of %d bytes, want to %s of %d", i, lg.env, lg.total, fr.to, fr.f.Total)
+				}
+				if got.drop {
+					lg.drop(len(fr.f.Data))
 				}
 				if got.keep {
 					lg.keep(fr.f.Data)
