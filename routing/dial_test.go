@@ -70,6 +70,34 @@ func TestWriterGivesUpAfterThreeDials(t *testing.T) {
 	}
 }
 
+// A close during the wait between two attempts ends the dial at once:
+// no attempt after it, the batch in hand lost and counted
+// (Stats.Undeliverable), and the writer gone when Close returns.
+func TestCloseDuringADialWait(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	h := &failingHost{Host: testhost.NewHost(t), dials: make(chan time.Time, 16)}
+	r, sysA := testPeerOn(t, h, config{Logger: testutil.QuietLogger()}, nil)
+	far, err := actor.NewRef(testhost.NewHost(t).ID().String(), "sink")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sysA.Send(far, "lost")
+	recvWithin(t, ctx, h.dials)
+	closed, stop := context.WithCancel(ctx)
+	stop() // no drain: the router's context ends at once
+	at := time.Now()
+	_ = r.Close(closed)
+	for len(h.dials) > 0 { // a slow test may see the second attempt before it closes
+		if d := <-h.dials; d.After(at) {
+			t.Fatalf("an attempt %v after the close", d.Sub(at))
+		}
+	}
+	if st := r.Stats(); st.Undeliverable != 1 {
+		t.Fatalf("%d undeliverable, want the batch in hand (1)", st.Undeliverable)
+	}
+}
+
 // slowOpenHost is a host whose NewStream signals on opening, then waits
 // until open is closed or its context ends.
 type slowOpenHost struct {

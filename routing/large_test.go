@@ -262,3 +262,19 @@ func TestOverTheMaxFrameInOneFragment(t *testing.T) {
 		t.Fatalf("stats %+v, %d dead letters; want 1 refused, 1 dead letter, no decode error, nothing reset", st, sys.DeadLetters())
 	}
 }
+
+// TestOverTheMaxFrameRefusedThenFoundBad: a first fragment over the
+// receiver's maximum frame whose data does not add up is refused
+// (counted) before the stream is reset for it.
+func TestOverTheMaxFrameRefusedThenFoundBad(t *testing.T) {
+	h, r, sys := testRouter(t, 2048)
+	spawnSink(t, sys)
+	rf := newRawFrames(t, h)
+	rf.fragment(fragmentBody{Type: "bytes", Total: 10000}) // no data
+	if !rf.reset() {
+		t.Fatal("stream not reset")
+	}
+	if st := r.Stats(); st.TooLargeIn != 1 || st.StreamsReset != 1 {
+		t.Fatalf("stats %+v; want 1 refused, 1 stream reset", st)
+	}
+}
