@@ -56,14 +56,14 @@
 //	deliver.go           the actor system's Remote: messages going out
 //	send.go              a writer's batch on its stream: deadlines, write-through
 //	relaymove.go         moving a link off a relayed connection
-//	writer.go            a writer goroutine: its rounds, streams, dials, backoff
+//	writer.go            a writer goroutine: its rounds, streams, the driver of its dials
 //	effects.go           what a writer does between rounds
 //	plan.go              the batch planner: frames, fragments, refusals (pure)
 //
 //	inbound.go           reading a stream, handing messages to actors
 //	inbound_limits.go    what bounds one stream's reader
 //	dispatch.go          what a decoded message becomes
-//	large.go             large messages in fragments, both ways
+//	large.go             large messages in fragments, both ways; reassembly's step (pure)
 //	budget.go            per-peer inbound byte budgets
 //	reader_budget.go     the bytes all stream readers together may hold
 //	replypause.go        pausing a peer that asks and does not read the replies (pure)
@@ -79,6 +79,7 @@
 //	link.go              a peer's link: two queues and their writers
 //	queue.go             a link's bounded queue
 //	linkstate.go         a queue's writing right, a writer's next move (pure)
+//	dialstate.go         a writer's dial: attempts, waits, giving up (pure)
 //	queue_handoff.go     the queue's side of the right's hand-off (handBack, takeBack)
 //	rooms.go             what share of a queue each kind may fill (pure)
 //	peertable.go         the state per peer and its streams: events in, actions out (pure)

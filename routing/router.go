@@ -55,7 +55,8 @@ import (
 //     work (link.retire reads what the writers published in their queues).
 //   - outQueue.mu (queue.go): a queue's messages, its writing right and
 //     what its writer published for retire (idle, idleOn). link.mu: the
-//     link's open streams. Leaves: they take no other lock (under a
+//     link's open streams, and when its writers last cleared libp2p's
+//     dial backoff of the peer. Leaves: they take no other lock (under a
 //     queue's: libp2p's IsClosed and the actor system's lock-free
 //     InEventLoop).
 //   - readerBudget.mu (reader_budget.go): what all stream readers hold;
@@ -386,9 +387,3 @@ func (r *Router) Close(ctx context.Context) error {
 	}
 	return err
 }
-
-// backoff returns the wait after failed attempt n (1 or 2) of a writer to
-// open a stream: 100 ms, then 200 ms. Between batches, libp2p's own dial
-// backoff keeps an address that failed from being dialed again for a few
-// seconds.
-func (r *Router) backoff(n int) time.Duration { return r.cfg.timings.backoffUnit << n }

@@ -8,7 +8,7 @@ import "time"
 // from another package.
 type timings struct {
 	// backoffUnit is half a writer's first wait before it dials again
-	// (see Router.backoff).
+	// (see dialState).
 	backoffUnit time.Duration
 	// stallTimeout is how long an inbound stream may stop in the middle
 	// of a frame or of a large message (see stallGuard). A writer breaks
