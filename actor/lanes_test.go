@@ -131,29 +131,7 @@ func TestLaneTurnSendsTheReplies(t *testing.T) {
 func TestLostPeerSignalsAfterItsMessages(t *testing.T) {
 	s := newSys(t, WithPeer("me"), withRemote(&recordingRemote{}))
 	far := mustRef(t, "them/x")
-	hold := make(chan struct{})
-	ready := make(chan struct{})
-	got := make(chan string, 64)
-	ref := mustSpawn(t, s, "", func(c *Context) {
-		c.TrapExit(true)
-		c.Monitor(far)
-		c.Link(far)
-		close(ready)
-		forever(c, func() []Case {
-			return []Case{
-				On(func(d Down) { got <- "down" }),
-				On(func(e Exit) { got <- "exit" }),
-				On(func(m string) {
-					if m == "hold" {
-						<-hold
-						return
-					}
-					got <- m
-				}),
-			}
-		})
-	})
-	<-ready
+	ref, hold, got := spawnSignalRecorder(t, s, far)
 	s.Send(ref, "hold")
 	in := inboundFrom(s, newCredit(0))
 	for i := range 10 {
@@ -229,29 +207,7 @@ func TestLanesSelectiveReceive(t *testing.T) {
 func TestLostPeerSignalsBeforeItsLaterMessages(t *testing.T) {
 	s := newSys(t, WithPeer("me"), withRemote(&recordingRemote{}))
 	far := mustRef(t, "them/x")
-	hold := make(chan struct{})
-	ready := make(chan struct{})
-	got := make(chan string, 64)
-	ref := mustSpawn(t, s, "", func(c *Context) {
-		c.TrapExit(true)
-		c.Monitor(far)
-		c.Link(far)
-		close(ready)
-		forever(c, func() []Case {
-			return []Case{
-				On(func(d Down) { got <- "down" }),
-				On(func(e Exit) { got <- "exit" }),
-				On(func(m string) {
-					if m == "hold" {
-						<-hold
-						return
-					}
-					got <- m
-				}),
-			}
-		})
-	})
-	<-ready
+	ref, hold, got := spawnSignalRecorder(t, s, far)
 	s.Send(ref, "hold")
 	s.port.PeerDown("them")
 	s.Send(ref, "local") // this peer's lane, beside theirs
@@ -314,4 +270,35 @@ func TestLaneSetOwnPeerDownStaysInOwnLane(t *testing.T) {
 	if !l.empty() || len(l.byCr) != 0 || len(l.byPeer) != 0 {
 		t.Fatalf("lanes left: ring %d, byCr %d, byPeer %d", len(l.ring), len(l.byCr), len(l.byPeer))
 	}
+}
+
+// spawnSignalRecorder spawns an actor that traps exits, monitors and
+// links far, and writes "down", "exit" and each string it gets to got,
+// but blocks on "hold" until hold is closed; it returns once the actor
+// has made its monitor and link.
+func spawnSignalRecorder(t *testing.T, s *System, far Ref) (ref Ref, hold chan struct{}, got chan string) {
+	t.Helper()
+	hold, got = make(chan struct{}), make(chan string, 64)
+	ready := make(chan struct{})
+	ref = mustSpawn(t, s, "", func(c *Context) {
+		c.TrapExit(true)
+		c.Monitor(far)
+		c.Link(far)
+		close(ready)
+		forever(c, func() []Case {
+			return []Case{
+				On(func(d Down) { got <- "down" }),
+				On(func(e Exit) { got <- "exit" }),
+				On(func(m string) {
+					if m == "hold" {
+						<-hold
+						return
+					}
+					got <- m
+				}),
+			}
+		})
+	})
+	<-ready
+	return ref, hold, got
 }
