@@ -241,6 +241,10 @@ func TestChatLateJoinerSeesHistory(t *testing.T) {
 	bob.expectLine(t, 20*time.Second, "* ann joined #lobby")
 	ann.say(t, "first")
 	bob.expectLine(t, 10*time.Second, "[#lobby] <ann> first")
+	// History is ordered by the lines' times, kept in milliseconds: bob's
+	// answer can come within ann's millisecond on a fast loopback, and
+	// then their order is a tie. A pace, not a wait for an event.
+	time.Sleep(5 * time.Millisecond)
 	bob.say(t, "second")
 	live := ann.expectLine(t, 10*time.Second, "[#lobby] <bob> second")
 	if !regexp.MustCompile(`^\d\d:\d\d \[#lobby\] <bob> second$`).MatchString(live) {
