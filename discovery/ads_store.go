@@ -25,11 +25,15 @@ func (d *Directory) holds(id libp2ppeer.ID, data []byte) *Advertisement {
 	return nil
 }
 
-// fresh reports whether ad would replace what we hold (see store), so that
-// a signature is checked only when it matters.
-func (d *Directory) fresh(id libp2ppeer.ID, ad *Advertisement) bool {
+// fresh reports whether ad, which via sent, would replace what we hold
+// (see store) and be wanted (wantedLocked), so that a signature is
+// checked only when it matters.
+func (d *Directory) fresh(id libp2ppeer.ID, ad *Advertisement, via libp2ppeer.ID) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if !d.wantedLocked(id, via) {
+		return false
+	}
 	old, ok := d.peers[id]
 	return !ok || old.ad.Incarnation == ad.Incarnation && old.ad.Seq < ad.Seq
 }
@@ -92,6 +96,8 @@ func (d *Directory) keep(ad *Advertisement, raw []byte, ttl time.Duration, relay
 	defer d.mu.Unlock()
 	old, ok := d.peers[id]
 	switch {
+	case !d.wantedLocked(id, via):
+		return false, false, id, 0 // a narrow directory's: not of a connected peer, or second-hand
 	case !ok && via != "" && !d.relayRoomLocked(via):
 		d.relayRefused.Add(1)
 		return false, false, id, 0
@@ -236,6 +242,7 @@ func (d *Directory) expire(events event.Subscription) {
 			d.mu.Unlock()
 		case now := <-tick.C:
 			d.mu.Lock()
+			d.dropUnconnectedLocked()
 			for id, e := range d.peers {
 				switch {
 				case now.After(e.expires):
@@ -322,10 +329,17 @@ type DirectoryStats struct {
 	// relaying peer had relayed maxRelayedPerPeer held here, or had more
 	// than its share of a full directory.
 	RelayRefused uint64
+	// TopicLeft and TopicJoined count the times the directory left the
+	// advertisement topic (the mesh judged large) and joined it again.
+	TopicLeft, TopicJoined uint64
+	// Narrowed counts the advertisements a narrow directory dropped
+	// because their peer was no longer connected.
+	Narrowed uint64
 }
 
 // Stats returns the directory's counters.
 func (d *Directory) Stats() DirectoryStats {
 	return DirectoryStats{Rejected: d.rejected.Load(), Synced: d.synced.Load(), Busy: d.syncBusy.Load(), Forced: d.forced.Load(),
-		Gossiped: d.gossiped.Load(), Expired: d.expired.Load(), RelayRefused: d.relayRefused.Load()}
+		Gossiped: d.gossiped.Load(), Expired: d.expired.Load(), RelayRefused: d.relayRefused.Load(),
+		TopicLeft: d.leaves.Load(), TopicJoined: d.joins.Load(), Narrowed: d.narrowed.Load()}
 }
