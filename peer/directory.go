@@ -172,3 +172,10 @@ func (d Directory) Updated() <-chan struct{} {
 	}
 	return d.d.Updated()
 }
+
+// Narrow reports whether the directory judges the mesh large (above the
+// lookup threshold, WithLookupAbove): it is then off the advertisement
+// topic and holds only the advertisements of the peers this node is
+// connected to; Whereis finds the others' names through the DHT. False
+// without WithGroups.
+func (d Directory) Narrow() bool { return d.d != nil && d.d.Narrow() }
