@@ -14,6 +14,7 @@ import (
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/actor/group"
 	"github.com/troupe-mesh/troupe/codec"
+	"github.com/troupe-mesh/troupe/discovery"
 	"github.com/troupe-mesh/troupe/internal/testutil"
 	"github.com/troupe-mesh/troupe/peer"
 )
@@ -24,7 +25,8 @@ type Stamp struct{ Seq, UnixNano int64 }
 // BenchmarkScale100 starts 100 peers on 127.0.0.1, each given only the
 // first as bootstrap peer, and reports: the time to start them, the time
 // (from the first start) until every peer holds the advertisement of every
-// other, how many peer pairs are directly connected by then (the DHT
+// other (below the lookup threshold; above it, until a sample of names
+// is found by Whereis: s-all-found), how many peer pairs are directly connected by then (the DHT
 // rendezvous keeps connecting) and the connections per peer (median and
 // most, when all know all and again 35 s after the last start, once the
 // connection budget's grace period passed), the memory per peer, and
@@ -150,8 +152,18 @@ func scaleRun(b *testing.B, spec scaleSpec) {
 	unconnected := 0
 	// Above 100 peers every peer holding every advertisement is not what
 	// the mesh aims at (names are looked up): the big runs report what
-	// the directories hold instead of waiting for it.
-	for spec.procs == 1 && n <= 100 {
+	// the directories hold instead of waiting for it. From the lookup
+	// threshold on a peer holds its connected peers' advertisements only
+	// (scale_found_test.go): the run waits until a sample of names is
+	// found by Whereis instead.
+	waits := spec.procs == 1 && n <= 100
+	large := n >= discovery.DefaultLookupAbove
+	if waits && large {
+		if err := whereisAll(nodes, n, start, 4*time.Minute); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for waits && !large {
 		unadvertised := 0
 		for _, a := range nodes {
 			unadvertised += n - 1 - len(a.Directory().Peers())
@@ -287,7 +299,11 @@ func scaleRun(b *testing.B, spec scaleSpec) {
 	scaleMetric(b, 100*float64(len(all))/float64(rounds*len(members)), "%-delivered")
 	slices.Sort(all)
 	scaleMetric(b, started.Seconds(), "s-to-start")
-	if spec.procs == 1 && n <= 100 {
+	switch {
+	case waits && large:
+		scaleMetric(b, known.Seconds(), "s-all-found")
+		scaleMetric(b, knownCPU.Seconds(), "cpu-s-all-found")
+	case waits:
 		scaleMetric(b, known.Seconds(), "s-all-know-all")
 		// The process's CPU until then: the work of forming the mesh,
 		// steadier than the wall time on a shared machine.
