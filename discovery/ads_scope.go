@@ -55,6 +55,10 @@ func (d *Directory) collect(sub *pubsub.Subscription) {
 				d.joins.Add(1)
 				d.force.Store(true) // what we published while away reached nobody
 				d.Changed()
+				select { // and pull the mesh's directory at once, not at the backoff's pace
+				case d.pullNow <- struct{}{}:
+				default:
+				}
 			}
 		}
 		if sub != nil {
