@@ -113,3 +113,14 @@ func lastDialFailure(nd *peer.Node) string {
 	}
 	return fmt.Sprintf("; %d failed dials, the last at %s: %s", len(f), f[0].At.Format("15:04:05.000"), f[0].Err)
 }
+
+// adsStored is how many advertisements the nodes' directories stored so
+// far, from gossip and from exchanges (new ones and newer ones).
+func adsStored(nodes []*peer.Node) uint64 {
+	var n uint64
+	for _, nd := range nodes {
+		st := nd.Directory().Stats()
+		n += st.Gossiped + st.Synced
+	}
+	return n
+}
