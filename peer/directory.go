@@ -48,7 +48,9 @@ func (d Directory) Lookup(name string) []actor.Ref {
 
 // Await returns the Refs of the actors called name that other peers
 // advertise, waiting until at least one is advertised or ctx is done. It
-// fails at once with ErrNoDirectory on a node without WithGroups.
+// fails at once with ErrNoDirectory on a node without WithGroups. Above
+// the lookup threshold the directory holds the connected peers'
+// advertisements only (Narrow): Node.Whereis finds a name anywhere.
 func (d Directory) Await(ctx context.Context, name string) ([]actor.Ref, error) {
 	if d.d == nil {
 		return nil, ErrNoDirectory
