@@ -284,8 +284,9 @@ func scaleRun(b *testing.B, spec scaleSpec) {
 		// The advertisements stored meanwhile: what their gossip and
 		// exchanges bring, a share of the idle bytes.
 		stored0 := adsStored(nodes)
-		idleTCP, idleWchar = idleTraffic(b, local, 20*time.Second)
-		scaleMetric(b, float64(adsStored(nodes)-stored0)/20/float64(local), "idle-ads-stored/s/peer")
+		window := idleWindow()
+		idleTCP, idleWchar = idleTraffic(b, local, window)
+		scaleMetric(b, float64(adsStored(nodes)-stored0)/window.Seconds()/float64(local), "idle-ads-stored/s/peer")
 	}
 	rss, err := procRSS()
 	if err != nil {
