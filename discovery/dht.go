@@ -108,7 +108,7 @@ func StartDHT(h host.Host, connect func(context.Context, libp2ppeer.AddrInfo) er
 	// after the start, and asks waited behind them (docs/benchmarks.md).
 	// refreshTable refreshes instead, and keepJoined at each join.
 	kopts := []dht.Option{dht.Mode(mode), dht.ProtocolPrefix(DHTProtocolPrefix), dht.DisableValues(), dht.ProviderDatastore(providers),
-		dht.DisableAutoRefresh()}
+		dht.DisableAutoRefresh(), dht.Concurrency(dhtAlpha)}
 	if len(cfg.Bootstrap) > 0 {
 		kopts = append(kopts, dht.BootstrapPeers(cfg.Bootstrap...))
 	}
@@ -127,6 +127,20 @@ func StartDHT(h host.Host, connect func(context.Context, libp2ppeer.AddrInfo) er
 	go d.find()
 	return d, nil
 }
+
+// dhtAlpha is how many peers a DHT walk queries at once (kad-dht's α,
+// 10 by default). A walk ends once the 3 closest peers it heard of
+// (kad-dht's β) have answered; with 10 queries in flight it has asked
+// some 10–20 peers by then, each a dial when not connected, and in a
+// 100-peer mesh the walks' dials were 70–79 % of the connections opened
+// after the start (docs/scale.md, "The connection budget"). With 3 a
+// walk asks fewer peers beyond those it needs, for a few more round
+// trips. kad-dht also derives from α how long a routing table peer may
+// go unqueried before a refresh pings it, and evicts it if it does not
+// answer: log(1/k)/log(1-α/k) refresh periods, 43 min at α = 10 and
+// 3 h 4 min at 3, so a peer that left stays in the table longer unless
+// a walk's failed dial removes it (docs/scale.md).
+const dhtAlpha = 3
 
 // refreshEvery is how often, at the least, the DHT refreshes its routing
 // table: kad-dht's own period, which is also how old a bucket must be for

@@ -133,7 +133,8 @@ func TestTwoHonestFloodsDoNotDeadlock(t *testing.T) {
 		}
 		acancel()
 	}
-	t.Logf("in %v the echoes handled %d and %d messages; asks during the floods answered %d of %d and %d of %d (slowest %v and %v), failed with link full %d and %d",
+	t.Logf("in %v the echoes handled %d and %d messages; asks during the floods answered %d of %d and %d of %d (slowest %v and %v), failed with link full %d and %d; reply pauses %d and %d",
 		window*windows, last[0], last[1], answered[0].Load(), asked[0].Load(), answered[1].Load(), asked[1].Load(),
-		time.Duration(slowest[0].Load()).Round(time.Millisecond), time.Duration(slowest[1].Load()).Round(time.Millisecond), linkFull[0].Load(), linkFull[1].Load())
+		time.Duration(slowest[0].Load()).Round(time.Millisecond), time.Duration(slowest[1].Load()).Round(time.Millisecond), linkFull[0].Load(), linkFull[1].Load(),
+		a.Router().Stats().ReplyPaused, b.Router().Stats().ReplyPaused)
 }

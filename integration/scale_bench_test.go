@@ -256,10 +256,16 @@ func scaleRun(b *testing.B, spec scaleSpec) {
 	// later (by DHT queries, lookups, pulls) are still within their grace:
 	// the idle count waits until the newest connection is past it, and a
 	// guard sweep more, 90 s at most after that first count.
-	if wait := time.Until(start.Add(started + 35*time.Second)); wait > 0 {
-		time.Sleep(wait)
+	for _, at := range []time.Duration{5 * time.Second, 15 * time.Second, 25 * time.Second, 35 * time.Second} {
+		if wait := time.Until(start.Add(started + at)); wait > 0 {
+			time.Sleep(wait)
+		}
+		if at < 35*time.Second {
+			logDialers(b, fmt.Sprintf("%v after the last start", at))
+		}
 	}
 	at35Median, at35Max := connsPerPeer(nodes)
+	logDialers(b, "35 s after the last start")
 	census.report(b, nodes, start.Add(started+5*time.Second), []string{"pubsub:/troupe/scale/ads", "pubsub:/troupe/scale/group/all"})
 	// CI (TROUPE_SCALE_QUICK=1 in .ci/run) skips the two idle phases,
 	// some 2 minutes at 100 peers: their figures come from quiet runs.

@@ -97,6 +97,30 @@ func (cc *connCensus) report(b *testing.B, nodes []*peer.Node, since time.Time, 
 	outProto := map[string]int{}
 	prot := map[string]int{}
 	var peersPer []int
+	// Unprotected connected peers by the age of their oldest connection:
+	// inside the quiet grace (10 s), inside the grace (30 s), past it.
+	ages := map[string]int{}
+	for _, nd := range nodes {
+		for _, p := range nd.Host().Network().Peers() {
+			if nd.Host().ConnManager().IsProtected(p, "") {
+				continue
+			}
+			var oldest time.Time
+			for _, c := range nd.Host().Network().ConnsToPeer(p) {
+				if o := c.Stat().Opened; oldest.IsZero() || o.Before(oldest) {
+					oldest = o
+				}
+			}
+			switch age := time.Since(oldest); {
+			case age < peer.DefaultConnsGrace/3:
+				ages["<10s"]++
+			case age < peer.DefaultConnsGrace:
+				ages["10-30s"]++
+			default:
+				ages[">30s"]++
+			}
+		}
+	}
 	for _, nd := range nodes {
 		net := nd.Host().Network()
 		cm := nd.Host().ConnManager()
@@ -142,6 +166,7 @@ func (cc *connCensus) report(b *testing.B, nodes []*peer.Node, since time.Time, 
 	b.Logf("census: outbound by first protocol: %s", fmtCounts(outProto))
 	b.Logf("census: %d outbound opened after %s: %s", late, since.Format("15:04:05.000"), fmtCounts(lateProto))
 	b.Logf("census: protected peers by tag (sum over nodes): %s", fmtCounts(prot))
+	b.Logf("census: unprotected peers by connection age (sum over nodes): %s", fmtCounts(ages))
 }
 
 func fmtCounts(m map[string]int) string {

@@ -32,7 +32,9 @@ type Connections struct {
 	// DefaultConnsHigh; at least Low).
 	High int
 	// Grace is how long a new connection, or one that carried a message,
-	// is left alone (default DefaultConnsGrace).
+	// is left alone (default DefaultConnsGrace); a third of it for a
+	// peer no actor message went to or came from since it connected
+	// (trim.go).
 	Grace time.Duration
 }
 

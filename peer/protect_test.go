@@ -75,6 +75,11 @@ func TestToTrim(t *testing.T) {
 	c := func(name string, protected bool, first time.Time, value int) trimCandidate {
 		return trimCandidate{id: id(name), protected: protected, firstSeen: first, value: value}
 	}
+	q := func(name string, protected bool, first time.Time, value int) trimCandidate {
+		tc := c(name, protected, first, value)
+		tc.quiet = true
+		return tc
+	}
 	for _, tc := range []struct {
 		name  string
 		cands []trimCandidate
@@ -94,6 +99,14 @@ func TestToTrim(t *testing.T) {
 			[]libp2ppeer.ID{id("a"), id("b")}},
 		{"unknown age spared", []trimCandidate{c("u", false, time.Time{}, 0), c("a", false, old, 0)}, 0,
 			[]libp2ppeer.ID{id("a")}},
+		// A peer no actor message went to or came from goes after a
+		// third of the grace, before the others whatever their value;
+		// a younger one, or a protected one, stays.
+		{"quiet after a third", []trimCandidate{q("q", false, now.Add(-grace/3), 9), c("y", false, young, 0),
+			q("r", false, now.Add(-grace/3+time.Millisecond), 0), q("p", true, old, 0)}, 0,
+			[]libp2ppeer.ID{id("q")}},
+		{"quiet first", []trimCandidate{c("a", false, old, 0), q("q", false, old, 9), c("b", false, old, 1)}, 1,
+			[]libp2ppeer.ID{id("q"), id("a")}},
 	} {
 		got := toTrim(tc.cands, tc.low, now, grace)
 		if !slices.Equal(got, tc.want) {

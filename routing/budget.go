@@ -67,6 +67,10 @@ type peerBudget struct {
 	reserved int64
 	// reservedNow is reserved, for a look without the lock.
 	reservedNow atomic.Int64
+	// pause is the peer's reply pause (replypause_driver.go): set once,
+	// as the budget is made; it has its own lock. The budget outlives
+	// the peer's streams while it is not spent.
+	pause *peerPause
 }
 
 // budgetFor returns the budget of peer p for a stream being read; the
@@ -79,7 +83,7 @@ func (r *Router) budgetFor(p libp2ppeer.ID) *peerBudget {
 		if len(r.budgets) >= r.sweepAt {
 			r.sweepBudgetsLocked()
 		}
-		b = &peerBudget{credit: transport.NewCredit(r.cfg.PeerBudget / 2)}
+		b = &peerBudget{credit: transport.NewCredit(r.cfg.PeerBudget / 2), pause: r.newPeerPause(p)}
 		r.budgets[p] = b
 	}
 	b.streams++
@@ -87,12 +91,14 @@ func (r *Router) budgetFor(p libp2ppeer.ID) *peerBudget {
 }
 
 // sweepBudgetsLocked forgets the budgets of peers whose last stream ended while
-// their actors still held some, and which they no longer hold; it runs
+// their actors still held some, or their reply pause had something to
+// remember, and which they no longer hold or have; it runs
 // each time the map doubled, so it costs a constant per new budget.
 // r.mu is held.
 func (r *Router) sweepBudgetsLocked() {
+	now := time.Now()
 	for p, b := range r.budgets {
-		if b.streams == 0 && b.credit.Held() == 0 {
+		if b.streams == 0 && b.credit.Held() == 0 && b.pause.spent(now) {
 			delete(r.budgets, p)
 		}
 	}
@@ -101,7 +107,8 @@ func (r *Router) sweepBudgetsLocked() {
 
 // budgetDone ends a stream's use of b: the last stream of a peer gives
 // back what b reserved in the peer's scope (what the actors still hold
-// stays charged to the credit, which the peer's next stream finds).
+// stays charged to the credit, which the peer's next stream finds, as
+// does a reply pause not yet spent: see replyPause.spent).
 func (r *Router) budgetDone(p libp2ppeer.ID, b *peerBudget) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -113,7 +120,7 @@ func (r *Router) budgetDone(p libp2ppeer.ID, b *peerBudget) {
 	}
 	b.scope, b.reserved = nil, 0
 	b.reservedNow.Store(0)
-	if b.credit.Held() == 0 {
+	if b.credit.Held() == 0 && b.pause.spent(time.Now()) {
 		delete(r.budgets, p)
 	}
 }

@@ -100,7 +100,7 @@ func (in *inbound) envRefs(env *codec.Envelope) (to, from actor.Ref, ok bool) {
 const AnonymousSender = "$"
 
 // forRouter handles msg, a system message, if it is the router's own (a
-// hello, a loss's declaration or the request for one), after what came
+// hello, a loss's declaration or the request for one, a pause notice), after what came
 // before it, and reports whether it was.
 func (in *inbound) forRouter(msg any) bool {
 	r := in.r
@@ -133,6 +133,12 @@ func (in *inbound) forRouter(msg any) bool {
 		if r.hooks.lossMessage != nil {
 			r.hooks.lossMessage()
 		}
+	case pauseBody:
+		if !in.ctl { // on a control stream only
+			r.decodeErrors.Add(1)
+			return true
+		}
+		r.pauseHeard(in.remote, in.peer, b)
 	default:
 		return false
 	}

@@ -19,7 +19,9 @@
 // is lost only with a Down for its node, as in Erlang. Large messages go
 // in fragments between the others. Inbound, each stream has one reader;
 // bad input is counted and costs only its stream; each peer has a byte
-// budget (budget.go).
+// budget (budget.go), and a peer that asks and does not read the replies
+// has its user stream left unread while our link to it takes no bytes
+// (replypause.go).
 //
 // docs/routing.md has the whole design: streams and versions, large
 // messages, failures, the loss protocol as a table, and the locks.
@@ -54,16 +56,18 @@
 //	deliver.go           the actor system's Remote: messages going out
 //	send.go              a writer's batch on its stream: deadlines, write-through
 //	relaymove.go         moving a link off a relayed connection
-//	writer.go            a writer goroutine: its rounds, streams, dials, backoff
+//	writer.go            a writer goroutine: its rounds, streams, the driver of its dials
 //	effects.go           what a writer does between rounds
 //	plan.go              the batch planner: frames, fragments, refusals (pure)
 //
 //	inbound.go           reading a stream, handing messages to actors
 //	inbound_limits.go    what bounds one stream's reader
 //	dispatch.go          what a decoded message becomes
-//	large.go             large messages in fragments, both ways
+//	large.go             large messages in fragments, both ways; reassembly's step (pure)
 //	budget.go            per-peer inbound byte budgets
 //	reader_budget.go     the bytes all stream readers together may hold
+//	replypause.go        pausing a peer that asks and does not read the replies (pure)
+//	replypause_driver.go the readers' side of it, and the peer's notices
 //
 //	peers.go             peers coming and going; links retired
 //	loss.go              the loss protocol: the router's side, the table's actions
@@ -75,6 +79,7 @@
 //	link.go              a peer's link: two queues and their writers
 //	queue.go             a link's bounded queue
 //	linkstate.go         a queue's writing right, a writer's next move (pure)
+//	dialstate.go         a writer's dial: attempts, waits, giving up (pure)
 //	queue_handoff.go     the queue's side of the right's hand-off (handBack, takeBack)
 //	rooms.go             what share of a queue each kind may fill (pure)
 //	peertable.go         the state per peer and its streams: events in, actions out (pure)

@@ -36,11 +36,12 @@ func (fx *effects) empty() bool {
 }
 
 // fail collects m, which will not be sent or may not have arrived, to
-// be handed back (see link.bounce). A loss message is the router's own:
+// be handed back (see link.bounce). A loss message or a pause notice is
+// the router's own:
 // it is dropped at once, and nothing is handed back. m's target is
 // cleared: a later failure of its batch skips it.
 func (fx *effects) fail(l *link, m *outMsg, reason error) {
-	if isLoss(m.msg) {
+	if isOwn(m.msg) {
 		l.dropLoss(m)
 		m.to = ""
 	}

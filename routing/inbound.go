@@ -149,6 +149,9 @@ func (in *inbound) read(fr *codec.FrameReader) error {
 			if err := in.backpressure(); err != nil {
 				return err
 			}
+			if err := in.replyPause(); err != nil {
+				return err
+			}
 		}
 		msg, err := fr.ReadMessage(r.cfg.Registry, &env)
 		if err != nil { // checked first: errors.Is is a call per message
@@ -197,6 +200,7 @@ func (in *inbound) read(fr *codec.FrameReader) error {
 			continue
 		}
 		in.received++
+		in.asks = in.asks || env.Corr != 0 && env.Kind == codec.KindUser // a request: its reply goes back on our user link
 		in.size = fr.FrameLen()
 		in.batchBytes += in.size
 		in.dispatch(&env, msg)
@@ -278,6 +282,7 @@ type inbound struct {
 	peer       *peerBudget  // the peer's budget for what its actors hold; nil in tests without one
 	size       int          // the bytes of the message being dispatched
 	batchBytes int          // the bytes of the messages decoded since the last flush
+	asks       bool         // asks were decoded since the reply pause's last step (replypause_driver.go)
 	scope      network.PeerScope
 }
 

@@ -189,34 +189,50 @@ type largeIn struct {
 	skipped int
 }
 
-// fragment takes one fragment from env. When it completes a message, it
-// decodes it and dispatches it like any other. It returns errFragments
-// when the sequence does not add up (the stream is then reset).
-func (in *inbound) fragment(env *codec.Envelope, f fragmentBody) error {
-	lg := &in.large
+// fragStep is what a reader does with a fragment, as largeIn.next says.
+type fragStep struct {
+	began  bool // a new message began (inbound.larges counts them)
+	refuse bool // that message is over the node's maximum frame: refuse it (tooLarge)
+	drop   bool // the data is a refused message's: count it (drop), after refusing
+	// keep says that the data is the reader's to keep (keep), after it
+	// reserved reserve bytes more for the buffer; whole that the
+	// message is complete then (whole).
+	keep    bool
+	reserve int
+	whole   bool
+}
+
+// next applies fragment f, of envelope env, to lg, the message being
+// reassembled, under a maximum frame of maxFrame: it checks that f adds
+// up (an error wraps errFragments otherwise), starts a message on a
+// first fragment and says what the reader does with the data. A first
+// fragment over the maximum is refused even when its data does not add
+// up. Pure: the data is counted only by drop and kept only by keep (so
+// a refusal still sees the message when its first fragment is all of
+// it).
+func (lg *largeIn) next(env *codec.Envelope, f fragmentBody, maxFrame int) (fragStep, error) {
+	var st fragStep
 	first := f.Type != "" || f.Total != 0 || f.Reply
 	switch {
 	case first && lg.active:
-		return fmt.Errorf("%w: a new message began before the last ended", errFragments)
+		return st, fmt.Errorf("%w: a new message began before the last ended", errFragments)
 	case !first && !lg.active:
-		return fmt.Errorf("%w: a continuation without a first fragment", errFragments)
+		return st, fmt.Errorf("%w: a continuation without a first fragment", errFragments)
 	case first && (f.Type == "" || f.Total == 0 || f.Total > codec.MaxFrameLimit):
-		return fmt.Errorf("%w: first fragment of type %q and length %d (at most %d)", errFragments, f.Type, f.Total, codec.MaxFrameLimit)
+		return st, fmt.Errorf("%w: first fragment of type %q and length %d (at most %d)", errFragments, f.Type, f.Total, codec.MaxFrameLimit)
 	case first:
 		kind := codec.KindUser
 		if f.Reply {
 			kind = codec.KindReply
 		}
-		in.larges++
 		*lg = largeIn{
 			active: true, total: int(f.Total),
 			env: codec.Envelope{Kind: kind, To: env.To, FromName: env.FromName, Type: f.Type, Corr: env.Corr},
 		}
-		if lg.skip = lg.total > in.r.cfg.MaxFrame; lg.skip {
-			in.tooLarge(&lg.env, lg.total)
-		}
+		lg.skip = lg.total > maxFrame
+		st.began, st.refuse = true, lg.skip
 	case env.To != lg.env.To || env.FromName != lg.env.FromName || env.Corr != lg.env.Corr:
-		return fmt.Errorf("%w: a continuation for another message", errFragments)
+		return st, fmt.Errorf("%w: a continuation for another message", errFragments)
 	}
 	have := len(lg.buf)
 	if lg.skip {
@@ -224,28 +240,69 @@ func (in *inbound) fragment(env *codec.Envelope, f fragmentBody) error {
 	}
 	switch {
 	case len(f.Data) == 0: // a writer never sends one
-		return fmt.Errorf("%w: an empty fragment", errFragments)
+		return st, fmt.Errorf("%w: an empty fragment", errFragments)
 	case len(f.Data) > lg.total-have:
-		return fmt.Errorf("%w: %d bytes more than the %d announced", errFragments, have+len(f.Data)-lg.total, lg.total)
+		return st, fmt.Errorf("%w: %d bytes more than the %d announced", errFragments, have+len(f.Data)-lg.total, lg.total)
 	}
 	if lg.skip {
-		if lg.skipped += len(f.Data); lg.skipped == lg.total {
-			*lg = largeIn{}
-		}
-		return nil
+		st.drop = true
+		return st, nil
 	}
-	if c := grownCap(lg.buf, len(f.Data), lg.total); c > cap(lg.buf) && in.budget != nil {
-		if err := in.budget.Reserve(c - cap(lg.buf)); err != nil {
-			return fmt.Errorf("%w: %d bytes more for a large message: %w", codec.ErrBufferRefused, c-cap(lg.buf), err)
-		}
+	st.keep = true
+	st.reserve = grownCap(lg.buf, len(f.Data), lg.total) - cap(lg.buf)
+	st.whole = len(lg.buf)+len(f.Data) == lg.total
+	return st, nil
+}
+
+// drop counts n bytes of a refused message, which next let through, and
+// starts afresh after its last.
+func (lg *largeIn) drop(n int) {
+	if lg.skipped += n; lg.skipped == lg.total {
+		*lg = largeIn{}
 	}
-	lg.buf = appendGrow(lg.buf, f.Data, lg.total)
-	if len(lg.buf) < lg.total {
-		return nil
-	}
+}
+
+// keep appends data, which next let through, to the message.
+func (lg *largeIn) keep(data []byte) { lg.buf = appendGrow(lg.buf, data, lg.total) }
+
+// whole returns the message keep completed, its body the buffer, and
+// starts afresh.
+func (lg *largeIn) whole() codec.Envelope {
 	msg := lg.env
 	msg.Body = lg.buf
 	*lg = largeIn{}
+	return msg
+}
+
+// fragment takes one fragment from env (largeIn.next). When it completes
+// a message, it decodes it and dispatches it like any other. It returns
+// errFragments when the sequence does not add up (the stream is then
+// reset), or codec.ErrBufferRefused when the budget refuses the bytes.
+func (in *inbound) fragment(env *codec.Envelope, f fragmentBody) error {
+	lg := &in.large
+	st, err := lg.next(env, f, in.r.cfg.MaxFrame)
+	if st.began {
+		in.larges++
+	}
+	if st.refuse {
+		in.tooLarge(&lg.env, lg.total)
+	}
+	if st.drop {
+		lg.drop(len(f.Data))
+	}
+	if err != nil || !st.keep {
+		return err
+	}
+	if st.reserve > 0 && in.budget != nil {
+		if err := in.budget.Reserve(st.reserve); err != nil {
+			return fmt.Errorf("%w: %d bytes more for a large message: %w", codec.ErrBufferRefused, st.reserve, err)
+		}
+	}
+	lg.keep(f.Data)
+	if !st.whole {
+		return nil
+	}
+	msg := lg.whole()
 	if in.budget != nil { // the message is its actor's now, as any other
 		in.budget.Release(cap(msg.Body))
 	}

@@ -238,3 +238,43 @@ func TestCloseDuringLargeMessage(t *testing.T) {
 		t.Fatal("Close hung")
 	}
 }
+
+// TestOverTheMaxFrameInOneFragment: a message over the receiver's
+// maximum frame whose first fragment carries all of it (no writer of
+// ours sends one, a peer may) is refused like any other: counted, and
+// bounced to its target's dead letters, not to nobody.
+func TestOverTheMaxFrameInOneFragment(t *testing.T) {
+	h, r, sys := testRouter(t, 2048)
+	spawnSink(t, sys)
+	rf := newRawFrames(t, h)
+	_, body, err := rf.reg.Encode(bytes.Repeat([]byte{1}, 10000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rf.fragment(fragmentBody{Type: "bytes", Total: uint64(len(body)), Data: body})
+	if err := rf.s.CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	if !rf.closed() {
+		t.Fatal("the reader did not end the stream")
+	}
+	if st := r.Stats(); st.TooLargeIn != 1 || st.StreamsReset != 0 || st.DecodeErrors != 0 || sys.DeadLetters() != 1 {
+		t.Fatalf("stats %+v, %d dead letters; want 1 refused, 1 dead letter, no decode error, nothing reset", st, sys.DeadLetters())
+	}
+}
+
+// TestOverTheMaxFrameRefusedThenFoundBad: a first fragment over the
+// receiver's maximum frame whose data does not add up is refused
+// (counted) before the stream is reset for it.
+func TestOverTheMaxFrameRefusedThenFoundBad(t *testing.T) {
+	h, r, sys := testRouter(t, 2048)
+	spawnSink(t, sys)
+	rf := newRawFrames(t, h)
+	rf.fragment(fragmentBody{Type: "bytes", Total: 10000}) // no data
+	if !rf.reset() {
+		t.Fatal("stream not reset")
+	}
+	if st := r.Stats(); st.TooLargeIn != 1 || st.StreamsReset != 1 {
+		t.Fatalf("stats %+v; want 1 refused, 1 stream reset", st)
+	}
+}

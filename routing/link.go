@@ -23,6 +23,11 @@ type queue struct {
 	proto, proto10 protocol.ID // offered in this order
 	q              *outQueue
 	w              writer
+	// writing is when the write its writer's stream waits in began
+	// (UnixNano; 0: none): how the reply pause (replypause.go) tells
+	// that the peer takes no bytes. Set by the writing right's holder,
+	// read by the peer's stream readers.
+	writing atomic.Int64
 }
 
 // writer is what the writer of a queue has in hand: its stream and the
@@ -79,12 +84,12 @@ type link struct {
 	// drawLoss), which its next user stream's hello announces unless
 	// lossFloor covers it.
 	lost atomic.Uint64
-	// unbackedAt is when clearBackoff last cleared libp2p's dial backoff
-	// of the peer (UnixNano).
-	unbackedAt atomic.Int64
 
-	mu      sync.Mutex // guards streams; a leaf (router.go has the lock order)
+	mu      sync.Mutex // guards the fields below; a leaf (router.go has the lock order)
 	streams map[network.Stream]struct{}
+	// unbackedAt is when clearBackoff last cleared libp2p's dial backoff
+	// of the peer: both writers dial.
+	unbackedAt time.Time
 }
 
 // clearBackoff lets the next dial of an unconnected peer try its
@@ -97,11 +102,16 @@ func (l *link) clearBackoff() {
 	if !ok || sw.Connectedness(l.peer) == network.Connected {
 		return
 	}
-	now, last := time.Now().UnixNano(), l.unbackedAt.Load()
-	if now-last < int64(time.Second) || !l.unbackedAt.CompareAndSwap(last, now) {
-		return
+	now := time.Now()
+	l.mu.Lock()
+	due := now.Sub(l.unbackedAt) >= time.Second
+	if due {
+		l.unbackedAt = now
 	}
-	sw.Backoff().Clear(l.peer)
+	l.mu.Unlock()
+	if due {
+		sw.Backoff().Clear(l.peer) // outside the leaf: the swarm takes locks of its own
+	}
 }
 
 // track records an open outbound stream, so that abort can reset it even

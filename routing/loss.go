@@ -44,6 +44,15 @@ func isLoss(msg any) bool {
 	return false
 }
 
+// isOwn reports whether msg is the router's own, nothing to hand back to
+// the actor system when it is not sent: a loss message or a pause notice.
+func isOwn(msg any) bool {
+	if _, ok := msg.(pauseBody); ok {
+		return true
+	}
+	return isLoss(msg)
+}
+
 // drawLoss numbers a declaration that messages to l's peer may have been
 // lost (see Losses above), with no lock of the router's: a writer does it
 // under its own, and puts the lostBody first among its cancellations when

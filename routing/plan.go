@@ -48,9 +48,9 @@ type planned struct {
 
 // hasTraffic reports whether writing batch is traffic to the peer (see
 // Router.asked): any user message, or a control message other than the
-// router's loss messages.
+// router's own (isOwn).
 func hasTraffic(batch []outMsg, user bool) bool {
-	return user && len(batch) > 0 || !user && slices.ContainsFunc(batch, func(m outMsg) bool { return !isLoss(m.msg) })
+	return user && len(batch) > 0 || !user && slices.ContainsFunc(batch, func(m outMsg) bool { return !isOwn(m.msg) })
 }
 
 // hasReset reports whether batch holds a resetBody still to send (see
@@ -60,13 +60,13 @@ func hasReset(batch []outMsg) bool {
 }
 
 // fail records that m will not be sent, for reason, and clears its target
-// (a later failure of its batch skips it). A loss message is the router's
-// own: nothing is handed back.
+// (a later failure of its batch skips it). A loss message or a pause
+// notice is the router's own: nothing is handed back.
 func (p *planner) fail(m *outMsg, reason error) {
 	if m.to == "" {
 		return
 	}
-	if !isLoss(m.msg) {
+	if !isOwn(m.msg) {
 		p.done.failed = append(p.done.failed, failure{*m, reason})
 	}
 	m.to = ""

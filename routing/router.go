@@ -55,11 +55,13 @@ import (
 //     work (link.retire reads what the writers published in their queues).
 //   - outQueue.mu (queue.go): a queue's messages, its writing right and
 //     what its writer published for retire (idle, idleOn). link.mu: the
-//     link's open streams. Leaves: they take no other lock (under a
+//     link's open streams, and when its writers last cleared libp2p's
+//     dial backoff of the peer. Leaves: they take no other lock (under a
 //     queue's: libp2p's IsClosed and the actor system's lock-free
 //     InEventLoop).
 //   - readerBudget.mu (reader_budget.go): what all stream readers hold;
-//     logLimiter.mu (loglimit.go): the log lines per peer and kind.
+//     logLimiter.mu (loglimit.go): the log lines per peer and kind;
+//     peerPause.mu (replypause_driver.go): a peer's reply pause.
 //     Leaves too: they take no other lock, and may be taken under any
 //     of the above.
 //
@@ -140,6 +142,8 @@ type Stats struct {
 	ReaderPanics     uint64 // inbound streams whose reader panicked (a bug): each was reset, the node lived on
 	Paused           uint64 // times a peer's stream reader paused, the peer at its budget (see WithPeerBudget)
 	Shed             uint64 // times a peer stayed paused for WithPauseGrace and its actors' saved messages were shed
+	ReplyPaused      uint64 // times a peer's user stream was left unread while it asked and our link to it took no bytes (replypause.go)
+	ReplyPausesHeard uint64 // notices of peers that they paused this node's user stream, believed
 	MovedOffRelay    uint64 // outbound streams ended cleanly on a relayed connection once a direct one came (relaymove.go)
 	ReaderBytes      int64  // bytes inbound stream readers now hold for unfinished frames and large messages, node-wide (at most DefaultReaderMemory beyond a maximum frame per peer)
 	ReaderPeers      int    // peers whose readers now hold some
@@ -194,6 +198,7 @@ type Router struct {
 	sent, received, linkFull, tooLarge, tooLargeIn, decodeErrors, streamsReset, slowStreams atomic.Uint64
 	lossesDeclared, lossesHeard                                                             atomic.Uint64
 	refused, unknownTypes, readerPanics, paused, shed, movedOffRelay                        atomic.Uint64
+	replyPaused, replyPausesHeard                                                           atomic.Uint64
 	undeliverable, peersDown, encodeErrors, hellos, writtenThrough                          atomic.Uint64
 	streams                                                                                 atomic.Uint64 // streams opened: numbers them in hellos
 	counts                                                                                  sync.Map      // libp2ppeer.ID → *peerCounts (traffic.go)
@@ -311,6 +316,8 @@ func (r *Router) Stats() Stats {
 		Refused: r.refused.Load(), UnknownTypes: r.unknownTypes.Load(), ReaderPanics: r.readerPanics.Load(),
 		Paused:           r.paused.Load(),
 		Shed:             r.shed.Load(),
+		ReplyPaused:      r.replyPaused.Load(),
+		ReplyPausesHeard: r.replyPausesHeard.Load(),
 		MovedOffRelay:    r.movedOffRelay.Load(),
 		RepliesRefused:   r.repliesRefused.Load(),
 		RemoteIncarnated: r.hellos.Load(), WrittenThrough: r.writtenThrough.Load(),
@@ -380,9 +387,3 @@ func (r *Router) Close(ctx context.Context) error {
 	}
 	return err
 }
-
-// backoff returns the wait after failed attempt n (1 or 2) of a writer to
-// open a stream: 100 ms, then 200 ms. Between batches, libp2p's own dial
-// backoff keeps an address that failed from being dialed again for a few
-// seconds.
-func (r *Router) backoff(n int) time.Duration { return r.cfg.timings.backoffUnit << n }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/libp2p/go-libp2p/core/network"
@@ -33,6 +34,9 @@ type progressWriter struct {
 	caller  bool      // the deadline set is a caller's
 	until   time.Time // the deadline set (zero: none yet)
 	stalled bool      // a write met the deadline: it stays until the next arm
+	// waiting, when set, holds when the write s waits in began
+	// (UnixNano; 0: none): its queue's, for the reply pause.
+	waiting *atomic.Int64
 }
 
 // progressChunk is the most a progressWriter writes at once.
@@ -45,7 +49,13 @@ func (p *progressWriter) Write(b []byte) (int, error) {
 		if !p.caller {
 			p.extend(time.Now())
 		}
+		if p.waiting != nil {
+			p.waiting.Store(time.Now().UnixNano())
+		}
 		m, err := p.s.Write(b[:k])
+		if p.waiting != nil {
+			p.waiting.Store(0)
+		}
 		n += m
 		if err != nil {
 			var ne net.Error
@@ -90,6 +100,9 @@ func (p *progressWriter) arm(caller time.Time) {
 func (w *writer) progress() *progressWriter {
 	if w.pw == nil || w.pw.s != w.s {
 		w.pw = &progressWriter{s: w.s}
+		if w.q != nil {
+			w.pw.waiting = &w.q.writing
+		}
 	}
 	return w.pw
 }

@@ -8,7 +8,7 @@ import "time"
 // from another package.
 type timings struct {
 	// backoffUnit is half a writer's first wait before it dials again
-	// (see Router.backoff).
+	// (see dialState).
 	backoffUnit time.Duration
 	// stallTimeout is how long an inbound stream may stop in the middle
 	// of a frame or of a large message (see stallGuard). A writer breaks
@@ -33,6 +33,9 @@ type timings struct {
 	// logEvery is the interval between two log lines of one kind of
 	// protocol error of one peer (see loglimit.go).
 	logEvery time.Duration
+	// replyStall is how long our user link to a peer must take no bytes
+	// before the peer asking through it is paused (see replypause.go).
+	replyStall time.Duration
 }
 
 // defaultTimings returns the timings outside tests.
@@ -45,6 +48,7 @@ func defaultTimings() timings {
 		lossWait:     5 * time.Second,
 		retireDelays: [3]time.Duration{time.Second, 5 * time.Second, 30 * time.Second},
 		logEvery:     logEvery,
+		replyStall:   defaultStallAfter,
 	}
 }
 
@@ -69,6 +73,9 @@ func (t timings) withDefaults() timings {
 	}
 	if t.lossWait <= 0 {
 		t.lossWait = d.lossWait
+	}
+	if t.replyStall <= 0 {
+		t.replyStall = d.replyStall
 	}
 	if t.retireDelays == ([3]time.Duration{}) {
 		t.retireDelays = d.retireDelays

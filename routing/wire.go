@@ -22,6 +22,7 @@ const (
 	typeUndeliverable = "troupe.undeliverable"
 	typeLost          = "troupe.lost"
 	typeReset         = "troupe.reset"
+	typePause         = "troupe.pause"
 )
 
 // Bodies of the system messages. Field keys are stable.
@@ -50,7 +51,14 @@ type (
 	// of the reader's that it could not read (bad bytes, a stall, a
 	// memory limit) while the connection lived: the reader declares a
 	// loss (lostBody).
-	resetBody  struct{}
+	resetBody struct{}
+	// pauseBody, on a control stream, says that its writer stopped
+	// reading the reader's user stream (On), or reads it again: a reply
+	// pause (replypause.go). A peer of an older version counts it as a
+	// decode error and reads on.
+	pauseBody struct {
+		On bool `cbor:"1,keyasint,omitempty"`
+	}
 	reasonBody struct {
 		Code uint8  `cbor:"1,keyasint"`
 		Text string `cbor:"2,keyasint,omitempty"`
@@ -83,7 +91,7 @@ func isWireType(typ string) bool {
 		return false
 	}
 	switch typ {
-	case typeHello, typeLink, typeUnlink, typeExit, typeMonitor, typeDemonitor, typeDown, typeUndeliverable, typeFragment, typeLost, typeReset:
+	case typeHello, typeLink, typeUnlink, typeExit, typeMonitor, typeDemonitor, typeDown, typeUndeliverable, typeFragment, typeLost, typeReset, typePause:
 		return true
 	}
 	return false
@@ -102,6 +110,7 @@ func registerWire(reg *codec.Registry) error {
 		codec.RegisterOnce[fragmentBody](reg, typeFragment),
 		codec.RegisterOnce[lostBody](reg, typeLost),
 		codec.RegisterOnce[resetBody](reg, typeReset),
+		codec.RegisterOnce[pauseBody](reg, typePause),
 	)
 }
 
@@ -200,6 +209,8 @@ func appendWire(reg *codec.Registry, dst []byte, msg any, reply bool) (kind code
 		typ, v = typeLost, m
 	case resetBody:
 		typ, v = typeReset, m
+	case pauseBody:
+		typ, v = typePause, m
 	default:
 		return appendUser(reg, dst, msg, reply)
 	}
@@ -257,7 +268,7 @@ func fromValue(env *codec.Envelope, v any) (msg any, reply bool, err error) {
 		return transport.DownSignal{ID: actor.MonitorID(b.ID), Reason: decodeReason(b.Reason)}, reply, nil
 	case reasonBody:
 		return transport.Undeliverable{Reason: decodeReason(b)}, reply, nil
-	case helloBody, lostBody, resetBody: // for the router
+	case helloBody, lostBody, resetBody, pauseBody: // for the router
 		return b, false, nil
 	}
 	if reply {

@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -105,11 +106,11 @@ func (l *link) write(q *queue) {
 }
 
 // dial opens the writer's stream. It holds no lock (the writer keeps its
-// writing right): a slow NewStream or a backoff holds up nobody else. Up
-// to three attempts, 100 and 200 ms apart; after the third it gives up
-// what is in hand (an Ask learns why at once) and its cancellations, and
-// the writer redials for what comes next. It reports false when the
-// router closes meanwhile.
+// writing right): a slow NewStream or a backoff holds up nobody else. Its
+// attempts and waits are dialState's (dialstate.go): after the last it
+// gives up what is in hand (an Ask learns why at once) and its
+// cancellations, and the writer redials for what comes next. It reports
+// false when the router closes meanwhile.
 func (w *writer) dial() bool {
 	l, q := w.l, w.q
 	var (
@@ -118,22 +119,17 @@ func (w *writer) dial() bool {
 		fw  *codec.FrameWriter
 		err error
 	)
-	for attempts := 1; ; attempts++ {
-		if s, pw, fw, err = l.open(q.proto, q.proto10); err == nil {
-			break
+	d := dialState{unit: l.r.cfg.timings.backoffUnit}
+	switch runDial(l.r.ctx, &d, func(attempt int) error {
+		if s, pw, fw, err = l.open(q.proto, q.proto10); err != nil {
+			l.r.log.Debug("routing: cannot open stream", "peer", l.peer, "protocol", q.proto, "attempt", attempt, "err", err)
 		}
-		l.r.log.Debug("routing: cannot open stream", "peer", l.peer, "protocol", q.proto, "attempt", attempts, "err", err)
-		if attempts == 3 {
-			break
-		}
-		select {
-		case <-time.After(l.r.backoff(attempts)):
-		case <-l.r.ctx.Done():
-			l.r.undeliverable.Add(uint64(len(w.batch))) // closing: lost, as in reset
-			return false
-		}
-	}
-	if err != nil {
+		return err
+	}) {
+	case doAbort:
+		l.r.undeliverable.Add(uint64(len(w.batch))) // closing: lost, as in reset
+		return false
+	case doGiveUp:
 		// Cancellations are dropped: a peer this far away drops our
 		// monitors and links when the connection goes.
 		for i := range w.batch {
@@ -143,6 +139,7 @@ func (w *writer) dial() bool {
 		w.later.unreachable = true
 		return true
 	}
+	pw.waiting = &q.writing
 	w.s, w.pw, w.fw, w.lg = s, pw, fw, nil
 	if s.Protocol() == ProtoMsg {
 		if w.lgState == nil {
@@ -151,6 +148,33 @@ func (w *writer) dial() bool {
 		w.lg = w.lgState
 	}
 	return true
+}
+
+// runDial drives d from dialStart: it calls open for each attempt, and
+// waits between two, until open succeeds (doUse), d gives up (doGiveUp)
+// or ctx ends during a wait (doAbort), which it returns.
+func runDial(ctx context.Context, d *dialState, open func(attempt int) error) dialDo {
+	for a := d.step(dialStart); ; {
+		switch a.do {
+		case doDial:
+			if open(a.attempt) == nil {
+				a = d.step(dialOpened)
+			} else {
+				a = d.step(dialFailed)
+			}
+		case doWait:
+			t := time.NewTimer(a.wait)
+			select {
+			case <-t.C:
+				a = d.step(dialWaited)
+			case <-ctx.Done():
+				t.Stop()
+				a = d.step(dialClosed)
+			}
+		default:
+			return a.do
+		}
+	}
 }
 
 // inHand reports whether the writer has work besides its queue: a large

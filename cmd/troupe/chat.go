@@ -64,11 +64,9 @@ func chatCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case !errors.Is(err, control.ErrNoDaemon):
 		return cli.Fail(stderr, "chat", err)
 	default:
-		cfg, unlock, err := h.Open()
-		if err != nil {
+		if _, err := h.Ensure(); err != nil { // chat.log lives in it
 			return cli.Fail(stderr, "chat", err)
 		}
-		defer unlock()
 		logs := stderr
 		if tui {
 			// Log lines would tear the full-screen UI: they go to a file.
@@ -79,10 +77,11 @@ func chatCmd(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			defer f.Close()
 			logs = f
 		}
-		d, err := daemon.Start(ctx, h, cfg, daemon.Options{Logs: logs, Out: io.Discard, EmbeddedChat: true, Version: buildVersion()})
+		d, err := daemon.Open(ctx, h, nil, daemon.Options{Logs: logs, Out: io.Discard, EmbeddedChat: true, Version: buildVersion()})
 		if err != nil {
 			return cli.Fail(stderr, "chat", err)
 		}
+		cfg := d.Config()
 		defer func() {
 			closeCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()

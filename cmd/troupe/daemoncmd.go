@@ -60,24 +60,18 @@ func daemonCmd(args []string, stdout, stderr io.Writer) int {
 		return cli.Fail(stderr, "daemon", err)
 	}
 	h := cli.Home(*f.home)
-	cfg, unlock, err := h.Open()
-	if err != nil {
-		return cli.Fail(stderr, "daemon", err)
-	}
-	defer unlock()
-	if err := f.apply(fs, &cfg); err != nil {
-		return cli.Fail(stderr, "daemon", err)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	out := &cli.LockedWriter{W: stdout}
 	if *f.timestamps {
 		out.Stamp = func() string { return time.Now().Format(eventTimeFormat) + " " }
 	}
-	d, err := daemon.Start(ctx, h, cfg, daemon.Options{Logs: stderr, Out: out, Version: buildVersion()})
+	apply := func(cfg *config.Config) error { return f.apply(fs, cfg) }
+	d, err := daemon.Open(ctx, h, apply, daemon.Options{Logs: stderr, Out: out, Version: buildVersion()})
 	if err != nil {
 		return cli.Fail(stderr, "daemon", err)
 	}
+	cfg := d.Config()
 	fmt.Fprintf(out, "peer %s\n", d.Node().ID())
 	fmt.Fprintf(out, "mesh %s\n", cfg.Mesh)
 	for _, a := range d.Node().Addrs() {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,32 +24,23 @@ func startTestDaemon(t *testing.T, logs *cli.LockedWriter) (*daemon.Daemon, cli.
 }
 
 // startStoppableDaemon is startTestDaemon with a func that stops the
-// daemon before the test ends (once; the test's end then does nothing).
+// daemon before the test ends (Close is once; the test's end then does
+// nothing).
 func startStoppableDaemon(t *testing.T, logs *cli.LockedWriter) (*daemon.Daemon, cli.Home, func()) {
 	t.Helper()
 	h := cli.Home(t.TempDir())
-	cfg, unlock, err := h.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Listen, cfg.MDNS, cfg.DHT = []string{"/ip4/127.0.0.1/tcp/0"}, false, "off"
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	d, err := daemon.Start(ctx, h, cfg, daemon.Options{Logs: logs, Out: &cli.LockedWriter{W: new(bytes.Buffer)}})
+	d, err := daemon.Open(ctx, h, daemon.Loopback, daemon.Options{Logs: logs, Out: &cli.LockedWriter{W: new(bytes.Buffer)}})
 	if err != nil {
-		unlock()
 		t.Fatal(err)
 	}
-	var once sync.Once
 	stop := func() {
-		once.Do(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := d.Close(ctx); err != nil {
-				t.Errorf("close: %v", err)
-			}
-			unlock()
-		})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := d.Close(ctx); err != nil {
+			t.Errorf("close: %v", err)
+		}
 	}
 	t.Cleanup(stop)
 	return d, h, stop

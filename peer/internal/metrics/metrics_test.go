@@ -18,7 +18,8 @@ func TestCollectorExportsEverySample(t *testing.T) {
 		Router: routing.Stats{Sent: 1, Received: 2, LinkFull: 3, TooLarge: 4, TooLargeIn: 5, DecodeErrors: 6,
 			StreamsReset: 7, SlowStreams: 8, LossesDeclared: 9, LossesHeard: 10, UnknownTypes: 11, Refused: 12,
 			ReaderPanics: 13, Paused: 14, Shed: 15, QueuedUser: 16, QueuedCtl: 100, ReaderBytes: 17,
-			ReaderStreams: 18, ReaderAddrs: 19, ReaderRefused: 20, RepliesRefused: 36},
+			ReaderStreams: 18, ReaderAddrs: 19, ReaderRefused: 20, RepliesRefused: 36,
+			ReplyPaused: 37, ReplyPausesHeard: 38},
 		DeadLetters: 21, MailboxOverflows: 22, Replacements: 23, Actors: 24, RemoteWatches: 25, Peers: 26,
 		GroupIn: 27, Rejected: 28, GroupExpired: 29, HolePunches: 30, HolePunched: 31,
 		RelayReservations: 32, RelayCircuits: 33, RelayMembers: 34, RelayCuts: 35,
@@ -38,7 +39,8 @@ func TestCollectorExportsEverySample(t *testing.T) {
 		"troupe_hole_punches_total": 30, "troupe_hole_punches_succeeded_total": 31,
 		"troupe_relay_reservations": 32, "troupe_relay_circuits": 33,
 		"troupe_relay_member_circuits_total": 34, "troupe_relay_cuts_total": 35,
-		"troupe_replies_refused_total": 36,
+		"troupe_replies_refused_total": 36, "troupe_peer_reply_pauses_total": 37,
+		"troupe_peer_reply_pauses_heard_total": 38,
 	}
 	if len(want) != len(metricDefs) {
 		t.Fatalf("the test knows %d metrics, metricDefs lists %d", len(want), len(metricDefs))

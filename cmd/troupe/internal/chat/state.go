@@ -143,10 +143,14 @@ func (st *chatState) command(c *actor.Context, line string) bool {
 		return true
 	}
 	if !strings.HasPrefix(line, "/") {
+		// The time is taken before the line goes: a member that answers
+		// it says its answer later, and a late joiner's history, sorted
+		// by time, must show them in that order.
+		at := st.s.now()
 		if err := group.Broadcast(c, chatGroupPrefix+st.room, Line{Room: st.room, Nick: st.nick, Text: line}); err != nil {
 			st.s.printf("! not sent: %v", err)
 		} else {
-			st.said.add(st.room, line, st.s.now())
+			st.said.add(st.room, line, at)
 		}
 		return true
 	}

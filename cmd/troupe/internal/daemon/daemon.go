@@ -49,6 +49,9 @@ type Daemon struct {
 	version      string        // the binary's, for info and 'troupe id'
 	stopped      chan struct{} // closed by 'troupe stop'
 	stopOnce     sync.Once
+	unlock       func() // the home's lock, when Open took it
+	closeOnce    sync.Once
+	closeErr     error
 }
 
 // Options are what Start needs besides the home and its configuration.
@@ -120,8 +123,43 @@ func Start(ctx context.Context, h cli.Home, cfg config.Config, o Options) (*Daem
 	return d, nil
 }
 
-// Close stops the control socket, the HTTP servers and the node.
+// Open takes h's lock, loads its configuration, lets edit change it
+// (flags, a test's loopback; nil for none) and starts a daemon on it
+// whose Close releases the lock.
+func Open(ctx context.Context, h cli.Home, edit func(*config.Config) error, o Options) (*Daemon, error) {
+	cfg, unlock, err := h.Open()
+	if err != nil {
+		return nil, err
+	}
+	if edit != nil {
+		err = edit(&cfg)
+	}
+	var d *Daemon
+	if err == nil {
+		d, err = Start(ctx, h, cfg, o)
+	}
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	d.unlock = unlock
+	return d, nil
+}
+
+// Close stops the control socket, the HTTP servers and the node, then
+// releases the home's lock if Open took it. Later calls return the
+// first one's error.
 func (d *Daemon) Close(ctx context.Context) error {
+	d.closeOnce.Do(func() {
+		d.closeErr = d.close(ctx)
+		if d.unlock != nil {
+			d.unlock()
+		}
+	})
+	return d.closeErr
+}
+
+func (d *Daemon) close(ctx context.Context) error {
 	if d.ctl != nil {
 		d.ctl.Close(ctx)
 		os.Remove(d.home.Socket())
@@ -194,6 +232,9 @@ func reportPeers(n *peer.Node, out io.Writer) (stop func(), err error) {
 // Node is the daemon's node.
 func (d *Daemon) Node() *peer.Node { return d.node }
 
+// Config is the configuration the daemon runs with.
+func (d *Daemon) Config() config.Config { return d.cfg }
+
 // Log is the daemon's logger.
 func (d *Daemon) Log() *slog.Logger { return d.log }
 
@@ -217,4 +258,11 @@ func (d *Daemon) UIAddr() string {
 		return ""
 	}
 	return d.ui.Addr().String()
+}
+
+// Loopback is an Open edit for tests and local tries: listen on
+// 127.0.0.1 only, no mDNS, no DHT, so nothing leaves the machine.
+func Loopback(cfg *config.Config) error {
+	cfg.Listen, cfg.MDNS, cfg.DHT = []string{"/ip4/127.0.0.1/tcp/0"}, false, "off"
+	return nil
 }

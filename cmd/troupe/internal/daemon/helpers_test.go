@@ -3,7 +3,6 @@ package daemon
 import (
 	"bytes"
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,32 +17,23 @@ func startTestDaemon(t *testing.T, logs *cli.LockedWriter) (*Daemon, cli.Home) {
 }
 
 // startStoppableDaemon is startTestDaemon with a func that stops the
-// daemon before the test ends (once; the test's end then does nothing).
+// daemon before the test ends (Close is once; the test's end then does
+// nothing).
 func startStoppableDaemon(t *testing.T, logs *cli.LockedWriter) (*Daemon, cli.Home, func()) {
 	t.Helper()
 	h := cli.Home(t.TempDir())
-	cfg, unlock, err := h.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Listen, cfg.MDNS, cfg.DHT = []string{"/ip4/127.0.0.1/tcp/0"}, false, "off"
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	d, err := Start(ctx, h, cfg, Options{Logs: logs, Out: &cli.LockedWriter{W: new(bytes.Buffer)}})
+	d, err := Open(ctx, h, Loopback, Options{Logs: logs, Out: &cli.LockedWriter{W: new(bytes.Buffer)}})
 	if err != nil {
-		unlock()
 		t.Fatal(err)
 	}
-	var once sync.Once
 	stop := func() {
-		once.Do(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := d.Close(ctx); err != nil {
-				t.Errorf("close: %v", err)
-			}
-			unlock()
-		})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := d.Close(ctx); err != nil {
+			t.Errorf("close: %v", err)
+		}
 	}
 	t.Cleanup(stop)
 	return d, h, stop
