@@ -136,3 +136,44 @@ func TestNarrowDirectoryTakesFirstHandOnly(t *testing.T) {
 		}
 	}
 }
+
+// A narrow directory, off the topic, learns a restarted neighbour's new
+// incarnation from the neighbour's own answer only: an exchange's
+// advertisement of the answering peer itself replaces one of another
+// incarnation, as gossip's does; a relayed one still does not.
+func TestOwnAnswerReplacesAnotherIncarnation(t *testing.T) {
+	h, next := testhost.NewHost(t), testhost.NewHost(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.Connect(ctx, libp2ppeer.AddrInfo{ID: next.ID(), Addrs: next.Addrs()}); err != nil {
+		t.Fatal(err)
+	}
+	for _, narrow := range []bool{false, true} {
+		d := &Directory{cfg: adsConfig{TTL: defaultTTL}, h: h, peers: make(map[libp2ppeer.ID]adEntry), pullNow: make(chan struct{}, 1)}
+		d.narrow.Store(narrow)
+		ad := func(inc uint64) *Advertisement {
+			return &Advertisement{Peer: []byte(next.ID()), Incarnation: inc, Seq: 1, TTLSeconds: 60}
+		}
+		if ok, _ := d.store(ad(1), []byte("signed 1"), time.Minute, true, next.ID()); !ok {
+			t.Fatalf("narrow %v: the first advertisement not stored", narrow)
+		}
+		if !narrow { // a relayer's of another incarnation: refused
+			far := testhost.NewPeerID(t)
+			if d.fresh(next.ID(), ad(3), far) {
+				t.Fatal("a relayed advertisement of another incarnation is fresh")
+			}
+			if ok, _ := d.store(ad(3), []byte("signed 3"), time.Minute, true, far); ok {
+				t.Fatal("a relayed advertisement of another incarnation replaced the held one")
+			}
+		}
+		if !d.fresh(next.ID(), ad(2), next.ID()) {
+			t.Errorf("narrow %v: the peer's own answer of a new incarnation is not fresh", narrow)
+		}
+		if ok, _ := d.store(ad(2), []byte("signed 2"), time.Minute, true, next.ID()); !ok {
+			t.Errorf("narrow %v: the peer's own answer of a new incarnation not stored", narrow)
+		}
+		if got := d.Ad(next.ID()); got == nil || got.Incarnation != 2 {
+			t.Errorf("narrow %v: holding %+v, want incarnation 2", narrow, got)
+		}
+	}
+}

@@ -35,6 +35,9 @@ func (d *Directory) fresh(id libp2ppeer.ID, ad *Advertisement, via libp2ppeer.ID
 		return false
 	}
 	old, ok := d.peers[id]
+	if ok && via == id && old.ad.Incarnation != ad.Incarnation {
+		return true // its peer's own, of its current incarnation (see keep)
+	}
 	return !ok || old.ad.Incarnation == ad.Incarnation && old.ad.Seq < ad.Seq
 }
 
@@ -77,7 +80,10 @@ func (d *Directory) learnAddrs(id libp2ppeer.ID, ad *Advertisement, ttl time.Dur
 // d.ttl(ad)) unless we hold a newer one. An
 // advertisement relayed in a directory exchange may be older than one of
 // another incarnation we hold (the peer restarted): it replaces only an
-// older one of its own incarnation. One that came second-hand (via is
+// older one of its own incarnation; one its own peer answered (via is
+// that peer) is first-hand, as gossip's, and replaces another
+// incarnation's (a narrow directory, off the topic, learns a restarted
+// neighbour's new one only so). One that came second-hand (via is
 // not its peer) is bounded per relaying peer (see ads_relayed.go). It
 // reports whether ad was stored, whether it is of a peer we held nothing
 // of, its peer and the TTL it is kept for.
@@ -88,7 +94,8 @@ func (d *Directory) keep(ad *Advertisement, raw []byte, ttl time.Duration, relay
 	}
 	ttl = min(ttl, d.ttl(ad))
 	if via == id || via == "" {
-		via = "" // first-hand (or a caller that does not know)
+		relayed = relayed && via != id // its own peer's answer is first-hand
+		via = ""                       // first-hand (or a caller that does not know)
 	} else {
 		ttl = min(ttl, d.cfg.TTL)
 	}
