@@ -75,6 +75,9 @@ type adsConfig struct {
 	Claims      ClaimSource // nil: none
 	// Departed says whether a peer that disconnected left (nil: always).
 	Departed func(libp2ppeer.ID) bool
+	// Large says whether the mesh is above the lookup threshold (nil:
+	// never): the directory is then narrow (ads_scope.go).
+	Large func() bool
 }
 
 // adEntry is an advertisement held, with its signed bytes as its origin
@@ -97,7 +100,6 @@ type Directory struct {
 	cfg   adsConfig
 	h     host.Host
 	topic *pubsub.Topic
-	sub   *pubsub.Subscription
 
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -127,26 +129,30 @@ type Directory struct {
 	answering map[libp2ppeer.ID]bool
 
 	own atomic.Pointer[adEntry] // our latest published advertisement
+	// narrow is collect's last judgement of the mesh: large, so off the
+	// topic and holding connected peers' advertisements only.
+	narrow atomic.Bool
 
 	seq                      atomic.Uint64
 	rejected, synced, forced atomic.Uint64
 	syncBusy                 atomic.Uint64
 	gossiped, expired        atomic.Uint64
 	relayRefused             atomic.Uint64
+	joins, leaves, narrowed  atomic.Uint64
 }
 
 // StartAds starts advertising, on ps (which carries the mesh's
 // advertisement topic, /troupe/<mesh>/ads), what source gives, and
 // collecting the others' advertisements. Options: WithMesh (required),
 // WithIncarnation, WithAdTTL, WithAdTick, WithRelayAd, WithDeparture,
-// WithLogger.
+// WithLargeMesh, WithLogger.
 func StartAds(h host.Host, ps *pubsub.PubSub, source AdSource, opts ...Option) (*Directory, error) {
 	o, err := apply(opts)
 	if err != nil {
 		return nil, err
 	}
 	cfg := adsConfig{Mesh: o.mesh, PubSub: ps, Incarnation: o.incarnation, Source: source, TTL: o.ttl, Tick: o.tick, Logger: o.logger, Relay: o.relay,
-		Departed: o.departed, Claims: o.claims}
+		Departed: o.departed, Claims: o.claims, Large: o.large}
 	if cfg.PubSub == nil || cfg.Source == nil {
 		return nil, errors.New("discovery: advertisements need a pubsub and a source")
 	}
@@ -184,15 +190,16 @@ func StartAds(h host.Host, ps *pubsub.PubSub, source AdSource, opts ...Option) (
 	if err != nil {
 		return nil, err
 	}
+	var sub *pubsub.Subscription // collect's from then on (ads_scope.go)
 	if d.topic, err = cfg.PubSub.Join(name); err == nil {
-		d.sub, err = d.topic.Subscribe()
+		sub, err = d.topic.Subscribe()
 	}
 	if err != nil {
 		_ = cfg.PubSub.UnregisterTopicValidator(name)
 		return nil, fmt.Errorf("discovery: advertisements: %w", err)
 	}
 	fail := func(err error) (*Directory, error) {
-		d.sub.Cancel()
+		sub.Cancel()
 		_ = d.topic.Close()
 		_ = cfg.PubSub.UnregisterTopicValidator(name)
 		return nil, fmt.Errorf("discovery: advertisements: %w", err)
@@ -217,7 +224,7 @@ func StartAds(h host.Host, ps *pubsub.PubSub, source AdSource, opts ...Option) (
 	d.wg.Add(6 + syncWorkers)
 	go d.pull()
 	go d.advertise()
-	go d.collect()
+	go d.collect(sub)
 	go d.expire(events)
 	go d.watchTopic(topicEvents)
 	go d.watchIdentify(identified)
@@ -317,6 +324,9 @@ func (d *Directory) publishAd(actors, groups []string, addrs []ma.Multiaddr, cla
 		return fmt.Errorf("discovery: signing advertisement: %w", err)
 	}
 	d.own.Store(&adEntry{ad: ad, raw: data})
+	if d.narrow.Load() { // off the topic: the exchanges carry it (ads_scope.go)
+		return nil
+	}
 	return d.topic.Publish(d.ctx, data)
 }
 
@@ -349,21 +359,6 @@ func capNames(names []string) []string {
 	return names
 }
 
-func (d *Directory) collect() {
-	defer d.wg.Done()
-	for {
-		m, err := d.sub.Next(d.ctx)
-		if err != nil {
-			return
-		}
-		if ad, ok := m.ValidatorData.(*Advertisement); ok {
-			if ok, _ := d.store(ad, m.Data, d.ttl(ad), false, m.ReceivedFrom); ok {
-				d.gossiped.Add(1)
-			}
-		}
-	}
-}
-
 // Close stops advertising and answering, and waits for its goroutines and
 // for the directory requests being answered (they are reset)
 // (ctx is accepted for the library's uniform Close(ctx) error: every
@@ -375,8 +370,7 @@ func (d *Directory) Close(context.Context) error {
 	d.closed = true
 	d.mu.Unlock()
 	d.cancel()
-	d.sub.Cancel()
-	d.wg.Wait()
+	d.wg.Wait() // collect cancels its subscription
 	_ = d.topic.Close()
 	_ = d.cfg.PubSub.UnregisterTopicValidator(AdsTopic(d.cfg.Mesh))
 	return nil

@@ -25,12 +25,19 @@ func (d *Directory) holds(id libp2ppeer.ID, data []byte) *Advertisement {
 	return nil
 }
 
-// fresh reports whether ad would replace what we hold (see store), so that
-// a signature is checked only when it matters.
-func (d *Directory) fresh(id libp2ppeer.ID, ad *Advertisement) bool {
+// fresh reports whether ad, which via sent, would replace what we hold
+// (see store) and be wanted (wantedLocked), so that a signature is
+// checked only when it matters.
+func (d *Directory) fresh(id libp2ppeer.ID, ad *Advertisement, via libp2ppeer.ID) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if !d.wantedLocked(id, via) {
+		return false
+	}
 	old, ok := d.peers[id]
+	if ok && via == id && old.ad.Incarnation != ad.Incarnation {
+		return true // its peer's own, of its current incarnation (see keep)
+	}
 	return !ok || old.ad.Incarnation == ad.Incarnation && old.ad.Seq < ad.Seq
 }
 
@@ -73,7 +80,10 @@ func (d *Directory) learnAddrs(id libp2ppeer.ID, ad *Advertisement, ttl time.Dur
 // d.ttl(ad)) unless we hold a newer one. An
 // advertisement relayed in a directory exchange may be older than one of
 // another incarnation we hold (the peer restarted): it replaces only an
-// older one of its own incarnation. One that came second-hand (via is
+// older one of its own incarnation; one its own peer answered (via is
+// that peer) is first-hand, as gossip's, and replaces another
+// incarnation's (a narrow directory, off the topic, learns a restarted
+// neighbour's new one only so). One that came second-hand (via is
 // not its peer) is bounded per relaying peer (see ads_relayed.go). It
 // reports whether ad was stored, whether it is of a peer we held nothing
 // of, its peer and the TTL it is kept for.
@@ -84,7 +94,8 @@ func (d *Directory) keep(ad *Advertisement, raw []byte, ttl time.Duration, relay
 	}
 	ttl = min(ttl, d.ttl(ad))
 	if via == id || via == "" {
-		via = "" // first-hand (or a caller that does not know)
+		relayed = relayed && via != id // its own peer's answer is first-hand
+		via = ""                       // first-hand (or a caller that does not know)
 	} else {
 		ttl = min(ttl, d.cfg.TTL)
 	}
@@ -92,6 +103,8 @@ func (d *Directory) keep(ad *Advertisement, raw []byte, ttl time.Duration, relay
 	defer d.mu.Unlock()
 	old, ok := d.peers[id]
 	switch {
+	case !d.wantedLocked(id, via):
+		return false, false, id, 0 // a narrow directory's: not of a connected peer, or second-hand
 	case !ok && via != "" && !d.relayRoomLocked(via):
 		d.relayRefused.Add(1)
 		return false, false, id, 0
@@ -236,6 +249,7 @@ func (d *Directory) expire(events event.Subscription) {
 			d.mu.Unlock()
 		case now := <-tick.C:
 			d.mu.Lock()
+			d.dropUnconnectedLocked()
 			for id, e := range d.peers {
 				switch {
 				case now.After(e.expires):
@@ -322,10 +336,17 @@ type DirectoryStats struct {
 	// relaying peer had relayed maxRelayedPerPeer held here, or had more
 	// than its share of a full directory.
 	RelayRefused uint64
+	// TopicLeft and TopicJoined count the times the directory left the
+	// advertisement topic (the mesh judged large) and joined it again.
+	TopicLeft, TopicJoined uint64
+	// Narrowed counts the advertisements a narrow directory dropped
+	// because their peer was no longer connected.
+	Narrowed uint64
 }
 
 // Stats returns the directory's counters.
 func (d *Directory) Stats() DirectoryStats {
 	return DirectoryStats{Rejected: d.rejected.Load(), Synced: d.synced.Load(), Busy: d.syncBusy.Load(), Forced: d.forced.Load(),
-		Gossiped: d.gossiped.Load(), Expired: d.expired.Load(), RelayRefused: d.relayRefused.Load()}
+		Gossiped: d.gossiped.Load(), Expired: d.expired.Load(), RelayRefused: d.relayRefused.Load(),
+		TopicLeft: d.leaves.Load(), TopicJoined: d.joins.Load(), Narrowed: d.narrowed.Load()}
 }

@@ -68,6 +68,9 @@ type syncRequest struct {
 	// Own is the asking peer's own signed advertisement: one exchange
 	// tells each side about the other.
 	Own []byte `cbor:"2,keyasint,omitempty"`
+	// Only asks for the answering peer's own advertisement and no other:
+	// a narrow directory (ads_scope.go) keeps no second-hand ones.
+	Only bool `cbor:"3,keyasint,omitempty"`
 }
 
 type haveEntry struct {
@@ -190,9 +193,20 @@ func (d *Directory) pull() {
 				candidates = append(candidates, p)
 			}
 		}
+		rand.Shuffle(len(candidates), func(i, j int) { candidates[i], candidates[j] = candidates[j], candidates[i] })
+		if d.narrow.Load() {
+			// A narrow directory asks only a connected peer whose
+			// advertisement it lacks: the others' are refreshed from
+			// their origins (expire).
+			p, ok := d.missingPeer(candidates)
+			candidates = candidates[:0]
+			if ok {
+				candidates = append(candidates, p)
+			}
+		}
 		if len(candidates) > 0 {
 			ctx, cancel := context.WithTimeout(d.ctx, syncTimeout)
-			n, added, err := d.syncWith(ctx, candidates[rand.IntN(len(candidates))])
+			n, added, err := d.syncWith(ctx, candidates[0])
 			cancel()
 			if err == nil {
 				d.synced.Add(uint64(n))
@@ -202,6 +216,8 @@ func (d *Directory) pull() {
 			} else {
 				wait = min(2*wait, maxWait)
 			}
+		} else if d.narrow.Load() { // none missing: nothing to ask for a while
+			wait = min(2*wait, maxWait)
 		}
 		t.Reset(wait/2 + rand.N(wait)) // jittered, so that peers do not ask in step
 	}
@@ -231,7 +247,7 @@ func (d *Directory) syncWorker() {
 // ones; each bad one is counted as rejected and dropped. It returns how many
 // were stored, and how many of them are of peers we held nothing of.
 func (d *Directory) syncWith(ctx context.Context, p libp2ppeer.ID) (stored, added int, err error) {
-	r := syncRequest{Have: d.summary()}
+	r := syncRequest{Have: d.summary(), Only: d.narrow.Load()}
 	if own := d.own.Load(); own != nil {
 		r.Own = own.raw
 	}
@@ -271,7 +287,7 @@ func (d *Directory) syncWith(ctx context.Context, p libp2ppeer.ID) (stored, adde
 		return 0, 0, err
 	}
 	for _, sa := range resp.Ads {
-		ad, err := d.verifyRelayed(sa.Data)
+		ad, err := d.verifyRelayed(sa.Data, p)
 		if err != nil {
 			d.rejected.Add(1)
 			continue
@@ -293,8 +309,9 @@ func (d *Directory) syncWith(ctx context.Context, p libp2ppeer.ID) (stored, adde
 // verifyRelayed verifies an advertisement that reached us through another
 // peer than its origin: the signature must be that of the peer it
 // describes. It returns nil and no error for a valid-looking one that would
-// not replace what we hold (its signature is not checked).
-func (d *Directory) verifyRelayed(data []byte) (*Advertisement, error) {
+// not replace what we hold, or that a narrow directory would not keep
+// from peer from (its signature is not checked).
+func (d *Directory) verifyRelayed(data []byte, from libp2ppeer.ID) (*Advertisement, error) {
 	ad, body, sig, err := decodeAd(data)
 	if err != nil {
 		return nil, err
@@ -303,7 +320,7 @@ func (d *Directory) verifyRelayed(data []byte) (*Advertisement, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadAd, err)
 	}
-	if !d.fresh(id, ad) {
+	if !d.fresh(id, ad, from) {
 		return nil, nil
 	}
 	return ad, checkAd(ad, body, sig, id)

@@ -87,7 +87,7 @@ func (d *Directory) serveSync(s network.Stream) {
 		_ = s.Reset()
 		return
 	}
-	resp, err := cbor.Marshal(d.answer(asker, req.Have))
+	resp, err := cbor.Marshal(d.answer(asker, req.Have, req.Only))
 	if err == nil {
 		_, err = s.Write(resp)
 	}
@@ -103,8 +103,8 @@ func (d *Directory) serveSync(s network.Stream) {
 // answer selects what the asker lacks: our own advertisement and those we
 // hold that are missing from its summary or newer than it holds (of the
 // same incarnation: the asker keeps what it holds of another), within the
-// exchange's limits.
-func (d *Directory) answer(asker libp2ppeer.ID, have []haveEntry) syncResponse {
+// exchange's limits; only ours when only.
+func (d *Directory) answer(asker libp2ppeer.ID, have []haveEntry, only bool) syncResponse {
 	known := make(map[string]haveEntry, len(have))
 	for _, h := range have {
 		known[string(h.Peer)] = h
@@ -125,6 +125,9 @@ func (d *Directory) answer(asker libp2ppeer.ID, have []haveEntry) syncResponse {
 	}
 	if own := d.own.Load(); own != nil && newer(own.ad) {
 		add(own.ad, own.raw, d.cfg.TTL)
+	}
+	if only {
+		return resp
 	}
 	now := time.Now()
 	d.mu.Lock()

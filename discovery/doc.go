@@ -62,6 +62,13 @@
 //   - an advertisement within a third of its TTL from expiry, so that gossip
 //     missed a republication, is asked of its origin when connected to it.
 //
+// Above the lookup threshold (WithLargeMesh, asked every second) the
+// directory is narrow: it leaves the topic, publishes on none, and holds
+// only the advertisements of the peers it is connected to, each from
+// that peer itself (its exchanges ask for the answerer's own only); the
+// others' names are found by lookup. Below three quarters of the
+// threshold it joins the topic again (see ads_scope.go).
+//
 // Every advertisement is verified against the key of the peer it describes,
 // however it arrived; a bad one, or a malformed exchange, is dropped and
 // counted (Directory.Stats). Exchanges are bounded: MaxSyncAds, MaxSyncBytes,
@@ -92,6 +99,7 @@
 //	ads_sign.go      signing and verifying them
 //	ads_store.go     the directory of advertisements held
 //	ads_relayed.go   what second-hand advertisements a peer may make it hold
+//	ads_scope.go     which it holds: all, or above the threshold the connected peers'
 //	adsync.go        the directory exchange, asking side (pulls, new peers)
 //	adsync_serve.go  the directory exchange, answering side
 package discovery

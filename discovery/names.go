@@ -90,6 +90,27 @@ func (d *DHT) FindName(ctx context.Context, name string) ([]libp2ppeer.AddrInfo,
 	return out, nil
 }
 
+// FindNameEach is FindName's streaming form: it calls each with the
+// providers of name (at most MaxNameProviders, this peer left out) as
+// the DHT finds them, on the caller's goroutine, until each returns
+// false (the walk then ends), the lookup ends or ctx is done. Safe for
+// concurrent use.
+func (d *DHT) FindNameEach(ctx context.Context, name string, each func(libp2ppeer.AddrInfo) bool) error {
+	key, err := NameKey(d.cfg.Mesh, name)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx) // ends kad-dht's walk when each is done
+	defer cancel()
+	d.nameLookups.Add(1)
+	for ai := range d.kad.FindProvidersAsync(ctx, key, MaxNameProviders) {
+		if ai.ID != d.h.ID() && !each(ai) {
+			return nil
+		}
+	}
+	return nil
+}
+
 // NameLookups returns how many name lookups went to the DHT.
 func (d *DHT) NameLookups() uint64 { return d.nameLookups.Load() }
 

@@ -30,6 +30,7 @@ type config struct {
 	lookupAbove int
 	namesTick   time.Duration
 	relays      func() bool // dht_relays.go
+	large       func() bool // ads_scope.go
 }
 
 // apply applies opts over the defaults and checks the mesh name.
@@ -134,4 +135,13 @@ func WithNamesTick(d time.Duration) Option {
 // advertise with its actors (looked at every tick, as the actors are).
 func WithClaims(claims ClaimSource) Option {
 	return func(c *config) error { c.claims = claims; return nil }
+}
+
+// WithLargeMesh says whether the mesh is above the lookup threshold
+// (default: never), asked every second: while it is, the directory
+// leaves the advertisement topic and holds only the advertisements of
+// the peers this one is connected to (StartAds). peer.Node passes its
+// DHT's Large.
+func WithLargeMesh(large func() bool) Option {
+	return func(c *config) error { c.large = large; return nil }
 }

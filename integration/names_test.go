@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/libp2p/go-libp2p/core/network"
+	libp2ppeer "github.com/libp2p/go-libp2p/core/peer"
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/internal/testutil"
 	"github.com/troupe-mesh/troupe/peer"
@@ -57,5 +59,52 @@ func TestNamesFoundByDHTLookup(t *testing.T) {
 	n := finder.NameLookups()
 	if got, err := finder.Whereis(ctx, "svc"); err != nil || got != svc || finder.NameLookups() != n {
 		t.Fatalf("cached Whereis(svc) = %v, %v after %d more lookups", got, err, finder.NameLookups()-n)
+	}
+}
+
+// Above the lookup threshold a peer's directory is narrow: it is off the
+// advertisement topic and holds the advertisements of connected peers
+// only, so a name of a peer it is not connected to is found by lookup.
+// Here the finder's connection to the owner is closed (and closed again
+// should discovery dial it back) until its directory dropped the
+// owner's advertisement; Whereis then finds the name through the DHT.
+func TestNarrowDirectoryFindsNamesByLookup(t *testing.T) {
+	opts := []peer.Option{peer.WithMesh("narrow"), peer.WithGroups(true), peer.WithLookupAbove(3),
+		peer.WithAdvertisements(100*time.Millisecond, 3*time.Second)}
+	first := newNode(t, append(opts, peer.WithDHT())...)
+	join := append(opts, peer.WithDHT(*first.AddrInfo()))
+	owner, finder := newNode(t, join...), newNode(t, join...)
+	newNode(t, join...)
+	svc := spawn(t, owner, "svc", echo)
+	testutil.Eventually(t, 20*time.Second, "finder narrow, owner's name provided", func() bool {
+		return finder.Directory().Narrow() && owner.Directory().Narrow() && owner.NamesProvided() >= 1
+	})
+	testutil.Eventually(t, 20*time.Second, "the finder holds no advertisement of the owner", func() bool {
+		if finder.Host().Network().Connectedness(owner.ID()) == network.Connected {
+			_ = finder.Host().Network().ClosePeer(owner.ID())
+		}
+		for _, ad := range finder.Directory().Peers() {
+			id, err := libp2ppeer.IDFromBytes(ad.Peer)
+			if err != nil || finder.Host().Network().Connectedness(id) != network.Connected {
+				return false // a narrow directory holds connected peers' only
+			}
+		}
+		return len(finder.Directory().Lookup("svc")) == 0
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	before := finder.NameLookups()
+	got, err := finder.Whereis(ctx, "svc")
+	if err != nil || got != svc {
+		t.Fatalf("Whereis(svc) = %v, %v; want %v", got, err, svc)
+	}
+	if finder.NameLookups() == before {
+		t.Fatal("svc found without a DHT lookup")
+	}
+	if v, err := finder.System().Ask(ctx, got, Ping{3}); err != nil || v != (Pong{3}) {
+		t.Fatalf("ask %v: %v, %v", got, v, err)
+	}
+	if st := finder.Directory().Stats(); st.TopicLeft == 0 {
+		t.Fatalf("directory stats %+v: the finder never left the topic", st)
 	}
 }

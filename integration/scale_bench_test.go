@@ -14,6 +14,7 @@ import (
 	"github.com/troupe-mesh/troupe/actor"
 	"github.com/troupe-mesh/troupe/actor/group"
 	"github.com/troupe-mesh/troupe/codec"
+	"github.com/troupe-mesh/troupe/discovery"
 	"github.com/troupe-mesh/troupe/internal/testutil"
 	"github.com/troupe-mesh/troupe/peer"
 )
@@ -24,7 +25,8 @@ type Stamp struct{ Seq, UnixNano int64 }
 // BenchmarkScale100 starts 100 peers on 127.0.0.1, each given only the
 // first as bootstrap peer, and reports: the time to start them, the time
 // (from the first start) until every peer holds the advertisement of every
-// other, how many peer pairs are directly connected by then (the DHT
+// other (below the lookup threshold; above it, until every name the
+// askable samples drew is found by Whereis and asked: s-all-found), how many peer pairs are directly connected by then (the DHT
 // rendezvous keeps connecting) and the connections per peer (median and
 // most, when all know all and again 35 s after the last start, once the
 // connection budget's grace period passed), the memory per peer, and
@@ -150,8 +152,19 @@ func scaleRun(b *testing.B, spec scaleSpec) {
 	unconnected := 0
 	// Above 100 peers every peer holding every advertisement is not what
 	// the mesh aims at (names are looked up): the big runs report what
-	// the directories hold instead of waiting for it.
-	for spec.procs == 1 && n <= 100 {
+	// the directories hold instead of waiting for it. From the lookup
+	// threshold on a peer holds its connected peers' advertisements only
+	// (docs/scale.md, "Names by lookup"): the run waits instead until
+	// every name the askable samples drew was found by Whereis and asked
+	// (s-all-found; the samples' own work, none added to it).
+	waits := spec.procs == 1 && n <= 100
+	large := n >= discovery.DefaultLookupAbove
+	var askedAt askableResult
+	if waits && large {
+		askedAt = <-ready
+		ready = nil
+	}
+	for waits && !large {
 		unadvertised := 0
 		for _, a := range nodes {
 			unadvertised += n - 1 - len(a.Directory().Peers())
@@ -185,6 +198,9 @@ func scaleRun(b *testing.B, spec scaleSpec) {
 		}
 	}
 	known, knownCPU := time.Since(start), testutil.ProcessCPU()-cpu0
+	if waits && large && len(askedAt.at) > 0 {
+		known, knownCPU = started+askedAt.at[len(askedAt.at)-1], askedAt.cpu-cpu0
+	}
 	// Where the tail comes from (docs/benchmarks.md): advertisements that
 	// expired before gossip refreshed them, against those gossip stored.
 	var expired, gossiped, synced uint64
@@ -266,10 +282,17 @@ func scaleRun(b *testing.B, spec scaleSpec) {
 		census.report(b, nodes, start.Add(started+35*time.Second), []string{"pubsub:/troupe/scale/ads", "pubsub:/troupe/scale/group/all"})
 	}
 	// Idle: no sample still asking, no broadcast.
-	askedAt := <-ready
+	if ready != nil {
+		askedAt = <-ready
+	}
 	idleTCP, idleWchar := -1.0, -1.0
 	if !quick {
-		idleTCP, idleWchar = idleTraffic(b, local, 20*time.Second)
+		// The advertisements stored meanwhile: what their gossip and
+		// exchanges bring, a share of the idle bytes.
+		stored0 := adsStored(nodes)
+		window := idleWindow()
+		idleTCP, idleWchar = idleTraffic(b, local, window)
+		scaleMetric(b, float64(adsStored(nodes)-stored0)/window.Seconds()/float64(local), "idle-ads-stored/s/peer")
 	}
 	rss, err := procRSS()
 	if err != nil {
@@ -293,7 +316,13 @@ func scaleRun(b *testing.B, spec scaleSpec) {
 	scaleMetric(b, 100*float64(len(all))/float64(rounds*len(members)), "%-delivered")
 	slices.Sort(all)
 	scaleMetric(b, started.Seconds(), "s-to-start")
-	if spec.procs == 1 && n <= 100 {
+	switch {
+	case waits && large && askedAt.failed == 0:
+		scaleMetric(b, known.Seconds(), "s-all-found")
+		scaleMetric(b, knownCPU.Seconds(), "cpu-s-all-found")
+	case waits && large: // askable-never says how many
+		b.Logf("not every sampled name was found: no s-all-found")
+	case waits:
 		scaleMetric(b, known.Seconds(), "s-all-know-all")
 		// The process's CPU until then: the work of forming the mesh,
 		// steadier than the wall time on a shared machine.

@@ -117,8 +117,7 @@ var ErrDialBudget = discovery.ErrDialBudget
 // dialBudgetFull reports whether discovery should dial no more peers:
 // the node is connected to dialTarget peers or more.
 func (n *Node) dialBudgetFull() bool {
-	d := n.dhtNow.Load()
-	return len(n.host.Network().Peers()) >= dialTarget(n.cfg.conns.Low, d != nil && d.Large())
+	return len(n.host.Network().Peers()) >= dialTarget(n.cfg.conns.Low, n.size.Large())
 }
 
 // dialTarget is how many connected peers discovery dials up to: low,
@@ -137,17 +136,34 @@ func dialTarget(low int, large bool) int {
 	return low
 }
 
+// meshSize is the node's judgement of the mesh's size: its DHT's Large
+// (the lookup threshold, with its hysteresis: discovery/names.go), false
+// without a DHT or before it starts. Safe for concurrent use.
+type meshSize struct{ dht atomic.Pointer[discovery.DHT] }
+
+// Large reports whether the mesh is at or above the lookup threshold.
+func (m *meshSize) Large() bool {
+	d := m.dht.Load()
+	return d != nil && d.Large()
+}
+
 // departure returns the node's answer to "did a peer that disconnected
 // leave the mesh?", for the directory and the groups (their
-// WithDeparture): yes in a mesh of at most high peers (those h is
+// WithDeparture): no in a large mesh (size, the lookup threshold's
+// judgement), where a disconnection is most likely a trim (this peer's or
+// the other's) and the directory holds only the connected peers'
+// advertisements, so that its size says nothing of the mesh's; the
+// peer's group members then stay while gossip renews them, and go when
+// it does not. Otherwise yes in a mesh of at most high peers (those h is
 // connected to, or dir holds advertisements of, and itself), where no
 // peer holds enough connections to start a trim, so that a disconnection
-// is a departure, as on a LAN; no in a larger one, where it is most
-// likely a trim (this peer's or the other's): the peer's advertisement
-// and group members then stay while gossip renews them, and go when it
-// does not. dir is nil until advertising starts.
-func departure(h host.Host, dir *atomic.Pointer[discovery.Directory], high int) func(libp2ppeer.ID) bool {
+// is a departure, as on a LAN; no in a larger one. dir is nil until
+// advertising starts.
+func departure(h host.Host, dir *atomic.Pointer[discovery.Directory], high int, size *meshSize) func(libp2ppeer.ID) bool {
 	return func(libp2ppeer.ID) bool {
+		if size.Large() {
+			return false
+		}
 		size := len(h.Network().Peers()) + 1
 		if d := dir.Load(); d != nil {
 			size = max(size, d.Len()+1)

@@ -280,14 +280,16 @@ func TestGuardTrimsAboveHigh(t *testing.T) {
 }
 
 // TestDeparture: a disconnection is a departure in a mesh of at most
-// High peers, and not in a larger one.
+// High peers, and not in a larger one, nor in one the lookup threshold
+// judges large whatever the peers it sees (a narrow directory holds
+// only the connected peers' advertisements).
 func TestDeparture(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	n := newTestNode(t)
 	var dir atomic.Pointer[discovery.Directory]
 	for high, want := range map[int]bool{1: false, 2: true, 3: true} {
-		left := departure(n.Host(), &dir, high)
+		left := departure(n.Host(), &dir, high, new(meshSize))
 		if len(n.Host().Network().Peers()) == 0 {
 			if err := n.Connect(ctx, *newTestNode(t).AddrInfo()); err != nil {
 				t.Fatal(err)
@@ -296,6 +298,13 @@ func TestDeparture(t *testing.T) {
 		if got := left(""); got != want { // a mesh of 2: n and the other
 			t.Errorf("mesh of 2, high %d: departed %v, want %v", high, got, want)
 		}
+	}
+	large := newTestNode(t, WithDHT(), WithLookupAbove(1)) // large from its first look
+	if !large.size.Large() {
+		t.Fatal("a threshold of 1 is not judged large")
+	}
+	if departure(n.Host(), &dir, 3, large.size)("") {
+		t.Error("a large mesh of 2, high 3: departed")
 	}
 }
 

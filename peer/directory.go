@@ -48,7 +48,9 @@ func (d Directory) Lookup(name string) []actor.Ref {
 
 // Await returns the Refs of the actors called name that other peers
 // advertise, waiting until at least one is advertised or ctx is done. It
-// fails at once with ErrNoDirectory on a node without WithGroups.
+// fails at once with ErrNoDirectory on a node without WithGroups. Above
+// the lookup threshold the directory holds the connected peers'
+// advertisements only (Narrow): Node.Whereis finds a name anywhere.
 func (d Directory) Await(ctx context.Context, name string) ([]actor.Ref, error) {
 	if d.d == nil {
 		return nil, ErrNoDirectory
@@ -172,3 +174,10 @@ func (d Directory) Updated() <-chan struct{} {
 	}
 	return d.d.Updated()
 }
+
+// Narrow reports whether the directory judges the mesh large (above the
+// lookup threshold, WithLookupAbove): it is then off the advertisement
+// topic and holds only the advertisements of the peers this node is
+// connected to; Whereis finds the others' names through the DHT. False
+// without WithGroups.
+func (d Directory) Narrow() bool { return d.d != nil && d.d.Narrow() }

@@ -42,9 +42,10 @@ type Node struct {
 	reg    *codec.Registry
 	mdns   *discovery.MDNS
 	dht    *discovery.DHT
-	// dhtNow is dht for what its own goroutines call back (the dial
-	// budget), which may run before StartDHT returned and dht is set.
-	dhtNow atomic.Pointer[discovery.DHT]
+	// size holds dht for what its own goroutines call back (the dial
+	// budget, departures, the directory's scope), which may run before
+	// StartDHT returned and dht is set.
+	size   *meshSize
 	groups *groups.Groups
 	dir    *discovery.Directory
 	names  *lookup.Finder // Whereis's DHT lookups and their cache (names.go)
@@ -184,6 +185,7 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 	}
 	aopts := append([]actor.Option{actor.WithLogger(cfg.logger)}, cfg.actorOpts...)
 	var dir atomic.Pointer[discovery.Directory] // set once advertising starts
+	size := new(meshSize)                       // its DHT set once the DHT starts
 	// A public actor spawned or stopped changes the advertisement at once.
 	aopts = append(aopts, actor.WithPeer(h.ID().String()), transport.WithNamesChanged(func() {
 		if d := dir.Load(); d != nil {
@@ -209,7 +211,7 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 			return r, nil, nil
 		}
 		gt, err = groups.New(h, reg, cfg.mesh, p, groups.WithLogger(cfg.logger),
-			groups.WithDeparture(departure(h, &dir, cfg.conns.High)),
+			groups.WithDeparture(departure(h, &dir, cfg.conns.High, size)),
 			// A group joined or left changes the advertisement at once.
 			groups.WithOnChange(func() {
 				if d := dir.Load(); d != nil {
@@ -244,7 +246,7 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		_ = h.Close()
 		return nil, err
 	}
-	n := &Node{cfg: cfg, host: h, sys: sys, port: port, router: r, reg: reg, groups: gt, holePunches: hp,
+	n := &Node{cfg: cfg, host: h, sys: sys, port: port, router: r, reg: reg, groups: gt, holePunches: hp, size: size,
 		cm: cm, closed: make(chan struct{}), relaySvc: startRelayService(h, cfg), relays: relays}
 	n.names = lookup.New(lookup.Config{DHT: n.nameDHT, Connect: h.Connect, Ask: n.Lookup})
 	if n.redial, err = startRedialer(n); err != nil {
@@ -273,7 +275,8 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 		n.dir, err = discovery.StartAds(h, gt.PubSub(), func() ([]string, []string) { return sys.Names(), group.Names(sys) },
 			discovery.WithMesh(cfg.mesh), discovery.WithIncarnation(r.Incarnation()), discovery.WithAdTick(cfg.adTick),
 			discovery.WithAdTTL(cfg.adTTL), discovery.WithLogger(cfg.logger), discovery.WithRelayAd(cfg.relayService),
-			discovery.WithDeparture(departure(h, &dir, cfg.conns.High)), discovery.WithClaims(n.global.Source))
+			discovery.WithDeparture(departure(h, &dir, cfg.conns.High, size)), discovery.WithClaims(n.global.Source),
+			discovery.WithLargeMesh(size.Large))
 		if err != nil {
 			_ = n.Close(ctx)
 			return nil, err
@@ -292,7 +295,7 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 			return nil, err
 		}
 		relays.dht.Store(n.dht)
-		n.dhtNow.Store(n.dht)
+		size.dht.Store(n.dht)
 	}
 	if cfg.mdns {
 		// StartMDNS waits for a multicast interface when there is none yet;

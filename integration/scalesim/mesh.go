@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	kb "github.com/libp2p/go-libp2p-kbucket"
+	"github.com/troupe-mesh/troupe/discovery"
 	"github.com/troupe-mesh/troupe/peer"
 )
 
@@ -172,5 +173,8 @@ func (s *sim) figures() (Figures, error) {
 	f.Hops, f.Queries = dist(hops), dist(queries)
 	f.Found = float64(found) / float64(s.cfg.Lookups)
 	f.Background = Model(s.cfg.N, int(f.Conns.Median), s.cfg.AdTTL)
+	if s.cfg.N >= discovery.DefaultLookupAbove { // a narrow directory: the connected peers'
+		f.AdsHeld = int(f.Conns.Median)
+	}
 	return f, nil
 }

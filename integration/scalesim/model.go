@@ -1,6 +1,10 @@
 package scalesim
 
-import "time"
+import (
+	"time"
+
+	"github.com/troupe-mesh/troupe/discovery"
+)
 
 // The background model of docs/scale.md ("Model"): the bytes per second
 // a peer of an idle mesh of n peers writes, by source. The sizes are
@@ -25,6 +29,11 @@ const (
 	// SummaryBytes is what a directory pull's request carries per
 	// advertisement held (discovery/adsync.go), one pull every 30 s.
 	SummaryBytes = 60
+	// AdBytes is one signed advertisement in an exchange's answer (a few
+	// addresses, a few names), and ExchangeBytes a directory exchange's
+	// own cost at each end, taken as a ping's (a new stream and its
+	// negotiation): neither is measured.
+	AdBytes, ExchangeBytes = 400, PingBytes
 )
 
 // Background is the model's bytes per second per peer, by source.
@@ -34,13 +43,23 @@ type Background struct {
 
 // Model returns the background bytes per second of one peer of an idle
 // mesh of n peers, each holding c connections, every peer with one
-// member in one mesh-wide group, advertisements living adTTL.
+// member in one mesh-wide group, advertisements living adTTL. From the
+// lookup threshold (discovery.DefaultLookupAbove) the directory is
+// narrow (discovery/ads_scope.go): no advertisement gossip, and each
+// connected peer is asked for its own advertisement every two thirds
+// of adTTL, a request summarising the c held and one advertisement
+// back.
 func Model(n, c int, adTTL time.Duration) Background {
 	var b Background
 	b.Pings = 2 * float64(c) * PingBytes / 30
-	b.Ads = float64(n) / (adTTL.Seconds() / 3) * MsgBytes
 	b.Presence = float64(n) / 30 * MsgBytes
-	b.Pulls = float64(n-1) * SummaryBytes / 30
+	if n >= discovery.DefaultLookupAbove {
+		refresh := adTTL.Seconds() * 2 / 3
+		b.Pulls = float64(c) / refresh * (float64(c)*SummaryBytes + AdBytes + 2*ExchangeBytes)
+	} else {
+		b.Ads = float64(n) / (adTTL.Seconds() / 3) * MsgBytes
+		b.Pulls = float64(n-1) * SummaryBytes / 30
+	}
 	b.Total = b.Pings + b.Ads + b.Presence + b.Pulls
 	return b
 }

@@ -93,7 +93,7 @@ type Figures struct {
 	// the rendezvous key holds: every peer's record, up to discovery's
 	// bound of 4,096.
 	RendezvousRecords int
-	AdsHeld           int        // advertisements a peer holds: all others' (replicated directory)
+	AdsHeld           int        // advertisements a peer holds: all others' below the lookup threshold, its connected peers' (median) above
 	Background        Background // bytes per second per peer, the model fed with Conns.Median
 }
 

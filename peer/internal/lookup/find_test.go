@@ -21,9 +21,14 @@ type fakeDHT struct {
 
 func (d *fakeDHT) Large() bool { return d.large }
 
-func (d *fakeDHT) FindName(context.Context, string) ([]libp2ppeer.AddrInfo, error) {
+func (d *fakeDHT) FindNameEach(_ context.Context, _ string, each func(libp2ppeer.AddrInfo) bool) error {
 	d.finds.Add(1)
-	return d.providers, nil
+	for _, ai := range d.providers {
+		if !each(ai) {
+			return nil
+		}
+	}
+	return nil
 }
 
 // TestFindConfirmsProviders: a provider that does not host the name is
@@ -71,5 +76,25 @@ func TestFindConfirmsProviders(t *testing.T) {
 	none := New(Config{DHT: func() DHT { return nil }})
 	if _, err := none.Find(ctx, "svc"); !errors.Is(err, ErrNotLarge) {
 		t.Fatalf("without a DHT: %v, want ErrNotLarge", err)
+	}
+}
+
+// TestFindStopsAtTheFirstConfirmed: the providers are confirmed as the
+// walk yields them, and the first one confirmed ends the walk: the
+// providers after it are not asked.
+func TestFindStopsAtTheFirstConfirmed(t *testing.T) {
+	host, later := testhost.NewPeerID(t), testhost.NewPeerID(t)
+	dht := &fakeDHT{large: true, providers: []libp2ppeer.AddrInfo{{ID: host}, {ID: later}}}
+	var asked atomic.Int32
+	f := New(Config{
+		DHT: func() DHT { return dht },
+		Ask: func(_ context.Context, id libp2ppeer.ID, name string) (actor.Ref, error) {
+			asked.Add(1)
+			return actor.NewRef(id.String(), name)
+		},
+	})
+	ref, err := f.Find(t.Context(), "svc")
+	if err != nil || ref.Peer() != host.String() || asked.Load() != 1 {
+		t.Fatalf("Find(svc) = %v, %v after %d asks; want svc on %v, 1 ask", ref, err, asked.Load(), host)
 	}
 }

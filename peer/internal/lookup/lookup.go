@@ -36,8 +36,9 @@ const (
 type DHT interface {
 	// Large reports whether the mesh is above the lookup threshold.
 	Large() bool
-	// FindName returns the providers of name's key.
-	FindName(ctx context.Context, name string) ([]libp2ppeer.AddrInfo, error)
+	// FindNameEach calls each with the providers of name's key as they
+	// are found, until each returns false, the walk ends or ctx is done.
+	FindNameEach(ctx context.Context, name string, each func(libp2ppeer.AddrInfo) bool) error
 }
 
 // Config is what the lookups need of their node.
@@ -131,7 +132,8 @@ func (c *nameCache) put(name string, ref actor.Ref) {
 var ErrNotLarge = errors.New("lookup: mesh below the lookup threshold")
 
 // Find finds name through the DHT: from the cache, or by asking the
-// DHT for its providers and confirming them one at a time, within
+// DHT for its providers and confirming them one at a time as they are
+// found, within
 // lookupTimeout (confirmTime each), at most lookupsAtOnce at a time. It
 // fails with ErrNotLarge without a DHT or below the threshold, or an
 // error wrapping actor.ErrNoSuchActor.
@@ -157,21 +159,33 @@ func (f *Finder) Find(ctx context.Context, name string) (actor.Ref, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
 	defer cancel()
-	providers, err := dht.FindName(ctx, name)
-	if err != nil {
+	// Each provider is confirmed as the walk finds it, and the first one
+	// confirmed ends the walk: waiting for the walk's end first (for
+	// MaxNameProviders that a name with one host never has) held a
+	// lookup slot up to lookupTimeout while the mesh formed.
+	var (
+		n     int
+		found actor.Ref
+	)
+	err := dht.FindNameEach(ctx, name, func(ai libp2ppeer.AddrInfo) bool {
+		n++
+		ref, err := f.confirm(ctx, ai, name)
+		if err == nil {
+			found = ref
+		}
+		return err != nil && ctx.Err() == nil
+	})
+	switch {
+	case err != nil:
 		return actor.Ref{}, err
-	}
-	for _, ai := range providers {
-		if ref, err := f.confirm(ctx, ai, name); err == nil {
-			f.names.put(name, ref)
-			return ref, nil
-		}
-		if ctx.Err() != nil {
-			return actor.Ref{}, ctx.Err()
-		}
+	case !found.IsZero():
+		f.names.put(name, found)
+		return found, nil
+	case ctx.Err() != nil:
+		return actor.Ref{}, fmt.Errorf("lookup: %q: %w", name, ctx.Err())
 	}
 	f.names.put(name, actor.Ref{})
-	return actor.Ref{}, fmt.Errorf("%w: %q on none of %d providers", actor.ErrNoSuchActor, name, len(providers))
+	return actor.Ref{}, fmt.Errorf("%w: %q on none of %d providers", actor.ErrNoSuchActor, name, n)
 }
 
 // confirm asks the provider ai whether it hosts name: the answer comes
