@@ -38,19 +38,12 @@ func TestNamesFoundByDHTLookup(t *testing.T) {
 	}
 	testutil.Eventually(t, 5*time.Second, "stale's actors stopped", func() bool { return len(stale.System().Names()) == 0 })
 
+	whereisByLookup(t, finder, "svc", svc)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	before := finder.NameLookups()
-	got, err := finder.Whereis(ctx, "svc")
-	if err != nil || got != svc {
-		t.Fatalf("Whereis(svc) = %v, %v; want %v", got, err, svc)
-	}
-	if finder.NameLookups() == before {
-		t.Fatal("svc found without a DHT lookup")
-	}
-	v, err := finder.System().Ask(ctx, got, Ping{7})
+	v, err := finder.System().Ask(ctx, svc, Ping{7})
 	if err != nil || v != (Pong{7}) {
-		t.Fatalf("ask %v: %v, %v", got, v, err)
+		t.Fatalf("ask %v: %v, %v", svc, v, err)
 	}
 	if got, err := finder.Whereis(ctx, "ghost"); !errors.Is(err, actor.ErrNoSuchActor) {
 		t.Fatalf("Whereis(ghost) = %v, %v; want ErrNoSuchActor (only a stale provider)", got, err)
@@ -91,20 +84,29 @@ func TestNarrowDirectoryFindsNamesByLookup(t *testing.T) {
 		}
 		return len(finder.Directory().Lookup("svc")) == 0
 	})
+	whereisByLookup(t, finder, "svc", svc)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	before := finder.NameLookups()
-	got, err := finder.Whereis(ctx, "svc")
-	if err != nil || got != svc {
-		t.Fatalf("Whereis(svc) = %v, %v; want %v", got, err, svc)
-	}
-	if finder.NameLookups() == before {
-		t.Fatal("svc found without a DHT lookup")
-	}
-	if v, err := finder.System().Ask(ctx, got, Ping{3}); err != nil || v != (Pong{3}) {
-		t.Fatalf("ask %v: %v, %v", got, v, err)
+	if v, err := finder.System().Ask(ctx, svc, Ping{3}); err != nil || v != (Pong{3}) {
+		t.Fatalf("ask %v: %v, %v", svc, v, err)
 	}
 	if st := finder.Directory().Stats(); st.TopicLeft == 0 {
 		t.Fatalf("directory stats %+v: the finder never left the topic", st)
+	}
+}
+
+// whereisByLookup checks that finder's Whereis(name) answers want and
+// that it took a DHT lookup to do so.
+func whereisByLookup(t *testing.T, finder *peer.Node, name string, want actor.Ref) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	before := finder.NameLookups()
+	got, err := finder.Whereis(ctx, name)
+	if err != nil || got != want {
+		t.Fatalf("Whereis(%s) = %v, %v; want %v", name, got, err, want)
+	}
+	if finder.NameLookups() == before {
+		t.Fatalf("%s found without a DHT lookup", name)
 	}
 }
